@@ -1,0 +1,1 @@
+"""Hand-written revisions, oldest first."""

@@ -1,0 +1,96 @@
+"""Configuration: frozen dataclasses validated on construction, loadable from ``RETRIEVAL_*``.
+
+Only :meth:`DatabaseConfig.from_env` (and the CLI) read the environment; library code takes a
+config from its caller.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from retrieval.errors import ConfigurationError
+
+DEFAULT_SCHEMA = "retrieval"
+DEFAULT_EMBEDDING_DIM = 384
+# pgvector's HNSW index accepts vectors of at most 2,000 dimensions.
+MAX_INDEXED_DIM = 2000
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    "RETRIEVAL_DATABASE_URL": "URL of an existing PostgreSQL (postgresql://user:pass@host:5432/db). "
+    "Unset: the embedded PostgreSQL is started (or reused) in RETRIEVAL_DATA_DIR.",
+    "RETRIEVAL_DATA_DIR": "Directory of the embedded server's data (default: "
+    f"{platformdirs.user_data_dir('retrieval')}/pg). Keep it short: its socket lives there.",
+    "RETRIEVAL_SCHEMA": f"PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA}).",
+    "RETRIEVAL_EMBEDDING_DIM": "Embedding dimension fixed at migration time "
+    f"(default: {DEFAULT_EMBEDDING_DIM}, all-MiniLM-L6-v2).",
+}
+
+
+def default_data_dir() -> Path:
+    """The per-user directory where the embedded server keeps its data."""
+    return Path(platformdirs.user_data_dir("retrieval")) / "pg"
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    """Where the data lives.
+
+    ``url`` is an existing PostgreSQL; ``None`` means the embedded server in ``data_dir``.
+    ``schema`` is the PostgreSQL schema of the tables and ``embedding_dim`` the vector dimension
+    that a migration creates (later the database itself records it).
+    """
+
+    url: str | None = None
+    data_dir: Path = field(default_factory=default_data_dir)
+    schema: str = DEFAULT_SCHEMA
+    embedding_dim: int = DEFAULT_EMBEDDING_DIM
+
+    def __post_init__(self) -> None:
+        if self.url is not None and not self.url.strip():
+            raise ConfigurationError(
+                "database url is empty: give a postgresql:// URL or None for the embedded server"
+            )
+        if not _IDENTIFIER.match(self.schema):
+            raise ConfigurationError(
+                f"schema {self.schema!r} is not a plain PostgreSQL identifier: use lower-case "
+                "letters, digits and underscores, starting with a letter (at most 63 characters)"
+            )
+        if isinstance(self.embedding_dim, bool) or not isinstance(self.embedding_dim, int):
+            raise ConfigurationError(
+                f"embedding_dim must be an integer, got {self.embedding_dim!r}"
+            )
+        if not 1 <= self.embedding_dim <= MAX_INDEXED_DIM:
+            raise ConfigurationError(
+                f"embedding_dim={self.embedding_dim} is out of range: pgvector's HNSW index takes "
+                f"1 to {MAX_INDEXED_DIM} dimensions"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> DatabaseConfig:
+        """Build a config from ``RETRIEVAL_*`` variables (see :data:`ENVIRONMENT_VARIABLES`)."""
+        env = os.environ if environ is None else environ
+        url = env.get("RETRIEVAL_DATABASE_URL") or None
+        data_dir = env.get("RETRIEVAL_DATA_DIR")
+        schema = env.get("RETRIEVAL_SCHEMA") or DEFAULT_SCHEMA
+        dim_text = env.get("RETRIEVAL_EMBEDDING_DIM") or str(DEFAULT_EMBEDDING_DIM)
+        try:
+            dim = int(dim_text)
+        except ValueError:
+            raise ConfigurationError(
+                f"RETRIEVAL_EMBEDDING_DIM={dim_text!r} is not an integer: set it to the model's "
+                f"dimension, for example {DEFAULT_EMBEDDING_DIM}"
+            ) from None
+        return cls(
+            url=url,
+            data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
+            schema=schema,
+            embedding_dim=dim,
+        )

@@ -1,0 +1,94 @@
+"""One exception tree for the whole library.
+
+Every error says what went wrong and what to do about it. Driver errors (psycopg, SQLAlchemy)
+are translated in one place, :func:`translate_database_errors`, and re-raised ``from`` the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+
+class RetrievalError(Exception):
+    """Base class of every error raised by ``retrieval``."""
+
+
+class ConfigurationError(RetrievalError, ValueError):
+    """A setting (argument or ``RETRIEVAL_*`` variable) has a value the library cannot use."""
+
+
+class DatabaseError(RetrievalError):
+    """The database refused or failed an operation."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The PostgreSQL server could not be reached or refused the connection."""
+
+
+class EmbeddedServerError(DatabaseError):
+    """The embedded PostgreSQL server could not be started or reused."""
+
+
+class ExtensionError(DatabaseError):
+    """A required PostgreSQL extension (``vector`` or ``pg_trgm``) is missing or cannot be created."""
+
+
+class SchemaError(DatabaseError):
+    """The database schema is missing or older than this library expects."""
+
+
+class DimensionMismatchError(RetrievalError, ValueError):
+    """An embedding model's dimension differs from the dimension the database stores."""
+
+
+def mask_url(url: str) -> str:
+    """Return ``url`` with its password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except sa_exc.ArgumentError:
+        return "<unparseable database URL>"
+
+
+def unavailable_error(url: str, cause: BaseException) -> DatabaseUnavailableError:
+    """Build the error for a server that cannot be reached at ``url`` (password masked)."""
+    reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return DatabaseUnavailableError(
+        f"Cannot connect to PostgreSQL at {mask_url(url)}: {reason}. "
+        "Check that the server is running and reachable from this machine, that the host, port, "
+        "user, password and database name in RETRIEVAL_DATABASE_URL are right, and that "
+        "pg_hba.conf allows this client. Unset RETRIEVAL_DATABASE_URL to use the embedded server."
+    )
+
+
+@contextmanager
+def translate_database_errors(url: str) -> Iterator[None]:
+    """Translate driver errors raised inside the block into this library's errors.
+
+    Connection failures become :class:`DatabaseUnavailableError` naming ``url`` with its
+    password masked; other driver errors become :class:`DatabaseError`. Errors of this
+    library pass through unchanged.
+    """
+    try:
+        yield
+    except RetrievalError:
+        raise
+    except (sa_exc.OperationalError, psycopg.OperationalError) as error:
+        original = getattr(error, "orig", None) or error
+        if _is_connection_failure(original):
+            raise unavailable_error(url, original) from error
+        raise DatabaseError(f"PostgreSQL at {mask_url(url)} failed: {original}") from error
+    except (sa_exc.DBAPIError, psycopg.Error) as error:
+        original = getattr(error, "orig", None) or error
+        raise DatabaseError(f"PostgreSQL at {mask_url(url)} failed: {original}") from error
+
+
+def _is_connection_failure(error: BaseException) -> bool:
+    # psycopg raises OperationalError without a SQLSTATE when no connection could be made;
+    # SQLSTATE class 08 covers connection exceptions, 57P0x a server shutting down, 28 auth.
+    sqlstate = getattr(error, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(("08", "57P", "28", "3D"))

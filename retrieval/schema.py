@@ -1,0 +1,169 @@
+"""The tables, as SQLAlchemy Core metadata: what the migrations create and Alembic checks against.
+
+Every table carries ``tenant_id``, and every primary key and unique constraint starts with it, so
+the schema can be distributed by tenant (Citus) without change. Indexes with operator classes
+(HNSW, ``gin_trgm_ops``) are declared here and written by hand in the migrations.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKeyConstraint,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    cast,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+MEMORIES = "memories"
+DECISIONS = "decisions"
+TOOL_CALLS = "tool_calls"
+EMBEDDING_CACHE = "embedding_cache"
+TABLES = (MEMORIES, DECISIONS, TOOL_CALLS, EMBEDDING_CACHE)
+
+SHA256_BYTES = 32
+
+
+def build_metadata(schema: str, embedding_dim: int) -> MetaData:
+    """Return the metadata of every table in ``schema`` with ``vector(embedding_dim)`` columns."""
+    metadata = MetaData(schema=schema)
+    _memories(metadata, embedding_dim)
+    _decisions(metadata)
+    _tool_calls(metadata)
+    _embedding_cache(metadata, embedding_dim)
+    return metadata
+
+
+def _tenant() -> Column[str]:
+    return Column("tenant_id", Text, nullable=False)
+
+
+def _identity() -> Column[int]:
+    return Column("id", BigInteger, Identity(always=True), nullable=False)
+
+
+def _created_at() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _memories(metadata: MetaData, dim: int) -> Table:
+    return Table(
+        MEMORIES,
+        metadata,
+        _tenant(),
+        _identity(),
+        Column("content", Text, nullable=False),
+        Column("kind", Text, nullable=False, server_default=text("'fact'")),
+        Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("importance", Float(precision=53), nullable=True),
+        Column("access_count", Integer, nullable=False, server_default=text("0")),
+        Column("last_accessed_at", DateTime(timezone=True), nullable=True),
+        _created_at(),
+        Column("embedding", Vector(dim), nullable=False),
+        Column("embedding_model", Text, nullable=False),
+        PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
+        CheckConstraint(
+            "importance IS NULL OR (importance >= 0 AND importance <= 1)",
+            name="memories_importance_range",
+        ),
+        CheckConstraint("access_count >= 0", name="memories_access_count_nonnegative"),
+        Index("memories_tenant_created_idx", "tenant_id", text("created_at DESC")),
+        Index("memories_tenant_kind_idx", "tenant_id", "kind"),
+        Index(
+            "memories_embedding_hnsw_idx",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_l2_ops"},
+        ),
+    )
+
+
+def _decisions(metadata: MetaData) -> Table:
+    return Table(
+        DECISIONS,
+        metadata,
+        _tenant(),
+        _identity(),
+        Column("task_id", Text, nullable=True),
+        Column("action_type", Text, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("status", Text, nullable=False),
+        _created_at(),
+        PrimaryKeyConstraint("tenant_id", "id", name="decisions_pkey"),
+        Index("decisions_tenant_created_idx", "tenant_id", text("created_at DESC")),
+        Index("decisions_tenant_task_idx", "tenant_id", "task_id"),
+        Index(
+            "decisions_content_trgm_idx",
+            "content",
+            postgresql_using="gin",
+            postgresql_ops={"content": "gin_trgm_ops"},
+        ),
+    )
+
+
+def _tool_calls(metadata: MetaData) -> Table:
+    table = Table(
+        TOOL_CALLS,
+        metadata,
+        _tenant(),
+        _identity(),
+        Column("decision_id", BigInteger, nullable=True),
+        Column("tool_name", Text, nullable=False),
+        Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column("result", Text, nullable=True),
+        _created_at(),
+        PrimaryKeyConstraint("tenant_id", "id", name="tool_calls_pkey"),
+        ForeignKeyConstraint(
+            ["tenant_id", "decision_id"],
+            [f"{metadata.schema}.{DECISIONS}.tenant_id", f"{metadata.schema}.{DECISIONS}.id"],
+            name="tool_calls_decision_fkey",
+            ondelete="CASCADE",
+        ),
+        Index("tool_calls_tenant_created_idx", "tenant_id", text("created_at DESC")),
+        Index("tool_calls_tenant_decision_idx", "tenant_id", "decision_id"),
+        Index("tool_calls_tenant_tool_name_idx", "tenant_id", "tool_name"),
+        Index(
+            "tool_calls_tool_name_trgm_idx",
+            "tool_name",
+            postgresql_using="gin",
+            postgresql_ops={"tool_name": "gin_trgm_ops"},
+        ),
+    )
+    # Keyword search over the parameters as text (ILIKE '%word%') needs an expression index.
+    Index(
+        "tool_calls_params_trgm_idx",
+        cast(table.c.params, Text).label("params_text"),
+        postgresql_using="gin",
+        postgresql_ops={"params_text": "gin_trgm_ops"},
+    )
+    return table
+
+
+def _embedding_cache(metadata: MetaData, dim: int) -> Table:
+    return Table(
+        EMBEDDING_CACHE,
+        metadata,
+        _tenant(),
+        Column("key", LargeBinary, nullable=False),
+        Column("model_id", Text, nullable=False),
+        Column("embedding", Vector(dim), nullable=False),
+        _created_at(),
+        PrimaryKeyConstraint("tenant_id", "key", name="embedding_cache_pkey"),
+        CheckConstraint(
+            f"octet_length(key) = {SHA256_BYTES}", name="embedding_cache_key_is_sha256"
+        ),
+    )
