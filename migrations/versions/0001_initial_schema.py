@@ -7,7 +7,7 @@ Create Date: 2026-11-25
 
 from __future__ import annotations
 
-from alembic import context, op
+from alembic import op
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 
@@ -125,7 +125,7 @@ def _statements(script: str, schema: str, dim: int) -> list[str]:
 
 
 def _ensure_extension(name: str, package: str) -> None:
-    if context.is_offline_mode():
+    if op.get_context().as_sql:  # offline (--sql): no database to ask
         op.execute(f"CREATE EXTENSION IF NOT EXISTS {name}")
         return
     bind: Connection = op.get_bind()

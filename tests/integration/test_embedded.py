@@ -1,0 +1,143 @@
+"""The embedded server is shared by processes, survives one of them exiting, and stops cleanly."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# A process that joins the embedded server, answers SQL sent on stdin, and exits on "exit".
+WORKER = """
+import sys
+from pathlib import Path
+
+import psycopg
+
+from retrieval.embedded import start_embedded
+
+server = start_embedded(Path(sys.argv[1]))
+print(server.pid, server.reused, flush=True)
+for line in sys.stdin:
+    if line.strip() == "exit":
+        break
+    with psycopg.connect(server.libpq_dsn()) as connection:
+        cursor = connection.execute(line)
+        print(cursor.fetchone()[0] if cursor.description else "ok", flush=True)
+"""
+
+TIMEOUT = 60.0
+
+
+class Worker:
+    """One process using the embedded server in ``data_dir``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(data_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        pid, reused = self._read().split()
+        self.server_pid = int(pid)
+        self.reused = reused == "True"
+
+    def ask(self, statement: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(statement + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def exit(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("exit\n")
+        self.process.stdin.flush()
+        assert self.process.wait(TIMEOUT) == 0, self.process.stderr and self.process.stderr.read()
+
+    def _read(self) -> str:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], TIMEOUT)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.process.kill()
+            stderr = self.process.stderr.read() if self.process.stderr else ""
+            raise AssertionError(f"worker gave no answer: {stderr}")
+        return line.strip()
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Short on purpose: the server's Unix socket lives in the data directory.
+    parent = Path(tempfile.mkdtemp(prefix="rtv-"))
+    yield parent / "pg"
+    _stop_leftover(parent / "pg")
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def _stop_leftover(data_dir: Path) -> None:
+    pid_file = data_dir / "postmaster.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text().splitlines()[0])
+        if psutil.pid_exists(pid):
+            os.kill(pid, signal.SIGINT)  # fast shutdown
+
+
+def _wait_until_stopped(pid: int) -> bool:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_second_process_reuses_the_server_and_its_exit_harms_nothing(data_dir: Path) -> None:
+    first = Worker(data_dir)
+    assert not first.reused
+    second = Worker(data_dir)
+    assert second.reused
+    assert second.server_pid == first.server_pid
+
+    assert second.ask("CREATE TABLE notes (body text)") == "ok"
+    assert second.ask("INSERT INTO notes VALUES ('kept') RETURNING body") == "kept"
+    second.exit()
+
+    assert psutil.pid_exists(first.server_pid)
+    assert first.ask("SELECT count(*) FROM notes") == "1"
+    first.exit()
+    assert _wait_until_stopped(first.server_pid), "the last process left the server running"
+    assert not (data_dir / "postmaster.pid").exists()
+
+    third = Worker(data_dir)
+    assert not third.reused
+    assert third.ask("SELECT body FROM notes") == "kept"
+    third.exit()
+    log = (data_dir / "log").read_text()
+    assert "not properly shut down" not in log
+    assert "database system is shut down" in log
+
+
+def test_a_killed_process_does_not_keep_the_server_alive_forever(data_dir: Path) -> None:
+    killed = Worker(data_dir)
+    killed.process.send_signal(signal.SIGKILL)
+    killed.process.wait(TIMEOUT)
+    assert psutil.pid_exists(killed.server_pid)  # nobody stopped it
+
+    survivor = Worker(data_dir)
+    assert survivor.reused
+    assert survivor.ask("SELECT 1") == "1"
+    survivor.exit()
+    assert _wait_until_stopped(killed.server_pid)

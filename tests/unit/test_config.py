@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval.config import DatabaseConfig, default_data_dir
+from retrieval.db import sqlalchemy_url
+from retrieval.errors import ConfigurationError, mask_url
+
+
+def test_defaults_use_the_embedded_server_in_a_per_user_directory() -> None:
+    config = DatabaseConfig.from_env({})
+    assert config.url is None
+    assert config.data_dir == default_data_dir()
+    assert config.schema == "retrieval"
+    assert config.embedding_dim == 384
+
+
+def test_from_env_reads_every_variable(tmp_path: Path) -> None:
+    config = DatabaseConfig.from_env(
+        {
+            "RETRIEVAL_DATABASE_URL": "postgresql://u:p@db:5432/x",
+            "RETRIEVAL_DATA_DIR": str(tmp_path),
+            "RETRIEVAL_SCHEMA": "agent_memory",
+            "RETRIEVAL_EMBEDDING_DIM": "768",
+        }
+    )
+    assert config == DatabaseConfig(
+        url="postgresql://u:p@db:5432/x",
+        data_dir=tmp_path,
+        schema="agent_memory",
+        embedding_dim=768,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"schema": "Robert'); DROP TABLE x;--"}, "not a plain PostgreSQL identifier"),
+        ({"schema": "1abc"}, "not a plain PostgreSQL identifier"),
+        ({"embedding_dim": 0}, "embedding_dim=0 is out of range"),
+        ({"embedding_dim": 4096}, "embedding_dim=4096 is out of range"),
+        ({"embedding_dim": True}, "must be an integer"),
+        ({"url": "  "}, "database url is empty"),
+    ],
+)
+def test_bad_values_are_refused_when_the_config_is_made(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        DatabaseConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_non_integer_dimension_in_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="RETRIEVAL_EMBEDDING_DIM='large'"):
+        DatabaseConfig.from_env({"RETRIEVAL_EMBEDDING_DIM": "large"})
+
+
+def test_config_is_frozen() -> None:
+    config = DatabaseConfig()
+    with pytest.raises(AttributeError):
+        config.schema = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgres://u:p@h:5432/d",
+        "postgresql://u:p@h:5432/d",
+        "postgresql+psycopg2://u:p@h:5432/d",
+        "postgresql+psycopg://u:p@h:5432/d",
+    ],
+)
+def test_postgresql_urls_are_normalized_to_psycopg3(url: str) -> None:
+    assert sqlalchemy_url(url) == "postgresql+psycopg://u:p@h:5432/d"
+
+
+def test_other_databases_are_refused_with_the_password_masked() -> None:
+    with pytest.raises(ConfigurationError, match=r"mysql://u:\*\*\*@h/d is not a PostgreSQL URL"):
+        sqlalchemy_url("mysql://u:secret@h/d")
+
+
+def test_garbage_is_not_a_url() -> None:
+    with pytest.raises(ConfigurationError, match="is not a database URL"):
+        sqlalchemy_url("not a url")
+
+
+def test_mask_url_hides_the_password() -> None:
+    assert mask_url("postgresql://alice:s3cret@db/x") == "postgresql://alice:***@db/x"
