@@ -82,10 +82,7 @@ def run_online() -> None:
     from retrieval.db import connect, make_engine
 
     url = _url_from_environment()
-    if url:
-        engine = make_engine(url)
-    else:
-        engine = connect(DatabaseConfig.from_env()).engine
+    engine = make_engine(url) if url else connect(DatabaseConfig.from_env()).engine
     with engine.begin() as own_connection:
         _run_on(own_connection, settings)
     engine.dispose()

@@ -117,7 +117,8 @@ def _settings(database: Database) -> migrate.MigrationSettings:
 
 def _upgrade(args: argparse.Namespace, database: Database) -> int:
     migrate.upgrade(database.engine, _settings(database), args.revision)
-    print(f"{database.url}: at revision {migrate.current_revision(database.engine, _settings(database))}")
+    revision = migrate.current_revision(database.engine, _settings(database))
+    print(f"{database.url}: at revision {revision}")
     return 0
 
 

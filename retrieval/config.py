@@ -24,8 +24,9 @@ MAX_INDEXED_DIM = 2000
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 ENVIRONMENT_VARIABLES: dict[str, str] = {
-    "RETRIEVAL_DATABASE_URL": "URL of an existing PostgreSQL (postgresql://user:pass@host:5432/db). "
-    "Unset: the embedded PostgreSQL is started (or reused) in RETRIEVAL_DATA_DIR.",
+    "RETRIEVAL_DATABASE_URL": "URL of an existing PostgreSQL "
+    "(postgresql://user:pass@host:5432/db). Unset: the embedded PostgreSQL is started "
+    "(or reused) in RETRIEVAL_DATA_DIR.",
     "RETRIEVAL_DATA_DIR": "Directory of the embedded server's data (default: "
     f"{platformdirs.user_data_dir('retrieval')}/pg). Keep it short: its socket lives there.",
     "RETRIEVAL_SCHEMA": f"PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA}).",

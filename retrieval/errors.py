@@ -35,7 +35,7 @@ class EmbeddedServerError(DatabaseError):
 
 
 class ExtensionError(DatabaseError):
-    """A required PostgreSQL extension (``vector`` or ``pg_trgm``) is missing or cannot be created."""
+    """A required extension (``vector`` or ``pg_trgm``) is missing or cannot be created."""
 
 
 class SchemaError(DatabaseError):

@@ -6,10 +6,10 @@ wheel ships as the ``retrieval.migrations`` package, so an installed library can
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TextIO
 
 from alembic import command
 from alembic.config import Config
@@ -45,9 +45,9 @@ def script_location() -> Path:
 def alembic_config(
     connection: Connection | None = None,
     settings: MigrationSettings | None = None,
-    stdout: io.TextIOBase | None = None,
+    stdout: TextIO | None = None,
 ) -> Config:
-    """An Alembic :class:`Config` that runs our scripts on ``connection`` (or the env's database)."""
+    """An Alembic config that runs our scripts on ``connection`` (else the env's database)."""
     config = Config(stdout=stdout) if stdout is not None else Config()
     config.set_main_option("script_location", str(script_location()))
     if connection is not None:

@@ -59,9 +59,7 @@ class PgServer:
         name = unique_name("rtv_test")
         statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
         if template is not None:
-            statement += sql.SQL(" TEMPLATE {} STRATEGY FILE_COPY").format(
-                sql.Identifier(template)
-            )
+            statement += sql.SQL(" TEMPLATE {} STRATEGY FILE_COPY").format(sql.Identifier(template))
         else:
             statement += sql.SQL(" TEMPLATE template0")
         if owner is not None:

@@ -25,7 +25,8 @@ SEED = [
     """
     INSERT INTO retrieval.tool_calls (tenant_id, tool_name, params, result, created_at)
     SELECT 'tenant-' || (g % 20),
-           (ARRAY['web_search', 'read_file', 'run_sql', 'send_email'])[1 + g % 4] || '_' || (g % 97),
+           (ARRAY['web_search', 'read_file', 'run_sql', 'send_email'])[1 + g % 4]
+               || '_' || (g % 97),
            jsonb_build_object('query', md5(g::text), 'limit', g % 50),
            'ok', now() - make_interval(mins => g)
     FROM generate_series(1, :rows) AS g
@@ -33,7 +34,8 @@ SEED = [
     """
     INSERT INTO retrieval.memories (tenant_id, content, embedding, embedding_model)
     SELECT 'tenant-' || (g % 20), 'memory ' || g,
-           (SELECT array_agg(random() + 0 * (d + g))::vector(384) FROM generate_series(1, 384) AS d),
+           (SELECT array_agg(random() + 0 * (d + g))::vector(384)
+              FROM generate_series(1, 384) AS d),
            'test-random'
     FROM generate_series(1, 2000) AS g
     """,

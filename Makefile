@@ -1,0 +1,33 @@
+# The README's two commands: `make demo` and `make test`. Each sets everything up first.
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest install clean
+
+demo: $(INSTALLED)
+	$(VENV)/bin/retrieval demo
+
+test: lint typecheck pytest
+
+lint: $(INSTALLED)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(INSTALLED)
+	$(VENV)/bin/mypy --strict retrieval
+
+pytest: $(INSTALLED)
+	$(PYTHON) -m pytest
+
+install: $(INSTALLED)
+
+# constraints.txt pins the CPU build of PyTorch so pip never pulls a multi-GB CUDA build.
+$(INSTALLED): pyproject.toml constraints.txt
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11) and "retrieval needs Python 3.11 or newer" or 0)'
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

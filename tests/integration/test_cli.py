@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect
+
+from retrieval import migrate
+from retrieval.cli import build_parser, main
+from retrieval.schema import TABLES
+from tests.conftest import PgDatabase
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_db_upgrade_current_downgrade(
+    empty_database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", empty_database.url]
+    head = migrate.head_revision()
+
+    assert main([*url, "db", "current"]) == 0
+    assert f"base (not migrated) (newest available: {head})" in capsys.readouterr().out
+
+    assert main([*url, "db", "upgrade"]) == 0
+    assert f"at revision {head}" in capsys.readouterr().out
+    assert main([*url, "db", "current"]) == 0
+    assert f"{head} (up to date)" in capsys.readouterr().out
+
+    assert main([*url, "db", "downgrade", "base"]) == 0
+    assert "base (no tables)" in capsys.readouterr().out
+    remaining = inspect(empty_database.engine).get_table_names(schema="retrieval")
+    assert remaining == ["alembic_version"]
+
+
+def test_schema_option_migrates_another_schema(
+    empty_database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--database-url", empty_database.url, "--schema", "team_b", "db", "upgrade"]) == 0
+    tables = set(inspect(empty_database.engine).get_table_names(schema="team_b"))
+    assert tables == {*TABLES, "alembic_version"}
+
+
+def test_demo_on_a_url_prints_what_the_database_holds(
+    empty_database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--database-url", empty_database.url, "demo"]) == 0
+    out = capsys.readouterr().out
+    assert "extensions: pg_trgm" in out
+    assert f"at revision {migrate.head_revision()}" in out
+    assert "vector(384)" in out
+    for table in TABLES:
+        assert table in out
+    assert "memories_embedding_hnsw_idx" in out
+
+
+def test_an_unreachable_database_exits_1_with_a_clear_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["--database-url", "postgresql://me:pw@127.0.0.1:1/x", "db", "current"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: Cannot connect to PostgreSQL at")
+    assert ":pw@" not in err
+
+
+def test_a_bad_schema_name_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--schema", "Bad-Name", "db", "current"]) == 1
+    assert "not a plain PostgreSQL identifier" in capsys.readouterr().err
+
+
+def _commands(parser: object, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], object]:
+    import argparse
+
+    assert isinstance(parser, argparse.ArgumentParser)
+    found: dict[tuple[str, ...], object] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                found[(*prefix, name)] = helps.get(name)
+                found.update(_commands(sub, (*prefix, name)))
+    return found
+
+
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    commands = _commands(build_parser())
+    assert ("db", "upgrade") in commands
+    for path, help_text in commands.items():
+        assert help_text, f"`retrieval {' '.join(path)}` has no help text"
+        assert f"retrieval {' '.join(path)}" in readme, f"README lacks `retrieval {' '.join(path)}`"
+    for variable in ("RETRIEVAL_DATABASE_URL", "RETRIEVAL_DATA_DIR", "RETRIEVAL_SCHEMA",
+                     "RETRIEVAL_EMBEDDING_DIM"):  # fmt: skip
+        assert variable in readme
+        assert variable in build_parser().format_help()
+
+
+@pytest.mark.slow
+def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
+    parent = Path(tempfile.mkdtemp(prefix="rtv-"))
+    env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}
+    env["RETRIEVAL_DATA_DIR"] = str(parent / "pg")
+    try:
+        for expected in ("embedded PostgreSQL started", "embedded PostgreSQL started"):
+            ran = subprocess.run(
+                [sys.executable, "-m", "retrieval", "demo"],
+                env=env, capture_output=True, text=True, check=False, timeout=120,
+            )  # fmt: skip
+            assert ran.returncode == 0, ran.stderr
+            # Each run is the only user, so each starts the server and stops it on exit.
+            assert expected in ran.stdout
+            assert f"at revision {migrate.head_revision()}" in ran.stdout
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
