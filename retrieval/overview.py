@@ -89,7 +89,7 @@ def render(overview: DatabaseOverview) -> str:
     for table in TABLES:
         tenants = overview.rows.get(table, {})
         detail = ", ".join(f"{tenant}: {count}" for tenant, count in tenants.items())
-        lines.append(f"  {table:<16} {overview.total_rows(table):>8}  {detail}")
+        lines.append(f"  {table:<16} {overview.total_rows(table):>8}  {detail}".rstrip())
     lines += ["", "indexes:"]
     lines += [f"  {index.name}: {index.definition}" for index in overview.indexes]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from sqlalchemy import inspect, text
 from retrieval import migrate
 from retrieval.db import make_engine
 from retrieval.errors import ExtensionError
-from tests.conftest import SETTINGS
+from tests.conftest import SETTINGS, PgDatabase
 from tests.harness import PgServer, engine_for, unique_name
 
 PASSWORD = "limited-secret"
@@ -70,3 +70,22 @@ def test_the_same_role_migrates_once_a_superuser_created_the_extension(
         assert migrate.current_revision(limited_engine, SETTINGS) == migrate.head_revision()
     finally:
         limited_engine.dispose()
+
+
+def test_an_extension_the_server_lacks_says_what_to_install(database: PgDatabase) -> None:
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    revision = ScriptDirectory.from_config(migrate.alembic_config()).get_revision("0001")
+    assert revision is not None
+    with database.engine.begin() as connection:
+        version = connection.execute(text("SHOW server_version")).scalar()
+        with (
+            Operations.context(MigrationContext.configure(connection)),
+            pytest.raises(ExtensionError) as raised,
+        ):
+            revision.module._ensure_extension("no_such_extension", "the no_such package")
+    message = str(raised.value)
+    assert f"PostgreSQL {version} has no extension 'no_such_extension' installed" in message
+    assert "Install the no_such package on the database server" in message
