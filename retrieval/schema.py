@@ -33,7 +33,8 @@ MEMORIES = "memories"
 DECISIONS = "decisions"
 TOOL_CALLS = "tool_calls"
 EMBEDDING_CACHE = "embedding_cache"
-TABLES = (MEMORIES, DECISIONS, TOOL_CALLS, EMBEDDING_CACHE)
+MEMORY_ENTITIES = "memory_entities"
+TABLES = (MEMORIES, MEMORY_ENTITIES, DECISIONS, TOOL_CALLS, EMBEDDING_CACHE)
 
 SHA256_BYTES = 32
 
@@ -42,6 +43,7 @@ def build_metadata(schema: str, embedding_dim: int) -> MetaData:
     """Return the metadata of every table in ``schema`` with ``vector(embedding_dim)`` columns."""
     metadata = MetaData(schema=schema)
     _memories(metadata, embedding_dim)
+    _memory_entities(metadata)
     _decisions(metadata)
     _tool_calls(metadata)
     _embedding_cache(metadata, embedding_dim)
@@ -53,7 +55,7 @@ def _tenant() -> Column[str]:
 
 
 def _identity() -> Column[int]:
-    return Column("id", BigInteger, Identity(always=True), nullable=False)
+    return Column("id", BigInteger, Identity(always=False), nullable=False)
 
 
 def _created_at() -> Column[object]:
@@ -89,6 +91,24 @@ def _memories(metadata: MetaData, dim: int) -> Table:
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_l2_ops"},
         ),
+    )
+
+
+def _memory_entities(metadata: MetaData) -> Table:
+    return Table(
+        MEMORY_ENTITIES,
+        metadata,
+        _tenant(),
+        Column("memory_id", BigInteger, nullable=False),
+        Column("entity_id", Text, nullable=False),
+        PrimaryKeyConstraint("tenant_id", "memory_id", "entity_id", name="memory_entities_pkey"),
+        ForeignKeyConstraint(
+            ["tenant_id", "memory_id"],
+            [f"{metadata.schema}.{MEMORIES}.tenant_id", f"{metadata.schema}.{MEMORIES}.id"],
+            name="memory_entities_memory_fkey",
+            ondelete="CASCADE",
+        ),
+        Index("memory_entities_tenant_entity_idx", "tenant_id", "entity_id"),
     )
 
 

