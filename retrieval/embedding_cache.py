@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,8 +62,18 @@ class CacheStats:
 class EmbeddingCache:
     """Embeds texts through ``embedder``, never embedding one text twice for a tenant."""
 
-    def __init__(self, embedder: Embedder, schema: str, *, lru_entries: int = 10_000) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        schema: str,
+        *,
+        lru_entries: int = 10_000,
+        before_model_call: Callable[[], None] | None = None,
+    ) -> None:
         self.embedder = embedder
+        # Runs before the model is first needed (the store checks its dimension there), so a
+        # batch served wholly from the cache never loads the model.
+        self._before_model_call = before_model_call
         self.stats = CacheStats()
         self._lookup = text(_LOOKUP.format(schema=f'"{schema}"'))
         self._insert = text(_INSERT.format(schema=f'"{schema}"'))
@@ -79,7 +89,7 @@ class EmbeddingCache:
         model_id = self.embedder.model_id
         keys = [cache_key(model_id, item) for item in texts]
         if not keys:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+            return np.zeros((0, 0), dtype=np.float32)
         found = self._from_memory(tenant_id, keys)
         self.stats.texts += len(keys)
         self.stats.memory_hits += sum(1 for key in keys if key in found)
@@ -104,6 +114,8 @@ class EmbeddingCache:
         texts: Sequence[str],
         missing: Sequence[bytes],
     ) -> dict[bytes, Vectors]:
+        if self._before_model_call is not None:
+            self._before_model_call()
         text_of = dict(zip(keys, texts, strict=True))
         vectors = self.embedder.embed([text_of[key] for key in missing])
         if vectors.shape[0] != len(missing):

@@ -22,6 +22,15 @@ _INDEXES = text(
 # Row counts per table and tenant. Table names come from the fixed tuple TABLES and the
 # schema is a validated identifier: identifiers cannot be bound parameters.
 _COUNT = "SELECT tenant_id, count(*) FROM {schema}.{table} GROUP BY tenant_id ORDER BY tenant_id"
+_KINDS = (
+    "SELECT tenant_id, kind, count(*) FROM {schema}.memories "
+    "GROUP BY tenant_id, kind ORDER BY tenant_id, kind"
+)
+_MODELS = (
+    "SELECT embedding_model, count(*) FROM {schema}.memories "
+    "GROUP BY embedding_model ORDER BY embedding_model"
+)
+_CACHE_BYTES = "SELECT pg_total_relation_size(CAST(:table AS regclass))"
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,9 @@ class DatabaseOverview:
     embedding_dim: int | None
     rows: dict[str, dict[str, int]]  # table -> tenant -> rows
     indexes: list[IndexInfo]
+    kinds: dict[str, dict[str, int]]  # tenant -> memory kind -> rows
+    models: dict[str, int]  # embedding model -> memories it embedded
+    cache_bytes: int
 
     def total_rows(self, table: str) -> int:
         """Rows of ``table`` over all tenants."""
@@ -61,10 +73,23 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
             for row in connection.execute(_INDEXES, {"schema": settings.schema})
         ]
         rows: dict[str, dict[str, int]] = {}
+        kinds: dict[str, dict[str, int]] = {}
+        models: dict[str, int] = {}
+        cache_bytes = 0
+        schema = f'"{settings.schema}"'
         if revision is not None:
             for table in TABLES:
-                query = text(_COUNT.format(schema=f'"{settings.schema}"', table=table))
+                query = text(_COUNT.format(schema=schema, table=table))
                 rows[table] = {tenant: count for tenant, count in connection.execute(query)}
+            for tenant, kind, count in connection.execute(text(_KINDS.format(schema=schema))):
+                kinds.setdefault(tenant, {})[kind] = count
+            models = {
+                model: n for model, n in connection.execute(text(_MODELS.format(schema=schema)))
+            }
+            cache_table = f"{schema}.embedding_cache"
+            cache_bytes = connection.execute(
+                text(_CACHE_BYTES), {"table": cache_table}
+            ).scalar_one()
     return DatabaseOverview(
         server_version=version,
         extensions=extensions,
@@ -73,23 +98,53 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
         embedding_dim=stored_embedding_dim(engine, settings.schema) if revision else None,
         rows=rows,
         indexes=indexes,
+        kinds=kinds,
+        models=models,
+        cache_bytes=int(cache_bytes),
     )
 
 
-def render(overview: DatabaseOverview) -> str:
-    """A plain-text report of ``overview``."""
+def render(overview: DatabaseOverview, *, indexes: bool = True) -> str:
+    """A plain-text report of ``overview`` (with its index definitions unless told not to)."""
     lines = [
         f"PostgreSQL {overview.server_version}; extensions: "
         + ", ".join(f"{name} {version}" for name, version in overview.extensions.items()),
         f"schema {overview.schema!r} at revision {overview.revision or '(not migrated)'}; "
         f"embeddings: vector({overview.embedding_dim})",
         "",
-        "rows per table (tenants):",
+        _rows_table(overview),
     ]
-    for table in TABLES:
-        tenants = overview.rows.get(table, {})
-        detail = ", ".join(f"{tenant}: {count}" for tenant, count in tenants.items())
-        lines.append(f"  {table:<16} {overview.total_rows(table):>8}  {detail}".rstrip())
-    lines += ["", "indexes:"]
-    lines += [f"  {index.name}: {index.definition}" for index in overview.indexes]
+    if overview.kinds:
+        lines += ["", "memories per tenant and kind:"]
+        for tenant, kinds in overview.kinds.items():
+            lines.append(f"  {tenant}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
+    if overview.models:
+        lines += ["", "embedding models (memories):"]
+        lines += [f"  {model}: {count}" for model, count in overview.models.items()]
+    cache_rows = overview.total_rows("embedding_cache")
+    lines += ["", f"embedding cache: {cache_rows} entries, {overview.cache_bytes / 1e6:.1f} MB"]
+    if indexes:
+        lines += ["", "indexes:"]
+        lines += [f"  {index.name}: {index.definition}" for index in overview.indexes]
+    return "\n".join(lines)
+
+
+_HEADINGS = {
+    "memories": "memories",
+    "memory_entities": "entity links",
+    "decisions": "decisions",
+    "tool_calls": "tool calls",
+    "embedding_cache": "cache",
+}
+
+
+def _rows_table(overview: DatabaseOverview) -> str:
+    tenants = sorted({tenant for counts in overview.rows.values() for tenant in counts})
+    width = max([len("tenant"), len("total"), *map(len, tenants)])
+    header = "tenant".ljust(width) + "".join(f"{_HEADINGS[t]:>14}" for t in TABLES)
+    lines = ["rows per tenant and table:", header]
+    for tenant in tenants:
+        counts = "".join(f"{overview.rows.get(t, {}).get(tenant, 0):>14}" for t in TABLES)
+        lines.append(tenant.ljust(width) + counts)
+    lines.append("total".ljust(width) + "".join(f"{overview.total_rows(t):>14}" for t in TABLES))
     return "\n".join(lines)

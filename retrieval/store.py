@@ -7,19 +7,13 @@ with binary ``COPY``: it lands whole or not at all.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-import numpy as np
-from pgvector import Vector
-from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, Engine
 
-from retrieval.bulk import copy_rows, reserve_ids
 from retrieval.config import WriteConfig
 from retrieval.db import Database, check_embedding_dim, stored_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
@@ -40,45 +34,14 @@ from retrieval.validation import (
     ValidDecision,
     ValidMemory,
     ValidToolCall,
+    as_input,
     valid_decision,
     valid_memory,
     valid_tool_call,
 )
+from retrieval.writer import Writer
 
 logger = logging.getLogger(__name__)
-
-Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)
-
-_MEMORY_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("content", "text"),
-    ("kind", "text"),
-    ("metadata", "jsonb"),
-    ("importance", "float8"),
-    ("created_at", "timestamptz"),
-    ("embedding", "vector"),
-    ("embedding_model", "text"),
-)
-_ENTITY_COLUMNS = (("tenant_id", "text"), ("memory_id", "int8"), ("entity_id", "text"))
-_DECISION_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("task_id", "text"),
-    ("action_type", "text"),
-    ("content", "text"),
-    ("status", "text"),
-    ("created_at", "timestamptz"),
-)
-_TOOL_CALL_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("decision_id", "int8"),
-    ("tool_name", "text"),
-    ("params", "jsonb"),
-    ("result", "text"),
-    ("created_at", "timestamptz"),
-)
 
 
 class MemoryStore:
@@ -104,9 +67,15 @@ class MemoryStore:
             self.config.embedding_model, batch_size=self.config.batch_size
         )
         self.dim = stored_embedding_dim(engine, schema)
-        self.cache = EmbeddingCache(self.embedder, schema, lru_entries=self.config.cache_entries)
+        self.cache = EmbeddingCache(
+            self.embedder,
+            schema,
+            lru_entries=self.config.cache_entries,
+            before_model_call=self.check_embedder,
+        )
         self._limits = Limits(max_text_chars=self.config.max_text_chars, dim=self.dim)
         self._lookup = Lookup(schema)
+        self._writer = Writer(schema, self.cache, self._lookup)
         self._embedder_checked = False
 
     @classmethod
@@ -150,7 +119,8 @@ class MemoryStore:
             entities=entities,
             embedding=embedding,
         )
-        return self._write_memories([valid_memory(item, self._limits)])[0]
+        with self.batch() as batch:
+            return batch.write_memories([valid_memory(item, self._limits)])[0]
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
         """Store a batch of memories in one transaction; return their ids in order.
@@ -158,66 +128,16 @@ class MemoryStore:
         Items are :class:`MemoryInput` or dicts with the same keys. One bad item refuses the
         whole batch with a :class:`ValidationError` naming it, and nothing is written.
         """
-        batch = [_as_input(item, MemoryInput, index) for index, item in enumerate(items)]
-        return self._write_memories(
-            [valid_memory(item, self._limits, index) for index, item in enumerate(batch)]
-        )
+        with self.batch() as batch:
+            return batch.remember_many(items)
 
-    def _write_memories(self, memories: Sequence[ValidMemory]) -> list[int]:
-        if not memories:
-            return []
-        with self._transaction() as connection:
-            vectors = self._vectors(connection, memories)
-            now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
-            model_id = self.embedder.model_id
-            copy_rows(
-                connection,
-                self.schema,
-                "memories",
-                *_columns(_MEMORY_COLUMNS),
-                (
-                    (
-                        memory.tenant_id,
-                        memory_id,
-                        memory.text,
-                        memory.kind,
-                        Jsonb(memory.metadata_json, dumps=_already_json),
-                        memory.importance,
-                        memory.created_at or now,
-                        Vector(vector),
-                        memory.embedding_model or model_id,
-                    )
-                    for memory, memory_id, vector in zip(memories, ids, vectors, strict=True)
-                ),
-            )
-            links = [
-                (memory.tenant_id, memory_id, entity)
-                for memory, memory_id in zip(memories, ids, strict=True)
-                for entity in memory.entities
-            ]
-            if links:
-                copy_rows(
-                    connection, self.schema, "memory_entities", *_columns(_ENTITY_COLUMNS), links
-                )
-        return ids
+    @property
+    def limits(self) -> Limits:
+        """What this store accepts: the longest text and the database's dimension."""
+        return self._limits
 
-    def _vectors(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[Vectors]:
-        vectors: list[Vectors | None] = [memory.embedding for memory in memories]
-        to_embed: dict[str, list[int]] = defaultdict(list)
-        for index, memory in enumerate(memories):
-            if memory.embedding is None:
-                to_embed[memory.tenant_id].append(index)
-        if to_embed:
-            self._check_embedder()
-        for tenant_id, indexes in to_embed.items():
-            embedded = self.cache.embed(
-                connection, tenant_id, [memories[index].text for index in indexes]
-            )
-            for index, vector in zip(indexes, embedded, strict=True):
-                vectors[index] = vector
-        return [np.asarray(vector, dtype=np.float32) for vector in vectors]
-
-    def _check_embedder(self) -> None:
+    def check_embedder(self) -> None:
+        """Load the embedder and refuse it if its dimension is not the database's."""
         if not self._embedder_checked:
             check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
             self._embedder_checked = True
@@ -243,39 +163,13 @@ class MemoryStore:
             status=status,
             created_at=created_at,
         )
-        return self._write_decisions([valid_decision(item, self._limits)])[0]
+        with self.batch() as batch:
+            return batch.write_decisions([valid_decision(item, self._limits)])[0]
 
     def record_decisions(self, items: Iterable[DecisionInput | Mapping[str, Any]]) -> list[int]:
         """Store a batch of decisions in one transaction; return their ids in order."""
-        batch = [_as_input(item, DecisionInput, index) for index, item in enumerate(items)]
-        return self._write_decisions(
-            [valid_decision(item, self._limits, index) for index, item in enumerate(batch)]
-        )
-
-    def _write_decisions(self, decisions: Sequence[ValidDecision]) -> list[int]:
-        if not decisions:
-            return []
-        with self._transaction() as connection:
-            now, ids = reserve_ids(connection, self.schema, "decisions", len(decisions))
-            copy_rows(
-                connection,
-                self.schema,
-                "decisions",
-                *_columns(_DECISION_COLUMNS),
-                (
-                    (
-                        d.tenant_id,
-                        i,
-                        d.task_id,
-                        d.action_type,
-                        d.content,
-                        d.status,
-                        d.created_at or now,
-                    )
-                    for d, i in zip(decisions, ids, strict=True)
-                ),
-            )
-        return ids
+        with self.batch() as batch:
+            return batch.record_decisions(items)
 
     def record_tool_call(
         self,
@@ -296,65 +190,13 @@ class MemoryStore:
             result=result,
             created_at=created_at,
         )
-        return self._write_tool_calls([valid_tool_call(item, self._limits)], single=True)[0]
+        with self.batch() as batch:
+            return batch.write_tool_calls([valid_tool_call(item, self._limits)], single=True)[0]
 
     def record_tool_calls(self, items: Iterable[ToolCallInput | Mapping[str, Any]]) -> list[int]:
         """Store a batch of tool calls in one transaction; return their ids in order."""
-        batch = [_as_input(item, ToolCallInput, index) for index, item in enumerate(items)]
-        return self._write_tool_calls(
-            [valid_tool_call(item, self._limits, index) for index, item in enumerate(batch)]
-        )
-
-    def _write_tool_calls(
-        self, calls: Sequence[ValidToolCall], *, single: bool = False
-    ) -> list[int]:
-        if not calls:
-            return []
-        with self._transaction() as connection:
-            self._check_decisions_exist(connection, calls, single)
-            now, ids = reserve_ids(connection, self.schema, "tool_calls", len(calls))
-            copy_rows(
-                connection,
-                self.schema,
-                "tool_calls",
-                *_columns(_TOOL_CALL_COLUMNS),
-                (
-                    (
-                        c.tenant_id,
-                        i,
-                        c.decision_id,
-                        c.tool_name,
-                        Jsonb(c.params_json, dumps=_already_json),
-                        c.result,
-                        c.created_at or now,
-                    )
-                    for c, i in zip(calls, ids, strict=True)
-                ),
-            )
-        return ids
-
-    def _check_decisions_exist(
-        self, connection: Connection, calls: Sequence[ValidToolCall], single: bool
-    ) -> None:
-        wanted: dict[str, set[int]] = defaultdict(set)
-        for call in calls:
-            if call.decision_id is not None:
-                wanted[call.tenant_id].add(call.decision_id)
-        for tenant_id, ids in wanted.items():
-            missing = ids - self._lookup.existing_decisions(connection, tenant_id, sorted(ids))
-            if not missing:
-                continue
-            index = next(
-                i
-                for i, c in enumerate(calls)
-                if c.tenant_id == tenant_id and c.decision_id in missing
-            )
-            raise ValidationError(
-                f"decision_id: decision {calls[index].decision_id} does not exist for tenant "
-                f"{tenant_id!r}: record the decision first, or leave decision_id empty",
-                item=None if single else index,
-                field="decision_id",
-            )
+        with self.batch() as batch:
+            return batch.record_tool_calls(items)
 
     # -- reading and forgetting -------------------------------------------------------------
 
@@ -415,35 +257,60 @@ class MemoryStore:
         return forgotten
 
     @contextmanager
+    def batch(self) -> Iterator[StoreBatch]:
+        """One transaction for several writes: everything in it lands, or nothing does.
+
+        ``with store.batch() as batch:`` then ``batch.remember_many(...)``,
+        ``batch.record_decisions(...)``, ``batch.record_tool_calls(...)``.
+        """
+        with self._transaction() as connection:
+            yield StoreBatch(self._writer, self._limits, connection)
+
+    @contextmanager
     def _transaction(self) -> Iterator[Connection]:
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             yield connection
 
 
-def _as_input(item: object, kind: type[Input], index: int) -> Input:
-    if isinstance(item, kind):
-        return item
-    if not isinstance(item, Mapping):
-        raise ValidationError(
-            f"must be a {kind.__name__} or a dict, got {type(item).__name__}", item=index
+class StoreBatch:
+    """Writes that share one transaction (see :meth:`MemoryStore.batch`)."""
+
+    def __init__(self, writer: Writer, limits: Limits, connection: Connection) -> None:
+        self._writer = writer
+        self._limits = limits
+        self.connection = connection
+
+    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
+        """Validate every memory, then write them all; return their ids in order."""
+        inputs = [as_input(item, MemoryInput, index) for index, item in enumerate(items)]
+        return self.write_memories(
+            [valid_memory(item, self._limits, index) for index, item in enumerate(inputs)]
         )
-    known = {field.name for field in fields(kind)}
-    unknown = sorted(set(item) - known)
-    if unknown:
-        raise ValidationError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}",
-            item=index,
-            field=unknown[0],
+
+    def record_decisions(self, items: Iterable[DecisionInput | Mapping[str, Any]]) -> list[int]:
+        """Validate every decision, then write them all; return their ids in order."""
+        inputs = [as_input(item, DecisionInput, index) for index, item in enumerate(items)]
+        return self.write_decisions(
+            [valid_decision(item, self._limits, index) for index, item in enumerate(inputs)]
         )
-    try:
-        return kind(**item)
-    except TypeError as error:
-        raise ValidationError(str(error), item=index) from None
 
+    def record_tool_calls(self, items: Iterable[ToolCallInput | Mapping[str, Any]]) -> list[int]:
+        """Validate every tool call, then write them all; return their ids in order."""
+        inputs = [as_input(item, ToolCallInput, index) for index, item in enumerate(items)]
+        return self.write_tool_calls(
+            [valid_tool_call(item, self._limits, index) for index, item in enumerate(inputs)]
+        )
 
-def _columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    return [name for name, _ in spec], [kind for _, kind in spec]
+    def write_memories(self, memories: Sequence[ValidMemory]) -> list[int]:
+        """Write memories that were already validated."""
+        return self._writer.memories(self.connection, memories)
 
+    def write_decisions(self, decisions: Sequence[ValidDecision]) -> list[int]:
+        """Write decisions that were already validated."""
+        return self._writer.decisions(self.connection, decisions)
 
-def _already_json(value: Any) -> str:
-    return str(value)
+    def write_tool_calls(
+        self, calls: Sequence[ValidToolCall], *, single: bool = False
+    ) -> list[int]:
+        """Write tool calls that were already validated."""
+        return self._writer.tool_calls(self.connection, calls, single=single)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from numbers import Real
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -214,6 +214,27 @@ class _Checker:
         return array
 
 
-def check_all(items: Sequence[Any], check: Any, limits: Limits) -> list[Any]:
-    """Apply ``check`` to every item of a batch, naming the index of the first bad one."""
-    return [check(item, limits, index) for index, item in enumerate(items)]
+Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)
+
+
+def as_input(item: object, kind: type[Input], index: int | None = None) -> Input:
+    """``item`` as a ``kind`` input: passed through, or built from a dict of its fields."""
+    if isinstance(item, kind):
+        return item
+    if not isinstance(item, Mapping):
+        raise ValidationError(
+            f"must be a {kind.__name__} or a dict, got {type(item).__name__}", item=index
+        )
+    known = {field.name for field in fields(kind)}
+    unknown = sorted(set(item) - known)
+    if unknown:
+        raise ValidationError(
+            f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}",
+            item=index,
+            field=unknown[0],
+        )
+    try:
+        return kind(**item)
+    except TypeError as error:
+        # A required field is missing: "__init__() missing 1 required ... argument: 'text'".
+        raise ValidationError(str(error).replace("__init__()", kind.__name__), item=index) from None
