@@ -138,7 +138,7 @@ def _resolved(record: Record, decision_ids: Mapping[str, int]) -> ValidToolCall:
     assert isinstance(record.valid, ValidToolCall)
     if record.decision_ref is None:
         return record.valid
-    return replace(record.valid, decision_id=decision_ids[record.decision_ref])
+    return record.valid._replace(decision_id=decision_ids[record.decision_ref])
 
 
 def _jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -283,6 +283,8 @@ class StoreBatch:
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
         """Validate every memory, then write them all; return their ids in order."""
         inputs = [as_input(item, MemoryInput, index) for index, item in enumerate(items)]
+        if inputs and all(item.embedding is not None for item in inputs):
+            return self._writer.memories_streamed(self.connection, inputs, self._limits)
         return self.write_memories(
             [valid_memory(item, self._limits, index) for index, item in enumerate(inputs)]
         )

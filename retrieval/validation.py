@@ -1,18 +1,20 @@
 """Checks that run before any write: a refused item raises ``ValidationError`` naming it.
 
 Each ``valid_*`` function returns the cleaned values that the store writes, so nothing reaches
-the database unchecked.
+the database unchecked. The results are named tuples: a batch makes one per row, and tuples are
+the cheapest records Python builds.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from numbers import Real
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,8 +33,7 @@ class Limits:
     dim: int
 
 
-@dataclass(frozen=True)
-class ValidMemory:
+class ValidMemory(NamedTuple):
     tenant_id: str
     text: str
     kind: str
@@ -44,8 +45,7 @@ class ValidMemory:
     embedding_model: str | None
 
 
-@dataclass(frozen=True)
-class ValidDecision:
+class ValidDecision(NamedTuple):
     tenant_id: str
     task_id: str | None
     action_type: str
@@ -54,8 +54,7 @@ class ValidDecision:
     created_at: datetime | None
 
 
-@dataclass(frozen=True)
-class ValidToolCall:
+class ValidToolCall(NamedTuple):
     tenant_id: str
     decision_id: int | None
     tool_name: str
@@ -64,8 +63,17 @@ class ValidToolCall:
     created_at: datetime | None
 
 
-def valid_memory(item: MemoryInput, limits: Limits, index: int | None = None) -> ValidMemory:
-    """Check one memory; raise :class:`ValidationError` naming ``index`` and the field."""
+def valid_memory(
+    item: MemoryInput,
+    limits: Limits,
+    index: int | None = None,
+    *,
+    checked_embedding: npt.NDArray[np.float32] | None = None,
+) -> ValidMemory:
+    """Check one memory; raise :class:`ValidationError` naming ``index`` and the field.
+
+    ``checked_embedding`` is ``item.embedding`` already checked (with its whole batch).
+    """
     check = _Checker(index)
     return ValidMemory(
         tenant_id=check.name("tenant_id", item.tenant_id),
@@ -75,7 +83,11 @@ def valid_memory(item: MemoryInput, limits: Limits, index: int | None = None) ->
         importance=check.unit_interval("importance", item.importance),
         created_at=check.aware("created_at", item.created_at),
         entities=check.entities(item.entities),
-        embedding=check.vector(item.embedding, limits.dim),
+        embedding=(
+            checked_embedding
+            if checked_embedding is not None
+            else check.vector(item.embedding, limits.dim)
+        ),
         embedding_model=check.optional_name("embedding_model", item.embedding_model),
     )
 
@@ -119,6 +131,14 @@ class _Checker:
         return ValidationError(f"{field}: {message}", item=self.index, field=field)
 
     def text(self, field: str, value: object, limit: int, *, allow_blank: bool = False) -> str:
+        # The common case first, without allocating: a non-blank str within the limit, no NUL.
+        if (
+            type(value) is str
+            and len(value) <= limit
+            and (allow_blank or (value and not value.isspace()))
+            and "\x00" not in value
+        ):
+            return value
         if not isinstance(value, str):
             raise self.fail(field, f"must be a string, got {type(value).__name__}")
         if not allow_blank and not value.strip():
@@ -138,8 +158,11 @@ class _Checker:
         return value
 
     def name(self, field: str, value: object) -> str:
-        name = self.text(field, value, MAX_NAME_CHARS)
-        return name.strip()
+        if type(value) is str:
+            clean = _clean_name(value)
+            if clean is not None:
+                return clean
+        return self.text(field, value, MAX_NAME_CHARS).strip()  # raises with the reason
 
     def optional_name(self, field: str, value: object) -> str | None:
         return None if value is None else self.name(field, value)
@@ -192,6 +215,8 @@ class _Checker:
         return value
 
     def entities(self, value: object) -> tuple[str, ...]:
+        if value == ():
+            return ()
         if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
             raise self.fail("entities", f"must be a list of entity ids, got {type(value).__name__}")
         return tuple(dict.fromkeys(self.name("entities", entity) for entity in value))
@@ -199,6 +224,15 @@ class _Checker:
     def vector(self, value: object, dim: int) -> npt.NDArray[np.float32] | None:
         if value is None:
             return None
+        # Fast path for the usual float32 row. A sum is NaN or infinite when any value is; only
+        # then look closer (a finite vector may overflow the sum).
+        if (
+            type(value) is np.ndarray
+            and value.dtype == np.float32
+            and value.shape == (dim,)
+            and (math.isfinite(float(value.sum())) or np.isfinite(value).all())
+        ):
+            return value
         try:
             array = np.asarray(value, dtype=np.float32)
         except (TypeError, ValueError):
@@ -212,6 +246,29 @@ class _Checker:
         if not np.isfinite(array).all():
             raise self.fail("embedding", "contains NaN or infinity")
         return array
+
+
+def checked_embeddings(items: Sequence[MemoryInput], dim: int) -> npt.NDArray[np.float32] | None:
+    """The embeddings of ``items`` as one matrix, if every one is a finite ``dim``-vector.
+
+    ``None`` otherwise: then check the items one by one to name the first bad one.
+    """
+    try:
+        matrix = np.asarray([item.embedding for item in items], dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    if matrix.ndim != 2 or matrix.shape[1] != dim or not np.isfinite(matrix).all():
+        return None
+    return matrix
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean_name(value: str) -> str | None:
+    # Tenants, kinds and model ids repeat across a batch: check each distinct one once.
+    clean = value.strip()
+    if not clean or len(value) > MAX_NAME_CHARS or "\x00" in value:
+        return None
+    return clean
 
 
 Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)

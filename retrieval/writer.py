@@ -3,30 +3,37 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
-from pgvector import Vector
-from psycopg.types.json import Jsonb
 from sqlalchemy import Connection
 
-from retrieval.bulk import copy_rows, reserve_ids
+from retrieval.bulk import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.embedding import Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError
 from retrieval.lookup import Lookup
-from retrieval.validation import ValidDecision, ValidMemory, ValidToolCall
+from retrieval.records import MemoryInput
+from retrieval.validation import (
+    Limits,
+    ValidDecision,
+    ValidMemory,
+    ValidToolCall,
+    checked_embeddings,
+    valid_memory,
+)
 
 _MEMORY_COLUMNS = (
     ("tenant_id", "text"),
     ("id", "int8"),
     ("content", "text"),
     ("kind", "text"),
-    ("metadata", "jsonb"),
+    ("metadata", "bytea"),  # binary jsonb, see retrieval.bulk
     ("importance", "float8"),
     ("created_at", "timestamptz"),
-    ("embedding", "vector"),
+    ("embedding", "bytea"),  # binary vector, see retrieval.bulk
     ("embedding_model", "text"),
 )
 _ENTITY_COLUMNS = (("tenant_id", "text"), ("memory_id", "int8"), ("entity_id", "text"))
@@ -44,7 +51,7 @@ _TOOL_CALL_COLUMNS = (
     ("id", "int8"),
     ("decision_id", "int8"),
     ("tool_name", "text"),
-    ("params", "jsonb"),
+    ("params", "bytea"),  # binary jsonb, see retrieval.bulk
     ("result", "text"),
     ("created_at", "timestamptz"),
 )
@@ -67,33 +74,55 @@ class Writer:
         """Embed (through the cache) and copy ``memories`` and their entity links."""
         if not memories:
             return []
-        vectors = self._vectors(connection, memories)
+        vectors = encode_vectors(self._vectors(connection, memories))
         now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
         model_id = self.cache.embedder.model_id
         rows = (
-            (
-                memory.tenant_id,
-                memory_id,
-                memory.text,
-                memory.kind,
-                Jsonb(memory.metadata_json, dumps=_already_json),
-                memory.importance,
-                memory.created_at or now,
-                Vector(vector),
-                memory.embedding_model or model_id,
-            )
+            _memory_row(memory, memory_id, vector, now, model_id)
             for memory, memory_id, vector in zip(memories, ids, vectors, strict=True)
         )
         copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
-        links = [
-            (memory.tenant_id, memory_id, entity)
-            for memory, memory_id in zip(memories, ids, strict=True)
-            for entity in memory.entities
-        ]
+        self._copy_links(
+            connection,
+            [
+                (memory.tenant_id, memory_id, entity)
+                for memory, memory_id in zip(memories, ids, strict=True)
+                for entity in memory.entities
+            ],
+        )
+        return ids
+
+    def memories_streamed(
+        self, connection: Connection, items: Sequence[MemoryInput], limits: Limits
+    ) -> list[int]:
+        """Copy memories that all carry their embedding, validating each as it streams.
+
+        Nothing needs the model, so each row is checked while the server stores the previous
+        ones; a bad row aborts the ``COPY`` and the caller's transaction rolls back whole.
+        """
+        matrix = checked_embeddings(items, limits.dim)
+        if matrix is None:  # a bad vector: check row by row to name the first bad item
+            checked = [valid_memory(item, limits, index) for index, item in enumerate(items)]
+            return self.memories(connection, checked)
+        vectors = encode_vectors(matrix)
+        now, ids = reserve_ids(connection, self.schema, "memories", len(items))
+        model_id = self.cache.embedder.model_id
+        links: list[tuple[str, int, str]] = []
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for index, (item, memory_id) in enumerate(zip(items, ids, strict=True)):
+                memory = valid_memory(item, limits, index, checked_embedding=matrix[index])
+                links.extend((memory.tenant_id, memory_id, entity) for entity in memory.entities)
+                yield _memory_row(memory, memory_id, vectors[index], now, model_id)
+
+        copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows())
+        self._copy_links(connection, links)
+        return ids
+
+    def _copy_links(self, connection: Connection, links: list[tuple[str, int, str]]) -> None:
         if links:
             columns = _columns(_ENTITY_COLUMNS)
             copy_rows(connection, self.schema, "memory_entities", *columns, links)
-        return ids
 
     def decisions(self, connection: Connection, decisions: Sequence[ValidDecision]) -> list[int]:
         """Copy ``decisions``."""
@@ -121,7 +150,7 @@ class Writer:
                 i,
                 c.decision_id,
                 c.tool_name,
-                Jsonb(c.params_json, dumps=_already_json),
+                encode_jsonb(c.params_json),
                 c.result,
                 c.created_at or now,
             )
@@ -130,7 +159,7 @@ class Writer:
         copy_rows(connection, self.schema, "tool_calls", *_columns(_TOOL_CALL_COLUMNS), rows)
         return ids
 
-    def _vectors(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[Vectors]:
+    def _vectors(self, connection: Connection, memories: Sequence[ValidMemory]) -> Vectors:
         vectors: list[Vectors | None] = [memory.embedding for memory in memories]
         to_embed: dict[str, list[int]] = defaultdict(list)
         for index, memory in enumerate(memories):
@@ -141,7 +170,7 @@ class Writer:
             embedded = self.cache.embed(connection, tenant_id, texts)
             for index, vector in zip(indexes, embedded, strict=True):
                 vectors[index] = vector
-        return [np.asarray(vector, dtype=np.float32) for vector in vectors]
+        return np.stack(vectors)  # type: ignore[arg-type]
 
     def _check_decisions_exist(
         self, connection: Connection, calls: Sequence[ValidToolCall], single: bool
@@ -167,9 +196,21 @@ class Writer:
             )
 
 
+def _memory_row(
+    memory: ValidMemory, memory_id: int, vector: bytes, now: datetime, model_id: str
+) -> tuple[Any, ...]:
+    return (
+        memory.tenant_id,
+        memory_id,
+        memory.text,
+        memory.kind,
+        encode_jsonb(memory.metadata_json),
+        memory.importance,
+        memory.created_at or now,
+        vector,
+        memory.embedding_model or model_id,
+    )
+
+
 def _columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
     return [name for name, _ in spec], [kind for _, kind in spec]
-
-
-def _already_json(value: Any) -> str:
-    return str(value)

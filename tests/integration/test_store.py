@@ -255,3 +255,26 @@ def test_other_time_zones_are_kept_as_instants(store: MemoryStore) -> None:
     memory_id = store.remember("tokyo time", tenant_id="acme", created_at=tokyo)
     memory = store.get_memory(memory_id, tenant_id="acme")
     assert memory is not None and memory.created_at == WHEN
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"text": "bad\x00text"}, "item 2: text: contains a NUL byte"),  # found while copying
+        ({"embedding": [float("nan")] * 384}, "item 2: embedding: contains NaN or infinity"),
+        ({"embedding": [0.5] * 12}, r"item 2: embedding: has shape \(12,\)"),
+    ],
+)
+def test_a_precomputed_batch_with_one_bad_row_writes_nothing(
+    database: PgDatabase, store: MemoryStore, change: dict[str, Any], message: str
+) -> None:
+    # Every row carries its vector, so rows are checked as they stream into COPY.
+    vector = np.full(384, 1 / np.sqrt(384), dtype=np.float32)
+    batch = [{"text": f"row {i}", "tenant_id": "acme", "embedding": vector} for i in range(4)]
+    batch[2] = {**batch[2], **change}
+    before = _counts(database)
+    with pytest.raises(ValidationError, match=message):
+        store.remember_many(batch)
+    assert _counts(database) == before
+    ids = store.remember_many(batch[:2] + batch[3:])
+    assert len(store.get_memories(ids, tenant_id="acme")) == 3

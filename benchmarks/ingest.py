@@ -1,0 +1,244 @@
+"""Write-path throughput against baselines measured in the same run.
+
+1. Bulk ingest with precomputed 384-d embeddings: ``MemoryStore.remember_many`` against a raw
+   binary ``COPY`` of the same rows (psycopg + pgvector, nothing else), both into the memories
+   table in the same state: first without its HNSW index (an initial load, the index built
+   afterwards), then with it (every row inserted into the graph).
+2. Ingest with embedding: ``remember_many`` on texts the cache has never seen, against the
+   embedder alone on the same texts (SciFact abstracts).
+3. All-cache-hit ingest: ``remember_many`` of texts whose vectors are all in the PostgreSQL
+   cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
+
+Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
+       [--embed-texts 500] [--hit-texts 20000] [--database-url URL]
+Without --database-url it runs on a throw-away embedded server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, text
+
+from retrieval.db import make_engine, sqlalchemy_url
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.records import MemoryInput
+from retrieval.store import MemoryStore
+
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl"
+SETTINGS = MigrationSettings(schema="bench", embedding_dim=384)
+HNSW = (
+    "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON bench.memories "
+    "USING hnsw (embedding vector_l2_ops)"
+)
+NO_HNSW = "DROP INDEX IF EXISTS bench.memories_embedding_hnsw_idx"
+TRUNCATE = "TRUNCATE bench.memories, bench.memory_entities, bench.embedding_cache"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--indexed-rows", type=int, default=5_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--embed-texts", type=int, default=500)
+    parser.add_argument("--hit-texts", type=int, default=20_000)
+    parser.add_argument("--database-url")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--parts",
+        default="bulk,embed,hits",
+        help="comma-separated subset of bulk, embed, hits (default: all)",
+    )
+    args = parser.parse_args()
+
+    if args.database_url:
+        engine = make_engine(sqlalchemy_url(args.database_url))
+    else:
+        server = start_embedded(
+            Path(tempfile.mkdtemp(prefix="rtv-bench-")) / "pg", delete_on_exit=True
+        )
+        engine = make_engine(server.url())
+    upgrade(engine, SETTINGS)
+    embedder = SentenceTransformerEmbedder()
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
+        "settings": vars(args) | {"json": str(args.json)},
+    }
+    rng = np.random.default_rng(42)
+    parts = set(args.parts.split(","))
+
+    if "bulk" in parts:
+        vectors = rng.normal(size=(args.rows, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        results["bulk_no_index"] = _bulk(engine, embedder, vectors, args.runs, indexed=False)
+        results["bulk_with_index"] = _bulk(
+            engine, embedder, vectors[: args.indexed_rows], args.runs, indexed=True
+        )
+    texts = _scifact_texts(max(args.embed_texts, args.hit_texts))
+    if "embed" in parts:
+        results["embed"] = _embedding(engine, embedder, texts[: args.embed_texts], args.runs)
+    if "hits" in parts:
+        results["cache_hits_no_index"] = _cache_hits(
+            engine, embedder, texts[: args.hit_texts], args.runs, indexed=False
+        )
+        hit_texts = texts[: min(args.hit_texts, args.indexed_rows)]
+        results["cache_hits_with_index"] = _cache_hits(
+            engine, embedder, hit_texts, args.runs, indexed=True
+        )
+    _execute(engine, HNSW)
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+def _bulk(
+    engine: Engine,
+    embedder: SentenceTransformerEmbedder,
+    vectors: np.ndarray,
+    runs: int,
+    *,
+    indexed: bool,
+) -> dict[str, Any]:
+    _execute(engine, HNSW if indexed else NO_HNSW)
+    n = len(vectors)
+    items = [
+        MemoryInput(text=f"memory {i}: precomputed", tenant_id="bench", embedding=vectors[i],
+                    embedding_model="precomputed")
+        for i in range(n)
+    ]  # fmt: skip
+    ours: list[float] = []
+    raw: list[float] = []
+    for run in range(runs):
+        # Alternate the order so neither side always meets a freshly vacuumed table.
+        for side in ("raw", "ours") if run % 2 == 0 else ("ours", "raw"):
+            _execute(engine, TRUNCATE)
+            began = time.perf_counter()
+            if side == "raw":
+                _raw_copy(engine, items)
+            else:
+                MemoryStore(engine, schema="bench", embedder=embedder).remember_many(items)
+            (raw if side == "raw" else ours).append(n / (time.perf_counter() - began))
+    return _summary(n, ours, raw, "rows/s")
+
+
+def _raw_copy(engine: Engine, items: list[MemoryInput]) -> None:
+    with engine.begin() as connection:
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        with (
+            driver.cursor() as cursor,
+            cursor.copy(
+                "COPY bench.memories (tenant_id, content, kind, metadata, embedding, "
+                "embedding_model) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy,
+        ):
+            copy.set_types(["text", "text", "text", "jsonb", "vector", "text"])
+            for item in items:
+                copy.write_row(
+                    (item.tenant_id, item.text, item.kind, {}, item.embedding, item.embedding_model)
+                )
+
+
+def _embedding(
+    engine: Engine, embedder: SentenceTransformerEmbedder, texts: list[str], runs: int
+) -> dict[str, Any]:
+    _execute(engine, HNSW)
+    embedder.embed(texts[:16])  # load the model and warm it up outside the timings
+    ours: list[float] = []
+    model: list[float] = []
+    for run in range(runs):
+        began = time.perf_counter()
+        embedder.embed(texts)
+        model.append(len(texts) / (time.perf_counter() - began))
+        _execute(engine, TRUNCATE)
+        store = MemoryStore(engine, schema="bench", embedder=embedder)
+        began = time.perf_counter()
+        store.remember_many([{"text": t, "tenant_id": f"run-{run}"} for t in texts])
+        ours.append(len(texts) / (time.perf_counter() - began))
+        assert store.cache_stats.embedded == len(set(texts))
+    return _summary(len(texts), ours, model, "texts/s", "embedder alone")
+
+
+def _cache_hits(
+    engine: Engine,
+    embedder: SentenceTransformerEmbedder,
+    texts: list[str],
+    runs: int,
+    *,
+    indexed: bool,
+) -> dict[str, Any]:
+    _execute(engine, TRUNCATE)
+    _execute(engine, NO_HNSW)
+    MemoryStore(engine, schema="bench", embedder=embedder).remember_many(
+        [{"text": t, "tenant_id": "hits"} for t in texts]
+    )  # fills the cache
+    _execute(engine, HNSW if indexed else NO_HNSW)
+    rates: list[float] = []
+    for _ in range(runs):
+        _execute(engine, "TRUNCATE bench.memories, bench.memory_entities")
+        store = MemoryStore(engine, schema="bench", embedder=embedder)
+        began = time.perf_counter()
+        store.remember_many([{"text": t, "tenant_id": "hits"} for t in texts])
+        rates.append(len(texts) / (time.perf_counter() - began))
+        assert store.cache_stats.database_hits == len(texts) and store.cache_stats.embedded == 0
+    return {
+        "n": len(texts),
+        "ours_median": statistics.median(rates),
+        "ours": rates,
+        "unit": "texts/s",
+    }
+
+
+def _summary(
+    n: int, ours: list[float], baseline: list[float], unit: str, baseline_name: str = "raw COPY"
+) -> dict[str, Any]:
+    ours_median = statistics.median(ours)
+    base_median = statistics.median(baseline)
+    return {
+        "n": n,
+        "unit": unit,
+        "ours_median": ours_median,
+        "baseline": baseline_name,
+        "baseline_median": base_median,
+        "ratio": ours_median / base_median,
+        "ours": ours,
+        "baseline_runs": baseline,
+    }
+
+
+def _scifact_texts(limit: int) -> list[str]:
+    texts: list[str] = []
+    with SCIFACT.open() as handle:
+        for line in handle:
+            doc = json.loads(line)
+            texts.append(f"{doc['title']} {doc['text']}".strip())
+    # Past the corpus size, vary the texts so that every one is distinct.
+    return [texts[i % len(texts)] + ("" if i < len(texts) else f" (copy {i // len(texts)})")
+            for i in range(limit)]  # fmt: skip
+
+
+def _execute(engine: Engine, statement: str) -> None:
+    with engine.begin() as connection:
+        connection.execute(text(statement))
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+if __name__ == "__main__":
+    main()
