@@ -5,12 +5,12 @@
    table in the same state: first without its HNSW index (an initial load, the index built
    afterwards), then with it (every row inserted into the graph).
 2. Ingest with embedding: ``remember_many`` on texts the cache has never seen, against the
-   embedder alone on the same texts (SciFact abstracts).
+   embedder alone on the same texts: memory-sized texts (SciFact titles) and whole abstracts.
 3. All-cache-hit ingest: ``remember_many`` of texts whose vectors are all in the PostgreSQL
    cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
 
 Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
-       [--embed-texts 500] [--hit-texts 20000] [--database-url URL]
+       [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
 Without --database-url it runs on a throw-away embedded server.
 """
 
@@ -51,7 +51,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--indexed-rows", type=int, default=5_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--embed-texts", type=int, default=500)
+    parser.add_argument("--embed-texts", type=int, default=2000, help="short texts to embed")
+    parser.add_argument("--embed-long-texts", type=int, default=300, help="abstracts to embed")
     parser.add_argument("--hit-texts", type=int, default=20_000)
     parser.add_argument("--database-url")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -86,9 +87,11 @@ def main() -> None:
         results["bulk_with_index"] = _bulk(
             engine, embedder, vectors[: args.indexed_rows], args.runs, indexed=True
         )
-    texts = _scifact_texts(max(args.embed_texts, args.hit_texts))
+    texts = _scifact_texts(max(args.embed_texts, args.hit_texts), long=False)
     if "embed" in parts:
-        results["embed"] = _embedding(engine, embedder, texts[: args.embed_texts], args.runs)
+        results["embed_short"] = _embedding(engine, embedder, texts[: args.embed_texts], args.runs)
+        abstracts = _scifact_texts(args.embed_long_texts, long=True)
+        results["embed_long"] = _embedding(engine, embedder, abstracts, args.runs)
     if "hits" in parts:
         results["cache_hits_no_index"] = _cache_hits(
             engine, embedder, texts[: args.hit_texts], args.runs, indexed=False
@@ -218,12 +221,13 @@ def _summary(
     }
 
 
-def _scifact_texts(limit: int) -> list[str]:
+def _scifact_texts(limit: int, *, long: bool) -> list[str]:
+    """Memory-sized texts (SciFact titles, about 90 characters) or long ones (whole abstracts)."""
     texts: list[str] = []
     with SCIFACT.open() as handle:
         for line in handle:
             doc = json.loads(line)
-            texts.append(f"{doc['title']} {doc['text']}".strip())
+            texts.append(f"{doc['title']} {doc['text']}".strip() if long else doc["title"])
     # Past the corpus size, vary the texts so that every one is distinct.
     return [texts[i % len(texts)] + ("" if i < len(texts) else f" (copy {i // len(texts)})")
             for i in range(limit)]  # fmt: skip

@@ -16,10 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pgvector import Vector
 from sqlalchemy import Connection, text
 
-from retrieval.bulk import decode_vector
+from retrieval.bulk import copy_rows, decode_vector, encode_vectors
 from retrieval.embedding import Embedder, Vectors
 from retrieval.errors import EmbeddingError
 
@@ -28,12 +27,20 @@ _LOOKUP = (
     "SELECT key, vector_send(embedding) FROM {schema}.embedding_cache "
     "WHERE tenant_id = :tenant_id AND key = ANY(:keys)"
 )
+# New vectors go through a per-connection staging table filled by binary COPY (no text
+# encoding of vectors), then into the cache with ON CONFLICT DO NOTHING, which keeps concurrent
+# writers of the same texts safe.
+_STAGING = "retrieval_cache_staging"
+_CREATE_STAGING = (
+    "CREATE TEMP TABLE IF NOT EXISTS retrieval_cache_staging (key bytea, embedding vector) "
+    "ON COMMIT DELETE ROWS"
+)
 _INSERT = (
     "INSERT INTO {schema}.embedding_cache (tenant_id, key, model_id, embedding) "
-    "SELECT :tenant_id, k.key, :model_id, k.embedding "
-    "FROM unnest(CAST(:keys AS bytea[]), CAST(:embeddings AS vector[])) AS k(key, embedding) "
+    "SELECT :tenant_id, key, :model_id, embedding FROM pg_temp.retrieval_cache_staging "
     "ON CONFLICT (tenant_id, key) DO NOTHING"
 )
+_CLEAR_STAGING = "DELETE FROM pg_temp.retrieval_cache_staging"
 
 
 def cache_key(model_id: str, content: str) -> bytes:
@@ -126,15 +133,13 @@ class EmbeddingCache:
                 f"for {len(missing)} texts"
             )
         new = dict(zip(missing, vectors, strict=True))
+        connection.execute(text(_CREATE_STAGING))
+        rows = zip(missing, encode_vectors(vectors), strict=True)
+        copy_rows(connection, "pg_temp", _STAGING, ["key", "embedding"], ["bytea", "bytea"], rows)
         connection.execute(
-            self._insert,
-            {
-                "tenant_id": tenant_id,
-                "model_id": self.embedder.model_id,
-                "keys": list(missing),
-                "embeddings": [Vector(vector) for vector in vectors],
-            },
+            self._insert, {"tenant_id": tenant_id, "model_id": self.embedder.model_id}
         )
+        connection.execute(text(_CLEAR_STAGING))
         self._remember(tenant_id, new)
         return new
 
