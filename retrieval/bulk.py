@@ -11,13 +11,14 @@ psycopg), instead of one adapter call per row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from psycopg import sql
+from psycopg import Copy, sql
 from sqlalchemy import Connection, text
 
 # vector's binary format (pgvector vector_send/vector_recv): int16 dim, int16 unused, then dim
@@ -50,6 +51,23 @@ def copy_rows(
     rows: Iterable[Sequence[Any]],
 ) -> None:
     """Write ``rows`` into ``schema.table`` with one binary ``COPY``."""
+    with open_copy(connection, schema, table, columns, types) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+@contextmanager
+def open_copy(
+    connection: Connection,
+    schema: str,
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+) -> Iterator[Copy]:
+    """A binary ``COPY`` into ``schema.table``; write rows with ``write_row``.
+
+    An exception inside the block aborts the ``COPY`` (and so the caller's transaction).
+    """
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
         sql.Identifier(schema),
         sql.Identifier(table),
@@ -59,8 +77,7 @@ def copy_rows(
     assert driver_connection is not None
     with driver_connection.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(list(types))
-        for row in rows:
-            copy.write_row(row)
+        yield copy
 
 
 def encode_vectors(matrix: npt.NDArray[np.float32]) -> list[bytes]:

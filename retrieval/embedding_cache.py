@@ -13,7 +13,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -30,17 +30,18 @@ _LOOKUP = (
 # New vectors go through a per-connection staging table filled by binary COPY (no text
 # encoding of vectors), then into the cache with ON CONFLICT DO NOTHING, which keeps concurrent
 # writers of the same texts safe.
-_STAGING = "retrieval_cache_staging"
 _CREATE_STAGING = (
-    "CREATE TEMP TABLE IF NOT EXISTS retrieval_cache_staging (key bytea, embedding vector) "
-    "ON COMMIT DELETE ROWS"
+    "CREATE TEMP TABLE IF NOT EXISTS retrieval_cache_staging "
+    "(tenant_id text, key bytea, embedding vector) ON COMMIT DELETE ROWS"
 )
 _INSERT = (
     "INSERT INTO {schema}.embedding_cache (tenant_id, key, model_id, embedding) "
-    "SELECT :tenant_id, key, :model_id, embedding FROM pg_temp.retrieval_cache_staging "
+    "SELECT tenant_id, key, :model_id, embedding FROM pg_temp.retrieval_cache_staging "
     "ON CONFLICT (tenant_id, key) DO NOTHING"
 )
 _CLEAR_STAGING = "DELETE FROM pg_temp.retrieval_cache_staging"
+
+Entry = tuple[str, bytes]  # (tenant_id, cache key)
 
 
 def cache_key(model_id: str, content: str) -> bytes:
@@ -68,8 +69,30 @@ class CacheStats:
         return self.embedded
 
 
+@dataclass
+class EmbeddingPlan:
+    """The vectors of one batch of texts: those already known, and those still to embed.
+
+    ``missing`` holds each distinct unknown text once, in order of first appearance.
+    """
+
+    entries: list[Entry]
+    found: dict[Entry, Vectors]
+    missing: list[tuple[Entry, str]]
+    new: list[tuple[Entry, Vectors]] = field(default_factory=list)
+
+    def vectors(self) -> Vectors:
+        """Every vector, in order (all must be known)."""
+        return np.stack([self.found[entry] for entry in self.entries])
+
+
 class EmbeddingCache:
-    """Embeds texts through ``embedder``, never embedding one text twice for a tenant."""
+    """Embeds texts through ``embedder``, never embedding one text twice for a tenant.
+
+    ``embed`` does it all for one tenant's texts. The write path uses the steps for a batch of
+    many tenants: ``plan`` (lookups, one query per tenant), ``model``, ``add``, and ``save``
+    (inserts the new vectors) once its rows are written.
+    """
 
     def __init__(
         self,
@@ -86,7 +109,7 @@ class EmbeddingCache:
         self.stats = CacheStats()
         self._lookup = text(_LOOKUP.format(schema=f'"{schema}"'))
         self._insert = text(_INSERT.format(schema=f'"{schema}"'))
-        self._lru: OrderedDict[tuple[str, bytes], Vectors] = OrderedDict()
+        self._lru: OrderedDict[Entry, Vectors] = OrderedDict()
         self._lru_entries = lru_entries
         self._lock = threading.Lock()
 
@@ -95,53 +118,82 @@ class EmbeddingCache:
 
         New vectors are inserted on ``connection`` (in the caller's transaction).
         """
-        model_id = self.embedder.model_id
-        keys = [cache_key(model_id, item) for item in texts]
-        if not keys:
+        if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        found = self._from_memory(tenant_id, keys)
-        self.stats.texts += len(keys)
-        self.stats.memory_hits += sum(1 for key in keys if key in found)
-        wanted = list(dict.fromkeys(key for key in keys if key not in found))
-        if wanted:
-            rows = connection.execute(self._lookup, {"tenant_id": tenant_id, "keys": wanted})
-            from_table = {bytes(key): decode_vector(blob) for key, blob in rows}
-            self.stats.database_hits += sum(1 for key in keys if key in from_table)
-            found.update(from_table)
-            self._remember(tenant_id, from_table)
-        missing = [key for key in wanted if key not in found]
-        if missing:
-            found.update(self._embed_missing(connection, tenant_id, keys, texts, missing))
-            self.stats.embedded += len(missing)
-        return np.stack([found[key] for key in keys])
+        plan = self.plan(connection, [(tenant_id, item) for item in texts])
+        if plan.missing:
+            self.prepare_model()
+            self.add(plan, plan.missing, self.model([item for _, item in plan.missing]))
+            self.save(connection, plan)
+        return plan.vectors()
 
-    def _embed_missing(
-        self,
-        connection: Connection,
-        tenant_id: str,
-        keys: Sequence[bytes],
-        texts: Sequence[str],
-        missing: Sequence[bytes],
-    ) -> dict[bytes, Vectors]:
+    def plan(self, connection: Connection, items: Sequence[tuple[str, str]]) -> EmbeddingPlan:
+        """Look up ``(tenant_id, text)`` items: the LRU first, then one query per tenant."""
+        model_id = self.embedder.model_id
+        entries = [(tenant, cache_key(model_id, item)) for tenant, item in items]
+        found = self._from_memory(entries)
+        self.stats.texts += len(entries)
+        self.stats.memory_hits += sum(1 for entry in entries if entry in found)
+        wanted: dict[str, list[bytes]] = {}
+        for tenant, key in dict.fromkeys(e for e in entries if e not in found):
+            wanted.setdefault(tenant, []).append(key)
+        from_table: dict[Entry, Vectors] = {}
+        for tenant, keys in wanted.items():
+            rows = connection.execute(self._lookup, {"tenant_id": tenant, "keys": keys})
+            from_table.update(((tenant, bytes(key)), decode_vector(blob)) for key, blob in rows)
+        self.stats.database_hits += sum(1 for entry in entries if entry in from_table)
+        found.update(from_table)
+        self._remember(from_table)
+        text_of = dict(zip(entries, (item for _, item in items), strict=True))
+        missing = [(e, text_of[e]) for e in dict.fromkeys(e for e in entries if e not in found)]
+        return EmbeddingPlan(entries=entries, found=found, missing=missing)
+
+    def prepare_model(self) -> None:
+        """Run the pre-model check (the store's dimension check) once the model is needed."""
         if self._before_model_call is not None:
             self._before_model_call()
-        text_of = dict(zip(keys, texts, strict=True))
-        vectors = self.embedder.embed([text_of[key] for key in missing])
-        if vectors.shape[0] != len(missing):
+
+    def model(self, texts: Sequence[str]) -> Vectors:
+        """The model's vectors of ``texts``, checked to be one per text."""
+        vectors = self.embedder.embed(texts)
+        if vectors.shape[0] != len(texts):
             raise EmbeddingError(
                 f"model {self.embedder.model_id!r} returned {vectors.shape[0]} vectors "
-                f"for {len(missing)} texts"
+                f"for {len(texts)} texts"
             )
-        new = dict(zip(missing, vectors, strict=True))
+        return vectors
+
+    def add(
+        self, plan: EmbeddingPlan, chunk: Sequence[tuple[Entry, str]], vectors: Vectors
+    ) -> None:
+        """Record the model's ``vectors`` of ``chunk`` (part of ``plan.missing``)."""
+        new = dict(zip((entry for entry, _ in chunk), vectors, strict=True))
+        plan.found.update(new)
+        plan.new.extend(new.items())
+        self.stats.embedded += len(new)
+        self._remember(new)
+
+    def save(self, connection: Connection, plan: EmbeddingPlan) -> None:
+        """Insert the plan's new vectors (binary COPY to a staging table, then ON CONFLICT)."""
+        if not plan.new:
+            return
         connection.execute(text(_CREATE_STAGING))
-        rows = zip(missing, encode_vectors(vectors), strict=True)
-        copy_rows(connection, "pg_temp", _STAGING, ["key", "embedding"], ["bytea", "bytea"], rows)
-        connection.execute(
-            self._insert, {"tenant_id": tenant_id, "model_id": self.embedder.model_id}
+        blobs = encode_vectors(np.stack([vector for _, vector in plan.new]))
+        rows = (
+            (tenant, key, blob) for ((tenant, key), _), blob in zip(plan.new, blobs, strict=True)
         )
+        columns = ["tenant_id", "key", "embedding"]
+        copy_rows(
+            connection,
+            "pg_temp",
+            "retrieval_cache_staging",
+            columns,
+            ["text", "bytea", "bytea"],
+            rows,
+        )
+        connection.execute(self._insert, {"model_id": self.embedder.model_id})
         connection.execute(text(_CLEAR_STAGING))
-        self._remember(tenant_id, new)
-        return new
+        plan.new.clear()
 
     def forget_tenant(self, tenant_id: str) -> None:
         """Drop ``tenant_id``'s vectors from the in-process LRU (the table is the caller's)."""
@@ -149,24 +201,24 @@ class EmbeddingCache:
             for entry in [entry for entry in self._lru if entry[0] == tenant_id]:
                 del self._lru[entry]
 
-    def _from_memory(self, tenant_id: str, keys: Sequence[bytes]) -> dict[bytes, Vectors]:
-        found: dict[bytes, Vectors] = {}
+    def _from_memory(self, entries: Sequence[Entry]) -> dict[Entry, Vectors]:
+        found: dict[Entry, Vectors] = {}
         if not self._lru_entries:
             return found
         with self._lock:
-            for key in keys:
-                vector = self._lru.get((tenant_id, key))
+            for entry in entries:
+                vector = self._lru.get(entry)
                 if vector is not None:
-                    self._lru.move_to_end((tenant_id, key))
-                    found[key] = vector
+                    self._lru.move_to_end(entry)
+                    found[entry] = vector
         return found
 
-    def _remember(self, tenant_id: str, vectors: dict[bytes, Vectors]) -> None:
+    def _remember(self, vectors: dict[Entry, Vectors]) -> None:
         if not self._lru_entries:
             return
         with self._lock:
-            for key, vector in vectors.items():
-                self._lru[(tenant_id, key)] = vector
-                self._lru.move_to_end((tenant_id, key))
+            for entry, vector in vectors.items():
+                self._lru[entry] = vector
+                self._lru.move_to_end(entry)
             while len(self._lru) > self._lru_entries:
                 self._lru.popitem(last=False)

@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection
 
-from retrieval.bulk import copy_rows, encode_jsonb, encode_vectors, reserve_ids
-from retrieval.embedding import Vectors
+from retrieval.bulk import (
+    copy_rows,
+    encode_jsonb,
+    encode_vectors,
+    reserve_ids,
+)
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError
 from retrieval.lookup import Lookup
@@ -71,10 +75,31 @@ class Writer:
         self.lookup = lookup
 
     def memories(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[int]:
-        """Embed (through the cache) and copy ``memories`` and their entity links."""
+        """Embed (through the cache) and copy ``memories`` and their entity links.
+
+        All new texts of the batch go to the model in one call: its batches are sorted by
+        length, so one call pads least. (Overlapping the model with the database was measured
+        and lost: on two cores both are CPU-bound; see BENCHMARKS.md.)
+        """
         if not memories:
             return []
-        vectors = encode_vectors(self._vectors(connection, memories))
+        needing = [row for row, memory in enumerate(memories) if memory.embedding is None]
+        plan = self.cache.plan(
+            connection, [(memories[row].tenant_id, memories[row].text) for row in needing]
+        )
+        if plan.missing:
+            self.cache.prepare_model()
+            self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
+        position = {row: index for index, row in enumerate(needing)}
+        matrix = np.stack(
+            [
+                memory.embedding
+                if memory.embedding is not None
+                else plan.found[plan.entries[position[row]]]
+                for row, memory in enumerate(memories)
+            ]
+        )
+        vectors = encode_vectors(matrix)
         now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
         model_id = self.cache.embedder.model_id
         rows = (
@@ -82,6 +107,7 @@ class Writer:
             for memory, memory_id, vector in zip(memories, ids, vectors, strict=True)
         )
         copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
+        self.cache.save(connection, plan)
         self._copy_links(
             connection,
             [
@@ -158,19 +184,6 @@ class Writer:
         )
         copy_rows(connection, self.schema, "tool_calls", *_columns(_TOOL_CALL_COLUMNS), rows)
         return ids
-
-    def _vectors(self, connection: Connection, memories: Sequence[ValidMemory]) -> Vectors:
-        vectors: list[Vectors | None] = [memory.embedding for memory in memories]
-        to_embed: dict[str, list[int]] = defaultdict(list)
-        for index, memory in enumerate(memories):
-            if memory.embedding is None:
-                to_embed[memory.tenant_id].append(index)
-        for tenant_id, indexes in to_embed.items():
-            texts = [memories[index].text for index in indexes]
-            embedded = self.cache.embed(connection, tenant_id, texts)
-            for index, vector in zip(indexes, embedded, strict=True):
-                vectors[index] = vector
-        return np.stack(vectors)  # type: ignore[arg-type]
 
     def _check_decisions_exist(
         self, connection: Connection, calls: Sequence[ValidToolCall], single: bool
