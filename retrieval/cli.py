@@ -16,6 +16,7 @@ from retrieval.config import ENVIRONMENT_VARIABLES, DatabaseConfig, WriteConfig
 from retrieval.db import Database, connect
 from retrieval.errors import RetrievalError
 from retrieval.store import MemoryStore
+from retrieval.vector_index import build_vector_index, drop_vector_index
 
 Handler = Callable[[argparse.Namespace, Database], int]
 
@@ -103,6 +104,12 @@ def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     ingest.add_argument("--format", choices=("jsonl", "csv"), help="default: from the suffix")
     ingest.add_argument(
         "--batch-size", type=int, default=1000, help="lines per transaction (default: 1000)"
+    )
+    ingest.add_argument(
+        "--defer-index",
+        action="store_true",
+        help="drop the HNSW index of memories during the load and rebuild it after: much "
+        "faster for large imports; searches scan the table meanwhile",
     )
     ingest.set_defaults(handler=_ingest)
     stats = commands.add_parser(
@@ -200,8 +207,15 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     records = read_file(args.file, store, tenant_id=args.tenant, file_format=args.format)
-    with _progress(len(records), "ingest", "rows") as bar:
-        summary = ingest(store, records, batch_size=args.batch_size, progress=bar.update)
+    if args.defer_index:
+        drop_vector_index(database.engine, store.schema)
+    try:
+        with _progress(len(records), "ingest", "rows") as bar:
+            summary = ingest(store, records, batch_size=args.batch_size, progress=bar.update)
+    finally:
+        if args.defer_index:
+            seconds = build_vector_index(database.engine, store.schema)
+            print(f"HNSW index rebuilt in {seconds:.2f} s")
     print(
         f"{summary.rows} rows ({summary.memories} memories, {summary.decisions} decisions, "
         f"{summary.tool_calls} tool calls) in {summary.seconds:.2f} s, "

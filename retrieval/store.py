@@ -1,7 +1,8 @@
 """The write path: memories, decisions and tool calls, validated, embedded and copied in.
 
-Every batch is validated whole before anything is written, then written in one transaction
-with binary ``COPY``: it lands whole or not at all.
+Every batch is one transaction written with binary ``COPY``, and every row is validated before
+that transaction commits (before the ``COPY`` starts, or, for rows that carry their vectors, as
+they stream into it): a batch with one bad row lands nothing.
 """
 
 from __future__ import annotations

@@ -192,3 +192,33 @@ def test_cli_reembed_reports_what_it_did(
         "1 memories re-embedded with sentence-transformers/all-MiniLM-L6-v2"
         in capsys.readouterr().out
     )
+
+
+def test_defer_index_drops_and_rebuilds_the_hnsw_index(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from retrieval import migrate
+    from retrieval.vector_index import has_vector_index
+
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--defer-index"]) == 0
+    out = capsys.readouterr().out
+    assert "HNSW index rebuilt in" in out and "12 rows" in out
+    assert has_vector_index(database.engine, "retrieval")
+    migrate.check(database.engine, database.settings)  # the same index as the migration's
+    assert _count(database, "memories") == 5
+
+
+def test_defer_index_rebuilds_the_index_even_when_the_load_fails(
+    database: PgDatabase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from retrieval.vector_index import has_vector_index
+
+    path = tmp_path / "orphan.jsonl"
+    # Valid lines, but the decision does not exist: the write fails inside its transaction.
+    path.write_text(json.dumps({"type": "tool_call", "tenant_id": "a", "tool_name": "x",
+                                "decision_id": 999}) + "\n")  # fmt: skip
+    code = main(["--database-url", database.url, "ingest", str(path), "--defer-index"])
+    assert code == 1
+    assert "decision 999 does not exist" in capsys.readouterr().err
+    assert has_vector_index(database.engine, "retrieval")

@@ -88,3 +88,31 @@ def test_garbage_is_not_a_url() -> None:
 
 def test_mask_url_hides_the_password() -> None:
     assert mask_url("postgresql://alice:s3cret@db/x") == "postgresql://alice:***@db/x"
+
+
+def test_write_config_from_env() -> None:
+    from retrieval.config import WriteConfig
+
+    assert WriteConfig.from_env({}) == WriteConfig()
+    config = WriteConfig.from_env(
+        {
+            "RETRIEVAL_EMBEDDING_MODEL": "/models/e5-small",
+            "RETRIEVAL_MAX_TEXT_CHARS": "1000",
+            "RETRIEVAL_EMBEDDING_CACHE_SIZE": "0",
+            "RETRIEVAL_EMBEDDING_BATCH_SIZE": "16",
+        }
+    )
+    assert config == WriteConfig("/models/e5-small", 1000, 0, 16)
+    with pytest.raises(ConfigurationError, match="RETRIEVAL_MAX_TEXT_CHARS='many'"):
+        WriteConfig.from_env({"RETRIEVAL_MAX_TEXT_CHARS": "many"})
+    with pytest.raises(ConfigurationError, match="batch_size must be an integer >= 1, got 0"):
+        WriteConfig(batch_size=0)
+
+
+def test_importing_the_library_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, retrieval, retrieval.cli; print('torch' in sys.modules)"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "False"
