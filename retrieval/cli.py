@@ -85,8 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_write_commands(commands)
     demo = commands.add_parser(
         "demo",
-        help="migrate the database and show what it holds",
-        description="Migrate the database (the embedded one by default) and print its contents.",
+        help="store a small agent history and show what the database holds",
+        description="Migrate the database (the embedded one by default), store a week of a "
+        "demo agent's memories, decisions and tool calls in tenant 'demo' (replacing the "
+        "previous demo run's), and print what the database holds.",
     )
     demo.set_defaults(handler=_demo)
     return parser
@@ -260,7 +262,7 @@ def _progress(total: int, label: str, unit: str) -> Any:
 
 
 def _demo(args: argparse.Namespace, database: Database) -> int:
-    from retrieval.overview import describe, render
+    from retrieval.demo import run_demo
 
     if database.embedded is not None:
         how = "reused" if database.embedded.reused else "started"
@@ -270,8 +272,7 @@ def _demo(args: argparse.Namespace, database: Database) -> int:
         )
     else:
         print(f"database: {database.url}")
-    migrate.upgrade(database.engine, _settings(database))
-    print(render(describe(database.engine, _settings(database))))
+    print(run_demo(database, WriteConfig.from_env()))
     return 0
 
 

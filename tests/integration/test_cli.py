@@ -46,17 +46,25 @@ def test_schema_option_migrates_another_schema(
     assert tables == {*TABLES, "alembic_version"}
 
 
-def test_demo_on_a_url_prints_what_the_database_holds(
+def test_demo_on_a_url_stores_the_history_and_prints_what_the_database_holds(
     empty_database: PgDatabase, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--database-url", empty_database.url, "demo"]) == 0
+    url = ["--database-url", empty_database.url]
+    assert main([*url, "demo"]) == 0
     out = capsys.readouterr().out
     assert "extensions: pg_trgm" in out
     assert f"at revision {migrate.head_revision()}" in out
     assert "vector(384)" in out
-    for table in TABLES:
-        assert table in out
-    assert "memories_embedding_hnsw_idx" in out
+    assert "9 memories, 5 decisions, 4 tool calls" in out
+    demo_row = next(line for line in out.splitlines() if line.startswith("demo "))
+    assert demo_row.split()[1:] == ["9", "14", "5", "4", "9"]
+
+    # Run again: the demo tenant is replaced, not doubled.
+    assert main([*url, "demo"]) == 0
+    again = capsys.readouterr().out
+    assert "(replaced the 27 rows of the previous demo run)" in again
+    demo_row = next(line for line in again.splitlines() if line.startswith("demo "))
+    assert demo_row.split()[1:] == ["9", "14", "5", "4", "9"]
 
 
 def test_an_unreachable_database_exits_1_with_a_clear_message(
@@ -107,7 +115,7 @@ def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}
     env["RETRIEVAL_DATA_DIR"] = str(parent / "pg")
     try:
-        for expected in ("embedded PostgreSQL started", "embedded PostgreSQL started"):
+        for expected in ("embedded PostgreSQL started", "replaced the 27 rows"):
             ran = subprocess.run(
                 [sys.executable, "-m", "retrieval", "demo"],
                 env=env, capture_output=True, text=True, check=False, timeout=120,
