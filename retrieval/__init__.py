@@ -3,7 +3,7 @@
 The public API is re-exported here; each name lives in a module of its own.
 """
 
-from retrieval.config import DatabaseConfig, WriteConfig
+from retrieval.config import DatabaseConfig, Mode, RetrievalConfig, SourceConfig, WriteConfig
 from retrieval.db import Database, check_embedding_dim, connect, stored_embedding_dim
 from retrieval.embedded import EmbeddedServer, start_embedded
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder
@@ -17,6 +17,7 @@ from retrieval.records import (
     ToolCall,
     ToolCallInput,
 )
+from retrieval.results import RetrievalResult
 from retrieval.store import MemoryStore
 
 __version__ = "0.1.0"
@@ -33,7 +34,11 @@ __all__ = [
     "MemoryInput",
     "MemoryStore",
     "MigrationSettings",
+    "Mode",
+    "RetrievalConfig",
+    "RetrievalResult",
     "SentenceTransformerEmbedder",
+    "SourceConfig",
     "ToolCall",
     "ToolCallInput",
     "WriteConfig",

@@ -1,20 +1,26 @@
 """Configuration: frozen dataclasses validated on construction, loadable from ``RETRIEVAL_*``.
 
-Only :meth:`DatabaseConfig.from_env` (and the CLI) read the environment; library code takes a
+``DatabaseConfig`` (where the data lives), ``WriteConfig`` (how the write path embeds and what it
+accepts) and ``RetrievalConfig`` (weights, limits, threshold, half-lives, switches and modes).
+
+Only the ``from_env`` constructors (and the CLI) read the environment; library code takes a
 config from its caller.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import MappingProxyType
 
 import platformdirs
 
 from retrieval.errors import ConfigurationError
+from retrieval.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
@@ -161,3 +167,203 @@ def _int_from_env(env: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+# -- retrieval ---------------------------------------------------------------------------
+
+DATABASE_SOURCES = ("semantic", "episodic")
+SOURCES = ("working_state", *DATABASE_SOURCES)
+_WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
+_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """How one source is scored: its weights (summing to 1), result limit, recency half-life
+    (hours; the working state's recency is by position instead) and on/off switch."""
+
+    relevance: float
+    recency: float
+    limit: int
+    half_life_hours: float
+    importance: float = 0.0
+    popularity: float = 0.0
+    entity: float = 0.0
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        for name in _WEIGHTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"weight {name} must be a number, got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"weight {name}={value!r} is outside [0, 1]")
+        total = sum(getattr(self, name) for name in _WEIGHTS)
+        if not math.isclose(total, 1.0, abs_tol=_TOLERANCE):
+            detail = ", ".join(f"{name}={getattr(self, name)}" for name in _WEIGHTS)
+            raise ConfigurationError(f"weights must sum to 1, got {total:g} ({detail})")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0:
+            raise ConfigurationError(f"limit must be an integer >= 0, got {self.limit!r}")
+        if not self.half_life_hours > 0:
+            raise ConfigurationError(f"half_life_hours must be > 0, got {self.half_life_hours!r}")
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The non-zero weights by signal name."""
+        return {name: getattr(self, name) for name in _WEIGHTS if getattr(self, name)}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A named filter preset on memory kinds, applied in SQL.
+
+    ``include_kinds`` keeps only those kinds (``None``: all); ``exclude_kinds`` drops kinds.
+    """
+
+    include_kinds: frozenset[str] | None = None
+    exclude_kinds: frozenset[str] = frozenset()
+
+
+DEFAULT_MODES: Mapping[str, Mode] = MappingProxyType(
+    {
+        "semantic": Mode(),
+        # Recovering "what was I working on": the agent's own syntheses are not evidence.
+        "session_recovery": Mode(exclude_kinds=frozenset({"synthesized_insight"})),
+        "knowledge_lookup": Mode(
+            include_kinds=frozenset(
+                {"episteme", "techne", "critique", "decision", "directive", "proposal"}
+            )
+        ),
+    }
+)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Everything retrieval can be told. The defaults are the original design's weights."""
+
+    working_state: SourceConfig = SourceConfig(
+        relevance=0.3, recency=0.7, limit=10, half_life_hours=1.0
+    )
+    semantic: SourceConfig = SourceConfig(
+        relevance=0.9, recency=0.1, limit=5, half_life_hours=24.0 * 30
+    )
+    episodic: SourceConfig = SourceConfig(
+        relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7
+    )
+    total_limit: int = 10
+    min_final_score: float = 0.5
+    max_distance: float | None = None
+    keyword_min_length: int = DEFAULT_MIN_KEYWORD_LENGTH
+    stop_words: frozenset[str] = DEFAULT_STOP_WORDS
+    modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
+            raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")
+        if self.total_limit < 1:
+            raise ConfigurationError(f"total_limit must be >= 1, got {self.total_limit}")
+        if not 0.0 <= self.min_final_score <= 1.0:
+            raise ConfigurationError(f"min_final_score={self.min_final_score!r} is outside [0, 1]")
+        if self.max_distance is not None and not self.max_distance > 0:
+            raise ConfigurationError(f"max_distance must be > 0 or None, got {self.max_distance!r}")
+        if self.keyword_min_length < 1:
+            raise ConfigurationError(
+                f"keyword_min_length must be >= 1, got {self.keyword_min_length}"
+            )
+        if "semantic" not in self.modes:
+            raise ConfigurationError("modes must keep the default mode 'semantic'")
+
+    def source(self, name: str) -> SourceConfig:
+        """The config of source ``name``."""
+        if name not in SOURCES:
+            raise ConfigurationError(f"unknown source {name!r}: one of {', '.join(SOURCES)}")
+        config: SourceConfig = getattr(self, name)
+        return config
+
+    def mode(self, name: str) -> Mode:
+        """The mode ``name``; an unknown one is a :class:`ConfigurationError` listing the known."""
+        try:
+            return self.modes[name]
+        except KeyError:
+            known = ", ".join(sorted(self.modes))
+            raise ConfigurationError(f"unknown mode {name!r}: use one of {known}") from None
+
+    def with_modes(self, **extra: Mode) -> RetrievalConfig:
+        """A copy with more modes (user presets) beside the defaults."""
+        return replace(self, modes=MappingProxyType({**self.modes, **extra}))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetrievalConfig:
+        """Build a config from ``RETRIEVAL_*`` variables; unset ones keep their defaults."""
+        env = os.environ if environ is None else environ
+        default = cls()
+        sources = {name: _source_from_env(env, name, default.source(name)) for name in SOURCES}
+        max_distance = _number(env, "RETRIEVAL_MAX_DISTANCE", None)
+        return cls(
+            **sources,  # type: ignore[arg-type]
+            total_limit=int(_number(env, "RETRIEVAL_TOTAL_LIMIT", default.total_limit) or 0),
+            min_final_score=float(
+                _number(env, "RETRIEVAL_MIN_FINAL_SCORE", default.min_final_score) or 0.0
+            ),
+            max_distance=max_distance,
+            keyword_min_length=int(
+                _number(env, "RETRIEVAL_KEYWORD_MIN_LENGTH", default.keyword_min_length) or 0
+            ),
+        )
+
+
+def _source_from_env(env: Mapping[str, str], name: str, default: SourceConfig) -> SourceConfig:
+    prefix = f"RETRIEVAL_{name.upper()}_"
+    changes: dict[str, object] = {}
+    for item in fields(SourceConfig):
+        variable = prefix + item.name.upper()
+        if variable not in env or env[variable] == "":
+            continue
+        if item.name == "enabled":
+            changes["enabled"] = _flag(env, variable)
+        elif item.name == "limit":
+            changes["limit"] = int(_number(env, variable, 0) or 0)
+        else:
+            changes[item.name] = _number(env, variable, 0.0)
+    try:
+        return replace(default, **changes)  # type: ignore[arg-type]
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{prefix}*: {error}") from None
+
+
+def _number(env: Mapping[str, str], name: str, default: float | None) -> float | None:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env[name].strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name}={env[name]!r} is not a switch: use true or false")
+
+
+RETRIEVAL_VARIABLES: dict[str, str] = {
+    "RETRIEVAL_<SOURCE>_RELEVANCE": "Relevance weight of a source (SOURCE: WORKING_STATE, "
+    "SEMANTIC, EPISODIC); defaults 0.3, 0.9, 0.7.",
+    "RETRIEVAL_<SOURCE>_RECENCY": "Recency weight of a source; defaults 0.7, 0.1, 0.3.",
+    "RETRIEVAL_<SOURCE>_IMPORTANCE": "Weight of the stored importance (default 0).",
+    "RETRIEVAL_<SOURCE>_POPULARITY": "Weight of log10(access_count + 1) / log10(101) (default 0).",
+    "RETRIEVAL_<SOURCE>_ENTITY": "Weight of the entity overlap with the query (default 0).",
+    "RETRIEVAL_<SOURCE>_LIMIT": "Most results of a source; defaults 10, 5, 5.",
+    "RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS": "Recency half-life; defaults 1, 720 (30 days), "
+    "168 (7 days).",
+    "RETRIEVAL_<SOURCE>_ENABLED": "Switch a source off with false.",
+    "RETRIEVAL_TOTAL_LIMIT": "Most results in all (default 10).",
+    "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default 0.5).",
+    "RETRIEVAL_MAX_DISTANCE": "Semantic L2 distance cut-off (default: none).",
+    "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",
+}

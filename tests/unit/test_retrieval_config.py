@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import pytest
+
+from retrieval.config import Mode, RetrievalConfig, SourceConfig
+from retrieval.errors import ConfigurationError
+
+
+def test_defaults_are_the_original_design() -> None:
+    config = RetrievalConfig()
+    assert (config.working_state.relevance, config.working_state.recency) == (0.3, 0.7)
+    assert (config.semantic.relevance, config.semantic.recency) == (0.9, 0.1)
+    assert (config.episodic.relevance, config.episodic.recency) == (0.7, 0.3)
+    assert (config.semantic.limit, config.episodic.limit, config.working_state.limit) == (5, 5, 10)
+    assert config.total_limit == 10
+    assert config.min_final_score == 0.5
+    assert config.semantic.weights == {"relevance": 0.9, "recency": 0.1}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"relevance": 0.5, "recency": 0.4}, "weights must sum to 1, got 0.9"),
+        ({"relevance": 1.2, "recency": -0.2}, r"weight relevance=1.2 is outside \[0, 1\]"),
+        ({"relevance": 0.6, "recency": 0.2, "importance": 0.3}, "weights must sum to 1, got 1.1"),
+        ({"relevance": 0.8, "recency": 0.2, "limit": -1}, "limit must be an integer >= 0"),
+        ({"relevance": 0.8, "recency": 0.2, "half_life_hours": 0}, "half_life_hours must be > 0"),
+    ],
+)
+def test_bad_source_configs_are_refused_when_made(kwargs: dict[str, float], message: str) -> None:
+    arguments = {"limit": 5, "half_life_hours": 24.0, **kwargs}
+    with pytest.raises(ConfigurationError, match=message):
+        SourceConfig(**arguments)  # type: ignore[arg-type]
+
+
+def test_signals_share_the_weight() -> None:
+    source = SourceConfig(
+        relevance=0.6, recency=0.1, importance=0.1, popularity=0.1, entity=0.1, limit=5,
+        half_life_hours=24,
+    )  # fmt: skip
+    assert sum(source.weights.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"total_limit": 0}, "total_limit must be >= 1"),
+        ({"min_final_score": 1.5}, r"min_final_score=1.5 is outside \[0, 1\]"),
+        ({"max_distance": 0.0}, "max_distance must be > 0 or None"),
+        ({"keyword_min_length": 0}, "keyword_min_length must be >= 1"),
+    ],
+)
+def test_bad_retrieval_configs_are_refused(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        RetrievalConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_modes_are_named_presets_and_users_can_add_theirs() -> None:
+    config = RetrievalConfig()
+    assert config.mode("semantic") == Mode()
+    assert config.mode("session_recovery").exclude_kinds == {"synthesized_insight"}
+    assert "episteme" in (config.mode("knowledge_lookup").include_kinds or ())
+    with pytest.raises(ConfigurationError, match="unknown mode 'psychic': use one of knowledge"):
+        config.mode("psychic")
+    custom = config.with_modes(decisions_only=Mode(include_kinds=frozenset({"decision"})))
+    assert custom.mode("decisions_only").include_kinds == {"decision"}
+    assert "decisions_only" not in config.modes
+
+
+def test_from_env_reads_each_variable() -> None:
+    config = RetrievalConfig.from_env(
+        {
+            "RETRIEVAL_SEMANTIC_RELEVANCE": "0.8",
+            "RETRIEVAL_SEMANTIC_RECENCY": "0.1",
+            "RETRIEVAL_SEMANTIC_IMPORTANCE": "0.1",
+            "RETRIEVAL_SEMANTIC_LIMIT": "7",
+            "RETRIEVAL_SEMANTIC_HALF_LIFE_HOURS": "48",
+            "RETRIEVAL_EPISODIC_ENABLED": "false",
+            "RETRIEVAL_TOTAL_LIMIT": "20",
+            "RETRIEVAL_MIN_FINAL_SCORE": "0.4",
+            "RETRIEVAL_MAX_DISTANCE": "1.1",
+            "RETRIEVAL_KEYWORD_MIN_LENGTH": "3",
+        }
+    )
+    assert config.semantic.weights == {"relevance": 0.8, "recency": 0.1, "importance": 0.1}
+    assert (config.semantic.limit, config.semantic.half_life_hours) == (7, 48.0)
+    assert config.episodic.enabled is False
+    assert (config.total_limit, config.min_final_score, config.max_distance) == (20, 0.4, 1.1)
+    assert config.keyword_min_length == 3
+    assert RetrievalConfig.from_env({}) == RetrievalConfig()
+
+
+def test_from_env_names_the_bad_variable() -> None:
+    with pytest.raises(ConfigurationError, match=r"RETRIEVAL_EPISODIC_.*weights must sum to 1"):
+        RetrievalConfig.from_env({"RETRIEVAL_EPISODIC_RELEVANCE": "0.9"})
+    with pytest.raises(ConfigurationError, match="RETRIEVAL_TOTAL_LIMIT='many' is not a number"):
+        RetrievalConfig.from_env({"RETRIEVAL_TOTAL_LIMIT": "many"})
+    with pytest.raises(ConfigurationError, match="is not a switch"):
+        RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_ENABLED": "maybe"})
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        RetrievalConfig().total_limit = 3  # type: ignore[misc]
