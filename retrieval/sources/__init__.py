@@ -1,0 +1,1 @@
+"""One module per source: its SQL (for database sources) and its scoring."""
