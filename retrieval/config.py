@@ -87,14 +87,7 @@ class DatabaseConfig:
         url = env.get("RETRIEVAL_DATABASE_URL") or None
         data_dir = env.get("RETRIEVAL_DATA_DIR")
         schema = env.get("RETRIEVAL_SCHEMA") or DEFAULT_SCHEMA
-        dim_text = env.get("RETRIEVAL_EMBEDDING_DIM") or str(DEFAULT_EMBEDDING_DIM)
-        try:
-            dim = int(dim_text)
-        except ValueError:
-            raise ConfigurationError(
-                f"RETRIEVAL_EMBEDDING_DIM={dim_text!r} is not an integer: set it to the model's "
-                f"dimension, for example {DEFAULT_EMBEDDING_DIM}"
-            ) from None
+        dim = _int_from_env(env, "RETRIEVAL_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM)
         return cls(
             url=url,
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
@@ -302,13 +295,13 @@ class RetrievalConfig:
         max_distance = _number(env, "RETRIEVAL_MAX_DISTANCE", None)
         return cls(
             **sources,  # type: ignore[arg-type]
-            total_limit=int(_number(env, "RETRIEVAL_TOTAL_LIMIT", default.total_limit) or 0),
+            total_limit=_int_from_env(env, "RETRIEVAL_TOTAL_LIMIT", default.total_limit),
             min_final_score=float(
                 _number(env, "RETRIEVAL_MIN_FINAL_SCORE", default.min_final_score) or 0.0
             ),
             max_distance=max_distance,
-            keyword_min_length=int(
-                _number(env, "RETRIEVAL_KEYWORD_MIN_LENGTH", default.keyword_min_length) or 0
+            keyword_min_length=_int_from_env(
+                env, "RETRIEVAL_KEYWORD_MIN_LENGTH", default.keyword_min_length
             ),
         )
 
@@ -323,7 +316,7 @@ def _source_from_env(env: Mapping[str, str], name: str, default: SourceConfig) -
         if item.name == "enabled":
             changes["enabled"] = _flag(env, variable)
         elif item.name == "limit":
-            changes["limit"] = int(_number(env, variable, 0) or 0)
+            changes["limit"] = _int_from_env(env, variable, 0)
         else:
             changes[item.name] = _number(env, variable, 0.0)
     try:

@@ -93,8 +93,12 @@ def test_from_env_reads_each_variable() -> None:
 def test_from_env_names_the_bad_variable() -> None:
     with pytest.raises(ConfigurationError, match=r"RETRIEVAL_EPISODIC_.*weights must sum to 1"):
         RetrievalConfig.from_env({"RETRIEVAL_EPISODIC_RELEVANCE": "0.9"})
-    with pytest.raises(ConfigurationError, match="RETRIEVAL_TOTAL_LIMIT='many' is not a number"):
+    with pytest.raises(ConfigurationError, match="RETRIEVAL_TOTAL_LIMIT='many' is not an integer"):
         RetrievalConfig.from_env({"RETRIEVAL_TOTAL_LIMIT": "many"})
+    with pytest.raises(
+        ConfigurationError, match=r"RETRIEVAL_SEMANTIC_LIMIT='7\.5' is not an integer"
+    ):
+        RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_LIMIT": "7.5"})
     with pytest.raises(ConfigurationError, match="is not a switch"):
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_ENABLED": "maybe"})
 
