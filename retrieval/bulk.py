@@ -11,14 +11,13 @@ psycopg), instead of one adapter call per row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from psycopg import Copy, sql
+from psycopg import sql
 from sqlalchemy import Connection, text
 
 # vector's binary format (pgvector vector_send/vector_recv): int16 dim, int16 unused, then dim
@@ -50,23 +49,10 @@ def copy_rows(
     types: Sequence[str],
     rows: Iterable[Sequence[Any]],
 ) -> None:
-    """Write ``rows`` into ``schema.table`` with one binary ``COPY``."""
-    with open_copy(connection, schema, table, columns, types) as copy:
-        for row in rows:
-            copy.write_row(row)
+    """Write ``rows`` into ``schema.table`` with one binary ``COPY``.
 
-
-@contextmanager
-def open_copy(
-    connection: Connection,
-    schema: str,
-    table: str,
-    columns: Sequence[str],
-    types: Sequence[str],
-) -> Iterator[Copy]:
-    """A binary ``COPY`` into ``schema.table``; write rows with ``write_row``.
-
-    An exception inside the block aborts the ``COPY`` (and so the caller's transaction).
+    An exception raised while ``rows`` is consumed aborts the ``COPY`` (and so the caller's
+    transaction).
     """
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
         sql.Identifier(schema),
@@ -77,7 +63,8 @@ def open_copy(
     assert driver_connection is not None
     with driver_connection.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(list(types))
-        yield copy
+        for row in rows:
+            copy.write_row(row)
 
 
 def encode_vectors(matrix: npt.NDArray[np.float32]) -> list[bytes]:
@@ -86,12 +73,6 @@ def encode_vectors(matrix: npt.NDArray[np.float32]) -> list[bytes]:
     header = np.array([dim, 0], dtype=">i2").tobytes()
     payload = np.ascontiguousarray(matrix, dtype=_BIG_ENDIAN_FLOAT32)
     return [header + payload[row].tobytes() for row in range(rows)]
-
-
-def encode_vector(vector: npt.NDArray[np.float32]) -> bytes:
-    """The binary ``vector`` encoding of one vector."""
-    header = np.array([vector.shape[0], 0], dtype=">i2").tobytes()
-    return header + vector.astype(_BIG_ENDIAN_FLOAT32).tobytes()
 
 
 def decode_vector(blob: bytes | memoryview) -> npt.NDArray[np.float32]:

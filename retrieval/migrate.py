@@ -6,10 +6,10 @@ wheel ships as the ``retrieval.migrations`` package, so an installed library can
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TextIO
 
 from alembic import command
 from alembic.config import Config
@@ -43,12 +43,10 @@ def script_location() -> Path:
 
 
 def alembic_config(
-    connection: Connection | None = None,
-    settings: MigrationSettings | None = None,
-    stdout: TextIO | None = None,
+    connection: Connection | None = None, settings: MigrationSettings | None = None
 ) -> Config:
     """An Alembic config that runs our scripts on ``connection`` (else the env's database)."""
-    config = Config(stdout=stdout) if stdout is not None else Config()
+    config = Config()
     config.set_main_option("script_location", str(script_location()))
     if connection is not None:
         config.attributes[CONNECTION_KEY] = connection
@@ -99,8 +97,8 @@ def head_revision() -> str:
     return head
 
 
-def _run(engine: Engine, settings: MigrationSettings, action: object) -> None:
+def _run(engine: Engine, settings: MigrationSettings, action: Callable[[Config], object]) -> None:
     with translate_database_errors(str(engine.url)), engine.begin() as connection:
-        action(alembic_config(connection, settings))  # type: ignore[operator]
+        action(alembic_config(connection, settings))
     # Connections opened before the vector type existed lack pgvector's adapters.
     engine.dispose()

@@ -7,7 +7,6 @@ they stream into it): a batch with one bad row lands nothing.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -41,8 +40,6 @@ from retrieval.validation import (
     valid_tool_call,
 )
 from retrieval.writer import Writer
-
-logger = logging.getLogger(__name__)
 
 
 class MemoryStore:
