@@ -165,6 +165,8 @@ def _int_from_env(env: Mapping[str, str], name: str, default: int) -> int:
 # -- retrieval ---------------------------------------------------------------------------
 
 DATABASE_SOURCES = ("semantic", "episodic")
+# Candidates each database source hands from SQL to Python (pgvector's default ef_search).
+DEFAULT_CANDIDATE_POOL = 40
 SOURCES = ("working_state", *DATABASE_SOURCES)
 _WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
 _TOLERANCE = 1e-6
@@ -250,8 +252,17 @@ class RetrievalConfig:
     keyword_min_length: int = DEFAULT_MIN_KEYWORD_LENGTH
     stop_words: frozenset[str] = DEFAULT_STOP_WORDS
     modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
+    candidate_pool: int = DEFAULT_CANDIDATE_POOL
+    record_access: bool = True
 
     def __post_init__(self) -> None:
+        _require_int("candidate_pool", self.candidate_pool, minimum=1)
+        widest = max(self.semantic.limit, self.episodic.limit)
+        if self.candidate_pool < widest:
+            raise ConfigurationError(
+                f"candidate_pool={self.candidate_pool} is below a source limit ({widest}): "
+                "each source needs at least as many candidates as it may return"
+            )
         if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
             raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")
         if self.total_limit < 1:
@@ -302,6 +313,12 @@ class RetrievalConfig:
             max_distance=max_distance,
             keyword_min_length=_int_from_env(
                 env, "RETRIEVAL_KEYWORD_MIN_LENGTH", default.keyword_min_length
+            ),
+            candidate_pool=_int_from_env(env, "RETRIEVAL_CANDIDATE_POOL", default.candidate_pool),
+            record_access=(
+                _flag(env, "RETRIEVAL_RECORD_ACCESS")
+                if env.get("RETRIEVAL_RECORD_ACCESS")
+                else default.record_access
             ),
         )
 
@@ -359,4 +376,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default 0.5).",
     "RETRIEVAL_MAX_DISTANCE": "Semantic L2 distance cut-off (default: none).",
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",
+    "RETRIEVAL_CANDIDATE_POOL": "Candidates each database source hands from SQL to the "
+    f"ranking (default {DEFAULT_CANDIDATE_POOL}; at least the largest source limit).",
+    "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "
+    "last_accessed_at; default true).",
 }

@@ -127,6 +127,15 @@ class EmbeddingCache:
             self.save(connection, plan)
         return plan.vectors()
 
+    def remembered(self, tenant_id: str, content: str) -> Vectors | None:
+        """The vector of ``content`` if the in-process LRU holds it (a hit), else None."""
+        entry = (tenant_id, cache_key(self.embedder.model_id, content))
+        vector = self._from_memory([entry]).get(entry)
+        if vector is not None:
+            self.stats.texts += 1
+            self.stats.memory_hits += 1
+        return vector
+
     def plan(self, connection: Connection, items: Sequence[tuple[str, str]]) -> EmbeddingPlan:
         """Look up ``(tenant_id, text)`` items: the LRU first, then one query per tenant."""
         model_id = self.embedder.model_id

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 SOURCES = ("working_state", "semantic", "episodic", "documents")
@@ -35,3 +36,78 @@ class RetrievalResult:
                 raise ValueError(f"{name} must be a number, got {value!r}")
             if math.isnan(value) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name}={value!r} is outside [0, 1]")
+
+
+@dataclass(frozen=True)
+class SourceDiagnostics:
+    """What one source did in one call.
+
+    ``candidates`` were scored, ``kept`` passed the threshold, ``returned`` survived the limits.
+    ``mean_scores`` averages each score (relevance, recency, final) over the candidates.
+    """
+
+    candidates: int
+    kept: int
+    returned: int
+    mean_scores: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Where the time of one call went and what each source found.
+
+    Milliseconds: ``embedding_ms`` (query vector, from the cache or the model), ``sql_ms`` (the
+    one statement, round trip included), ``fusion_ms`` (weights, threshold, ranking in Python),
+    ``total_ms``. ``statements`` is the number of SQL statements the call ran (0 or 1).
+    """
+
+    embedding_ms: float
+    sql_ms: float
+    fusion_ms: float
+    total_ms: float
+    sources: Mapping[str, SourceDiagnostics]
+    keywords: tuple[str, ...]
+    mode: str
+    as_of: datetime
+    query_embedding_cached: bool
+    statements: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view of the diagnostics."""
+        return {
+            "embedding_ms": round(self.embedding_ms, 3),
+            "sql_ms": round(self.sql_ms, 3),
+            "fusion_ms": round(self.fusion_ms, 3),
+            "total_ms": round(self.total_ms, 3),
+            "statements": self.statements,
+            "keywords": list(self.keywords),
+            "mode": self.mode,
+            "as_of": self.as_of.isoformat(),
+            "query_embedding_cached": self.query_embedding_cached,
+            "sources": {
+                name: {
+                    "candidates": source.candidates,
+                    "kept": source.kept,
+                    "returned": source.returned,
+                    "mean_scores": {k: round(v, 6) for k, v in source.mean_scores.items()},
+                }
+                for name, source in self.sources.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class RetrievalResponse:
+    """The ranked results of one call, best first, and its diagnostics."""
+
+    results: tuple[RetrievalResult, ...]
+    diagnostics: Diagnostics
+
+    def __iter__(self) -> Iterator[RetrievalResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, index: int) -> RetrievalResult:
+        return self.results[index]

@@ -1,0 +1,355 @@
+"""The hybrid retriever: one SQL statement for every database source, ranked in Python.
+
+``retrieve`` embeds the query (through the hashed cache), runs ONE statement whose CTEs find
+each source's candidates and compute their relevance and recency, scores the caller's working
+state in Python, then applies the weights, the threshold, the ranking and the limits
+(:mod:`retrieval.ranking`). The tenant filter sits inside every CTE.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine
+
+from retrieval import ranking, scoring
+from retrieval.access import AccessRecorder
+from retrieval.config import RetrievalConfig
+from retrieval.db import Database, check_embedding_dim
+from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
+from retrieval.embedding_cache import EmbeddingCache
+from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.read_connections import ReadConnections
+from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
+from retrieval.sources.common import COLUMNS, Candidate
+from retrieval.sources.episodic import DECISION, TOOL_CALL, EpisodicQuery, episodic_ctes
+from retrieval.sources.semantic import SemanticQuery, semantic_ctes
+from retrieval.sources.working_state import score_working_state
+from retrieval.store import MemoryStore
+from retrieval.timeline import TimelineEvent, timeline
+
+_HOUR = 3600.0
+
+
+class HybridRetriever:
+    """Finds the most useful context for a query across an agent's memory.
+
+    ``embedder`` defaults to the bundled all-MiniLM-L6-v2; ``cache`` (for example a store's,
+    see :meth:`from_store`) shares query vectors with the write path. ``background_writes``
+    records accesses off the caller's path (see :mod:`retrieval.access`). Close the retriever
+    (or use it as a context manager) to release its connections.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        schema: str = "retrieval",
+        embedder: Embedder | None = None,
+        config: RetrievalConfig | None = None,
+        cache: EmbeddingCache | None = None,
+        background_writes: bool = True,
+    ) -> None:
+        self.engine = engine
+        self.schema = schema
+        self.config = config or RetrievalConfig()
+        if cache is None:
+            cache = EmbeddingCache(
+                embedder or SentenceTransformerEmbedder(),
+                schema,
+                before_model_call=self._check_embedder,
+            )
+        self.cache = cache
+        self.embedder = cache.embedder
+        self._embedder_checked = False
+        pool = max(self.config.candidate_pool, 40)
+        self._connections = ReadConnections(
+            engine,
+            settings=[("hnsw.iterative_scan", "relaxed_order"), ("hnsw.ef_search", str(pool))],
+        )
+        self._access = AccessRecorder(
+            schema, self._connections.execute, background=background_writes
+        )
+        self._statements: dict[tuple[object, ...], str] = {}
+
+    @classmethod
+    def from_store(
+        cls, store: MemoryStore, *, config: RetrievalConfig | None = None, **options: Any
+    ) -> HybridRetriever:
+        """A retriever over ``store``'s database sharing its embedder and embedding cache."""
+        return cls(store.engine, schema=store.schema, config=config, cache=store.cache, **options)
+
+    @classmethod
+    def from_database(
+        cls,
+        database: Database,
+        *,
+        embedder: Embedder | None = None,
+        config: RetrievalConfig | None = None,
+        **options: Any,
+    ) -> HybridRetriever:
+        """A retriever on a :class:`~retrieval.db.Database` from :func:`retrieval.connect`."""
+        return cls(
+            database.engine,
+            schema=database.config.schema,
+            embedder=embedder,
+            config=config,
+            **options,
+        )
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        tenant_id: str,
+        working_state: Sequence[Mapping[str, Any]] | None = None,
+        task_id: str | None = None,
+        mode: str = "semantic",
+        as_of: datetime | None = None,
+        config: RetrievalConfig | None = None,
+        entities: Sequence[str] = (),
+    ) -> RetrievalResponse:
+        """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
+
+        ``working_state`` is the caller's current messages (scored, never stored); ``task_id``
+        narrows the episodic source to one task; ``mode`` names a filter preset of the config;
+        ``as_of`` (aware datetime, default now) is the time recency is measured from;
+        ``entities`` are entity ids for the entity-overlap signal.
+        """
+        started = time.perf_counter()
+        config = config or self.config
+        _check_query(query, tenant_id, task_id, as_of, entities)
+        chosen_mode = config.mode(mode)
+        as_of = as_of or datetime.now(UTC)
+        keywords = scoring.extract_keywords(
+            query, min_length=config.keyword_min_length, stop_words=config.stop_words
+        )
+        semantic = config.semantic.enabled and config.semantic.limit > 0
+        kinds = [
+            kind
+            for kind in (DECISION, TOOL_CALL)
+            if (chosen_mode.include_kinds is None or kind in chosen_mode.include_kinds)
+            and kind not in chosen_mode.exclude_kinds
+        ]
+        episodic = config.episodic.enabled and config.episodic.limit > 0 and bool(keywords)
+        vector, cached = self._query_vector(query, tenant_id) if semantic else (None, True)
+        embedded = time.perf_counter()
+
+        shape = (
+            semantic,
+            chosen_mode if semantic else None,
+            config.max_distance is not None,
+            bool(entities),
+            episodic and DECISION in kinds,
+            episodic and TOOL_CALL in kinds,
+            task_id is not None,
+        )
+        candidates: list[Candidate] = []
+        statements = 0
+        if semantic or (episodic and kinds):
+            params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
+            params.update(_mode_parameters(chosen_mode))
+            rows = self._connections.execute(self._statement(shape), params)
+            candidates = [Candidate(*row) for row in rows]
+            statements = 1
+        queried = time.perf_counter()
+
+        scored: dict[str, list[RetrievalResult]] = {}
+        if semantic:
+            scored["semantic"] = []
+        if config.episodic.enabled and config.episodic.limit > 0:
+            scored["episodic"] = []
+        for candidate in candidates:
+            weights = config.source(candidate.source).weights
+            scored[candidate.source].append(ranking.to_result(candidate, weights))
+        if working_state is not None and config.working_state.enabled:
+            scored["working_state"] = score_working_state(
+                working_state, keywords, config.working_state
+            )
+        results, per_source = ranking.select(scored, config)
+        fused = time.perf_counter()
+
+        if config.record_access:
+            returned = [r.metadata["id"] for r in results if r.source == "semantic"]
+            self._access.record(tenant_id, returned)
+        diagnostics = Diagnostics(
+            embedding_ms=(embedded - started) * 1000,
+            sql_ms=(queried - embedded) * 1000,
+            fusion_ms=(fused - queried) * 1000,
+            total_ms=(time.perf_counter() - started) * 1000,
+            sources=per_source,
+            keywords=keywords,
+            mode=mode,
+            as_of=as_of,
+            query_embedding_cached=cached,
+            statements=statements,
+        )
+        return RetrievalResponse(results=tuple(results), diagnostics=diagnostics)
+
+    def timeline(
+        self,
+        tenant_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[TimelineEvent]:
+        """What happened in ``tenant_id``'s memory between ``since`` and ``until``, newest first.
+
+        ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``.
+        """
+        return timeline(
+            self.engine,
+            self.schema,
+            tenant_id,
+            since=since,
+            until=until,
+            kinds=kinds,
+            limit=limit,
+        )
+
+    def flush(self) -> None:
+        """Wait until the access counts of every returned memory are written."""
+        self._access.flush()
+
+    def close(self) -> None:
+        """Write pending access counts and close the retriever's connections."""
+        self._access.close()
+        self._connections.close()
+
+    def __enter__(self) -> HybridRetriever:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _query_vector(self, query: str, tenant_id: str) -> tuple[Vectors, bool]:
+        vector = self.cache.remembered(tenant_id, query)
+        if vector is not None:
+            return vector, True
+        before = self.cache.stats.embedded
+        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            vectors = self.cache.embed(connection, tenant_id, [query])
+        return vectors[0], self.cache.stats.embedded == before
+
+    def _check_embedder(self) -> None:
+        if not self._embedder_checked:
+            check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
+            self._embedder_checked = True
+
+    def _statement(self, shape: tuple[Any, ...]) -> str:
+        statement = self._statements.get(shape)
+        if statement is None:
+            statement = build_statement(self.schema, *shape)
+            self._statements[shape] = statement
+        return statement
+
+
+def build_statement(
+    schema: str,
+    semantic: bool,
+    mode: Any,
+    max_distance: bool,
+    with_entities: bool,
+    decisions: bool,
+    tool_calls: bool,
+    with_task: bool,
+) -> str:
+    """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
+    ctes: list[str] = []
+    selects: list[str] = []
+    if semantic:
+        ctes += semantic_ctes(
+            schema,
+            SemanticQuery(mode=mode, with_max_distance=max_distance, with_entities=with_entities),
+        )
+        selects.append("semantic")
+    if decisions or tool_calls:
+        episodic, names = episodic_ctes(
+            schema, EpisodicQuery(decisions=decisions, tool_calls=tool_calls, with_task=with_task)
+        )
+        ctes += episodic
+        selects += names
+    columns = ", ".join(COLUMNS)
+    union = "\nUNION ALL\n".join(f"SELECT {columns} FROM {name}" for name in selects)
+    return "WITH " + ",\n".join(ctes) + "\n" + union
+
+
+def _parameters(
+    config: RetrievalConfig,
+    tenant_id: str,
+    vector: Vectors | None,
+    keywords: Sequence[str],
+    as_of: datetime,
+    task_id: str | None,
+    entities: Sequence[str],
+) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant_id,
+        "as_of": as_of,
+        "query_vector": vector,
+        "semantic_candidates": config.candidate_pool,
+        "semantic_half_life": config.semantic.half_life_hours * _HOUR,
+        "max_distance": config.max_distance,
+        "entity_ids": list(dict.fromkeys(entities)),
+        "keywords": list(keywords),
+        "patterns": [scoring.like_pattern(keyword) for keyword in keywords],
+        "episodic_candidates": config.candidate_pool,
+        "episodic_half_life": config.episodic.half_life_hours * _HOUR,
+        "episodic_relevance": config.episodic.relevance,
+        "episodic_recency": config.episodic.recency,
+        "task_id": task_id,
+    }
+
+
+def _mode_parameters(mode: Any) -> dict[str, Any]:
+    return {
+        "include_kinds": sorted(mode.include_kinds) if mode.include_kinds is not None else None,
+        "exclude_kinds": sorted(mode.exclude_kinds),
+    }
+
+
+def _check_query(
+    query: object,
+    tenant_id: object,
+    task_id: object,
+    as_of: datetime | None,
+    entities: Sequence[str],
+) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError(
+            f"query is empty ({query!r}): give the text to find context for", field="query"
+        )
+    if "\x00" in query:
+        raise ValidationError(
+            "query contains a NUL byte, which PostgreSQL text cannot hold: remove it",
+            field="query",
+        )
+    if not isinstance(tenant_id, str) or not tenant_id.strip():
+        raise ValidationError(
+            f"tenant_id is empty ({tenant_id!r}): every read names its tenant", field="tenant_id"
+        )
+    if task_id is not None and (not isinstance(task_id, str) or not task_id.strip()):
+        raise ValidationError(
+            f"task_id must be a non-empty string or None, got {task_id!r}", field="task_id"
+        )
+    if as_of is not None:
+        if not isinstance(as_of, datetime):
+            raise ValidationError(f"as_of must be a datetime, got {as_of!r}", field="as_of")
+        if as_of.tzinfo is None or as_of.utcoffset() is None:
+            raise ValidationError(
+                f"as_of={as_of.isoformat()} has no time zone: give an aware datetime, "
+                "for example datetime.now(UTC)",
+                field="as_of",
+            )
+    if isinstance(entities, str) or not all(
+        isinstance(entity, str) and entity for entity in entities
+    ):
+        raise ValidationError(
+            f"entities must be a list of non-empty entity ids, got {entities!r}",
+            field="entities",
+        )

@@ -1,0 +1,82 @@
+"""What every database source shares: the row its CTE returns and the recency expression.
+
+Each source's CTE selects the same columns (:data:`COLUMNS`) so that one ``UNION ALL`` returns
+every candidate of every source in one statement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+# The columns of every source's final CTE, in order.
+COLUMNS = (
+    "source",  # 'semantic' | 'episodic'
+    "item",  # 'memory' | 'decision' | 'tool_call'
+    "id",
+    "content",
+    "kind",
+    "created_at",
+    "relevance",
+    "recency",
+    "importance",
+    "popularity",
+    "entity",
+    "distance",  # L2 distance (semantic), else NULL
+    "matched",  # keywords matched (episodic), else NULL
+    "entities",  # query entity ids the memory links to (semantic), else NULL
+    "details",  # jsonb: the rest of the row
+)
+
+# 0.5 ^ 1000 is about 1e-301; past that PostgreSQL's power() raises "underflow" where Python
+# returns 0.0, so recency is 0 there (scoring.exponential_recency gives < 1e-300 at that age).
+_MAX_HALVINGS = 1000
+
+
+def recency_sql(created_at: str, half_life_param: str) -> str:
+    """SQL for ``0.5 ^ (max(as_of - created_at, 0) / half_life)`` (seconds), as float8.
+
+    ``half_life_param`` names a bound parameter holding the half-life in seconds; ``as_of`` is
+    the bound parameter ``%(as_of)s``.
+    """
+    halvings = (
+        f"(GREATEST(EXTRACT(EPOCH FROM (%(as_of)s::timestamptz - {created_at}))::float8, 0.0)"
+        f" / %({half_life_param})s::float8)"
+    )
+    return (
+        f"(CASE WHEN {halvings} > {_MAX_HALVINGS} THEN 0.0::float8 "
+        f"ELSE power(0.5::float8, {halvings}) END)"
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of the statement: a candidate with its SQL-computed signals and evidence."""
+
+    source: str
+    item: str
+    id: int
+    content: str
+    kind: str
+    created_at: datetime
+    relevance: float
+    recency: float
+    importance: float
+    popularity: float
+    entity: float
+    distance: float | None
+    matched: list[str] | None
+    entities: list[str] | None
+    details: dict[str, Any]
+
+    @property
+    def signals(self) -> dict[str, float]:
+        """The scores the source's weights apply to, by weight name."""
+        return {
+            "relevance": self.relevance,
+            "recency": self.recency,
+            "importance": self.importance,
+            "popularity": self.popularity,
+            "entity": self.entity,
+        }

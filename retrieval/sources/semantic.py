@@ -1,0 +1,80 @@
+"""The semantic source: memories nearest the query by L2 distance on the HNSW index.
+
+Relevance is ``1 / (1 + d)``; recency ``0.5 ^ (age / half_life)``; the optional signals are
+the stored importance (unset counts as a neutral 0.5), popularity
+``log10(access_count + 1) / log10(101)`` and entity overlap (query entity ids the memory links
+to / query entity ids). The tenant and the mode's kinds filter the index scan itself; with
+``hnsw.iterative_scan`` on, a tenant holding few rows still gets its full candidate pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retrieval.config import Mode
+from retrieval.sources.common import recency_sql
+
+SOURCE = "semantic"
+NEUTRAL_IMPORTANCE = 0.5
+
+
+@dataclass(frozen=True)
+class SemanticQuery:
+    """The shape of the semantic CTE: which filters it carries."""
+
+    mode: Mode
+    with_max_distance: bool
+    with_entities: bool
+
+
+def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
+    """The CTEs of the semantic source, the last named ``semantic``.
+
+    Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``, ``semantic_half_life``,
+    ``as_of``, and when used ``include_kinds``, ``exclude_kinds``, ``max_distance``,
+    ``entity_ids``.
+    """
+    filters = ["m.tenant_id = %(tenant_id)s"]
+    if query.mode.include_kinds is not None:
+        filters.append("m.kind = ANY(%(include_kinds)s::text[])")
+    if query.mode.exclude_kinds:
+        filters.append("m.kind <> ALL(%(exclude_kinds)s::text[])")
+    nearest = f"""semantic_nearest AS MATERIALIZED (
+    SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.access_count,
+           m.last_accessed_at, m.created_at, m.embedding_model,
+           m.embedding <-> %(query_vector)s::vector AS distance
+    FROM "{schema}".memories AS m
+    WHERE {" AND ".join(filters)}
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+)"""
+    if query.with_entities:
+        linked = (
+            f'SELECT e.entity_id FROM "{schema}".memory_entities AS e '
+            "WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = n.id "
+            "AND e.entity_id = ANY(%(entity_ids)s::text[]) ORDER BY e.entity_id"
+        )
+        entities = f"ARRAY({linked})"
+        entity = f"cardinality({entities})::float8 / cardinality(%(entity_ids)s::text[])"
+    else:
+        entities, entity = "NULL::text[]", "0.0::float8"
+    cut = "WHERE n.distance <= %(max_distance)s::float8" if query.with_max_distance else ""
+    scored = f"""semantic AS (
+    SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
+           n.created_at,
+           1.0::float8 / (1.0::float8 + n.distance) AS relevance,
+           {recency_sql("n.created_at", "semantic_half_life")} AS recency,
+           COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
+           LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
+               AS popularity,
+           {entity} AS entity,
+           n.distance, NULL::text[] AS matched, {entities} AS entities,
+           jsonb_build_object(
+               'metadata', n.metadata, 'importance', n.importance,
+               'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
+               'embedding_model', n.embedding_model
+           ) AS details
+    FROM semantic_nearest AS n
+    {cut}
+)"""
+    return [nearest, scored]
