@@ -1,0 +1,401 @@
+"""The hybrid retriever on the real PostgreSQL with the real model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from retrieval import scoring
+from retrieval.config import Mode, RetrievalConfig, SourceConfig
+from retrieval.errors import ConfigurationError, ValidationError
+from retrieval.records import MemoryInput
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+
+AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+HOUR = 3600.0
+# Every candidate visible: no threshold, generous limits.
+OPEN = RetrievalConfig(
+    semantic=SourceConfig(relevance=0.9, recency=0.1, limit=20, half_life_hours=720.0),
+    episodic=SourceConfig(relevance=0.7, recency=0.3, limit=20, half_life_hours=168.0),
+    total_limit=50,
+    min_final_score=0.0,
+)
+
+
+@pytest.fixture
+def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        yield retriever
+
+
+def _history(store: MemoryStore, tenant: str = "acme") -> dict[str, int]:
+    ids = {}
+    ids["deploy"] = store.remember(
+        "The deploy failed because the database migration timed out",
+        tenant_id=tenant,
+        kind="episteme",
+        created_at=AS_OF - timedelta(days=2),
+        importance=0.9,
+        entities=["deploy", "postgres"],
+    )
+    ids["editor"] = store.remember(
+        "Alice prefers dark mode in her code editor",
+        tenant_id=tenant,
+        kind="fact",
+        created_at=AS_OF - timedelta(days=40),
+    )
+    ids["insight"] = store.remember(
+        "Insight: migrations fail when the lock timeout is too short",
+        tenant_id=tenant,
+        kind="synthesized_insight",
+        created_at=AS_OF - timedelta(hours=5),
+    )
+    ids["decision"] = store.record_decision(
+        tenant_id=tenant,
+        task_id="task-1",
+        action_type="plan",
+        content="Retry the database migration with a longer lock timeout",
+        status="done",
+        created_at=AS_OF - timedelta(hours=3),
+    )
+    ids["other_decision"] = store.record_decision(
+        tenant_id=tenant,
+        task_id="task-2",
+        action_type="plan",
+        content="Write the quarterly report on database costs",
+        status="open",
+        created_at=AS_OF - timedelta(days=10),
+    )
+    ids["tool_call"] = store.record_tool_call(
+        tenant_id=tenant,
+        decision_id=ids["decision"],
+        tool_name="run_migration",
+        params={"lock_timeout": "60s"},
+        result="migration applied",
+        created_at=AS_OF - timedelta(hours=2),
+    )
+    return ids
+
+
+def test_sql_scores_equal_the_python_oracle(store: MemoryStore, retriever: HybridRetriever) -> None:
+    _history(store)
+    query = "Why did the database migration fail?"
+    response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=OPEN)
+    query_vector = store.embedder.embed([query])[0]
+    keywords = scoring.extract_keywords(query)
+    assert keywords == ("database", "migration", "fail")
+    semantic = [r for r in response if r.source == "semantic"]
+    episodic = [r for r in response if r.source == "episodic"]
+    assert len(semantic) == 3 and len(episodic) == 3
+    for result in semantic:
+        memory = store.get_memory(result.metadata["id"], tenant_id="acme")
+        assert memory is not None
+        distance = float(np.linalg.norm(memory.embedding - query_vector))
+        assert result.metadata["distance"] == pytest.approx(distance, abs=1e-5)
+        assert result.relevance_score == pytest.approx(
+            scoring.distance_relevance(distance), abs=1e-5
+        )
+        age = (AS_OF - memory.created_at).total_seconds()
+        assert result.recency_score == pytest.approx(
+            scoring.exponential_recency(age, 720 * HOUR), abs=1e-12
+        )
+        signals = {"relevance": result.relevance_score, "recency": result.recency_score}
+        assert result.final_score == pytest.approx(
+            scoring.weighted_sum(signals, {"relevance": 0.9, "recency": 0.1}), abs=1e-12
+        )
+    for result in episodic:
+        if result.metadata["item"] == "tool_call":
+            # A tool call matches on its name or its parameters, not its result.
+            lowered = (result.metadata["tool_name"] + json.dumps(result.metadata["params"])).lower()
+        else:
+            lowered = result.content.lower()
+        matched = [keyword for keyword in keywords if keyword in lowered]
+        assert result.metadata["matched_keywords"] == matched
+        assert result.relevance_score == pytest.approx(
+            scoring.keyword_fraction(len(matched), len(keywords)), abs=1e-12
+        )
+        created = datetime.fromisoformat(result.metadata["created_at"])
+        assert result.recency_score == pytest.approx(
+            scoring.exponential_recency((AS_OF - created).total_seconds(), 168 * HOUR), abs=1e-12
+        )
+    finals = [r.final_score for r in response]
+    assert finals == sorted(finals, reverse=True)
+
+
+def test_optional_signals_match_the_oracle(store: MemoryStore, retriever: HybridRetriever) -> None:
+    ids = _history(store)
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE retrieval.memories SET access_count = 9 WHERE id = :id"),
+            {"id": ids["deploy"]},
+        )
+    weights = SourceConfig(
+        relevance=0.4,
+        recency=0.1,
+        importance=0.2,
+        popularity=0.1,
+        entity=0.2,
+        limit=10,
+        half_life_hours=720.0,
+    )
+    config = RetrievalConfig(semantic=weights, min_final_score=0.0)
+    response = retriever.retrieve(
+        "database migration",
+        tenant_id="acme",
+        as_of=AS_OF,
+        config=config,
+        entities=["deploy", "billing"],
+    )
+    by_id = {r.metadata["id"]: r for r in response if r.source == "semantic"}
+    deploy = by_id[ids["deploy"]]
+    assert deploy.metadata["signals"]["popularity"] == pytest.approx(scoring.popularity(9))
+    assert deploy.metadata["signals"]["entity"] == pytest.approx(scoring.entity_overlap(1, 2))
+    assert deploy.metadata["matched_entities"] == ["deploy"]
+    assert deploy.metadata["signals"]["importance"] == pytest.approx(0.9)
+    editor = by_id[ids["editor"]]
+    # No importance stored: neutral 0.5; no access, no entity.
+    assert editor.metadata["signals"]["importance"] == 0.5
+    assert editor.metadata["signals"]["popularity"] == 0.0
+    assert editor.metadata["signals"]["entity"] == 0.0
+    assert deploy.final_score == pytest.approx(
+        scoring.weighted_sum(deploy.metadata["signals"], weights.weights)
+    )
+
+
+def test_another_tenants_rows_never_appear(store: MemoryStore, retriever: HybridRetriever) -> None:
+    _history(store, tenant="acme")
+    _history(store, tenant="globex")
+    response = retriever.retrieve(
+        "database migration timed out", tenant_id="acme", as_of=AS_OF, config=OPEN
+    )
+    assert len(response) == 6
+    with store.engine.connect() as connection:
+        acme = {
+            (table, row_id)
+            for table in ("memories", "decisions", "tool_calls")
+            for (row_id,) in connection.execute(
+                text(f"SELECT id FROM retrieval.{table} WHERE tenant_id = 'acme'")
+            )
+        }
+    table_of = {"memory": "memories", "decision": "decisions", "tool_call": "tool_calls"}
+    assert {(table_of[r.metadata["item"]], r.metadata["id"]) for r in response} <= acme
+    assert retriever.retrieve("database migration", tenant_id="initech", as_of=AS_OF).results == ()
+
+
+def test_like_wildcards_in_a_keyword_match_literally(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    for content in ("Run the data_load job", "Run the dataXload job", "Run the data load job"):
+        store.record_decision(
+            tenant_id="acme",
+            task_id=None,
+            action_type="run",
+            content=content,
+            status="done",
+            created_at=AS_OF,
+        )
+    config = RetrievalConfig(
+        semantic=OPEN.semantic.__class__(**{**OPEN.semantic.__dict__, "enabled": False})
+    )
+    response = retriever.retrieve("data_load", tenant_id="acme", as_of=AS_OF, config=config)
+    assert [r.content for r in response] == ["Run the data_load job"]
+    assert response[0].metadata["matched_keywords"] == ["data_load"]
+
+
+def test_task_filter_narrows_the_episodic_source(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _history(store)
+    response = retriever.retrieve(
+        "database migration report", tenant_id="acme", as_of=AS_OF, config=OPEN, task_id="task-1"
+    )
+    episodic = {(r.metadata["item"], r.metadata["id"]) for r in response if r.source == "episodic"}
+    assert episodic == {("decision", ids["decision"]), ("tool_call", ids["tool_call"])}
+    everything = retriever.retrieve(
+        "database migration report", tenant_id="acme", as_of=AS_OF, config=OPEN
+    )
+    assert ("decision", ids["other_decision"]) in {
+        (r.metadata["item"], r.metadata["id"]) for r in everything
+    }
+
+
+def test_modes_filter_kinds_in_sql(store: MemoryStore, retriever: HybridRetriever) -> None:
+    ids = _history(store)
+    store.remember(
+        "Runbook: how to run a database migration safely",
+        tenant_id="acme",
+        kind="techne",
+        created_at=AS_OF,
+    )
+
+    def kinds(mode: str, config: RetrievalConfig = OPEN) -> set[str]:
+        response = retriever.retrieve(
+            "database migration", tenant_id="acme", as_of=AS_OF, config=config, mode=mode
+        )
+        return {r.metadata["kind"] for r in response}
+
+    assert kinds("semantic") == {
+        "episteme",
+        "fact",
+        "synthesized_insight",
+        "techne",
+        "decision",
+        "tool_call",
+    }
+    assert kinds("session_recovery") == {"episteme", "fact", "techne", "decision", "tool_call"}
+    assert kinds("knowledge_lookup") == {"episteme", "techne", "decision"}
+    custom = OPEN.with_modes(facts_only=Mode(include_kinds=frozenset({"fact"})))
+    assert kinds("facts_only", custom) == {"fact"}
+    assert ids["insight"]
+    with pytest.raises(ConfigurationError, match=r"unknown mode 'nope'.*knowledge_lookup"):
+        retriever.retrieve("database migration", tenant_id="acme", mode="nope")
+
+
+def test_bad_queries_get_clear_errors(retriever: HybridRetriever) -> None:
+    with pytest.raises(ValidationError, match="query is empty"):
+        retriever.retrieve("   ", tenant_id="acme")
+    with pytest.raises(ValidationError, match="no time zone"):
+        retriever.retrieve("database", tenant_id="acme", as_of=datetime(2026, 1, 1))
+    with pytest.raises(ValidationError, match="tenant_id is empty"):
+        retriever.retrieve("database", tenant_id="")
+    with pytest.raises(ValidationError, match="NUL"):
+        retriever.retrieve("data\x00base", tenant_id="acme")
+    with pytest.raises(ValidationError, match="entities"):
+        retriever.retrieve("database", tenant_id="acme", entities="deploy")
+
+
+def test_threshold_limits_and_a_deterministic_order(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _history(store)
+    store.remember_many(
+        [
+            MemoryInput(
+                text=f"Database migration note number {n}", tenant_id="acme", created_at=AS_OF
+            )
+            for n in range(8)
+        ]
+    )
+    config = RetrievalConfig(min_final_score=0.55)
+    first = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=config)
+    assert all(r.final_score >= 0.55 for r in first)
+    assert sum(1 for r in first if r.source == "semantic") <= config.semantic.limit
+    assert sum(1 for r in first if r.source == "episodic") <= config.episodic.limit
+    assert len(first) <= config.total_limit
+    dropped = first.diagnostics.sources["semantic"]
+    assert dropped.candidates == 11 and dropped.kept <= dropped.candidates
+    again = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=config)
+    assert [(r.source, r.metadata["id"]) for r in again] == [
+        (r.source, r.metadata["id"]) for r in first
+    ]
+    assert [r.final_score for r in again] == [r.final_score for r in first]
+
+
+def test_max_distance_cuts_semantic_candidates(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _history(store)
+    wide = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=OPEN)
+    distances = sorted(r.metadata["distance"] for r in wide if r.source == "semantic")
+    cut = (distances[0] + distances[1]) / 2
+    narrow = retriever.retrieve(
+        "database migration",
+        tenant_id="acme",
+        as_of=AS_OF,
+        config=RetrievalConfig(**{**OPEN.__dict__, "max_distance": cut}),
+    )
+    assert [r.metadata["distance"] for r in narrow if r.source == "semantic"] == [distances[0]]
+
+
+def test_working_state_messages_are_scored_and_kept_unchanged(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _history(store)
+    messages = [
+        {"role": "user", "content": "Let's look at the migration again", "id": "m1"},
+        {"role": "assistant", "content": "Sure, which database?", "id": "m2"},
+    ]
+    response = retriever.retrieve(
+        "database migration", tenant_id="acme", as_of=AS_OF, working_state=messages, config=OPEN
+    )
+    ws = [r for r in response if r.source == "working_state"]
+    assert {r.metadata["message"]["id"] for r in ws} == {"m1", "m2"}
+    assert all(
+        r.metadata["message"] is m
+        for r in ws
+        for m in messages
+        if m["id"] == r.metadata["message"]["id"]
+    )
+    newest = next(r for r in ws if r.metadata["message"]["id"] == "m2")
+    assert newest.recency_score == 1.0 and newest.relevance_score == 0.5
+    # With the default threshold the older message (0.3 * 0.5 + 0.7 * 0.1 = 0.22) is dropped.
+    default = retriever.retrieve(
+        "database migration", tenant_id="acme", as_of=AS_OF, working_state=messages
+    )
+    assert [r.metadata["message"]["id"] for r in default if r.source == "working_state"] == ["m2"]
+
+
+def test_diagnostics_report_one_statement_and_each_source(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _history(store)
+    response = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+    diagnostics = response.diagnostics
+    assert diagnostics.statements == 1
+    assert diagnostics.keywords == ("database", "migration")
+    assert set(diagnostics.sources) == {"semantic", "episodic"}
+    semantic = diagnostics.sources["semantic"]
+    assert semantic.candidates == 3 and semantic.kept >= semantic.returned
+    assert set(semantic.mean_scores) == {"relevance", "recency", "final"}
+    assert diagnostics.sql_ms > 0 and diagnostics.total_ms >= diagnostics.sql_ms
+    assert diagnostics.as_of == AS_OF
+    assert diagnostics.to_dict()["sources"]["episodic"]["candidates"] == 3
+    # A query without keywords runs only the semantic source; still one statement.
+    assert retriever.retrieve("SQL", tenant_id="acme").diagnostics.keywords == ()
+
+
+def test_returned_memories_get_their_accesses_counted(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _history(store)
+    response = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=OPEN)
+    returned = {r.metadata["id"] for r in response if r.source == "semantic"}
+    assert returned == {ids["deploy"], ids["editor"], ids["insight"]}
+    for memory_id in returned:
+        memory = store.get_memory(memory_id, tenant_id="acme")
+        assert memory is not None
+        assert memory.access_count == 1 and memory.last_accessed_at is not None
+    with HybridRetriever.from_store(store) as background:
+        background.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=OPEN)
+        background.flush()
+        memory = store.get_memory(ids["deploy"], tenant_id="acme")
+        assert memory is not None and memory.access_count == 2
+    off = RetrievalConfig(**{**OPEN.__dict__, "record_access": False})
+    retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=off)
+    memory = store.get_memory(ids["deploy"], tenant_id="acme")
+    assert memory is not None and memory.access_count == 2
+
+
+def test_timeline_lists_a_window_newest_first(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _history(store)
+    _history(store, tenant="globex")
+    events = retriever.timeline("acme", since=AS_OF - timedelta(days=3), until=AS_OF)
+    assert [(e.item, e.id) for e in events] == [
+        ("tool_call", ids["tool_call"]),
+        ("decision", ids["decision"]),
+        ("memory", ids["insight"]),
+        ("memory", ids["deploy"]),
+    ]
+    only = retriever.timeline("acme", kinds=["decision", "fact"], limit=10)
+    assert {(e.item, e.kind) for e in only} == {("decision", "decision"), ("memory", "fact")}
+    assert len(retriever.timeline("acme", limit=2)) == 2
+    with pytest.raises(ValidationError, match="no time zone"):
+        retriever.timeline("acme", since=datetime(2026, 1, 1))
