@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from retrieval import migrate
-from retrieval.config import ENVIRONMENT_VARIABLES, DatabaseConfig, WriteConfig
+from retrieval.config import (
+    ENVIRONMENT_VARIABLES,
+    DatabaseConfig,
+    RetrievalConfig,
+    WriteConfig,
+)
 from retrieval.db import Database, connect
 from retrieval.errors import RetrievalError
 from retrieval.store import MemoryStore
@@ -83,12 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_db_commands(commands)
     _add_write_commands(commands)
+    _add_search_command(commands)
     demo = commands.add_parser(
         "demo",
         help="store a small agent history and show what the database holds",
         description="Migrate the database (the embedded one by default), store a week of a "
         "demo agent's memories, decisions and tool calls in tenant 'demo' (replacing the "
-        "previous demo run's), and print what the database holds.",
+        "previous demo run's), print what the database holds, and show ranked results "
+        "with their scores for a few queries.",
     )
     demo.set_defaults(handler=_demo)
     return parser
@@ -135,6 +144,44 @@ def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "--batch-size", type=int, default=256, help="memories per transaction (default: 256)"
     )
     reembed.set_defaults(handler=_reembed)
+
+
+def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    search = commands.add_parser(
+        "search",
+        help="find the best context for a query in a tenant's memory",
+        description="Run the hybrid retriever: memories by meaning (pgvector), decisions and "
+        "tool calls by keywords (trigram ILIKE), each scored for relevance and recency, "
+        "weighted, thresholded and ranked. Weights, limits and the threshold come from the "
+        "RETRIEVAL_* variables (see the README). Prints a table, or JSON with --json.",
+    )
+    search.add_argument("query", help="what to find context for")
+    search.add_argument("--tenant", required=True, help="tenant_id to search")
+    search.add_argument("--task", help="only this task's decisions and tool calls")
+    search.add_argument(
+        "--mode",
+        default="semantic",
+        help="filter preset: semantic (default), session_recovery, knowledge_lookup",
+    )
+    search.add_argument(
+        "--as-of",
+        type=_aware_datetime,
+        help="measure recency from this ISO 8601 time with a zone (default: now)",
+    )
+    search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
+    search.set_defaults(handler=_search)
+
+
+def _aware_datetime(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO 8601 time (2026-11-25T09:30:00+00:00)"
+        ) from None
+    if parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{value!r} has no time zone: add +00:00 or Z")
+    return parsed
 
 
 def _add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -251,6 +298,45 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
         f"{summary.seconds:.2f} s ({summary.embedded} texts embedded, "
         f"{summary.cache_hits} cache hits)"
     )
+    return 0
+
+
+def _search(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.context import to_table
+    from retrieval.retriever import HybridRetriever
+
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    config = RetrievalConfig.from_env()
+    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
+        response = retriever.retrieve(
+            args.query, tenant_id=args.tenant, task_id=args.task, mode=args.mode, as_of=args.as_of
+        )
+    if args.json:
+        document = {
+            "query": args.query,
+            "tenant_id": args.tenant,
+            "results": [
+                {
+                    "source": r.source,
+                    "final_score": r.final_score,
+                    "relevance_score": r.relevance_score,
+                    "recency_score": r.recency_score,
+                    "content": r.content,
+                    "metadata": r.metadata,
+                }
+                for r in response
+            ],
+            "diagnostics": response.diagnostics.to_dict(),
+        }
+        print(json.dumps(document, indent=2, default=str))
+    else:
+        print(to_table(response))
+        d = response.diagnostics
+        print(
+            f"{len(response)} results in {d.total_ms:.1f} ms (embedding {d.embedding_ms:.1f}, "
+            f"SQL {d.sql_ms:.1f}, fusion {d.fusion_ms:.1f}); keywords: "
+            f"{', '.join(d.keywords) or '(none)'}"
+        )
     return 0
 
 

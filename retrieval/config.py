@@ -381,3 +381,4 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "
     "last_accessed_at; default true).",
 }
+ENVIRONMENT_VARIABLES.update(RETRIEVAL_VARIABLES)

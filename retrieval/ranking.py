@@ -8,6 +8,7 @@ then a deterministic ranking, then the per-source and total limits.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
 from retrieval import scoring
@@ -23,7 +24,7 @@ def to_result(candidate: Candidate, weights: Mapping[str, float]) -> RetrievalRe
         "id": candidate.id,
         "item": candidate.item,
         "kind": candidate.kind,
-        "created_at": candidate.created_at.isoformat(),
+        "created_at": candidate.created_at.astimezone(UTC).isoformat(),
         "signals": candidate.signals,
         "weights": dict(weights),
     }
