@@ -65,8 +65,10 @@ def run_demo(database: Database, config: WriteConfig | None = None) -> str:
     if replaced.total:
         lines.append(f"(replaced the {replaced.total} rows of the previous demo run)")
     lines += ["", render(describe(database.engine, settings), indexes=False)]
-    config = RetrievalConfig.from_env()
-    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
+    read_config = RetrievalConfig.from_env()
+    with HybridRetriever.from_store(
+        store, config=read_config, background_writes=False
+    ) as retriever:
         for question in QUESTIONS:
             response = retriever.retrieve(
                 question.query,
