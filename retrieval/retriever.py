@@ -39,7 +39,9 @@ class HybridRetriever:
 
     ``embedder`` defaults to the bundled all-MiniLM-L6-v2; ``cache`` (for example a store's,
     see :meth:`from_store`) shares query vectors with the write path. ``background_writes``
-    records accesses off the caller's path (see :mod:`retrieval.access`). Close the retriever
+    records accesses off the caller's path (see :mod:`retrieval.access`). ``session_settings``
+    are PostgreSQL settings for the retriever's connections, beside its own
+    (``hnsw.iterative_scan = relaxed_order``, ``hnsw.ef_search``). Close the retriever
     (or use it as a context manager) to release its connections.
     """
 
@@ -52,6 +54,7 @@ class HybridRetriever:
         config: RetrievalConfig | None = None,
         cache: EmbeddingCache | None = None,
         background_writes: bool = True,
+        session_settings: Mapping[str, str] | None = None,
     ) -> None:
         self.engine = engine
         self.schema = schema
@@ -66,10 +69,9 @@ class HybridRetriever:
         self.embedder = cache.embedder
         self._embedder_checked = False
         pool = max(self.config.candidate_pool, 40)
-        self._connections = ReadConnections(
-            engine,
-            settings=[("hnsw.iterative_scan", "relaxed_order"), ("hnsw.ef_search", str(pool))],
-        )
+        settings = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(pool)}
+        settings.update(session_settings or {})
+        self._connections = ReadConnections(engine, settings=list(settings.items()))
         self._access = AccessRecorder(
             schema, self._connections.execute, background=background_writes
         )

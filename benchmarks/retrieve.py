@@ -1,0 +1,431 @@
+"""Read-path latency, a naive baseline and tenant recall, measured in the same run.
+
+1. Latency: one tenant with 100,000 memories, 100,000 decisions and 100,000 tool calls;
+   ``HybridRetriever.retrieve()`` for the SciFact test claims with their query vectors cached
+   (each query is asked once first), p50 and p95 per run, median over runs.
+2. Naive baseline: the original design's algorithm written plainly (fetch the tenant's rows,
+   score every one in Python: distances with numpy, keywords, recency, weights, threshold,
+   rank) on the same data and queries.
+3. Tenants: the same 100,000 memories spread over 100 tenants (1% each); recall@10 of the
+   semantic source against exact search over the tenant's rows, and the rows returned, with the
+   planner's own plan and with the HNSW iterative scan forced (``enable_sort = off``).
+
+Data: SciFact titles (embedded once with all-MiniLM-L6-v2; 100,000 memories are those vectors
+with small Gaussian noise, so they cluster like real embeddings), decisions made of abstract
+sentences, tool calls with search parameters drawn from titles; timestamps over 90 days.
+
+Usage: python benchmarks/retrieve.py [--rows 100000] [--runs 3] [--queries 300]
+       [--naive-queries 5] [--data-dir DIR] [--json PATH]
+``--data-dir`` keeps the embedded server's data (and the loaded rows) for the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import random
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, text
+
+from retrieval import scoring
+from retrieval.config import RetrievalConfig, SourceConfig
+from retrieval.db import make_engine
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+from retrieval.vector_index import build_vector_index, drop_vector_index
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+ONE = MigrationSettings(schema="bench_one", embedding_dim=384)
+SPREAD = MigrationSettings(schema="bench_spread", embedding_dim=384)
+TENANT = "agent-1"
+AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+KINDS = ("fact", "episteme", "techne", "critique", "decision", "proposal", "synthesized_insight")
+TOOLS = [
+    f"{verb}_{noun}"
+    for verb in ("search", "fetch", "summarize", "compare", "run")
+    for noun in ("pubmed", "papers", "trials", "genes", "notes", "sql", "table", "figure")
+]
+BATCH = 5000
+
+
+@dataclass(frozen=True)
+class Corpus:
+    titles: list[str]
+    vectors: np.ndarray
+    sentences: list[str]
+    queries: list[str]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="rows per table")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--naive-queries", type=int, default=5)
+    parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-read-")) / "pg"
+    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
+    engine = make_engine(server.url())
+    embedder = SentenceTransformerEmbedder()
+    corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
+    rng = np.random.default_rng(7)
+    vectors = noisy_copies(corpus.vectors, args.rows, rng)
+    for settings, tenants in ((ONE, 1), (SPREAD, 100)):
+        upgrade(engine, settings)
+        if count(engine, settings.schema) != args.rows:
+            load(engine, settings.schema, embedder, corpus, vectors, tenants, args.rows)
+    engine.dispose()  # connections made before the vector type existed lack its adapter
+
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
+        "settings": {k: str(v) for k, v in vars(args).items()},
+    }
+    queries = corpus.queries[: args.queries]
+    store = MemoryStore(engine, schema=ONE.schema, embedder=embedder)
+    results["latency"] = latency(store, queries, args.runs)
+    default = RetrievalConfig(record_access=False)
+    results["latency_by_source"] = {
+        name: latency(store, queries, args.runs, config=config, access=False)
+        for name, config in (
+            ("semantic_only", replace(default, episodic=_off(default.episodic))),
+            ("episodic_only", replace(default, semantic=_off(default.semantic))),
+        )
+    }
+    results["naive"] = naive(engine, embedder, queries[: args.naive_queries])
+    ours = results["latency"]["p50_ms"]
+    results["naive"]["ratio_to_ours_p50"] = results["naive"]["median_ms"] / ours
+    spread = MemoryStore(engine, schema=SPREAD.schema, embedder=embedder)
+    results["tenants"] = {
+        plan: tenant_recall(spread, queries[: args.recall_queries], settings)
+        for plan, settings in (("planner", {}), ("hnsw_forced", {"enable_sort": "off"}))
+    }
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    engine.dispose()
+
+
+def load_corpus(embedder: SentenceTransformerEmbedder, cache: Path) -> Corpus:
+    docs = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
+    titles = [doc["title"].strip() or doc["text"][:120] for doc in docs]
+    if cache.exists():
+        vectors = np.load(cache)
+    else:
+        print(f"embedding {len(titles)} SciFact titles once (cached in {cache})")
+        vectors = embedder.embed(titles)
+        np.save(cache, vectors)
+    sentences = [
+        sentence.strip()[:220]
+        for doc in docs
+        for sentence in re.split(r"(?<=\.)\s+", doc["text"])
+        if len(sentence.strip()) > 40
+    ]
+    wanted = {line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").open()}
+    queries = [
+        q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open()) if q["_id"] in wanted
+    ]
+    return Corpus(titles=titles, vectors=vectors, sentences=sentences, queries=queries)
+
+
+def noisy_copies(base: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
+    picks = np.arange(rows) % len(base)
+    noisy = base[picks] + rng.normal(0.0, 0.02, size=(rows, base.shape[1])).astype(np.float32)
+    return (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
+
+
+def count(engine: Engine, schema: str) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(text(f"SELECT count(*) FROM {schema}.memories")).scalar_one())
+
+
+def load(
+    engine: Engine,
+    schema: str,
+    embedder: SentenceTransformerEmbedder,
+    corpus: Corpus,
+    vectors: np.ndarray,
+    tenants: int,
+    rows: int,
+) -> None:
+    started = time.perf_counter()
+    with engine.begin() as connection:
+        connection.execute(
+            text(f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls CASCADE")
+        )
+    drop_vector_index(engine, schema)
+    store = MemoryStore(engine, schema=schema, embedder=embedder)
+    rng = random.Random(11)
+    span = 90 * 24 * 3600
+
+    def when() -> datetime:
+        return AS_OF - timedelta(seconds=rng.randrange(span))
+
+    def tenant(i: int) -> str:
+        return TENANT if tenants == 1 else f"t{i % tenants:02d}"
+
+    for start in range(0, rows, BATCH):
+        stop = min(rows, start + BATCH)
+        store.remember_many(
+            MemoryInput(
+                text=f"{corpus.titles[i % len(corpus.titles)]} (note {i})",
+                tenant_id=tenant(i),
+                kind=KINDS[i % len(KINDS)],
+                created_at=when(),
+                embedding=vectors[i],
+            )
+            for i in range(start, stop)
+        )
+        if tenants > 1:
+            continue
+        decision_ids = store.record_decisions(
+            DecisionInput(
+                tenant_id=TENANT,
+                task_id=f"task-{i % 2000}",
+                action_type=rng.choice(("plan", "investigate", "write", "review")),
+                content=corpus.sentences[i % len(corpus.sentences)],
+                status=rng.choice(("done", "open", "failed")),
+                created_at=when(),
+            )
+            for i in range(start, stop)
+        )
+        store.record_tool_calls(
+            ToolCallInput(
+                tenant_id=TENANT,
+                decision_id=decision_ids[(i - start) % len(decision_ids)],
+                tool_name=TOOLS[i % len(TOOLS)],
+                params={
+                    "query": " ".join(corpus.titles[(i * 7) % len(corpus.titles)].split()[:4]),
+                    "limit": 10 + i % 50,
+                },
+                result=f"{i % 37} results",
+                created_at=when(),
+            )
+            for i in range(start, stop)
+        )
+        print(f"{schema}: {stop} rows per table loaded", flush=True)
+    build_vector_index(engine, schema)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        for table in ("memories", "decisions", "tool_calls", "memory_entities"):
+            connection.execute(text(f"VACUUM ANALYZE {schema}.{table}"))
+    print(f"{schema}: loaded in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def _off(source: SourceConfig) -> SourceConfig:
+    return replace(source, enabled=False)
+
+
+def latency(
+    store: MemoryStore,
+    queries: Sequence[str],
+    runs: int,
+    *,
+    config: RetrievalConfig | None = None,
+    access: bool = True,
+) -> dict[str, Any]:
+    per_run: list[dict[str, float]] = []
+    config = config or RetrievalConfig(record_access=False)
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        for query in queries:  # cache every query vector (and warm the connection)
+            retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+        diagnostics = []
+        for _ in range(runs):
+            times = []
+            for query in queries:
+                started = time.perf_counter()
+                response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+                times.append((time.perf_counter() - started) * 1000)
+                diagnostics.append(response.diagnostics)
+            per_run.append(_percentiles(times))
+        with_access = []
+        if access:
+            recording = HybridRetriever.from_store(store)
+            for query in queries[:50]:
+                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+            for query in queries:
+                started = time.perf_counter()
+                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+                with_access.append((time.perf_counter() - started) * 1000)
+            recording.close()
+    candidates = {
+        name: statistics.mean(d.sources[name].candidates for d in diagnostics)
+        for name in ("semantic", "episodic")
+        if all(name in d.sources for d in diagnostics)
+    }
+    return {
+        "queries": len(queries),
+        "runs": per_run,
+        "p50_ms": statistics.median(r["p50"] for r in per_run),
+        "p95_ms": statistics.median(r["p95"] for r in per_run),
+        "sql_p50_ms": statistics.median(d.sql_ms for d in diagnostics),
+        "fusion_p50_ms": statistics.median(d.fusion_ms for d in diagnostics),
+        "mean_candidates": candidates,
+        "mean_results": statistics.mean(
+            sum(s.returned for s in d.sources.values()) for d in diagnostics
+        ),
+        "with_access_recording": _percentiles(with_access) if with_access else None,
+    }
+
+
+def naive(
+    engine: Engine, embedder: SentenceTransformerEmbedder, queries: Sequence[str]
+) -> dict[str, Any]:
+    """The original algorithm, plainly: fetch the tenant's rows, score each in Python."""
+    config = RetrievalConfig()
+    vectors = embedder.embed(list(queries))  # cached in ours too: not timed
+    times = []
+    for query, vector in zip(queries, vectors, strict=True):
+        started = time.perf_counter()
+        with engine.connect() as connection:
+            memories = connection.execute(
+                text(
+                    "SELECT id, content, created_at, embedding FROM bench_one.memories "
+                    "WHERE tenant_id = :t"
+                ),
+                {"t": TENANT},
+            ).all()
+            decisions = connection.execute(
+                text(
+                    "SELECT id, content, created_at FROM bench_one.decisions WHERE tenant_id = :t"
+                ),
+                {"t": TENANT},
+            ).all()
+            tools = connection.execute(
+                text(
+                    "SELECT id, tool_name, params::text, created_at FROM bench_one.tool_calls "
+                    "WHERE tenant_id = :t"
+                ),
+                {"t": TENANT},
+            ).all()
+        keywords = scoring.extract_keywords(query)
+        scored = []
+        matrix = np.stack([row.embedding.to_numpy() for row in memories])
+        distances = np.linalg.norm(matrix - vector, axis=1)
+        for row, distance in zip(memories, distances, strict=True):
+            scored.append(
+                _final(config.semantic, scoring.distance_relevance(float(distance)), row, config)
+            )
+        for row in decisions:
+            lowered = row.content.lower()
+            matched = sum(1 for k in keywords if k in lowered)
+            if matched:
+                relevance = scoring.keyword_fraction(matched, len(keywords))
+                scored.append(_final(config.episodic, relevance, row, config))
+        for row in tools:
+            lowered = (row.tool_name + " " + row.params).lower()
+            matched = sum(1 for k in keywords if k in lowered)
+            if matched:
+                relevance = scoring.keyword_fraction(matched, len(keywords))
+                scored.append(_final(config.episodic, relevance, row, config))
+        kept = sorted((s for s in scored if s >= config.min_final_score), reverse=True)
+        kept[: config.total_limit]
+        times.append((time.perf_counter() - started) * 1000)
+    return {"queries": len(queries), "median_ms": statistics.median(times), "times_ms": times}
+
+
+def _final(source: SourceConfig, relevance: float, row: Any, config: RetrievalConfig) -> float:
+    age = (AS_OF - row.created_at).total_seconds()
+    recency = scoring.exponential_recency(age, source.half_life_hours * 3600)
+    return scoring.weighted_sum(
+        {"relevance": relevance, "recency": recency},
+        {"relevance": source.relevance, "recency": source.recency},
+    )
+
+
+def tenant_recall(
+    store: MemoryStore, queries: Sequence[str], settings: dict[str, str]
+) -> dict[str, Any]:
+    tenant = "t00"
+    with store.engine.connect() as connection:
+        rows = connection.execute(
+            text(f"SELECT id, embedding FROM {SPREAD.schema}.memories WHERE tenant_id = :t"),
+            {"t": tenant},
+        ).all()
+        share = (
+            len(rows)
+            / connection.execute(
+                text(f"SELECT count(*) FROM {SPREAD.schema}.memories")
+            ).scalar_one()
+        )
+    ids = np.array([row.id for row in rows])
+    matrix = np.stack([row.embedding.to_numpy() for row in rows])
+    semantic = SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0)
+    episodic = SourceConfig(
+        relevance=0.7, recency=0.3, limit=5, half_life_hours=168.0, enabled=False
+    )
+    config = RetrievalConfig(
+        semantic=semantic, episodic=episodic, min_final_score=0.0, record_access=False
+    )
+    recalls, returned = [], []
+    with HybridRetriever.from_store(store, config=config, session_settings=settings) as retriever:
+        plan = _plan(store.engine, settings, matrix[0])
+        for query in queries:
+            response = retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
+            vector = store.cache.remembered(tenant, query)
+            assert vector is not None
+            exact = set(ids[np.argsort(np.linalg.norm(matrix - vector, axis=1))[:10]].tolist())
+            got = {r.metadata["id"] for r in response}
+            returned.append(len(got))
+            recalls.append(len(exact & got) / 10)
+    return {
+        "tenant_share": share,
+        "tenant_rows": len(rows),
+        "queries": len(queries),
+        "mean_recall_at_10": statistics.mean(recalls),
+        "min_recall_at_10": min(recalls),
+        "min_rows_returned": min(returned),
+        "plan": plan,
+    }
+
+
+def _plan(engine: Engine, settings: dict[str, str], vector: np.ndarray) -> str:
+    with engine.connect() as connection:
+        connection.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        for name, value in settings.items():
+            connection.execute(text("SELECT set_config(:n, :v, true)"), {"n": name, "v": value})
+        lines = connection.execute(
+            text(
+                f"EXPLAIN SELECT id FROM {SPREAD.schema}.memories WHERE tenant_id = 't00' "
+                "ORDER BY embedding <-> CAST(:v AS vector) LIMIT 40"
+            ),
+            {"v": str(vector.tolist())},
+        ).all()
+    return " / ".join(line[0].strip() for line in lines if "Scan" in line[0])
+
+
+def _percentiles(times: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "p50": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)],
+    }
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+if __name__ == "__main__":
+    main()
