@@ -165,6 +165,8 @@ def _int_from_env(env: Mapping[str, str], name: str, default: int) -> int:
 # -- retrieval ---------------------------------------------------------------------------
 
 DATABASE_SOURCES = ("semantic", "episodic")
+DEFAULT_MIN_FINAL_SCORE = 0.4
+DEFAULT_MAX_DISTANCE = 1.2
 # Candidates each database source hands from SQL to Python (pgvector's default ef_search).
 DEFAULT_CANDIDATE_POOL = 40
 SOURCES = ("working_state", *DATABASE_SOURCES)
@@ -247,8 +249,12 @@ class RetrievalConfig:
         relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7
     )
     total_limit: int = 10
-    min_final_score: float = 0.5
-    max_distance: float | None = None
+    # Calibrated on all-MiniLM-L6-v2 (benchmarks/calibrate.py, README "Calibration"): the
+    # L2 cut-off 1.2 (relevance 0.4545) separates related from unrelated memories, and 0.4 lets
+    # every memory inside it through whatever its age (0.9 * 0.4545 = 0.409), where the
+    # original 0.5 dropped relevant memories older than a few weeks.
+    min_final_score: float = DEFAULT_MIN_FINAL_SCORE
+    max_distance: float | None = DEFAULT_MAX_DISTANCE
     keyword_min_length: int = DEFAULT_MIN_KEYWORD_LENGTH
     stop_words: frozenset[str] = DEFAULT_STOP_WORDS
     modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
@@ -303,7 +309,11 @@ class RetrievalConfig:
         env = os.environ if environ is None else environ
         default = cls()
         sources = {name: _source_from_env(env, name, default.source(name)) for name in SOURCES}
-        max_distance = _number(env, "RETRIEVAL_MAX_DISTANCE", None)
+        max_distance = (
+            None
+            if env.get("RETRIEVAL_MAX_DISTANCE", "").strip().lower() in ("none", "off")
+            else _number(env, "RETRIEVAL_MAX_DISTANCE", default.max_distance)
+        )
         return cls(
             **sources,  # type: ignore[arg-type]
             total_limit=_int_from_env(env, "RETRIEVAL_TOTAL_LIMIT", default.total_limit),
@@ -373,8 +383,11 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "168 (7 days).",
     "RETRIEVAL_<SOURCE>_ENABLED": "Switch a source off with false.",
     "RETRIEVAL_TOTAL_LIMIT": "Most results in all (default 10).",
-    "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default 0.5).",
-    "RETRIEVAL_MAX_DISTANCE": "Semantic L2 distance cut-off (default: none).",
+    "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default "
+    f"{DEFAULT_MIN_FINAL_SCORE}, calibrated; the original design's 0.5 drops older relevant "
+    "memories).",
+    "RETRIEVAL_MAX_DISTANCE": f"Semantic L2 distance cut-off (default {DEFAULT_MAX_DISTANCE}, "
+    "calibrated for all-MiniLM-L6-v2; none turns it off).",
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",
     "RETRIEVAL_CANDIDATE_POOL": "Candidates each database source hands from SQL to the "
     f"ranking (default {DEFAULT_CANDIDATE_POOL}; at least the largest source limit).",

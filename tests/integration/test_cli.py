@@ -58,11 +58,18 @@ def test_demo_on_a_url_stores_the_history_and_prints_what_the_database_holds(
     assert "9 memories, 5 decisions, 4 tool calls" in out
     demo_row = next(line for line in out.splitlines() if line.startswith("demo "))
     assert demo_row.split()[1:] == ["9", "14", "5", "4", "9"]
+    # Then the ranked context of three questions, with their scores.
+    assert out.count("search '") == 3
+    assert "search 'Why did the search endpoint get slow?'" in out
+    tables = out.split("search 'Why did the search endpoint get slow?'")[1]
+    assert "episodic/decision" in tables and "semantic/critique" in tables
+    assert "trigram index" in tables
 
     # Run again: the demo tenant is replaced, not doubled.
     assert main([*url, "demo"]) == 0
     again = capsys.readouterr().out
-    assert "(replaced the 27 rows of the previous demo run)" in again
+    # 9 memories, 5 decisions, 4 tool calls, 12 cached vectors (9 texts, 3 questions).
+    assert "(replaced the 30 rows of the previous demo run)" in again
     demo_row = next(line for line in again.splitlines() if line.startswith("demo "))
     assert demo_row.split()[1:] == ["9", "14", "5", "4", "9"]
 
@@ -117,7 +124,7 @@ def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}
     env["RETRIEVAL_DATA_DIR"] = str(parent / "pg")
     try:
-        for expected in ("embedded PostgreSQL started", "replaced the 27 rows"):
+        for expected in ("embedded PostgreSQL started", "replaced the 30 rows"):
             ran = subprocess.run(
                 [sys.executable, "-m", "retrieval", "demo"],
                 env=env, capture_output=True, text=True, check=False, timeout=120,

@@ -25,6 +25,7 @@ OPEN = RetrievalConfig(
     episodic=SourceConfig(relevance=0.7, recency=0.3, limit=20, half_life_hours=168.0),
     total_limit=50,
     min_final_score=0.0,
+    max_distance=None,
 )
 
 
@@ -144,7 +145,7 @@ def test_optional_signals_match_the_oracle(store: MemoryStore, retriever: Hybrid
         limit=10,
         half_life_hours=720.0,
     )
-    config = RetrievalConfig(semantic=weights, min_final_score=0.0)
+    config = RetrievalConfig(semantic=weights, min_final_score=0.0, max_distance=None)
     response = retriever.retrieve(
         "database migration",
         tenant_id="acme",
@@ -282,7 +283,7 @@ def test_threshold_limits_and_a_deterministic_order(
             for n in range(8)
         ]
     )
-    config = RetrievalConfig(min_final_score=0.55)
+    config = RetrievalConfig(min_final_score=0.55, max_distance=None)
     first = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=config)
     assert all(r.final_score >= 0.55 for r in first)
     assert sum(1 for r in first if r.source == "semantic") <= config.semantic.limit
@@ -345,7 +346,10 @@ def test_diagnostics_report_one_statement_and_each_source(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
     _history(store)
-    response = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+    no_cut = RetrievalConfig(max_distance=None)
+    response = retriever.retrieve(
+        "database migration", tenant_id="acme", as_of=AS_OF, config=no_cut
+    )
     diagnostics = response.diagnostics
     assert diagnostics.statements == 1
     assert diagnostics.keywords == ("database", "migration")
@@ -366,6 +370,7 @@ def test_returned_memories_get_their_accesses_counted(
     ids = _history(store)
     response = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF, config=OPEN)
     returned = {r.metadata["id"] for r in response if r.source == "semantic"}
+
     assert returned == {ids["deploy"], ids["editor"], ids["insight"]}
     for memory_id in returned:
         memory = store.get_memory(memory_id, tenant_id="acme")
@@ -399,3 +404,27 @@ def test_timeline_lists_a_window_newest_first(
     assert len(retriever.timeline("acme", limit=2)) == 2
     with pytest.raises(ValidationError, match="no time zone"):
         retriever.timeline("acme", since=datetime(2026, 1, 1))
+
+
+def test_access_counts_are_updated_in_place(store: MemoryStore, retriever: HybridRetriever) -> None:
+    # Migration 0003 leaves room in each page, so the update is a HOT one: the row stays in
+    # its page and no index (the HNSW graph included) gets a new entry.
+    ids = _history(store)
+    where = text(
+        "SELECT (ctid::text::point)[0], access_count FROM retrieval.memories WHERE id = :id"
+    )
+    with store.engine.connect() as connection:
+        options = connection.execute(
+            text("SELECT reloptions FROM pg_class WHERE oid = 'retrieval.memories'::regclass")
+        ).scalar_one()
+        block, _ = connection.execute(where, {"id": ids["deploy"]}).one()
+    assert options == ["fillfactor=80"]
+    one = RetrievalConfig(
+        semantic=SourceConfig(relevance=0.9, recency=0.1, limit=1, half_life_hours=720.0),
+        min_final_score=0.0,
+    )
+    for _ in range(5):
+        response = retriever.retrieve("why did the deploy fail", tenant_id="acme", config=one)
+        assert [r.metadata["id"] for r in response if r.source == "semantic"] == [ids["deploy"]]
+    with store.engine.connect() as connection:
+        assert connection.execute(where, {"id": ids["deploy"]}).one() == (block, 5)

@@ -27,6 +27,7 @@ SEMANTIC_ONLY = RetrievalConfig(
     ),
     total_limit=K,
     min_final_score=0.0,
+    max_distance=None,
     record_access=False,
 )
 

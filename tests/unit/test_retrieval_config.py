@@ -6,14 +6,15 @@ from retrieval.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.errors import ConfigurationError
 
 
-def test_defaults_are_the_original_design() -> None:
+def test_defaults_are_the_original_design_with_a_calibrated_threshold() -> None:
     config = RetrievalConfig()
     assert (config.working_state.relevance, config.working_state.recency) == (0.3, 0.7)
     assert (config.semantic.relevance, config.semantic.recency) == (0.9, 0.1)
     assert (config.episodic.relevance, config.episodic.recency) == (0.7, 0.3)
     assert (config.semantic.limit, config.episodic.limit, config.working_state.limit) == (5, 5, 10)
     assert config.total_limit == 10
-    assert config.min_final_score == 0.5
+    # Calibrated on the real model (see tests/integration/test_calibration.py).
+    assert (config.min_final_score, config.max_distance) == (0.4, 1.2)
     assert config.semantic.weights == {"relevance": 0.9, "recency": 0.1}
 
 
@@ -88,6 +89,7 @@ def test_from_env_reads_each_variable() -> None:
     assert (config.total_limit, config.min_final_score, config.max_distance) == (20, 0.4, 1.1)
     assert config.keyword_min_length == 3
     assert RetrievalConfig.from_env({}) == RetrievalConfig()
+    assert RetrievalConfig.from_env({"RETRIEVAL_MAX_DISTANCE": "none"}).max_distance is None
 
 
 def test_from_env_names_the_bad_variable() -> None:

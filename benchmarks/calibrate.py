@@ -1,0 +1,130 @@
+"""Calibrate the semantic cut-off and the threshold on labelled data, with the real model.
+
+For each (query, memory) pair of a labelled set, the semantic relevance ``1 / (1 + L2)`` that
+all-MiniLM-L6-v2 gives it; then, for a grid of L2 cut-offs, the share of relevant pairs kept
+and of unrelated pairs dropped. Two labelled sets:
+
+* ``tests/data/calibration.json``: an agent's memories and questions, labelled by hand;
+* BEIR SciFact test: each claim against its relevant abstracts and against abstracts drawn at
+  random (``--scifact-negatives`` per claim); abstracts are embedded once and cached.
+
+Usage: python benchmarks/calibrate.py [--scifact-negatives 5] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.embedding import SentenceTransformerEmbedder
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "calibration.json"
+SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
+CUT_OFFS = (1.10, 1.15, 1.18, 1.20, 1.22, 1.25, 1.30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scifact-negatives", type=int, default=5)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    embedder = SentenceTransformerEmbedder()
+    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    results["fixture"] = summarize(*fixture_pairs(embedder))
+    results["scifact"] = summarize(*scifact_pairs(embedder, args.scifact_negatives, args.cache))
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def fixture_pairs(embedder: SentenceTransformerEmbedder) -> tuple[np.ndarray, np.ndarray]:
+    data = json.loads(FIXTURE.read_text())
+    memories = embedder.embed(data["memories"])
+    queries = embedder.embed([q["text"] for q in data["queries"]])
+    relevant, unrelated = [], []
+    for query, vector in zip(data["queries"], queries, strict=True):
+        distances = np.linalg.norm(memories - vector, axis=1)
+        for index, distance in enumerate(distances):
+            (relevant if index in query["relevant"] else unrelated).append(distance)
+    return np.array(relevant), np.array(unrelated)
+
+
+def scifact_pairs(
+    embedder: SentenceTransformerEmbedder, negatives: int, cache: Path
+) -> tuple[np.ndarray, np.ndarray]:
+    docs = {d["_id"]: d for d in map(json.loads, (SCIFACT / "corpus.jsonl").open())}
+    claims = {q["_id"]: q["text"] for q in map(json.loads, (SCIFACT / "queries.jsonl").open())}
+    qrels: dict[str, set[str]] = {}
+    for line in list((SCIFACT / "qrels" / "test.tsv").open())[1:]:
+        query_id, doc_id, _score = line.split("\t")
+        qrels.setdefault(query_id, set()).add(doc_id)
+    rng = random.Random(5)
+    ids = sorted(docs)
+    pairs = [
+        (query_id, doc_id, doc_id in relevant)
+        for query_id, relevant in sorted(qrels.items())
+        for doc_id in sorted(relevant) + rng.sample([i for i in ids if i not in relevant], negatives)
+    ]
+    wanted = sorted({doc_id for _, doc_id, _ in pairs})
+    vectors = _cached_vectors(embedder, [_doc_text(docs[i]) for i in wanted], cache)
+    doc_vector = dict(zip(wanted, vectors, strict=True))
+    query_ids = sorted(qrels)
+    query_vector = dict(zip(query_ids, embedder.embed([claims[q] for q in query_ids]), strict=True))
+    relevant_d, unrelated_d = [], []
+    for query_id, doc_id, is_relevant in pairs:
+        distance = float(np.linalg.norm(doc_vector[doc_id] - query_vector[query_id]))
+        (relevant_d if is_relevant else unrelated_d).append(distance)
+    return np.array(relevant_d), np.array(unrelated_d)
+
+
+def _doc_text(doc: dict[str, Any]) -> str:
+    return f"{doc['title']}. {doc['text']}"
+
+
+def _cached_vectors(embedder: SentenceTransformerEmbedder, texts: list[str], cache: Path) -> Any:
+    import hashlib
+
+    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    path = cache / f"calibrate-scifact-{key}.npy"
+    if path.exists():
+        return np.load(path)
+    print(f"embedding {len(texts)} SciFact abstracts once (cached in {path})", flush=True)
+    vectors = embedder.embed(texts)
+    np.save(path, vectors)
+    return vectors
+
+
+def summarize(relevant: np.ndarray, unrelated: np.ndarray) -> dict[str, Any]:
+    def relevance(distances: np.ndarray) -> list[float]:
+        values = 1.0 / (1.0 + distances)
+        return [round(float(v), 3) for v in np.percentile(values, [5, 25, 50, 75, 95])]
+
+    return {
+        "relevant_pairs": len(relevant),
+        "unrelated_pairs": len(unrelated),
+        "relevance_percentiles_5_25_50_75_95": {
+            "relevant": relevance(relevant),
+            "unrelated": relevance(unrelated),
+        },
+        "cut_offs": {
+            f"{cut:.2f}": {
+                "relevance_at_cut": round(1 / (1 + cut), 4),
+                "relevant_kept": round(float(np.mean(relevant <= cut)), 3),
+                "unrelated_dropped": round(float(np.mean(unrelated > cut)), 3),
+            }
+            for cut in CUT_OFFS
+        },
+    }
+
+
+if __name__ == "__main__":
+    main()
