@@ -72,7 +72,8 @@ def scifact_pairs(
     pairs = [
         (query_id, doc_id, doc_id in relevant)
         for query_id, relevant in sorted(qrels.items())
-        for doc_id in sorted(relevant) + rng.sample([i for i in ids if i not in relevant], negatives)
+        for doc_id in sorted(relevant)
+        + rng.sample([i for i in ids if i not in relevant], negatives)
     ]
     wanted = sorted({doc_id for _, doc_id, _ in pairs})
     vectors = _cached_vectors(embedder, [_doc_text(docs[i]) for i in wanted], cache)

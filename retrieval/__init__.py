@@ -4,6 +4,7 @@ The public API is re-exported here; each name lives in a module of its own.
 """
 
 from retrieval.config import DatabaseConfig, Mode, RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.context import to_markdown, to_messages
 from retrieval.db import Database, check_embedding_dim, connect, stored_embedding_dim
 from retrieval.embedded import EmbeddedServer, start_embedded
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder
@@ -17,8 +18,10 @@ from retrieval.records import (
     ToolCall,
     ToolCallInput,
 )
-from retrieval.results import RetrievalResult
+from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult, SourceDiagnostics
+from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
+from retrieval.timeline import TimelineEvent
 
 __version__ = "0.1.0"
 
@@ -27,18 +30,23 @@ __all__ = [
     "DatabaseConfig",
     "Decision",
     "DecisionInput",
+    "Diagnostics",
     "EmbeddedServer",
     "Embedder",
     "Forgotten",
+    "HybridRetriever",
     "Memory",
     "MemoryInput",
     "MemoryStore",
     "MigrationSettings",
     "Mode",
     "RetrievalConfig",
+    "RetrievalResponse",
     "RetrievalResult",
     "SentenceTransformerEmbedder",
     "SourceConfig",
+    "SourceDiagnostics",
+    "TimelineEvent",
     "ToolCall",
     "ToolCallInput",
     "WriteConfig",
@@ -49,5 +57,7 @@ __all__ = [
     "downgrade",
     "start_embedded",
     "stored_embedding_dim",
+    "to_markdown",
+    "to_messages",
     "upgrade",
 ]

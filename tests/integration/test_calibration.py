@@ -56,7 +56,7 @@ def test_the_default_threshold_keeps_relevant_memories_and_drops_unrelated_ones(
 
 
 def test_the_original_threshold_drops_older_relevant_memories(store: MemoryStore) -> None:
-    relevant, unrelated = _kept(store, ORIGINAL)
+    relevant, _ = _kept(store, ORIGINAL)
     calibrated_relevant, _ = _kept(store, RetrievalConfig())
     # Measured: 13 of 29 relevant pairs. 0.9 * relevance + 0.1 * recency >= 0.5 needs
     # relevance >= 0.556 for an old memory:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from retrieval.schema import TABLES
 from tests.conftest import PgDatabase
 
 ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
 
 
 def test_db_upgrade_current_downgrade(
@@ -135,3 +137,37 @@ def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
             assert f"at revision {migrate.head_revision()}" in ran.stdout
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_search_prints_a_ranked_table_or_json(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    assert main([*url, "search", "database migration", "--tenant", "acme"]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["#", "source", "final", "rel", "rec", "text"]
+    assert "keywords: database, migration" in table
+
+    as_of = "2026-11-25T12:00:00+00:00"
+    assert (
+        main([*url, "search", "database migration", "--tenant", "acme", "--json", "--as-of", as_of])
+        == 0
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert document["tenant_id"] == "acme" and document["results"]
+    finals = [r["final_score"] for r in document["results"]]
+    assert finals == sorted(finals, reverse=True)
+    assert all(0 <= f <= 1 for f in finals)
+    assert document["diagnostics"]["statements"] == 1
+    assert document["diagnostics"]["as_of"] == as_of
+
+    # Another tenant sees nothing of acme's.
+    assert main([*url, "search", "database migration", "--tenant", "globex", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"] == []
+    # Bad input exits 1 with the reason.
+    assert main([*url, "search", "  ", "--tenant", "acme"]) == 1
+    assert "query is empty" in capsys.readouterr().err
+    assert main([*url, "search", "x", "--tenant", "acme", "--mode", "nope"]) == 1
+    assert "unknown mode 'nope'" in capsys.readouterr().err
