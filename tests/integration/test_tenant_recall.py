@@ -16,7 +16,7 @@ from retrieval.store import MemoryStore
 from retrieval.vector_index import build_vector_index, drop_vector_index
 from tests.conftest import PgDatabase
 
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
 TENANTS = 100
 ROWS = 10_000
 K = 10
@@ -34,8 +34,8 @@ SEMANTIC_ONLY = RetrievalConfig(
 
 @pytest.fixture
 def spread_store(database: PgDatabase, embedder: SentenceTransformerEmbedder) -> MemoryStore:
-    """10,000 memories over 100 tenants (1% each): SciFact titles, 20 near-copies of each."""
-    titles = [json.loads(line)["title"] for line in (SCIFACT / "corpus.jsonl").open()][:500]
+    """10,000 memories over 100 tenants (1% each): 500 SciFact titles, 20 near-copies of each."""
+    titles = json.loads(SAMPLE.read_text())["titles"]
     base = embedder.embed(titles)
     rng = np.random.default_rng(3)
     picks = np.arange(ROWS) % len(titles)
@@ -56,8 +56,8 @@ def spread_store(database: PgDatabase, embedder: SentenceTransformerEmbedder) ->
 
 
 def _queries() -> list[str]:
-    queries = [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").open()]
-    return queries[:20]
+    claims: list[str] = json.loads(SAMPLE.read_text())["claims"]
+    return claims
 
 
 @pytest.mark.parametrize(
