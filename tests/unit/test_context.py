@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from retrieval.context import to_markdown, to_messages, to_table
+from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
+
+CONVERSATION = [
+    {"role": "user", "content": "the migration failed again", "name": "ana"},
+    {"role": "assistant", "content": "Which table?"},
+    {"role": "user", "content": "orders"},
+]
+
+
+def _response() -> RetrievalResponse:
+    memory = RetrievalResult(
+        content="Migration 0042 timed out on the orders table.",
+        source="semantic",
+        relevance_score=0.6,
+        recency_score=0.9,
+        final_score=0.63,
+        metadata={
+            "id": 7,
+            "item": "memory",
+            "kind": "critique",
+            "created_at": "2026-11-21T14:12:00+00:00",
+            "distance": 0.6667,
+        },
+    )
+    decision = RetrievalResult(
+        content="Retry with a longer lock timeout",
+        source="episodic",
+        relevance_score=0.5,
+        recency_score=0.8,
+        final_score=0.59,
+        metadata={
+            "id": 3,
+            "item": "decision",
+            "kind": "decision",
+            "created_at": "2026-11-21T15:00:00+00:00",
+            "matched_keywords": ["migration"],
+        },
+    )
+    newest = RetrievalResult(
+        content="orders",
+        source="working_state",
+        relevance_score=0.0,
+        recency_score=1.0,
+        final_score=0.7,
+        metadata={"message": CONVERSATION[2], "position": 2, "of_messages": 3},
+    )
+    first = RetrievalResult(
+        content="the migration failed again",
+        source="working_state",
+        relevance_score=1.0,
+        recency_score=0.1,
+        final_score=0.37,
+        metadata={"message": CONVERSATION[0], "position": 0, "of_messages": 3},
+    )
+    diagnostics = Diagnostics(
+        embedding_ms=0.1,
+        sql_ms=2.0,
+        fusion_ms=0.2,
+        total_ms=2.4,
+        sources={},
+        keywords=("migration",),
+        mode="semantic",
+        as_of=datetime(2026, 11, 25, tzinfo=UTC),
+        query_embedding_cached=True,
+        statements=1,
+    )
+    return RetrievalResponse(results=(newest, memory, decision, first), diagnostics=diagnostics)
+
+
+def test_messages_keep_the_callers_dicts_and_carry_scores_in_metadata() -> None:
+    messages = to_messages(_response(), CONVERSATION)
+    assert [m["role"] for m in messages] == ["assistant", "assistant", "user", "assistant", "user"]
+    assert all(m is original for m, original in zip(messages[2:], CONVERSATION, strict=True))
+    assert CONVERSATION[0] == {
+        "role": "user",
+        "content": "the migration failed again",
+        "name": "ana",
+    }
+    context = messages[0]
+    assert context["content"] == "Migration 0042 timed out on the orders table."
+    assert context["metadata"]["source"] == "semantic"
+    assert context["metadata"]["final_score"] == 0.63
+    assert context["metadata"]["distance"] == 0.6667
+    assert messages[1]["metadata"]["matched_keywords"] == ["migration"]
+    assert not any(m["role"] == "system" for m in messages)
+
+
+def test_messages_without_the_conversation_keep_the_kept_turns_in_order() -> None:
+    messages = to_messages(_response())
+    assert messages[2] is CONVERSATION[0] and messages[3] is CONVERSATION[2]
+    assert len(messages) == 4
+
+
+def test_markdown_block_names_source_time_scores_and_text() -> None:
+    block = to_markdown(_response())
+    assert block.startswith("## Previous context\n")
+    assert (
+        "- **semantic/critique** · 2026-11-21 14:12 UTC · final 0.63 (relevance 0.60, "
+        "recency 0.90)\n  Migration 0042 timed out on the orders table." in block
+    )
+    assert "**working_state/user** · message 3 of 3" in block
+    empty = RetrievalResponse(results=(), diagnostics=_response().diagnostics)
+    assert "(nothing relevant found)" in to_markdown(empty)
+
+
+def test_table_lists_results_in_rank_order() -> None:
+    lines = to_table(_response()).splitlines()
+    assert lines[0].split() == ["#", "source", "final", "rel", "rec", "text"]
+    assert lines[2].split()[:3] == ["1", "working_state/user", "0.70"]
+    assert lines[3].split()[:3] == ["2", "semantic/critique", "0.63"]
