@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -428,3 +429,34 @@ def test_access_counts_are_updated_in_place(store: MemoryStore, retriever: Hybri
         assert [r.metadata["id"] for r in response if r.source == "semantic"] == [ids["deploy"]]
     with store.engine.connect() as connection:
         assert connection.execute(where, {"id": ids["deploy"]}).one() == (block, 5)
+
+
+def test_a_dropped_connection_is_replaced(store: MemoryStore, retriever: HybridRetriever) -> None:
+    _history(store)
+    first = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+    with store.engine.begin() as connection:
+        # Ends every other session on this database, the retriever's kept connection included.
+        ended = connection.execute(
+            text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ).scalar_one()
+    assert ended >= 1
+    again = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+    assert [r.content for r in again] == [r.content for r in first]
+
+
+def test_threads_can_share_a_retriever(store: MemoryStore, retriever: HybridRetriever) -> None:
+    _history(store)
+    expected = [
+        r.content for r in retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+    ]
+
+    def ask(_: int) -> list[str]:
+        response = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+        return [r.content for r in response]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(ask, range(16)))
+    assert answers == [expected] * 16
