@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from retrieval import scoring
 from retrieval.config import Mode, RetrievalConfig, SourceConfig
+from retrieval.context import to_markdown, to_messages
 from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.records import MemoryInput
 from retrieval.retriever import HybridRetriever
@@ -341,6 +342,13 @@ def test_working_state_messages_are_scored_and_kept_unchanged(
         "database migration", tenant_id="acme", as_of=AS_OF, working_state=messages
     )
     assert [r.metadata["message"]["id"] for r in default if r.source == "working_state"] == ["m2"]
+    # As chat context: stored results as assistant messages, then the conversation unchanged.
+    chat = to_messages(default, messages)
+    assert chat[-2:] == messages and chat[-2] is messages[0] and chat[-1] is messages[1]
+    assert {m["role"] for m in chat[:-2]} == {"assistant"}
+    assert all(0 <= m["metadata"]["final_score"] <= 1 for m in chat[:-2])
+    block = to_markdown(default)
+    assert block.startswith("## Previous context") and "final " in block
 
 
 def test_diagnostics_report_one_statement_and_each_source(
