@@ -113,7 +113,7 @@ def main() -> None:
         results["latency"] = latency(store, queries, args.runs)
         default = RetrievalConfig(record_access=False)
         results["latency_by_source"] = {
-            name: latency(store, queries, args.runs, config=config, access=False)
+            name: latency(store, queries, args.runs, config=config, access=name == "semantic_only")
             for name, config in (
                 ("semantic_only", replace(default, episodic=_off(default.episodic))),
                 ("episodic_only", replace(default, semantic=_off(default.semantic))),
@@ -269,7 +269,9 @@ def latency(
             per_run.append(_percentiles(times))
         with_access = []
         if access:
-            recording = HybridRetriever.from_store(store)
+            recording = HybridRetriever.from_store(
+                store, config=replace(config, record_access=True)
+            )
             for query in queries[:50]:
                 recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
             for query in queries:
