@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,24 @@ def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
     search.set_defaults(handler=_search)
+    timeline = commands.add_parser(
+        "timeline",
+        help="what happened in a tenant's memory in a window of time, newest first",
+        description="List the memories stored, decisions taken and tool calls made by a "
+        "tenant between --since and --until, newest first, across the three tables.",
+    )
+    timeline.add_argument("--tenant", required=True, help="tenant_id to list")
+    timeline.add_argument("--since", type=_aware_datetime, help="ISO 8601 time with a zone")
+    timeline.add_argument("--until", type=_aware_datetime, help="ISO 8601 time with a zone")
+    timeline.add_argument(
+        "--kind",
+        action="append",
+        dest="kinds",
+        help="only this kind (a memory kind, decision or tool_call); repeatable",
+    )
+    timeline.add_argument("--limit", type=int, default=50, help="most events (default: 50)")
+    timeline.add_argument("--json", action="store_true", help="print the events as JSON")
+    timeline.set_defaults(handler=_timeline)
 
 
 def _aware_datetime(value: str) -> datetime:
@@ -337,6 +355,31 @@ def _search(args: argparse.Namespace, database: Database) -> int:
             f"SQL {d.sql_ms:.1f}, fusion {d.fusion_ms:.1f}); keywords: "
             f"{', '.join(d.keywords) or '(none)'}"
         )
+    return 0
+
+
+def _timeline(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.timeline import timeline
+
+    events = timeline(
+        database.engine,
+        database.config.schema,
+        args.tenant,
+        since=args.since,
+        until=args.until,
+        kinds=args.kinds,
+        limit=args.limit,
+    )
+    if args.json:
+        print(json.dumps([vars(event) for event in events], indent=2, default=str))
+        return 0
+    for event in events:
+        text = " ".join(event.content.split())
+        when = event.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+        label = f"memory/{event.kind}" if event.item == "memory" else event.item
+        print(f"{when} UTC  {label:<30} {text[:80]}")
+    if not events:
+        print("(nothing in this window)")
     return 0
 
 

@@ -171,3 +171,20 @@ def test_search_prints_a_ranked_table_or_json(
     assert "query is empty" in capsys.readouterr().err
     assert main([*url, "search", "x", "--tenant", "acme", "--mode", "nope"]) == 1
     assert "unknown mode 'nope'" in capsys.readouterr().err
+
+
+def test_timeline_lists_a_window_newest_first(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    assert main([*url, "timeline", "--tenant", "acme", "--limit", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert lines == sorted(lines, reverse=True)  # newest first: each line starts with its time
+    assert main([*url, "timeline", "--tenant", "acme", "--kind", "decision", "--json"]) == 0
+    events = json.loads(capsys.readouterr().out)
+    assert events and {e["item"] for e in events} == {"decision"}
+    assert main([*url, "timeline", "--tenant", "acme", "--limit", "0"]) == 1
+    assert "limit must be an integer >= 1" in capsys.readouterr().err
