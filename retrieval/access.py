@@ -7,6 +7,7 @@ the pending updates. A failed update is logged, never silently dropped.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import queue
 import threading
@@ -54,6 +55,7 @@ class AccessRecorder:
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
+            atexit.unregister(self.close)
             self._queue.put(None)
             thread.join()
 
@@ -64,6 +66,8 @@ class AccessRecorder:
                     target=self._run, name="retrieval-access-recorder", daemon=True
                 )
                 self._thread.start()
+                # A daemon thread dies with the interpreter: write what is pending first.
+                atexit.register(self.close)
 
     def _run(self) -> None:
         while True:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -18,6 +20,7 @@ from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.records import MemoryInput
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
+from tests.conftest import PgDatabase
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 HOUR = 3600.0
@@ -468,3 +471,21 @@ def test_threads_can_share_a_retriever(store: MemoryStore, retriever: HybridRetr
     with ThreadPoolExecutor(max_workers=4) as pool:
         answers = list(pool.map(ask, range(16)))
     assert answers == [expected] * 16
+
+
+def test_pending_access_counts_are_written_when_the_process_exits(
+    database: PgDatabase, store: MemoryStore
+) -> None:
+    ids = _history(store)
+    script = (
+        "from retrieval.config import RetrievalConfig\n"
+        "from retrieval.db import make_engine\n"
+        "from retrieval.retriever import HybridRetriever\n"
+        f"retriever = HybridRetriever(make_engine({database.url!r}),\n"
+        "    config=RetrievalConfig(max_distance=None, min_final_score=0.0))\n"
+        "retriever.retrieve('why did the deploy fail', tenant_id='acme')\n"
+        "# no close(), no flush(): the interpreter exits with the update queued\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
+    memory = store.get_memory(ids["deploy"], tenant_id="acme")
+    assert memory is not None and memory.access_count == 1
