@@ -477,13 +477,18 @@ def test_pending_access_counts_are_written_when_the_process_exits(
     database: PgDatabase, store: MemoryStore
 ) -> None:
     ids = _history(store)
+    # The update is slowed down so that the interpreter reaches its exit while it is queued.
     script = (
-        "from retrieval.config import RetrievalConfig\n"
+        "import time\n"
+        "from retrieval.access import AccessRecorder\n"
         "from retrieval.db import make_engine\n"
-        "from retrieval.retriever import HybridRetriever\n"
-        f"retriever = HybridRetriever(make_engine({database.url!r}),\n"
-        "    config=RetrievalConfig(max_distance=None, min_final_score=0.0))\n"
-        "retriever.retrieve('why did the deploy fail', tenant_id='acme')\n"
+        "from retrieval.read_connections import ReadConnections\n"
+        f"connections = ReadConnections(make_engine({database.url!r}))\n"
+        "def slow(query, params):\n"
+        "    time.sleep(1.0)\n"
+        "    return connections.execute(query, params)\n"
+        "recorder = AccessRecorder('retrieval', slow)\n"
+        f"recorder.record('acme', [{ids['deploy']}])\n"
         "# no close(), no flush(): the interpreter exits with the update queued\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
