@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 
 # Words that carry no topic, dropped from keyword queries. Lower case.
 DEFAULT_STOP_WORDS: frozenset[str] = frozenset(
@@ -100,3 +101,116 @@ def like_pattern(keyword: str) -> str:
     """An ``ILIKE`` pattern matching ``keyword`` anywhere, with ``%``, ``_`` and ``\\`` literal."""
     escaped = keyword.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+# -- lexical relevance: BM25 ------------------------------------------------------------
+
+DEFAULT_BM25_K1 = 1.2
+DEFAULT_BM25_B = 0.75
+
+
+def bm25_idf(document_frequency: int, documents: int) -> float:
+    """Lucene's (and Anserini's) BM25 idf: ``ln(1 + (N - df + 0.5) / (df + 0.5))``, never < 0."""
+    if not 0 <= document_frequency <= documents:
+        raise ValueError(f"need 0 <= df <= N, got df={document_frequency}, N={documents}")
+    return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def bm25_term(
+    term_frequency: int,
+    document_frequency: int,
+    document_length: int,
+    average_length: float,
+    documents: int,
+    *,
+    k1: float = DEFAULT_BM25_K1,
+    b: float = DEFAULT_BM25_B,
+) -> float:
+    """One query term's Okapi BM25 contribution to one document:
+    ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` (0 when ``tf`` is 0)."""
+    if term_frequency == 0:
+        return 0.0
+    norm = k1 * (1.0 - b + b * document_length / average_length)
+    idf = bm25_idf(document_frequency, documents)
+    return idf * term_frequency * (k1 + 1.0) / (term_frequency + norm)
+
+
+def bm25_scores(
+    query_terms: Iterable[str],
+    documents: Sequence[Sequence[str]],
+    *,
+    k1: float = DEFAULT_BM25_K1,
+    b: float = DEFAULT_BM25_B,
+) -> list[float]:
+    """Okapi BM25 of every document (a list of terms) for the distinct ``query_terms``.
+
+    The plain-Python reference of the SQL implementation: statistics (document frequency,
+    term frequency, lengths) are computed from ``documents`` themselves.
+    """
+    counts = [Counter(document) for document in documents]
+    total = len(documents)
+    average = sum(len(document) for document in documents) / total if total else 0.0
+    frequency = Counter(term for count in counts for term in count)
+    scores = []
+    for document, count in zip(documents, counts, strict=True):
+        scores.append(
+            sum(
+                bm25_term(count[t], frequency[t], len(document), average, total, k1=k1, b=b)
+                for t in dict.fromkeys(query_terms)
+            )
+        )
+    return scores
+
+
+# -- fusion of channels -----------------------------------------------------------------
+
+DEFAULT_RRF_K = 60
+
+
+def reciprocal_rank_fusion(
+    ranks: Mapping[str, int | None],
+    *,
+    k: int = DEFAULT_RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> float:
+    """Weighted RRF ``sum(w_c / (k + rank_c))`` over the channels that ranked the item (ranks
+    from 1), divided by its maximum ``sum(w_c / (k + 1))`` so that it lies in [0, 1]."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    weight = weights or dict.fromkeys(ranks, 1.0)
+    best = sum(weight[channel] / (k + 1) for channel in ranks)
+    if best == 0:
+        return 0.0
+    total = 0.0
+    for channel, rank in ranks.items():
+        if rank is None:
+            continue
+        if rank < 1:
+            raise ValueError(f"ranks start at 1, got {rank} for {channel!r}")
+        total += weight[channel] / (k + rank)
+    return min(1.0, total / best)
+
+
+def min_max(scores: Sequence[float]) -> list[float]:
+    """Scores rescaled to [0, 1]: ``(s - min) / (max - min)``; all equal gives all 1."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(score - low) / (high - low) for score in scores]
+
+
+def fuse_max(scores: Iterable[float]) -> float:
+    """The best of the channels' normalized scores (0 without any)."""
+    return max(scores, default=0.0)
+
+
+def cascade(stages: Sequence[tuple[float, float]], fallback: float) -> float:
+    """The score of the first ``(score, threshold)`` stage that reaches its threshold, else
+    ``fallback`` (for example exact >= 0.95, then fuzzy >= 0.75, then tokens >= 0.70, then
+    the semantic score)."""
+    for score, threshold in stages:
+        if score >= threshold:
+            return score
+    return fallback
