@@ -23,6 +23,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Table,
     Text,
+    UniqueConstraint,
     cast,
     func,
     text,
@@ -35,6 +36,13 @@ TOOL_CALLS = "tool_calls"
 EMBEDDING_CACHE = "embedding_cache"
 MEMORY_ENTITIES = "memory_entities"
 TABLES = (MEMORIES, MEMORY_ENTITIES, DECISIONS, TOOL_CALLS, EMBEDDING_CACHE)
+DOCUMENTS = "documents"
+DOCUMENT_CHUNKS = "document_chunks"
+DOCUMENT_TERMS = "document_terms"
+DOCUMENT_TERM_STATS = "document_term_stats"
+DOCUMENT_CORPUS = "document_corpus"
+DOCUMENT_TABLES = (DOCUMENTS, DOCUMENT_CHUNKS, DOCUMENT_TERMS, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS)
+ALL_TABLES = TABLES + DOCUMENT_TABLES
 
 SHA256_BYTES = 32
 
@@ -47,6 +55,9 @@ def build_metadata(schema: str, embedding_dim: int) -> MetaData:
     _decisions(metadata)
     _tool_calls(metadata)
     _embedding_cache(metadata, embedding_dim)
+    _documents(metadata)
+    _document_chunks(metadata, embedding_dim)
+    _document_terms(metadata)
     return metadata
 
 
@@ -186,4 +197,105 @@ def _embedding_cache(metadata: MetaData, dim: int) -> Table:
         CheckConstraint(
             f"octet_length(key) = {SHA256_BYTES}", name="embedding_cache_key_is_sha256"
         ),
+    )
+
+
+def _documents(metadata: MetaData) -> Table:
+    return Table(
+        DOCUMENTS,
+        metadata,
+        _tenant(),
+        _identity(),
+        Column("doc_id", Text, nullable=False),
+        Column("filename", Text, nullable=True),
+        Column("content_sha256", LargeBinary, nullable=False),
+        Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        _created_at(),
+        PrimaryKeyConstraint("tenant_id", "id", name="documents_pkey"),
+        UniqueConstraint("tenant_id", "doc_id", name="documents_tenant_doc_id_key"),
+        CheckConstraint(f"octet_length(content_sha256) = {SHA256_BYTES}", name="documents_sha256"),
+    )
+
+
+def _document_chunks(metadata: MetaData, dim: int) -> Table:
+    return Table(
+        DOCUMENT_CHUNKS,
+        metadata,
+        _tenant(),
+        _identity(),
+        Column("document_id", BigInteger, nullable=False),
+        Column("chunk_index", Integer, nullable=False),
+        Column("content", Text, nullable=False),
+        Column("section_title", Text, nullable=True),
+        Column("page_start", Integer, nullable=True),
+        Column("page_end", Integer, nullable=True),
+        Column("term_count", Integer, nullable=False),
+        Column("embedding", Vector(dim), nullable=False),
+        Column("embedding_model", Text, nullable=False),
+        _created_at(),
+        PrimaryKeyConstraint("tenant_id", "id", name="document_chunks_pkey"),
+        UniqueConstraint(
+            "tenant_id", "document_id", "chunk_index", name="document_chunks_position_key"
+        ),
+        ForeignKeyConstraint(
+            ["tenant_id", "document_id"],
+            [f"{metadata.schema}.{DOCUMENTS}.tenant_id", f"{metadata.schema}.{DOCUMENTS}.id"],
+            name="document_chunks_document_fkey",
+            ondelete="CASCADE",
+        ),
+        CheckConstraint(
+            "page_start IS NULL OR page_end >= page_start", name="document_chunks_pages"
+        ),
+        Index(
+            "document_chunks_embedding_hnsw_idx",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_l2_ops"},
+        ),
+    )
+
+
+def _document_terms(metadata: MetaData) -> None:
+    chunks = f"{metadata.schema}.{DOCUMENT_CHUNKS}"
+    Table(
+        DOCUMENT_TERMS,
+        metadata,
+        _tenant(),
+        Column("term", Text, nullable=False),
+        Column("chunk_id", BigInteger, nullable=False),
+        Column("term_frequency", Integer, nullable=False),
+        Column("chunk_length", Integer, nullable=False),
+        PrimaryKeyConstraint(
+            "tenant_id",
+            "term",
+            "chunk_id",
+            name="document_terms_pkey",
+            postgresql_include=["term_frequency", "chunk_length"],
+        ),
+        ForeignKeyConstraint(
+            ["tenant_id", "chunk_id"],
+            [f"{chunks}.tenant_id", f"{chunks}.id"],
+            name="document_terms_chunk_fkey",
+            ondelete="CASCADE",
+        ),
+        Index("document_terms_tenant_chunk_idx", "tenant_id", "chunk_id"),
+    )
+    Table(
+        DOCUMENT_TERM_STATS,
+        metadata,
+        _tenant(),
+        Column("term", Text, nullable=False),
+        Column("document_frequency", Integer, nullable=False),
+        PrimaryKeyConstraint("tenant_id", "term", name="document_term_stats_pkey"),
+        CheckConstraint("document_frequency > 0", name="document_term_stats_positive"),
+    )
+    Table(
+        DOCUMENT_CORPUS,
+        metadata,
+        _tenant(),
+        Column("text_search_config", Text, nullable=False),
+        Column("chunks", BigInteger, nullable=False),
+        Column("total_terms", BigInteger, nullable=False),
+        PrimaryKeyConstraint("tenant_id", name="document_corpus_pkey"),
+        CheckConstraint("chunks >= 0 AND total_terms >= 0", name="document_corpus_nonnegative"),
     )

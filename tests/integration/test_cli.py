@@ -13,7 +13,7 @@ from sqlalchemy import inspect
 
 from retrieval import migrate
 from retrieval.cli import build_parser, main
-from retrieval.schema import TABLES
+from retrieval.schema import ALL_TABLES as TABLES
 from tests.conftest import PgDatabase
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from sqlalchemy import inspect, text
 
 from retrieval import migrate
 from retrieval.migrate import MigrationSettings
-from retrieval.schema import TABLES
+from retrieval.schema import ALL_TABLES as TABLES
 from tests.conftest import PgDatabase
 
 ROOT = Path(__file__).resolve().parents[2]

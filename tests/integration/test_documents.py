@@ -1,0 +1,203 @@
+"""Documents and BM25 in SQL on the real PostgreSQL: parity with the Python reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from retrieval import scoring
+from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.errors import ValidationError
+from retrieval.store import MemoryStore
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
+QUERIES = (
+    "vitamin D deficiency and cardiovascular risk",
+    "gene expression in cancer cells",
+    "protein binding in human cells",
+    "antibiotic resistance of bacteria",
+)
+
+
+@pytest.fixture
+def documents(store: MemoryStore) -> DocumentStore:
+    return DocumentStore(store)
+
+
+def _sample_documents(tenant: str, count: int = 40) -> list[DocumentInput]:
+    titles = json.loads(SAMPLE.read_text())["titles"]
+    return [
+        DocumentInput(
+            tenant_id=tenant,
+            doc_id=f"doc-{n}",
+            filename=f"doc-{n}.txt",
+            chunks=[
+                ChunkInput(titles[3 * n]),
+                ChunkInput(titles[3 * n + 1] + " " + titles[3 * n + 2], section_title="More"),
+            ],
+        )
+        for n in range(count)
+    ]
+
+
+def _lexemes(store: MemoryStore, body: str) -> list[str]:
+    """The terms PostgreSQL makes of ``body``, each repeated by its frequency."""
+    with store.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', :t))"),
+            {"t": body},
+        ).all()
+    return [lexeme for lexeme, count in rows for _ in range(count)]
+
+
+def _reference(store: MemoryStore, tenant: str, query: str) -> dict[int, float]:
+    with store.engine.connect() as connection:
+        chunks = connection.execute(
+            text(
+                "SELECT id, content FROM retrieval.document_chunks WHERE tenant_id = :t ORDER BY id"
+            ),
+            {"t": tenant},
+        ).all()
+    terms = [_lexemes(store, content) for _, content in chunks]
+    query_terms = list(dict.fromkeys(_lexemes(store, query)))
+    scores = scoring.bm25_scores(query_terms, terms)
+    return {chunk_id: score for (chunk_id, _), score in zip(chunks, scores, strict=True) if score}
+
+
+def _stats(store: MemoryStore, tenant: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(document frequencies kept by the write path, the same recounted from the postings)."""
+    with store.engine.connect() as connection:
+        kept = connection.execute(
+            text(
+                "SELECT term, document_frequency FROM retrieval.document_term_stats "
+                "WHERE tenant_id = :t ORDER BY term"
+            ),
+            {"t": tenant},
+        ).all()
+        recount = connection.execute(
+            text(
+                "SELECT term, count(*) FROM retrieval.document_terms WHERE tenant_id = :t "
+                "GROUP BY term ORDER BY term"
+            ),
+            {"t": tenant},
+        ).all()
+    return [tuple(r) for r in kept], [tuple(r) for r in recount]  # type: ignore[misc]
+
+
+def test_bm25_in_sql_equals_the_python_reference(
+    store: MemoryStore, documents: DocumentStore
+) -> None:
+    for document in _sample_documents("acme"):
+        assert documents.add(document).status == "added"
+    for query in QUERIES:
+        expected = _reference(store, "acme", query)
+        got = dict(documents.bm25(query, tenant_id="acme", limit=1000))
+        assert expected, query
+        assert got.keys() == expected.keys(), query
+        for chunk_id, score in expected.items():
+            assert got[chunk_id] == pytest.approx(score, abs=1e-6), (query, chunk_id)
+    for k1, b in ((0.9, 0.4), (2.0, 1.0)):
+        got = dict(documents.bm25(QUERIES[0], tenant_id="acme", limit=1000, k1=k1, b=b))
+        with store.engine.connect() as connection:
+            chunks = connection.execute(
+                text("SELECT id, content FROM retrieval.document_chunks ORDER BY id")
+            ).all()
+        reference = scoring.bm25_scores(
+            list(dict.fromkeys(_lexemes(store, QUERIES[0]))),
+            [_lexemes(store, c) for _, c in chunks],
+            k1=k1,
+            b=b,
+        )
+        for (chunk_id, _), score in zip(chunks, reference, strict=True):
+            assert got.get(chunk_id, 0.0) == pytest.approx(score, abs=1e-6)
+
+
+def test_statistics_follow_adds_replacements_and_removals(
+    store: MemoryStore, documents: DocumentStore
+) -> None:
+    sample = _sample_documents("acme", count=10)
+    for document in sample:
+        documents.add(document)
+    kept, recount = _stats(store, "acme")
+    assert kept == recount
+    # Unchanged: a no-op. Changed: replaced, statistics follow.
+    again = documents.add(sample[0])
+    assert again.status == "unchanged"
+    changed = DocumentInput(
+        tenant_id="acme", doc_id="doc-0", chunks=[ChunkInput("Completely different words")]
+    )
+    replaced = documents.add(changed)
+    assert replaced.status == "replaced" and len(replaced.chunk_ids) == 1
+    kept, recount = _stats(store, "acme")
+    assert kept == recount
+    assert documents.forget(tenant_id="acme", doc_id="doc-1") is True
+    assert documents.forget(tenant_id="acme", doc_id="doc-1") is False
+    kept, recount = _stats(store, "acme")
+    assert kept == recount
+    with store.engine.connect() as connection:
+        corpus = connection.execute(
+            text(
+                "SELECT chunks, total_terms FROM retrieval.document_corpus WHERE tenant_id = 'acme'"
+            )
+        ).one()
+        actual = connection.execute(
+            text(
+                "SELECT count(*), sum(term_count) FROM retrieval.document_chunks "
+                "WHERE tenant_id = 'acme'"
+            )
+        ).one()
+    assert tuple(corpus) == tuple(actual)
+    assert _reference(store, "acme", QUERIES[1]) == pytest.approx(
+        dict(documents.bm25(QUERIES[1], tenant_id="acme", limit=1000))
+    )
+
+
+def test_tenants_have_their_own_documents_and_statistics(
+    store: MemoryStore, documents: DocumentStore
+) -> None:
+    for document in _sample_documents("acme", count=5):
+        documents.add(document)
+    documents.add(
+        DocumentInput(tenant_id="globex", doc_id="x", chunks=[ChunkInput("vitamin D levels")])
+    )
+    globex = documents.bm25("vitamin", tenant_id="globex")
+    assert len(globex) == 1
+    with store.engine.connect() as connection:
+        owners = connection.execute(
+            text("SELECT tenant_id FROM retrieval.document_chunks WHERE id = :id"),
+            {"id": globex[0][0]},
+        ).scalar_one()
+    assert owners == "globex"
+    assert documents.bm25("vitamin", tenant_id="initech") == []
+
+
+def test_bad_documents_write_nothing(store: MemoryStore, documents: DocumentStore) -> None:
+    bad = [
+        (DocumentInput(tenant_id="acme", doc_id="d", chunks=[]), "no chunk"),
+        (DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("  ")]), "empty"),
+        (DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("a\x00b")]), "NUL"),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("text", page_start=3, page_end=2)]
+            ),
+            "pages",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("t")], metadata={"x": object()}
+            ),
+            "not JSON",
+        ),
+    ]
+    for document, message in bad:
+        with pytest.raises(ValidationError, match=message):
+            documents.add(document)
+    with store.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM retrieval.documents")).scalar() == 0
+    other = DocumentStore(store, text_search_config="simple")
+    documents.add(DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("words")]))
+    with pytest.raises(ValidationError, match="text search configuration 'english'"):
+        other.add(DocumentInput(tenant_id="acme", doc_id="e", chunks=[ChunkInput("more")]))
