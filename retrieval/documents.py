@@ -116,6 +116,12 @@ ORDER BY bm25 DESC, p.chunk_id
 LIMIT :limit
 """
 
+_DENSE = """
+SELECT id, embedding <-> CAST(:vector AS vector) AS distance
+FROM "{s}".document_chunks WHERE tenant_id = :tenant_id
+ORDER BY distance LIMIT :limit
+"""
+
 _CHUNK_COLUMNS = (
     ("tenant_id", "text"),
     ("id", "int8"),
@@ -239,6 +245,26 @@ class DocumentStore:
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
             rows = connection.execute(self._sql(_BM25), params).all()
         return [(int(row.chunk_id), float(row.bm25)) for row in rows]
+
+    def dense(self, query: str, *, tenant_id: str, limit: int = 100) -> list[tuple[int, float]]:
+        """``(chunk_id, L2 distance)`` of the tenant's chunks nearest ``query``'s embedding.
+
+        The HNSW index is walked with ``hnsw.ef_search`` raised to ``limit`` and the iterative
+        scan on, so a small tenant still gets ``limit`` chunks.
+        """
+        if not query.strip():
+            raise ValidationError("query is empty: give the text to search for", field="query")
+        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            vector = self.memories.cache.embed(connection, tenant_id, [query])[0]
+            connection.execute(
+                text("SELECT set_config('hnsw.ef_search', :n, true)"), {"n": str(max(limit, 40))}
+            )
+            connection.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+            rows = connection.execute(
+                self._sql(_DENSE),
+                {"vector": str(vector.tolist()), "tenant_id": tenant_id, "limit": limit},
+            ).all()
+        return sorted(((int(r.id), float(r.distance)) for r in rows), key=lambda r: (r[1], r[0]))
 
     def _insert(
         self, connection: Connection, document: DocumentInput, digest: bytes

@@ -1,0 +1,256 @@
+"""Retrieval quality on a BEIR dataset: our BM25, ts_rank_cd, dense, and their fusions.
+
+Ingests the corpus through the public API (``DocumentStore.add``: one document per corpus
+entry, title and text as one chunk, like Anserini's "flat" index), then for every query of the
+test qrels ranks the documents by
+
+* ``bm25``: Okapi BM25 in SQL from the write path's statistics (k1 = 1.2, b = 0.75);
+* ``ts_rank``: PostgreSQL's ``ts_rank_cd`` over the same lexemes (an OR of the query's terms,
+  normalization 1: divided by 1 + log(length)), the baseline the README of the data cites;
+* ``dense``: L2 distance of all-MiniLM-L6-v2 embeddings on the HNSW index;
+* fusions of ``bm25`` and ``dense`` over their top 100: ``rrf`` (k = 60, normalized by its
+  maximum), ``convex`` (0.5 * min-max BM25 + 0.5 * min-max dense similarity), ``max`` and
+  ``cascade`` (normalized BM25 when >= 0.7, else the dense score); ``hybrid`` is the default
+  fusion (RRF).
+
+and reports nDCG@10, recall@10 and recall@100 (BEIR's definitions: graded gains, log2 discount,
+recall over the judged relevant documents).
+
+Usage: python benchmarks/beir_eval.py DATASET_DIR [--json PATH] [--data-dir DIR] [--split test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from tqdm import tqdm
+
+from retrieval import scoring
+from retrieval.db import make_engine
+from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.store import MemoryStore
+
+SETTINGS = MigrationSettings(schema="beir", embedding_dim=384)
+TENANT = "beir"
+DEPTH = 100
+Ranking = list[tuple[str, float]]  # (doc_id, score), best first
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "dataset", type=Path, help="BEIR layout: corpus.jsonl, queries.jsonl, qrels/"
+    )
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--json", type=Path, help="also write the table here")
+    parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    args = parser.parse_args()
+
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-beir-")) / "pg"
+    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
+    engine = make_engine(server.url())
+    upgrade(engine, SETTINGS)
+    engine.dispose()
+    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
+    documents = DocumentStore(store)
+
+    corpus = [json.loads(line) for line in (args.dataset / "corpus.jsonl").open()]
+    queries = {
+        q["_id"]: q["text"] for q in map(json.loads, (args.dataset / "queries.jsonl").open())
+    }
+    qrels = read_qrels(args.dataset / "qrels" / f"{args.split}.tsv")
+    started = time.perf_counter()
+    ingest(store, documents, corpus)
+    ingest_seconds = time.perf_counter() - started
+    doc_of = chunk_documents(engine)
+
+    channels: dict[str, dict[str, Ranking]] = {"bm25": {}, "ts_rank": {}, "dense": {}}
+    timings: dict[str, list[float]] = {name: [] for name in channels}
+    for query_id in tqdm(sorted(qrels), desc="queries", unit=" queries", disable=None):
+        query = queries[query_id]
+        for name, search in (
+            ("bm25", lambda q: bm25(documents, q)),
+            ("ts_rank", lambda q: ts_rank(engine, q)),
+            ("dense", lambda q: dense(documents, q)),
+        ):
+            begin = time.perf_counter()
+            ranking = search(query)
+            timings[name].append((time.perf_counter() - begin) * 1000)
+            channels[name][query_id] = [(doc_of[chunk], score) for chunk, score in ranking]
+
+    fusions: dict[str, Callable[[Ranking, Ranking], Ranking]] = {
+        "rrf": fuse_rrf,
+        "convex": fuse_convex,
+        "max": fuse_max,
+        "cascade": fuse_cascade,
+    }
+    runs: dict[str, dict[str, Ranking]] = dict(channels)
+    for name, fuse in fusions.items():
+        runs[name] = {q: fuse(channels["bm25"][q], channels["dense"][q]) for q in qrels}
+    runs["hybrid"] = runs["rrf"]
+    table: dict[str, Any] = {name: evaluate(run, qrels) for name, run in runs.items()}
+    table["_meta"] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "dataset": str(args.dataset),
+        "split": args.split,
+        "documents": len(corpus),
+        "queries": len(qrels),
+        "ingest_seconds": round(ingest_seconds, 1),
+        "median_query_ms": {k: round(statistics.median(v), 2) for k, v in timings.items()},
+        "hybrid": "rrf",
+    }
+    for name, metrics in table.items():
+        if not name.startswith("_"):
+            print(f"{name:<8} " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    print(json.dumps(table["_meta"], indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=2) + "\n")
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in list(path.open())[1:]:
+        query_id, doc_id, score = line.rstrip("\n").split("\t")
+        if int(score) > 0:
+            qrels.setdefault(query_id, {})[doc_id] = int(score)
+    return qrels
+
+
+def ingest(store: MemoryStore, documents: DocumentStore, corpus: Sequence[dict[str, Any]]) -> None:
+    texts = [_text(doc) for doc in corpus]
+    with store.engine.connect() as connection:
+        stored = connection.execute(
+            text(f"SELECT count(*) FROM {SETTINGS.schema}.documents WHERE tenant_id = :t"),
+            {"t": TENANT},
+        ).scalar_one()
+    if stored == len(corpus):
+        return
+    batch = 64
+    with tqdm(total=len(texts), desc="embed", unit=" docs", disable=None) as bar:
+        for start in range(0, len(texts), batch):
+            with store.engine.begin() as connection:  # fills the hashed cache
+                store.cache.embed(connection, TENANT, texts[start : start + batch])
+            bar.update(len(texts[start : start + batch]))
+    for doc, body in tqdm(
+        list(zip(corpus, texts, strict=True)), desc="store", unit=" docs", disable=None
+    ):
+        documents.add(DocumentInput(tenant_id=TENANT, doc_id=doc["_id"], chunks=[ChunkInput(body)]))
+
+
+def _text(doc: Mapping[str, Any]) -> str:
+    title = doc.get("title", "").strip()
+    return f"{title}. {doc['text']}" if title else str(doc["text"])
+
+
+def chunk_documents(engine: Any) -> dict[int, str]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                f"SELECT c.id, d.doc_id FROM {SETTINGS.schema}.document_chunks c "
+                f"JOIN {SETTINGS.schema}.documents d "
+                "ON d.tenant_id = c.tenant_id AND d.id = c.document_id WHERE c.tenant_id = :t"
+            ),
+            {"t": TENANT},
+        ).all()
+    return {int(chunk): str(doc) for chunk, doc in rows}
+
+
+def bm25(documents: DocumentStore, query: str) -> list[tuple[int, float]]:
+    return documents.bm25(query, tenant_id=TENANT, limit=DEPTH)
+
+
+def dense(documents: DocumentStore, query: str) -> list[tuple[int, float]]:
+    # Similarity 1 / (1 + d), the product's relevance of a distance.
+    return [
+        (chunk, scoring.distance_relevance(distance))
+        for chunk, distance in documents.dense(query, tenant_id=TENANT, limit=DEPTH)
+    ]
+
+
+_TS_RANK = f"""
+WITH q AS (
+    SELECT to_tsquery('english', string_agg(quote_literal(lexeme), ' | ')) AS query
+    FROM unnest(to_tsvector('english', :query))
+)
+SELECT c.id, ts_rank_cd(to_tsvector('english', c.content), q.query, 1) AS rank
+FROM {SETTINGS.schema}.document_chunks c, q
+WHERE c.tenant_id = :t AND q.query IS NOT NULL AND to_tsvector('english', c.content) @@ q.query
+ORDER BY rank DESC, c.id LIMIT {DEPTH}
+"""
+
+
+def ts_rank(engine: Any, query: str) -> list[tuple[int, float]]:
+    with engine.connect() as connection:
+        rows = connection.execute(text(_TS_RANK), {"query": query, "t": TENANT}).all()
+    return [(int(chunk), float(rank)) for chunk, rank in rows]
+
+
+def fuse_rrf(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
+    ranks: dict[str, dict[str, int | None]] = {}
+    for channel, run in (("bm25", bm25_run), ("dense", dense_run)):
+        for rank, (doc, _) in enumerate(run, start=1):
+            ranks.setdefault(doc, {"bm25": None, "dense": None})[channel] = rank
+    fused = [(doc, scoring.reciprocal_rank_fusion(r)) for doc, r in ranks.items()]
+    return sorted(fused, key=lambda item: (-item[1], item[0]))
+
+
+def _normalized(run: Ranking) -> dict[str, float]:
+    return dict(zip((doc for doc, _ in run), scoring.min_max([s for _, s in run]), strict=True))
+
+
+def _combine(
+    bm25_run: Ranking, dense_run: Ranking, how: Callable[[float, float], float]
+) -> Ranking:
+    lexical, semantic = _normalized(bm25_run), _normalized(dense_run)
+    docs = set(lexical) | set(semantic)
+    fused = [(doc, how(lexical.get(doc, 0.0), semantic.get(doc, 0.0))) for doc in docs]
+    return sorted(fused, key=lambda item: (-item[1], item[0]))
+
+
+def fuse_convex(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
+    return _combine(bm25_run, dense_run, lambda a, b: 0.5 * a + 0.5 * b)
+
+
+def fuse_max(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
+    return _combine(bm25_run, dense_run, lambda a, b: scoring.fuse_max([a, b]))
+
+
+def fuse_cascade(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
+    return _combine(bm25_run, dense_run, lambda a, b: scoring.cascade([(a, 0.7)], b))
+
+
+def evaluate(
+    run: Mapping[str, Ranking], qrels: Mapping[str, Mapping[str, int]]
+) -> dict[str, float]:
+    ndcg, recall10, recall100 = [], [], []
+    for query_id, relevant in qrels.items():
+        ranked = [doc for doc, _ in run.get(query_id, [])]
+        gains = [relevant.get(doc, 0) for doc in ranked[:10]]
+        dcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(gains))
+        ideal = sorted(relevant.values(), reverse=True)[:10]
+        idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
+        ndcg.append(dcg / idcg if idcg else 0.0)
+        recall10.append(len(set(ranked[:10]) & set(relevant)) / len(relevant))
+        recall100.append(len(set(ranked[:100]) & set(relevant)) / len(relevant))
+    return {
+        "ndcg@10": statistics.mean(ndcg),
+        "recall@10": statistics.mean(recall10),
+        "recall@100": statistics.mean(recall100),
+    }
+
+
+if __name__ == "__main__":
+    main()
