@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval import migrate
+from retrieval.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from retrieval.config import (
     ENVIRONMENT_VARIABLES,
     DatabaseConfig,
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db_commands(commands)
     _add_write_commands(commands)
     _add_search_command(commands)
+    _add_documents_command(commands)
     demo = commands.add_parser(
         "demo",
         help="store a small agent history and show what the database holds",
@@ -188,6 +190,41 @@ def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     timeline.add_argument("--limit", type=int, default=50, help="most events (default: 50)")
     timeline.add_argument("--json", action="store_true", help="print the events as JSON")
     timeline.set_defaults(handler=_timeline)
+
+
+def _add_documents_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    docs = commands.add_parser(
+        "ingest-docs",
+        help="store text, Markdown and PDF files as chunked documents",
+        description="Read each file (directories are searched for .txt, .md and .pdf), cut it "
+        "into overlapping chunks of words (Markdown: within its sections, titled by their "
+        "headings; PDF: with the pages each chunk spans), embed the chunks and store them with "
+        "their BM25 statistics, one transaction per file. Every file is read before anything "
+        "is written: an unreadable one stops the run and nothing is stored. An unchanged file "
+        "is skipped; a changed one replaces its chunks.",
+    )
+    docs.add_argument("paths", nargs="+", type=Path, help="files or directories")
+    docs.add_argument("--tenant", required=True, help="tenant_id the documents belong to")
+    docs.add_argument(
+        "--chunk-words",
+        type=int,
+        default=DEFAULT_CHUNK_WORDS,
+        help=f"words per chunk (default: {DEFAULT_CHUNK_WORDS})",
+    )
+    docs.add_argument(
+        "--overlap-words",
+        type=int,
+        default=DEFAULT_OVERLAP_WORDS,
+        help=f"words shared by neighbouring chunks (default: {DEFAULT_OVERLAP_WORDS})",
+    )
+    docs.add_argument(
+        "--text-search-config",
+        default="english",
+        help="PostgreSQL text search configuration for BM25 (default: english)",
+    )
+    docs.set_defaults(handler=_ingest_docs)
 
 
 def _aware_datetime(value: str) -> datetime:
@@ -380,6 +417,34 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         print(f"{when} UTC  {label:<30} {text[:80]}")
     if not events:
         print("(nothing in this window)")
+    return 0
+
+
+def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.chunking import ChunkSizes
+    from retrieval.doc_files import find_files, read_document
+    from retrieval.documents import DocumentStore
+
+    sizes = ChunkSizes(size=args.chunk_words, overlap=args.overlap_words)
+    files = find_files(args.paths)
+    if not files:
+        print("no .txt, .md or .pdf file found", file=sys.stderr)
+        return 1
+    parsed = [read_document(path, tenant_id=args.tenant, sizes=sizes) for path in files]
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    documents = DocumentStore(store, text_search_config=args.text_search_config)
+    outcome = {"added": 0, "replaced": 0, "unchanged": 0}
+    chunks = 0
+    with _progress(len(parsed), "ingest-docs", "files") as bar:
+        for document in parsed:
+            written = documents.add(document)
+            outcome[written.status] += 1
+            chunks += len(written.chunk_ids) if written.status != "unchanged" else 0
+            bar.update(1)
+    print(
+        f"{len(parsed)} files: {outcome['added']} added, {outcome['replaced']} replaced, "
+        f"{outcome['unchanged']} unchanged; {chunks} chunks written"
+    )
     return 0
 
 
