@@ -63,11 +63,20 @@ WITH chosen_decisions AS (
 ), removed_cache AS (
     DELETE FROM {s}.embedding_cache WHERE tenant_id = :tenant_id AND :everything
     RETURNING 1
+), removed_documents AS (
+    -- Their chunks and postings go with them (ON DELETE CASCADE).
+    DELETE FROM {s}.documents WHERE tenant_id = :tenant_id AND :everything
+    RETURNING doc_id
+), removed_term_stats AS (
+    DELETE FROM {s}.document_term_stats WHERE tenant_id = :tenant_id AND :everything
+), removed_corpus AS (
+    DELETE FROM {s}.document_corpus WHERE tenant_id = :tenant_id AND :everything
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls),
-       (SELECT count(*) FROM removed_cache)
+       (SELECT count(*) FROM removed_cache),
+       (SELECT coalesce(array_agg(doc_id ORDER BY doc_id), '{{}}') FROM removed_documents)
 """
 
 
@@ -117,7 +126,7 @@ class Lookup:
         task_id: str | None,
         everything: bool,
     ) -> Forgotten:
-        memories, decisions, tool_calls, cache = connection.execute(
+        memories, decisions, tool_calls, cache, documents = connection.execute(
             self._forget,
             {
                 "tenant_id": tenant_id,
@@ -133,6 +142,7 @@ class Lookup:
             decision_ids=tuple(decisions),
             tool_call_ids=tuple(tool_calls),
             cache_entries=int(cache),
+            document_ids=tuple(documents),
         )
 
 

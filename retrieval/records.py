@@ -105,13 +105,15 @@ class Forgotten:
     decision_ids: tuple[int, ...] = ()
     tool_call_ids: tuple[int, ...] = ()
     cache_entries: int = 0
+    document_ids: tuple[str, ...] = ()  # doc_ids, with their chunks (everything=True only)
 
     @property
     def total(self) -> int:
-        """Rows removed, cache entries included."""
+        """Rows removed, cache entries and documents included."""
         return (
             len(self.memory_ids)
             + len(self.decision_ids)
             + len(self.tool_call_ids)
             + self.cache_entries
+            + len(self.document_ids)
         )

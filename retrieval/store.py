@@ -233,8 +233,9 @@ class MemoryStore:
         """Remove rows of ``tenant_id`` and return what was removed.
 
         By id (``memory_ids``, ``decision_ids``, ``tool_call_ids``), by task (``task_id``: its
-        decisions and their tool calls), or ``everything`` the tenant has, embedding cache
-        included. A decision's tool calls go with it.
+        decisions and their tool calls), or ``everything`` the tenant has: embedding cache,
+        documents, their chunks and BM25 statistics included. A decision's tool calls go with
+        it.
         """
         if not (memory_ids or decision_ids or tool_call_ids or task_id or everything):
             raise ValidationError(

@@ -201,3 +201,26 @@ def test_bad_documents_write_nothing(store: MemoryStore, documents: DocumentStor
     documents.add(DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("words")]))
     with pytest.raises(ValidationError, match="text search configuration 'english'"):
         other.add(DocumentInput(tenant_id="acme", doc_id="e", chunks=[ChunkInput("more")]))
+
+
+def test_forgetting_a_tenant_removes_its_documents_and_statistics(
+    store: MemoryStore, documents: DocumentStore
+) -> None:
+    for document in _sample_documents("acme", count=3):
+        documents.add(document)
+    documents.add(DocumentInput(tenant_id="globex", doc_id="x", chunks=[ChunkInput("vitamin")]))
+    forgotten = store.forget(tenant_id="acme", everything=True)
+    assert forgotten.document_ids == ("doc-0", "doc-1", "doc-2")
+    with store.engine.connect() as connection:
+        for table in (
+            "documents",
+            "document_chunks",
+            "document_terms",
+            "document_term_stats",
+            "document_corpus",
+        ):
+            left = connection.execute(
+                text(f"SELECT count(*) FROM retrieval.{table} WHERE tenant_id = 'acme'")
+            ).scalar_one()
+            assert left == 0, table
+    assert documents.bm25("vitamin", tenant_id="globex") != []
