@@ -22,7 +22,7 @@ from retrieval.config import (
     WriteConfig,
 )
 from retrieval.db import Database, connect
-from retrieval.errors import RetrievalError
+from retrieval.errors import RetrievalError, ValidationError
 from retrieval.store import MemoryStore
 from retrieval.vector_index import build_vector_index, drop_vector_index
 
@@ -423,15 +423,21 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
 def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
     from retrieval.chunking import ChunkSizes
     from retrieval.doc_files import find_files, read_document
-    from retrieval.documents import DocumentStore
+    from retrieval.documents import DocumentStore, validate_document
 
     sizes = ChunkSizes(size=args.chunk_words, overlap=args.overlap_words)
     files = find_files(args.paths)
     if not files:
         print("no .txt, .md or .pdf file found", file=sys.stderr)
         return 1
+    config = WriteConfig.from_env()
     parsed = [read_document(path, tenant_id=args.tenant, sizes=sizes) for path in files]
-    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    for path, document in zip(files, parsed, strict=True):
+        try:
+            validate_document(document, config.max_text_chars)
+        except ValidationError as error:
+            raise ValidationError(f"{path}: {error}; nothing was stored") from None
+    store = MemoryStore.from_database(database, config=config)
     documents = DocumentStore(store, text_search_config=args.text_search_config)
     outcome = {"added": 0, "replaced": 0, "unchanged": 0}
     chunks = 0

@@ -193,7 +193,7 @@ class DocumentStore:
 
     def add(self, document: DocumentInput) -> DocumentWrite:
         """Store ``document`` (or replace the tenant's document of the same ``doc_id``)."""
-        _check(document, self.memories.config.max_text_chars)
+        validate_document(document, self.memories.config.max_text_chars)
         digest = content_digest(document)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             self._check_config(connection, document.tenant_id)
@@ -385,7 +385,8 @@ def content_digest(document: DocumentInput) -> bytes:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
 
 
-def _check(document: DocumentInput, max_chars: int) -> None:
+def validate_document(document: DocumentInput, max_chars: int) -> None:
+    """Raise :class:`ValidationError` if ``document`` cannot be stored as it is."""
     for name in ("tenant_id", "doc_id"):
         value = getattr(document, name)
         if not isinstance(value, str) or not value.strip():

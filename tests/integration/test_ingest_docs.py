@@ -79,3 +79,19 @@ def test_a_corrupt_pdf_stops_the_run_and_writes_nothing(
     assert _counts(database) == (0, 0)
     assert main([*url, "ingest-docs", str(tmp_path / "missing.md"), "--tenant", "acme"]) == 1
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_a_chunk_over_the_text_limit_stops_the_run_before_any_write(
+    database: PgDatabase,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _files(tmp_path)
+    (tmp_path / "zz-blob.txt").write_text("x" * 5000)  # one 5,000-letter "word"
+    monkeypatch.setenv("RETRIEVAL_MAX_TEXT_CHARS", "4000")
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest-docs", str(tmp_path), "--tenant", "acme"]) == 1
+    err = capsys.readouterr().err
+    assert "zz-blob.txt" in err and "over the limit of 4000" in err
+    assert _counts(database) == (0, 0)
