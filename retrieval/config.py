@@ -164,9 +164,10 @@ def _int_from_env(env: Mapping[str, str], name: str, default: int) -> int:
 
 # -- retrieval ---------------------------------------------------------------------------
 
-DATABASE_SOURCES = ("semantic", "episodic")
+DATABASE_SOURCES = ("semantic", "episodic", "documents")
 DEFAULT_MIN_FINAL_SCORE = 0.4
 DEFAULT_MAX_DISTANCE = 1.2
+FUSIONS = ("rrf", "convex", "max", "cascade")
 # Candidates each database source hands from SQL to Python (pgvector's default ef_search).
 DEFAULT_CANDIDATE_POOL = 40
 SOURCES = ("working_state", *DATABASE_SOURCES)
@@ -248,6 +249,11 @@ class RetrievalConfig:
     episodic: SourceConfig = SourceConfig(
         relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7
     )
+    # Not in the original design: chunks of files, where age matters little (a year's
+    # half-life); relevance is the fusion of BM25 and vector (see ``fusion``).
+    documents: SourceConfig = SourceConfig(
+        relevance=0.9, recency=0.1, limit=5, half_life_hours=24.0 * 365
+    )
     total_limit: int = 10
     # Calibrated on all-MiniLM-L6-v2 (benchmarks/calibrate.py, README "Calibration"): the
     # L2 cut-off 1.2 (relevance 0.4545) separates related from unrelated memories, and 0.4 lets
@@ -260,10 +266,29 @@ class RetrievalConfig:
     modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
     candidate_pool: int = DEFAULT_CANDIDATE_POOL
     record_access: bool = True
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    bm25_weight: float = 0.5
+    cascade_threshold: float = 0.7
+    text_search_config: str = "english"
 
     def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
+        _require_int("rrf_k", self.rrf_k, minimum=0)
+        for name in ("bm25_weight", "cascade_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"{name} must be a number, got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
+        if not re.match(r"^[a-z_][a-z0-9_.]*$", self.text_search_config):
+            raise ConfigurationError(
+                f"text_search_config {self.text_search_config!r} is not a configuration name "
+                "(for example english or simple)"
+            )
         _require_int("candidate_pool", self.candidate_pool, minimum=1)
-        widest = max(self.semantic.limit, self.episodic.limit)
+        widest = max(self.semantic.limit, self.episodic.limit, self.documents.limit)
         if self.candidate_pool < widest:
             raise ConfigurationError(
                 f"candidate_pool={self.candidate_pool} is below a source limit ({widest}): "
@@ -325,6 +350,14 @@ class RetrievalConfig:
                 env, "RETRIEVAL_KEYWORD_MIN_LENGTH", default.keyword_min_length
             ),
             candidate_pool=_int_from_env(env, "RETRIEVAL_CANDIDATE_POOL", default.candidate_pool),
+            fusion=env.get("RETRIEVAL_FUSION") or default.fusion,
+            rrf_k=_int_from_env(env, "RETRIEVAL_RRF_K", default.rrf_k),
+            bm25_weight=float(_number(env, "RETRIEVAL_BM25_WEIGHT", default.bm25_weight) or 0.0),
+            cascade_threshold=float(
+                _number(env, "RETRIEVAL_CASCADE_THRESHOLD", default.cascade_threshold) or 0.0
+            ),
+            text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
+            or default.text_search_config,
             record_access=(
                 _flag(env, "RETRIEVAL_RECORD_ACCESS")
                 if env.get("RETRIEVAL_RECORD_ACCESS")
@@ -373,14 +406,14 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 
 RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_<SOURCE>_RELEVANCE": "Relevance weight of a source (SOURCE: WORKING_STATE, "
-    "SEMANTIC, EPISODIC); defaults 0.3, 0.9, 0.7.",
-    "RETRIEVAL_<SOURCE>_RECENCY": "Recency weight of a source; defaults 0.7, 0.1, 0.3.",
+    "SEMANTIC, EPISODIC, DOCUMENTS); defaults 0.3, 0.9, 0.7, 0.9.",
+    "RETRIEVAL_<SOURCE>_RECENCY": "Recency weight of a source; defaults 0.7, 0.1, 0.3, 0.1.",
     "RETRIEVAL_<SOURCE>_IMPORTANCE": "Weight of the stored importance (default 0).",
     "RETRIEVAL_<SOURCE>_POPULARITY": "Weight of log10(access_count + 1) / log10(101) (default 0).",
     "RETRIEVAL_<SOURCE>_ENTITY": "Weight of the entity overlap with the query (default 0).",
-    "RETRIEVAL_<SOURCE>_LIMIT": "Most results of a source; defaults 10, 5, 5.",
+    "RETRIEVAL_<SOURCE>_LIMIT": "Most results of a source; defaults 10, 5, 5, 5.",
     "RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS": "Recency half-life; defaults 1, 720 (30 days), "
-    "168 (7 days).",
+    "168 (7 days), 8760 (a year).",
     "RETRIEVAL_<SOURCE>_ENABLED": "Switch a source off with false.",
     "RETRIEVAL_TOTAL_LIMIT": "Most results in all (default 10).",
     "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default "
@@ -391,6 +424,15 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",
     "RETRIEVAL_CANDIDATE_POOL": "Candidates each database source hands from SQL to the "
     f"ranking (default {DEFAULT_CANDIDATE_POOL}; at least the largest source limit).",
+    "RETRIEVAL_FUSION": "How the documents source fuses BM25 and vector: rrf (default), "
+    "convex, max or cascade.",
+    "RETRIEVAL_RRF_K": "The k of reciprocal rank fusion (default 60).",
+    "RETRIEVAL_BM25_WEIGHT": "Weight of the BM25 channel in rrf and convex fusion; the vector "
+    "channel gets 1 minus it (default 0.5).",
+    "RETRIEVAL_CASCADE_THRESHOLD": "cascade fusion: the normalized BM25 score that wins over "
+    "the vector score (default 0.7).",
+    "RETRIEVAL_TEXT_SEARCH_CONFIG": "PostgreSQL text search configuration of the documents' "
+    "BM25 (default english; must be the one the documents were stored with).",
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "
     "last_accessed_at; default true).",
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.read_connections import ReadConnections
 from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
 from retrieval.sources.common import COLUMNS, Candidate
+from retrieval.sources.documents import documents_ctes
 from retrieval.sources.episodic import DECISION, TOOL_CALL, EpisodicQuery, episodic_ctes
 from retrieval.sources.semantic import SemanticQuery, semantic_ctes
 from retrieval.sources.working_state import score_working_state
@@ -113,16 +115,20 @@ class HybridRetriever:
         as_of: datetime | None = None,
         config: RetrievalConfig | None = None,
         entities: Sequence[str] = (),
+        fusion: str | None = None,
     ) -> RetrievalResponse:
         """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
 
         ``working_state`` is the caller's current messages (scored, never stored); ``task_id``
         narrows the episodic source to one task; ``mode`` names a filter preset of the config;
         ``as_of`` (aware datetime, default now) is the time recency is measured from;
-        ``entities`` are entity ids for the entity-overlap signal.
+        ``entities`` are entity ids for the entity-overlap signal; ``fusion`` overrides the
+        config's fusion of the documents source (``rrf``, ``convex``, ``max``, ``cascade``).
         """
         started = time.perf_counter()
         config = config or self.config
+        if fusion is not None:
+            config = replace(config, fusion=fusion)
         _check_query(query, tenant_id, task_id, as_of, entities)
         chosen_mode = config.mode(mode)
         as_of = as_of or datetime.now(UTC)
@@ -137,7 +143,10 @@ class HybridRetriever:
             and kind not in chosen_mode.exclude_kinds
         ]
         episodic = config.episodic.enabled and config.episodic.limit > 0 and bool(keywords)
-        vector, cached = self._query_vector(query, tenant_id) if semantic else (None, True)
+        documents = config.documents.enabled and config.documents.limit > 0
+        vector, cached = (
+            self._query_vector(query, tenant_id) if semantic or documents else (None, True)
+        )
         embedded = time.perf_counter()
 
         shape = (
@@ -148,11 +157,13 @@ class HybridRetriever:
             episodic and DECISION in kinds,
             episodic and TOOL_CALL in kinds,
             task_id is not None,
+            documents,
         )
         candidates: list[Candidate] = []
         statements = 0
-        if semantic or (episodic and kinds):
+        if semantic or (episodic and kinds) or documents:
             params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
+            params.update(_document_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
             rows = self._connections.execute(self._statement(shape), params)
             candidates = [Candidate(*row) for row in rows]
@@ -164,6 +175,8 @@ class HybridRetriever:
             scored["semantic"] = []
         if config.episodic.enabled and config.episodic.limit > 0:
             scored["episodic"] = []
+        if documents:
+            scored["documents"] = []
         for candidate in candidates:
             weights = config.source(candidate.source).weights
             scored[candidate.source].append(ranking.to_result(candidate, weights))
@@ -260,6 +273,7 @@ def build_statement(
     decisions: bool,
     tool_calls: bool,
     with_task: bool,
+    documents: bool = False,
 ) -> str:
     """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
     ctes: list[str] = []
@@ -276,6 +290,9 @@ def build_statement(
         )
         ctes += episodic
         selects += names
+    if documents:
+        ctes += documents_ctes(schema)
+        selects.append("documents")
     columns = ", ".join(COLUMNS)
     union = "\nUNION ALL\n".join(f"SELECT {columns} FROM {name}" for name in selects)
     return "WITH " + ",\n".join(ctes) + "\n" + union
@@ -305,6 +322,22 @@ def _parameters(
         "episodic_relevance": config.episodic.relevance,
         "episodic_recency": config.episodic.recency,
         "task_id": task_id,
+    }
+
+
+def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
+    return {
+        "query_text": query,
+        "text_search_config": config.text_search_config,
+        "documents_candidates": config.candidate_pool,
+        "documents_half_life": config.documents.half_life_hours * _HOUR,
+        "bm25_k1": scoring.DEFAULT_BM25_K1,
+        "bm25_b": scoring.DEFAULT_BM25_B,
+        "fusion": config.fusion,
+        "rrf_k": config.rrf_k,
+        "bm25_weight": config.bm25_weight,
+        "dense_weight": 1.0 - config.bm25_weight,
+        "cascade_threshold": config.cascade_threshold,
     }
 
 

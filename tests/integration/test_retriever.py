@@ -365,7 +365,7 @@ def test_diagnostics_report_one_statement_and_each_source(
     diagnostics = response.diagnostics
     assert diagnostics.statements == 1
     assert diagnostics.keywords == ("database", "migration")
-    assert set(diagnostics.sources) == {"semantic", "episodic"}
+    assert set(diagnostics.sources) == {"semantic", "episodic", "documents"}
     semantic = diagnostics.sources["semantic"]
     assert semantic.candidates == 3 and semantic.kept >= semantic.returned
     assert set(semantic.mean_scores) == {"relevance", "recency", "final"}

@@ -1,0 +1,125 @@
+"""The documents source of retrieve(): BM25 and vector fused in SQL, checked against scoring.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from retrieval import scoring
+from retrieval.config import RetrievalConfig, SourceConfig
+from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.errors import ConfigurationError
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+
+AS_OF = datetime(2026, 11, 26, tzinfo=UTC)
+QUERY = "how do I restore a database backup"
+CHUNKS = [
+    ("runbook.md", "Backups", "Restore a database backup with pg_restore into staging."),
+    ("runbook.md", "Backups", "Nightly backups are taken with pg_basebackup at two."),
+    ("costs.md", "Storage", "Backup storage costs rose by ten percent this quarter."),
+    ("hiring.md", None, "We are hiring two engineers for the platform team."),
+    ("oncall.md", None, "The on-call engineer restores service before finding the cause."),
+]
+DOCS_ONLY = RetrievalConfig(
+    semantic=SourceConfig(relevance=0.9, recency=0.1, limit=5, half_life_hours=720, enabled=False),
+    episodic=SourceConfig(relevance=0.7, recency=0.3, limit=5, half_life_hours=168, enabled=False),
+    documents=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=8760),
+    min_final_score=0.0,
+    record_access=False,
+)
+
+
+@pytest.fixture
+def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    documents = DocumentStore(store)
+    for index, (filename, section, body) in enumerate(CHUNKS):
+        documents.add(
+            DocumentInput(
+                tenant_id="acme",
+                doc_id=f"{filename}#{index}",
+                filename=filename,
+                chunks=[ChunkInput(body, section_title=section)],
+            )
+        )
+    documents.add(
+        DocumentInput(tenant_id="globex", doc_id="secret", chunks=[ChunkInput(CHUNKS[0][2])])
+    )
+    with HybridRetriever.from_store(store, config=DOCS_ONLY) as retriever:
+        yield retriever
+
+
+def _oracle(store: MemoryStore, fusion: str) -> dict[int, float]:
+    documents = DocumentStore(store)
+    bm25 = documents.bm25(QUERY, tenant_id="acme", limit=40)
+    with store.engine.connect() as connection:
+        rows = connection.exec_driver_sql(
+            "SELECT id, embedding FROM retrieval.document_chunks WHERE tenant_id = 'acme'"
+        ).all()
+    vector = store.embedder.embed([QUERY])[0]
+    dense = sorted(
+        ((int(r.id), float(np.linalg.norm(r.embedding.to_numpy() - vector))) for r in rows),
+        key=lambda item: (item[1], item[0]),
+    )
+    bm25_norm = dict(zip([c for c, _ in bm25], scoring.min_max([s for _, s in bm25]), strict=True))
+    similarity = [scoring.distance_relevance(d) for _, d in dense]
+    dense_norm = dict(zip([c for c, _ in dense], scoring.min_max(similarity), strict=True))
+    bm25_rank = {chunk: rank for rank, (chunk, _) in enumerate(bm25, start=1)}
+    dense_rank = {chunk: rank for rank, (chunk, _) in enumerate(dense, start=1)}
+    fused = {}
+    for chunk in set(bm25_norm) | set(dense_norm):
+        lexical, semantic = bm25_norm.get(chunk, 0.0), dense_norm.get(chunk, 0.0)
+        if fusion == "rrf":
+            fused[chunk] = scoring.reciprocal_rank_fusion(
+                {"bm25": bm25_rank.get(chunk), "dense": dense_rank.get(chunk)},
+                weights={"bm25": 0.5, "dense": 0.5},
+            )
+        elif fusion == "convex":
+            fused[chunk] = scoring.weighted_sum(
+                {"bm25": lexical, "dense": semantic}, {"bm25": 0.5, "dense": 0.5}
+            )
+        elif fusion == "max":
+            fused[chunk] = scoring.fuse_max([lexical, semantic])
+        else:
+            fused[chunk] = scoring.cascade([(lexical, 0.7)], semantic)
+    return fused
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "convex", "max", "cascade"])
+def test_each_fusion_in_sql_equals_scoring_py(
+    store: MemoryStore, retriever: HybridRetriever, fusion: str
+) -> None:
+    response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF, fusion=fusion)
+    got = {r.metadata["id"]: r.relevance_score for r in response if r.source == "documents"}
+    expected = _oracle(store, fusion)
+    assert got.keys() == expected.keys()
+    for chunk, score in expected.items():
+        assert got[chunk] == pytest.approx(score, abs=1e-6), (fusion, chunk)
+    best = response[0]
+    assert best.content == CHUNKS[0][2]
+    assert best.metadata["fusion"] == fusion
+    for key in ("bm25", "bm25_rank", "dense_distance", "dense_rank", "doc_id", "section_title"):
+        assert key in best.metadata
+    assert best.metadata["filename"] == "runbook.md"
+
+
+def test_documents_of_another_tenant_never_appear(retriever: HybridRetriever) -> None:
+    response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
+    assert all(r.metadata["doc_id"] != "secret" for r in response)
+    only = retriever.retrieve(QUERY, tenant_id="globex", as_of=AS_OF)
+    assert [r.metadata["doc_id"] for r in only] == ["secret"]
+
+
+def test_the_default_config_ranks_documents_beside_memories(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    store.remember("Backups are restored by the platform team.", tenant_id="acme")
+    response = retriever.retrieve(QUERY, tenant_id="acme", config=RetrievalConfig())
+    sources = {r.source for r in response}
+    assert {"documents", "semantic"} <= sources
+    assert response.diagnostics.statements == 1
+    with pytest.raises(ConfigurationError, match="fusion 'best'"):
+        retriever.retrieve(QUERY, tenant_id="acme", fusion="best")
