@@ -115,8 +115,22 @@ def main() -> None:
         results["latency_by_source"] = {
             name: latency(store, queries, args.runs, config=config, access=name == "semantic_only")
             for name, config in (
-                ("semantic_only", replace(default, episodic=_off(default.episodic))),
-                ("episodic_only", replace(default, semantic=_off(default.semantic))),
+                (
+                    "semantic_only",
+                    replace(
+                        default,
+                        episodic=_off(default.episodic),
+                        documents=_off(default.documents),
+                    ),
+                ),
+                (
+                    "episodic_only",
+                    replace(
+                        default,
+                        semantic=_off(default.semantic),
+                        documents=_off(default.documents),
+                    ),
+                ),
             )
         }
     if "naive" in parts:
