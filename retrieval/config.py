@@ -20,6 +20,7 @@ from types import MappingProxyType
 import platformdirs
 
 from retrieval.errors import ConfigurationError
+from retrieval.query_text import load_expansions
 from retrieval.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 
 DEFAULT_SCHEMA = "retrieval"
@@ -271,6 +272,7 @@ class RetrievalConfig:
     bm25_weight: float = 0.5
     cascade_threshold: float = 0.7
     text_search_config: str = "english"
+    query_expansions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -358,6 +360,11 @@ class RetrievalConfig:
             ),
             text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
             or default.text_search_config,
+            query_expansions=(
+                load_expansions(Path(env["RETRIEVAL_QUERY_EXPANSIONS"]).expanduser())
+                if env.get("RETRIEVAL_QUERY_EXPANSIONS")
+                else {}
+            ),
             record_access=(
                 _flag(env, "RETRIEVAL_RECORD_ACCESS")
                 if env.get("RETRIEVAL_RECORD_ACCESS")
@@ -433,6 +440,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "the vector score (default 0.7).",
     "RETRIEVAL_TEXT_SEARCH_CONFIG": "PostgreSQL text search configuration of the documents' "
     "BM25 (default english; must be the one the documents were stored with).",
+    "RETRIEVAL_QUERY_EXPANSIONS": "Path of a JSON object of expansions applied to the BM25 "
+    'channel\'s query, e.g. {"UAV": "unmanned aerial vehicle"} (default: none).',
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "
     "last_accessed_at; default true).",
 }

@@ -23,6 +23,7 @@ from retrieval.db import Database, check_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.query_text import expand
 from retrieval.read_connections import ReadConnections
 from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
 from retrieval.sources.common import COLUMNS, Candidate
@@ -327,7 +328,7 @@ def _parameters(
 
 def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
     return {
-        "query_text": query,
+        "query_text": expand(query, config.query_expansions),
         "text_search_config": config.text_search_config,
         "documents_candidates": config.candidate_pool,
         "documents_half_life": config.documents.half_life_hours * _HOUR,

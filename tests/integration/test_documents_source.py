@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -123,3 +124,26 @@ def test_the_default_config_ranks_documents_beside_memories(
     assert response.diagnostics.statements == 1
     with pytest.raises(ConfigurationError, match="fusion 'best'"):
         retriever.retrieve(QUERY, tenant_id="acme", fusion="best")
+
+
+def test_query_expansions_reach_the_bm25_channel(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    DocumentStore(store).add(
+        DocumentInput(
+            tenant_id="acme",
+            doc_id="drones.md",
+            chunks=[ChunkInput("The unmanned aerial vehicle lost its link over the lake.")],
+        )
+    )
+
+    def bm25_hit(config: RetrievalConfig) -> bool:
+        response = retriever.retrieve("UAV", tenant_id="acme", as_of=AS_OF, config=config)
+        return any(
+            r.metadata.get("doc_id") == "drones.md" and r.metadata["bm25"] is not None
+            for r in response
+        )
+
+    assert not bm25_hit(DOCS_ONLY)  # "uav" is in no chunk: only the vector channel finds it
+    expanded = replace(DOCS_ONLY, query_expansions={"UAV": "unmanned aerial vehicle"})
+    assert bm25_hit(expanded)
