@@ -273,8 +273,26 @@ class RetrievalConfig:
     cascade_threshold: float = 0.7
     text_search_config: str = "english"
     query_expansions: Mapping[str, str] = field(default_factory=dict)
+    # Exact and fuzzy matching of short memories (questions, triggers, names), combined with
+    # the semantic relevance: None (off), "max", "weighted" or "cascade".
+    lexical_match: str | None = None
+    lexical_weights: Mapping[str, float] = field(
+        default_factory=lambda: {"exact": 0.25, "fuzzy": 0.25, "tokens": 0.25, "semantic": 0.25}
+    )
 
     def __post_init__(self) -> None:
+        if self.lexical_match not in (None, "max", "weighted", "cascade"):
+            raise ConfigurationError(
+                f"lexical_match {self.lexical_match!r} is not one of max, weighted, cascade "
+                "(or None: off)"
+            )
+        if set(self.lexical_weights) != {"exact", "fuzzy", "tokens", "semantic"} or not (
+            math.isclose(sum(self.lexical_weights.values()), 1.0, abs_tol=_TOLERANCE)
+        ):
+            raise ConfigurationError(
+                "lexical_weights needs exact, fuzzy, tokens and semantic, summing to 1; got "
+                f"{dict(self.lexical_weights)!r}"
+            )
         if self.fusion not in FUSIONS:
             raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
         _require_int("rrf_k", self.rrf_k, minimum=0)
@@ -360,6 +378,11 @@ class RetrievalConfig:
             ),
             text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
             or default.text_search_config,
+            lexical_match=(
+                None
+                if env.get("RETRIEVAL_LEXICAL_MATCH", "none").strip().lower() in ("", "none", "off")
+                else env["RETRIEVAL_LEXICAL_MATCH"].strip().lower()
+            ),
             query_expansions=(
                 load_expansions(Path(env["RETRIEVAL_QUERY_EXPANSIONS"]).expanduser())
                 if env.get("RETRIEVAL_QUERY_EXPANSIONS")
@@ -440,6 +463,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "the vector score (default 0.7).",
     "RETRIEVAL_TEXT_SEARCH_CONFIG": "PostgreSQL text search configuration of the documents' "
     "BM25 (default english; must be the one the documents were stored with).",
+    "RETRIEVAL_LEXICAL_MATCH": "Exact and fuzzy matching of memories combined with the "
+    "semantic relevance: max, weighted or cascade (default: none, off).",
     "RETRIEVAL_QUERY_EXPANSIONS": "Path of a JSON object of expansions applied to the BM25 "
     'channel\'s query, e.g. {"UAV": "unmanned aerial vehicle"} (default: none).',
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "

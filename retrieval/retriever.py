@@ -16,14 +16,14 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from retrieval import ranking, scoring
+from retrieval import lexical_match, ranking, scoring
 from retrieval.access import AccessRecorder
 from retrieval.config import RetrievalConfig
 from retrieval.db import Database, check_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
-from retrieval.query_text import expand
+from retrieval.query_text import clean, expand
 from retrieval.read_connections import ReadConnections
 from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
 from retrieval.sources.common import COLUMNS, Candidate
@@ -159,12 +159,14 @@ class HybridRetriever:
             episodic and TOOL_CALL in kinds,
             task_id is not None,
             documents,
+            config.lexical_match if semantic else None,
         )
         candidates: list[Candidate] = []
         statements = 0
         if semantic or (episodic and kinds) or documents:
             params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
             params.update(_document_parameters(config, query))
+            params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
             rows = self._connections.execute(self._statement(shape), params)
             candidates = [Candidate(*row) for row in rows]
@@ -275,6 +277,7 @@ def build_statement(
     tool_calls: bool,
     with_task: bool,
     documents: bool = False,
+    lexical: str | None = None,
 ) -> str:
     """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
     ctes: list[str] = []
@@ -282,7 +285,12 @@ def build_statement(
     if semantic:
         ctes += semantic_ctes(
             schema,
-            SemanticQuery(mode=mode, with_max_distance=max_distance, with_entities=with_entities),
+            SemanticQuery(
+                mode=mode,
+                with_max_distance=max_distance,
+                with_entities=with_entities,
+                lexical=lexical,
+            ),
         )
         selects.append("semantic")
     if decisions or tool_calls:
@@ -339,6 +347,22 @@ def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
         "bm25_weight": config.bm25_weight,
         "dense_weight": 1.0 - config.bm25_weight,
         "cascade_threshold": config.cascade_threshold,
+    }
+
+
+def _lexical_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
+    weights = config.lexical_weights
+    return {
+        "lexical_query": clean(query),
+        "query_normalized": lexical_match.normalize(query),
+        "query_words": list(dict.fromkeys(lexical_match.words(query))),
+        "lexical_exact": weights["exact"],
+        "lexical_fuzzy": weights["fuzzy"],
+        "lexical_tokens": weights["tokens"],
+        "lexical_semantic": weights["semantic"],
+        "cascade_exact": lexical_match.DEFAULT_THRESHOLDS["exact"],
+        "cascade_fuzzy": lexical_match.DEFAULT_THRESHOLDS["fuzzy"],
+        "cascade_tokens": lexical_match.DEFAULT_THRESHOLDS["tokens"],
     }
 
 

@@ -1,0 +1,77 @@
+"""Exact and fuzzy matching of memories in SQL, on the design study's examples."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from retrieval import lexical_match, scoring
+from retrieval.config import RetrievalConfig, SourceConfig
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+
+AS_OF = datetime(2026, 11, 26, tzinfo=UTC)
+QUESTIONS = (
+    "What is Python?",
+    "What is machine learning?",
+    "How do I bake sourdough bread?",
+    "Who approves refunds above 500 euros?",
+)
+ONLY_SEMANTIC = RetrievalConfig(
+    semantic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720),
+    episodic=SourceConfig(relevance=0.7, recency=0.3, limit=5, half_life_hours=168, enabled=False),
+    documents=SourceConfig(
+        relevance=0.9, recency=0.1, limit=5, half_life_hours=8760, enabled=False
+    ),
+    min_final_score=0.0,
+    max_distance=None,
+    record_access=False,
+)
+
+
+@pytest.fixture
+def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    for question in QUESTIONS:
+        store.remember(question, tenant_id="acme", kind="trigger", created_at=AS_OF)
+    with HybridRetriever.from_store(store, config=ONLY_SEMANTIC) as retriever:
+        yield retriever
+
+
+def _scores(retriever: HybridRetriever, query: str, how: str) -> dict[str, dict[str, float]]:
+    config = replace(ONLY_SEMANTIC, lexical_match=how)
+    response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=config)
+    return {r.content: {**r.metadata["lexical"], "relevance": r.relevance_score} for r in response}
+
+
+def test_the_design_studys_examples_in_sql(retriever: HybridRetriever) -> None:
+    exact = _scores(retriever, "What is Python?", "max")["What is Python?"]
+    assert exact["exact"] == 1.0 and exact["relevance"] == 1.0
+    assert _scores(retriever, "what is python", "max")["What is Python?"]["exact"] == 0.95
+    assert _scores(retriever, "what is python?", "max")["What is Python?"]["exact"] == 0.98
+    fuzzy = _scores(retriever, "What's machine learning?", "cascade")
+    learning = fuzzy["What is machine learning?"]
+    assert learning["fuzzy"] >= 0.75 and learning["relevance"] == learning["fuzzy"]
+    unrelated = fuzzy["How do I bake sourdough bread?"]
+    assert max(unrelated["exact"], unrelated["fuzzy"], unrelated["tokens"]) < 0.5
+    assert unrelated["relevance"] == unrelated["semantic"]  # cascade falls back to semantic
+
+
+def test_sql_lexical_scores_equal_the_python_oracle(retriever: HybridRetriever) -> None:
+    query = "who approves large refunds?"
+    weighted = _scores(retriever, query, "weighted")
+    for content, scores in weighted.items():
+        assert scores["exact"] == lexical_match.exact_tier(query, content)
+        assert scores["tokens"] == pytest.approx(lexical_match.token_overlap(query, content))
+        combined = scoring.weighted_sum(
+            {k: scores[k] for k in ("exact", "fuzzy", "tokens", "semantic")},
+            {"exact": 0.25, "fuzzy": 0.25, "tokens": 0.25, "semantic": 0.25},
+        )
+        assert scores["relevance"] == pytest.approx(combined)
+    best = _scores(retriever, query, "max")
+    for scores in best.values():
+        assert scores["relevance"] == pytest.approx(
+            max(scores["exact"], scores["fuzzy"], scores["tokens"], scores["semantic"])
+        )
