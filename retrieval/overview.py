@@ -31,6 +31,15 @@ _MODELS = (
     "GROUP BY embedding_model ORDER BY embedding_model"
 )
 _CACHE_BYTES = "SELECT pg_total_relation_size(CAST(:table AS regclass))"
+_HAS_DOCUMENTS = "SELECT to_regclass(:table) IS NOT NULL"
+_DOCUMENTS = """
+SELECT d.tenant_id, count(DISTINCT d.id), count(c.id),
+       (SELECT text_search_config FROM {schema}.document_corpus AS k
+        WHERE k.tenant_id = d.tenant_id)
+FROM {schema}.documents AS d
+LEFT JOIN {schema}.document_chunks AS c ON c.tenant_id = d.tenant_id AND c.document_id = d.id
+GROUP BY d.tenant_id ORDER BY d.tenant_id
+"""
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,7 @@ class DatabaseOverview:
     kinds: dict[str, dict[str, int]]  # tenant -> memory kind -> rows
     models: dict[str, int]  # embedding model -> memories it embedded
     cache_bytes: int
+    documents: dict[str, tuple[int, int, str | None]]  # tenant -> (documents, chunks, config)
 
     def total_rows(self, table: str) -> int:
         """Rows of ``table`` over all tenants."""
@@ -76,6 +86,7 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
         kinds: dict[str, dict[str, int]] = {}
         models: dict[str, int] = {}
         cache_bytes = 0
+        documents: dict[str, tuple[int, int, str | None]] = {}
         schema = f'"{settings.schema}"'
         if revision is not None:
             for table in TABLES:
@@ -90,6 +101,15 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
             cache_bytes = connection.execute(
                 text(_CACHE_BYTES), {"table": cache_table}
             ).scalar_one()
+            if connection.execute(
+                text(_HAS_DOCUMENTS), {"table": f"{schema}.documents"}
+            ).scalar_one():
+                documents = {
+                    tenant: (int(docs), int(chunks), config)
+                    for tenant, docs, chunks, config in connection.execute(
+                        text(_DOCUMENTS.format(schema=schema))
+                    )
+                }
     return DatabaseOverview(
         server_version=version,
         extensions=extensions,
@@ -101,6 +121,7 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
         kinds=kinds,
         models=models,
         cache_bytes=int(cache_bytes),
+        documents=documents,
     )
 
 
@@ -121,6 +142,12 @@ def render(overview: DatabaseOverview, *, indexes: bool = True) -> str:
     if overview.models:
         lines += ["", "embedding models (memories):"]
         lines += [f"  {model}: {count}" for model, count in overview.models.items()]
+    if overview.documents:
+        lines += ["", "documents per tenant:"]
+        lines += [
+            f"  {tenant}: {docs} documents, {chunks} chunks (text search: {config})"
+            for tenant, (docs, chunks, config) in overview.documents.items()
+        ]
     cache_rows = overview.total_rows("embedding_cache")
     lines += ["", f"embedding cache: {cache_rows} entries, {overview.cache_bytes / 1e6:.1f} MB"]
     if indexes:

@@ -65,6 +65,9 @@ def test_ingest_docs_reads_text_markdown_and_pdf(
     assert main([*url, "ingest-docs", str(tmp_path), "--tenant", "acme"]) == 0
     assert "0 added, 1 replaced, 2 unchanged" in capsys.readouterr().out
     assert _counts(database) == (3, 4)
+    assert main([*url, "stats"]) == 0
+    stats = capsys.readouterr().out
+    assert "documents per tenant:\n  acme: 3 documents, 4 chunks (text search: english)" in stats
 
 
 def test_a_corrupt_pdf_stops_the_run_and_writes_nothing(
