@@ -202,7 +202,7 @@ class DocumentStore:
             ).one_or_none()
             if found is not None and bytes(found.content_sha256) == digest:
                 return DocumentWrite(
-                    found.id, self._chunk_ids(connection, document, found.id), "unchanged"
+                    found.id, self._chunk_ids(connection, document.tenant_id, found.id), "unchanged"
                 )
             if found is not None:
                 self._remove(connection, document.tenant_id, found.id)
@@ -360,14 +360,14 @@ class DocumentStore:
             )
 
     def _chunk_ids(
-        self, connection: Connection, document: DocumentInput, document_id: int
+        self, connection: Connection, tenant_id: str, document_id: int
     ) -> tuple[int, ...]:
         rows = connection.execute(
             self._sql(
                 'SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id '
                 "AND document_id = :document_id ORDER BY chunk_index"
             ),
-            {"tenant_id": document.tenant_id, "document_id": document_id},
+            {"tenant_id": tenant_id, "document_id": document_id},
         )
         return tuple(int(row[0]) for row in rows)
 

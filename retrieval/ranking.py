@@ -19,13 +19,14 @@ from retrieval.sources.common import Candidate
 
 def to_result(candidate: Candidate, weights: Mapping[str, float]) -> RetrievalResult:
     """The result of a database candidate, its final score from ``weights``."""
-    final = scoring.weighted_sum(candidate.signals, weights)
+    signals = candidate.signals
+    final = scoring.weighted_sum(signals, weights)
     metadata: dict[str, Any] = {
         "id": candidate.id,
         "item": candidate.item,
         "kind": candidate.kind,
         "created_at": candidate.created_at.astimezone(UTC).isoformat(),
-        "signals": candidate.signals,
+        "signals": signals,
         "weights": dict(weights),
     }
     if candidate.distance is not None:
@@ -66,11 +67,11 @@ def select(
     Returns the results best first and, per source, what was scored, kept and returned.
     """
     chosen: list[RetrievalResult] = []
-    kept_by_source: dict[str, list[RetrievalResult]] = {}
+    kept_count: dict[str, int] = {}
     for name, results in scored.items():
         kept = sorted((r for r in results if r.final_score >= config.min_final_score), key=rank_key)
-        kept_by_source[name] = kept[: config.source(name).limit]
-        chosen.extend(kept_by_source[name])
+        kept_count[name] = len(kept)
+        chosen.extend(kept[: config.source(name).limit])
     final = sorted(chosen, key=rank_key)[: config.total_limit]
     returned = {name: 0 for name in scored}
     for result in final:
@@ -78,7 +79,7 @@ def select(
     diagnostics = {
         name: SourceDiagnostics(
             candidates=len(results),
-            kept=sum(1 for r in results if r.final_score >= config.min_final_score),
+            kept=kept_count[name],
             returned=returned[name],
             mean_scores=_means(results),
         )

@@ -33,6 +33,7 @@ from retrieval.sources.semantic import SemanticQuery, semantic_ctes
 from retrieval.sources.working_state import score_working_state
 from retrieval.store import MemoryStore
 from retrieval.timeline import TimelineEvent, timeline
+from retrieval.validation import aware_datetime
 
 _HOUR = 3600.0
 
@@ -165,8 +166,10 @@ class HybridRetriever:
         statements = 0
         if semantic or (episodic and kinds) or documents:
             params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
-            params.update(_document_parameters(config, query))
-            params.update(_lexical_parameters(config, query))
+            if documents:
+                params.update(_document_parameters(config, query))
+            if semantic and config.lexical_match is not None:
+                params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
             rows = self._connections.execute(self._statement(shape), params)
             candidates = [Candidate(*row) for row in rows]
@@ -397,15 +400,7 @@ def _check_query(
         raise ValidationError(
             f"task_id must be a non-empty string or None, got {task_id!r}", field="task_id"
         )
-    if as_of is not None:
-        if not isinstance(as_of, datetime):
-            raise ValidationError(f"as_of must be a datetime, got {as_of!r}", field="as_of")
-        if as_of.tzinfo is None or as_of.utcoffset() is None:
-            raise ValidationError(
-                f"as_of={as_of.isoformat()} has no time zone: give an aware datetime, "
-                "for example datetime.now(UTC)",
-                field="as_of",
-            )
+    aware_datetime("as_of", as_of)
     if isinstance(entities, str) or not all(
         isinstance(entity, str) and entity for entity in entities
     ):

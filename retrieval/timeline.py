@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.validation import aware_datetime
 
 _BRANCH_WINDOW = (
     "tenant_id = :tenant_id AND (CAST(:since AS timestamptz) IS NULL OR created_at >= :since) "
@@ -68,12 +69,8 @@ def timeline(
     limit: int = 50,
 ) -> list[TimelineEvent]:
     """Events of ``tenant_id`` with ``since <= created_at < until``, newest first."""
-    for name, value in (("since", since), ("until", until)):
-        if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-            raise ValidationError(
-                f"{name}={value.isoformat()} has no time zone: give an aware datetime",
-                field=name,
-            )
+    aware_datetime("since", since)
+    aware_datetime("until", until)
     if since is not None and until is not None and since >= until:
         raise ValidationError(f"since ({since}) must be before until ({until})", field="since")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:

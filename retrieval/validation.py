@@ -248,6 +248,11 @@ class _Checker:
         return array
 
 
+def aware_datetime(field: str, value: object) -> datetime | None:
+    """``value`` if it is None or a datetime with a time zone, else a :class:`ValidationError`."""
+    return _Checker(None).aware(field, value)
+
+
 def checked_embeddings(items: Sequence[MemoryInput], dim: int) -> npt.NDArray[np.float32] | None:
     """The embeddings of ``items`` as one matrix, if every one is a finite ``dim``-vector.
 
