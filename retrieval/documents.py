@@ -17,12 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from retrieval import scoring
 from retrieval.bulk import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.store import MemoryStore
+from retrieval.validation import checked_vector
 
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
 
@@ -147,12 +150,19 @@ _DOCUMENT_COLUMNS = (
 
 @dataclass(frozen=True)
 class ChunkInput:
-    """One chunk of a document: its text, and where it sits (section, pages)."""
+    """One chunk of a document: its text, and where it sits (section, pages).
+
+    ``embedding`` is optional: without it the store embeds ``text`` (through the hashed cache);
+    with it, the vector must have the database's dimension and be finite.
+    """
 
     text: str
     section_title: str | None = None
     page_start: int | None = None
     page_end: int | None = None
+    embedding: Sequence[float] | npt.NDArray[Any] | None = field(
+        default=None, repr=False, compare=False
+    )
 
 
 @dataclass(frozen=True)
@@ -193,7 +203,7 @@ class DocumentStore:
 
     def add(self, document: DocumentInput) -> DocumentWrite:
         """Store ``document`` (or replace the tenant's document of the same ``doc_id``)."""
-        validate_document(document, self.memories.config.max_text_chars)
+        validate_document(document, self.memories.config.max_text_chars, self.memories.dim)
         digest = content_digest(document)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             self._check_config(connection, document.tenant_id)
@@ -271,7 +281,7 @@ class DocumentStore:
     ) -> tuple[int, list[int]]:
         tenant = document.tenant_id
         texts = [chunk.text for chunk in document.chunks]
-        vectors = self.memories.cache.embed(connection, tenant, texts)
+        vectors = self._vectors(connection, tenant, document.chunks)
         counts = [
             int(count)
             for _, count in connection.execute(
@@ -330,6 +340,20 @@ class DocumentStore:
         )
         return document_id, chunk_ids
 
+    def _vectors(
+        self, connection: Connection, tenant_id: str, chunks: Sequence[ChunkInput]
+    ) -> npt.NDArray[np.float32]:
+        # The given embeddings (checked by validate_document), the others through the cache.
+        missing = [index for index, chunk in enumerate(chunks) if chunk.embedding is None]
+        vectors = np.zeros((len(chunks), self.memories.dim), dtype=np.float32)
+        if missing:
+            texts = [chunks[index].text for index in missing]
+            vectors[missing] = self.memories.cache.embed(connection, tenant_id, texts)
+        for index, chunk in enumerate(chunks):
+            if chunk.embedding is not None:
+                vectors[index] = np.asarray(chunk.embedding, dtype=np.float32)
+        return vectors
+
     def _remove(self, connection: Connection, tenant_id: str, document_id: int) -> None:
         keys = {"tenant_id": tenant_id, "document_id": document_id}
         old = connection.execute(self._sql(_OLD_TERMS), keys).all()
@@ -376,17 +400,34 @@ class DocumentStore:
 
 
 def content_digest(document: DocumentInput) -> bytes:
-    """SHA-256 of what the chunks hold (texts, sections, pages), the filename and metadata."""
+    """SHA-256 of what the chunks hold (texts, sections, pages, given embeddings), the filename
+    and metadata."""
     payload = {
-        "chunks": [[c.text, c.section_title, c.page_start, c.page_end] for c in document.chunks],
+        "chunks": [
+            [
+                c.text,
+                c.section_title,
+                c.page_start,
+                c.page_end,
+                None if c.embedding is None else _vector_digest(c.embedding),
+            ]
+            for c in document.chunks
+        ],
         "filename": document.filename,
         "metadata": document.metadata,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
 
 
-def validate_document(document: DocumentInput, max_chars: int) -> None:
-    """Raise :class:`ValidationError` if ``document`` cannot be stored as it is."""
+def _vector_digest(vector: Sequence[float] | npt.NDArray[Any]) -> str:
+    return hashlib.sha256(np.asarray(vector, dtype=np.float32).tobytes()).hexdigest()
+
+
+def validate_document(document: DocumentInput, max_chars: int, dim: int | None = None) -> None:
+    """Raise :class:`ValidationError` if ``document`` cannot be stored as it is.
+
+    ``dim`` is the database's vector dimension, to check given chunk embeddings against.
+    """
     for name in ("tenant_id", "doc_id"):
         value = getattr(document, name)
         if not isinstance(value, str) or not value.strip():
@@ -421,6 +462,14 @@ def validate_document(document: DocumentInput, max_chars: int) -> None:
                 item=index,
                 field="pages",
             )
+        if chunk.embedding is not None:
+            if dim is None:
+                raise ValidationError(
+                    f"chunk {index} has an embedding but the database's dimension is unknown",
+                    item=index,
+                    field="embedding",
+                )
+            checked_vector(index, chunk.embedding, dim)
     try:
         json.dumps(dict(document.metadata))
     except (TypeError, ValueError) as error:

@@ -248,6 +248,15 @@ class _Checker:
         return array
 
 
+def checked_vector(index: int | None, value: object, dim: int) -> npt.NDArray[np.float32]:
+    """``value`` as a finite float32 ``dim``-vector, else a :class:`ValidationError` naming item
+    ``index``."""
+    vector = _Checker(index).vector(value, dim)
+    if vector is None:
+        raise ValidationError("embedding: is missing", item=index, field="embedding")
+    return vector
+
+
 def aware_datetime(field: str, value: object) -> datetime | None:
     """``value`` if it is None or a datetime with a time zone, else a :class:`ValidationError`."""
     return _Checker(None).aware(field, value)

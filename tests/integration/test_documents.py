@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
@@ -191,6 +192,25 @@ def test_bad_documents_write_nothing(store: MemoryStore, documents: DocumentStor
             ),
             "not JSON",
         ),
+        (
+            DocumentInput(
+                tenant_id="acme",
+                doc_id="d",
+                chunks=[
+                    ChunkInput("fine", embedding=[0.1] * store.dim),
+                    ChunkInput("t", embedding=[0.1] * 3),
+                ],
+            ),
+            "3 dimensions|shape",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme",
+                doc_id="d",
+                chunks=[ChunkInput("t", embedding=[float("nan")] * store.dim)],
+            ),
+            "NaN",
+        ),
     ]
     for document, message in bad:
         with pytest.raises(ValidationError, match=message):
@@ -224,3 +244,36 @@ def test_forgetting_a_tenant_removes_its_documents_and_statistics(
             ).scalar_one()
             assert left == 0, table
     assert documents.bm25("vitamin", tenant_id="globex") != []
+
+
+def test_given_chunk_embeddings_are_stored_as_they_are(
+    store: MemoryStore, documents: DocumentStore
+) -> None:
+    rng = np.random.default_rng(3)
+    given = rng.normal(size=store.dim).astype(np.float32)
+    given /= np.linalg.norm(given)
+    document = DocumentInput(
+        tenant_id="acme",
+        doc_id="vectors",
+        chunks=[ChunkInput("vitamin D and bone density", embedding=given), ChunkInput("gene")],
+    )
+    first = documents.add(document)
+    assert first.status == "added"
+    with store.engine.connect() as connection:
+        stored = connection.execute(
+            text(
+                "SELECT embedding::text FROM retrieval.document_chunks "
+                "WHERE tenant_id = 'acme' ORDER BY chunk_index"
+            )
+        ).scalars()
+        vectors = [np.asarray(json.loads(row), dtype=np.float32) for row in stored]
+    np.testing.assert_allclose(vectors[0], given, atol=1e-6)
+    embedded = store.embedder.embed(["gene"])[0]  # the chunk without one was embedded
+    np.testing.assert_allclose(vectors[1], embedded, atol=1e-5)
+    assert documents.add(document).status == "unchanged"
+    moved = DocumentInput(
+        tenant_id="acme",
+        doc_id="vectors",
+        chunks=[ChunkInput("vitamin D and bone density", embedding=-given), ChunkInput("gene")],
+    )
+    assert documents.add(moved).status == "replaced"
