@@ -43,17 +43,25 @@ def documents_ctes(schema: str) -> list[str]:
     SELECT chunks::float8 AS n, total_terms::float8 / NULLIF(chunks, 0) AS average_length
     FROM {s}.document_corpus WHERE tenant_id = %(tenant_id)s
 )""",
-        f"""doc_bm25 AS (
-    SELECT p.chunk_id,
-           sum(ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5))
-               * p.term_frequency * (%(bm25_k1)s::float8 + 1.0)
-               / (p.term_frequency + %(bm25_k1)s::float8
-                  * (1.0 - %(bm25_b)s::float8
-                     + %(bm25_b)s::float8 * p.chunk_length / c.average_length))) AS bm25
+        # Each query term's factors once (idf, and the length normalization's constants), so
+        # that a posting costs one multiply-add: BM25 = idf * tf * (k1 + 1)
+        # / (tf + k1 * (1 - b) + k1 * b * length / average_length).
+        f"""doc_weights AS MATERIALIZED (
+    SELECT q.term,
+           ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5))
+               * (%(bm25_k1)s::float8 + 1.0) AS idf_k1,
+           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
+           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
     FROM doc_terms AS q
     JOIN {s}.document_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
-    JOIN {s}.document_terms AS p ON p.tenant_id = %(tenant_id)s AND p.term = q.term
     CROSS JOIN doc_corpus AS c
+)""",
+        f"""doc_bm25 AS (
+    SELECT p.chunk_id,
+           sum(w.idf_k1 * p.term_frequency
+               / (p.term_frequency + w.base + w.per_length * p.chunk_length)) AS bm25
+    FROM doc_weights AS w
+    JOIN {s}.document_terms AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term
     GROUP BY p.chunk_id
     ORDER BY bm25 DESC, p.chunk_id
     LIMIT %(documents_candidates)s
