@@ -276,6 +276,9 @@ class RetrievalConfig:
     # Exact and fuzzy matching of short memories (questions, triggers, names), combined with
     # the semantic relevance: None (off), "max", "weighted" or "cascade".
     lexical_match: str | None = None
+    # Which sources the lexical match applies to: "semantic" (memories), "episodic" (a
+    # decision's content, a tool call's tool name), or both.
+    lexical_sources: frozenset[str] = frozenset({"semantic"})
     lexical_weights: Mapping[str, float] = field(
         default_factory=lambda: {"exact": 0.25, "fuzzy": 0.25, "tokens": 0.25, "semantic": 0.25}
     )
@@ -285,6 +288,14 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"lexical_match {self.lexical_match!r} is not one of max, weighted, cascade "
                 "(or None: off)"
+            )
+        if not isinstance(self.lexical_sources, frozenset) or not self.lexical_sources <= {
+            "semantic",
+            "episodic",
+        }:
+            raise ConfigurationError(
+                f"lexical_sources {self.lexical_sources!r} must be a frozenset of semantic and "
+                "episodic"
             )
         if set(self.lexical_weights) != {"exact", "fuzzy", "tokens", "semantic"} or not (
             math.isclose(sum(self.lexical_weights.values()), 1.0, abs_tol=_TOLERANCE)
@@ -383,6 +394,15 @@ class RetrievalConfig:
                 if env.get("RETRIEVAL_LEXICAL_MATCH", "none").strip().lower() in ("", "none", "off")
                 else env["RETRIEVAL_LEXICAL_MATCH"].strip().lower()
             ),
+            lexical_sources=(
+                frozenset(
+                    name.strip().lower()
+                    for name in env["RETRIEVAL_LEXICAL_SOURCES"].split(",")
+                    if name.strip()
+                )
+                if env.get("RETRIEVAL_LEXICAL_SOURCES", "").strip()
+                else default.lexical_sources
+            ),
             query_expansions=(
                 load_expansions(Path(env["RETRIEVAL_QUERY_EXPANSIONS"]).expanduser())
                 if env.get("RETRIEVAL_QUERY_EXPANSIONS")
@@ -465,6 +485,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "BM25 (default english; must be the one the documents were stored with).",
     "RETRIEVAL_LEXICAL_MATCH": "Exact and fuzzy matching of memories combined with the "
     "semantic relevance: max, weighted or cascade (default: none, off).",
+    "RETRIEVAL_LEXICAL_SOURCES": "Sources the lexical match applies to, comma-separated: "
+    "semantic, episodic (default semantic).",
     "RETRIEVAL_QUERY_EXPANSIONS": "Path of a JSON object of expansions applied to the BM25 "
     'channel\'s query, e.g. {"UAV": "unmanned aerial vehicle"} (default: none).',
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "

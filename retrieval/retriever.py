@@ -151,6 +151,12 @@ class HybridRetriever:
         )
         embedded = time.perf_counter()
 
+        semantic_lexical = (
+            config.lexical_match if semantic and "semantic" in config.lexical_sources else None
+        )
+        episodic_lexical = (
+            config.lexical_match if episodic and "episodic" in config.lexical_sources else None
+        )
         shape = (
             semantic,
             chosen_mode if semantic else None,
@@ -160,7 +166,8 @@ class HybridRetriever:
             episodic and TOOL_CALL in kinds,
             task_id is not None,
             documents,
-            config.lexical_match if semantic else None,
+            semantic_lexical,
+            episodic_lexical,
         )
         candidates: list[Candidate] = []
         statements = 0
@@ -168,7 +175,7 @@ class HybridRetriever:
             params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
             if documents:
                 params.update(_document_parameters(config, query))
-            if semantic and config.lexical_match is not None:
+            if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
             rows = self._connections.execute(self._statement(shape), params)
@@ -281,6 +288,7 @@ def build_statement(
     with_task: bool,
     documents: bool = False,
     lexical: str | None = None,
+    episodic_lexical: str | None = None,
 ) -> str:
     """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
     ctes: list[str] = []
@@ -298,7 +306,13 @@ def build_statement(
         selects.append("semantic")
     if decisions or tool_calls:
         episodic, names = episodic_ctes(
-            schema, EpisodicQuery(decisions=decisions, tool_calls=tool_calls, with_task=with_task)
+            schema,
+            EpisodicQuery(
+                decisions=decisions,
+                tool_calls=tool_calls,
+                with_task=with_task,
+                lexical=episodic_lexical,
+            ),
         )
         ctes += episodic
         selects += names

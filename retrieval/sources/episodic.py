@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from retrieval.sources.common import recency_sql
+from retrieval.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 
 SOURCE = "episodic"
 DECISION = "decision"
@@ -32,6 +33,7 @@ class EpisodicQuery:
     decisions: bool
     tool_calls: bool
     with_task: bool
+    lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
 
 
 def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[str]]:
@@ -39,7 +41,9 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
 
     Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_candidates``,
     ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, and
-    ``task_id`` when used.
+    ``task_id`` when used, and the lexical parameters (:mod:`retrieval.sources.lexical`) when
+    ``query.lexical`` is set: a decision's content and a tool call's tool name are then compared
+    with the whole query, and the scores combined with the keyword relevance.
     """
     ctes, names = [], []
     if query.decisions:
@@ -53,13 +57,14 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
             _top("decision_top", "decision_hits"),
             f"""episodic_decisions AS (
     SELECT 'episodic'::text AS source, 'decision'::text AS item, d.id, d.content,
-           'decision'::text AS kind, d.created_at, t.relevance, t.recency,
+           'decision'::text AS kind, d.created_at, {_relevance(query)}, t.recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            NULL::float8 AS distance, t.matched, NULL::text[] AS entities,
            jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type,
-                              'status', d.status) AS details
+                              'status', d.status{_evidence(query)}) AS details
     FROM decision_top AS t
     JOIN "{schema}".decisions AS d ON d.tenant_id = %(tenant_id)s AND d.id = t.id
+    {_lexical_join(query, "d.content")}
 )""",
         ]
         names.append("episodic_decisions")
@@ -80,17 +85,36 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
             f"""episodic_tool_calls AS (
     SELECT 'episodic'::text AS source, 'tool_call'::text AS item, c.id,
            c.tool_name || ' ' || c.params::text || COALESCE(' -> ' || c.result, '') AS content,
-           'tool_call'::text AS kind, c.created_at, t.relevance, t.recency,
+           'tool_call'::text AS kind, c.created_at, {_relevance(query)},
+           t.recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            NULL::float8 AS distance, t.matched, NULL::text[] AS entities,
            jsonb_build_object('tool_name', c.tool_name, 'params', c.params,
-                              'result', c.result, 'decision_id', c.decision_id) AS details
+                              'result', c.result, 'decision_id', c.decision_id
+                              {_evidence(query)}) AS details
     FROM tool_call_top AS t
     JOIN "{schema}".tool_calls AS c ON c.tenant_id = %(tenant_id)s AND c.id = t.id
+    {_lexical_join(query, "c.tool_name")}
 )""",
         ]
         names.append("episodic_tool_calls")
     return ctes, names
+
+
+def _relevance(query: EpisodicQuery) -> str:
+    if query.lexical is None:
+        return "t.relevance"
+    return f"{lexical_relevance(query.lexical, 't.relevance')} AS relevance"
+
+
+def _lexical_join(query: EpisodicQuery, column: str) -> str:
+    return "" if query.lexical is None else lexical_scores(column)
+
+
+def _evidence(query: EpisodicQuery) -> str:
+    if query.lexical is None:
+        return ""
+    return ", " + lexical_evidence(query.lexical, "keywords", "t.relevance")
 
 
 def _hits(name: str, table: str, condition: str) -> str:

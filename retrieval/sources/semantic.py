@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from retrieval.config import Mode
 from retrieval.sources.common import recency_sql
+from retrieval.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 
 SOURCE = "semantic"
 NEUTRAL_IMPORTANCE = 0.5
@@ -63,13 +64,9 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     semantic_relevance = "1.0::float8 / (1.0::float8 + n.distance)"
     relevance, lexical_join, lexical_details = semantic_relevance, "", ""
     if query.lexical is not None:
-        relevance = _LEXICAL_COMBINATIONS[query.lexical].format(semantic=semantic_relevance)
-        lexical_join = _LEXICAL_SCORES
-        lexical_details = (
-            ", 'lexical', jsonb_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, "
-            "'tokens', lex.tokens, 'semantic', " + semantic_relevance + ", 'combined_by', "
-            f"'{query.lexical}')"
-        )
+        relevance = lexical_relevance(query.lexical, semantic_relevance)
+        lexical_join = lexical_scores("n.content")
+        lexical_details = ", " + lexical_evidence(query.lexical, "semantic", semantic_relevance)
     scored = f"""semantic AS (
     SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
            n.created_at,
@@ -90,41 +87,3 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     {cut}
 )"""
     return [nearest, scored]
-
-
-# Exact tier, pg_trgm similarity and word overlap of a memory with the query (the SQL side of
-# retrieval.lexical_match). Parameters: lexical_query, query_normalized, query_words.
-_NORMALIZED = "btrim(regexp_replace(lower(n.content), '\\W+', ' ', 'g'))"
-_LEXICAL_SCORES = f"""CROSS JOIN LATERAL (
-        SELECT CASE
-                   WHEN n.content = %(lexical_query)s THEN 1.0::float8
-                   WHEN lower(n.content) = lower(%(lexical_query)s) THEN 0.98::float8
-                   WHEN %(query_normalized)s <> '' AND {_NORMALIZED} = %(query_normalized)s
-                   THEN 0.95::float8
-                   ELSE 0.0::float8
-               END AS exact,
-               similarity(n.content, %(lexical_query)s)::float8 AS fuzzy,
-               CASE WHEN cardinality(%(query_words)s::text[]) = 0 THEN 0.0::float8 ELSE
-                   0.4 * w.common / (cardinality(%(query_words)s::text[]) + w.own - w.common)
-                   + 0.6 * w.common / cardinality(%(query_words)s::text[])
-               END AS tokens
-        FROM (
-            SELECT count(*) FILTER (WHERE t.word = ANY(%(query_words)s::text[]))::float8
-                       AS common,
-                   count(*)::float8 AS own
-            FROM (
-                SELECT DISTINCT word
-                FROM unnest(regexp_split_to_array({_NORMALIZED}, ' ')) AS word
-                WHERE word <> ''
-            ) AS t
-        ) AS w
-    ) AS lex"""
-_LEXICAL_COMBINATIONS = {
-    "max": "GREATEST(lex.exact, lex.fuzzy, lex.tokens, {semantic})",
-    "weighted": "LEAST(1.0::float8, %(lexical_exact)s::float8 * lex.exact"
-    " + %(lexical_fuzzy)s::float8 * lex.fuzzy + %(lexical_tokens)s::float8 * lex.tokens"
-    " + %(lexical_semantic)s::float8 * {semantic})",
-    "cascade": "CASE WHEN lex.exact >= %(cascade_exact)s::float8 THEN lex.exact"
-    " WHEN lex.fuzzy >= %(cascade_fuzzy)s::float8 THEN lex.fuzzy"
-    " WHEN lex.tokens >= %(cascade_tokens)s::float8 THEN lex.tokens ELSE {semantic} END",
-}

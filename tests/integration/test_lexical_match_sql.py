@@ -75,3 +75,65 @@ def test_sql_lexical_scores_equal_the_python_oracle(retriever: HybridRetriever) 
         assert scores["relevance"] == pytest.approx(
             max(scores["exact"], scores["fuzzy"], scores["tokens"], scores["semantic"])
         )
+
+
+ONLY_EPISODIC = replace(
+    ONLY_SEMANTIC,
+    semantic=replace(ONLY_SEMANTIC.semantic, enabled=False),
+    episodic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=168),
+    lexical_sources=frozenset({"episodic"}),
+)
+
+
+def test_the_episodic_source_matches_exactly_and_fuzzily(store: MemoryStore) -> None:
+    for question in QUESTIONS:
+        store.record_decision(
+            tenant_id="acme",
+            task_id="t1",
+            action_type="ask",
+            content=question,
+            status="done",
+            created_at=AS_OF,
+        )
+    decision = store.record_decision(
+        tenant_id="acme", task_id="t1", action_type="search", content="look it up", status="done"
+    )
+    store.record_tool_call(
+        tenant_id="acme",
+        decision_id=decision,
+        tool_name="search_pubmed",
+        params={"query": "machine learning"},
+        result="3 papers",
+        created_at=AS_OF,
+    )
+    with HybridRetriever.from_store(store, config=ONLY_EPISODIC) as retriever:
+
+        def scores(query: str, how: str | None) -> dict[str, dict[str, float]]:
+            config = replace(ONLY_EPISODIC, lexical_match=how)
+            response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=config)
+            return {
+                r.metadata.get("tool_name", r.content): {
+                    **r.metadata.get("lexical", {}),
+                    "relevance": r.relevance_score,
+                }
+                for r in response
+            }
+
+        exact = scores("What is Python?", "max")["What is Python?"]
+        assert exact["exact"] == 1.0 and exact["relevance"] == 1.0
+        fuzzy = scores("What's machine learning?", "cascade")
+        learning = fuzzy["What is machine learning?"]
+        assert learning["fuzzy"] >= 0.75 and learning["relevance"] == learning["fuzzy"]
+        assert fuzzy["search_pubmed"]["fuzzy"] < 0.5  # matched by keywords in its parameters
+        assert fuzzy["search_pubmed"]["relevance"] == fuzzy["search_pubmed"]["keywords"]
+        tool = scores("search_pubmed", "max")["search_pubmed"]
+        assert tool["exact"] == 1.0 and tool["relevance"] == 1.0
+        query = "who approves refunds?"
+        for content, found in scores(query, "weighted").items():
+            assert found["exact"] == lexical_match.exact_tier(query, content)
+            assert found["tokens"] == pytest.approx(lexical_match.token_overlap(query, content))
+            assert found["relevance"] == pytest.approx(
+                0.25 * (found["exact"] + found["fuzzy"] + found["tokens"] + found["keywords"])
+            )
+        plain = scores("What is Python?", None)["What is Python?"]
+        assert plain == {"relevance": 1.0}  # keywords only: no lexical evidence

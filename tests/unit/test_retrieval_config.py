@@ -90,6 +90,11 @@ def test_from_env_reads_each_variable() -> None:
     assert config.keyword_min_length == 3
     assert RetrievalConfig.from_env({}) == RetrievalConfig()
     assert RetrievalConfig.from_env({"RETRIEVAL_MAX_DISTANCE": "none"}).max_distance is None
+    lexical = RetrievalConfig.from_env(
+        {"RETRIEVAL_LEXICAL_MATCH": "cascade", "RETRIEVAL_LEXICAL_SOURCES": "semantic, Episodic"}
+    )
+    assert lexical.lexical_match == "cascade"
+    assert lexical.lexical_sources == {"semantic", "episodic"}
 
 
 def test_from_env_names_the_bad_variable() -> None:
@@ -103,6 +108,8 @@ def test_from_env_names_the_bad_variable() -> None:
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_LIMIT": "7.5"})
     with pytest.raises(ConfigurationError, match="is not a switch"):
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_ENABLED": "maybe"})
+    with pytest.raises(ConfigurationError, match="lexical_sources .* semantic and episodic"):
+        RetrievalConfig.from_env({"RETRIEVAL_LEXICAL_SOURCES": "documents"})
 
 
 def test_config_is_frozen() -> None:
