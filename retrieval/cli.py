@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -146,6 +147,18 @@ def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "--batch-size", type=int, default=256, help="memories per transaction (default: 256)"
     )
     reembed.set_defaults(handler=_reembed)
+
+    index = commands.add_parser(
+        "index-memories",
+        help="write the BM25 statistics of memories stored without them",
+        description="Fill the lexical index of memories (postings, document frequencies, "
+        "corpus size; see RETRIEVAL_MEMORY_BM25) for memories stored while it was off, in "
+        "batches, one transaction each: an interrupted run goes on where it stopped. Uses "
+        "RETRIEVAL_TEXT_SEARCH_CONFIG (default english).",
+    )
+    index.add_argument("--tenant", help="only this tenant's memories")
+    index.add_argument("--batch-size", type=int, default=1000, help="memories per transaction")
+    index.set_defaults(handler=_index_memories)
 
 
 def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -352,6 +365,24 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
         f"{summary.updated} memories re-embedded with {summary.model_id} in "
         f"{summary.seconds:.2f} s ({summary.embedded} texts embedded, "
         f"{summary.cache_hits} cache hits)"
+    )
+    return 0
+
+
+def _index_memories(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.memory_terms import missing_memories
+
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    with store.engine.connect() as connection:
+        todo = len(missing_memories(connection, store.schema, args.tenant))
+    started = time.perf_counter()
+    with _progress(todo, "index", "memories") as bar:
+        done = store.index_memories(
+            tenant_id=args.tenant, batch_size=args.batch_size, progress=bar.update
+        )
+    print(
+        f"{done} memories indexed for BM25 ({store.config.text_search_config}) in "
+        f"{time.perf_counter() - started:.2f} s"
     )
     return 0
 

@@ -97,6 +97,7 @@ class DatabaseConfig:
         )
 
 
+DEFAULT_TEXT_SEARCH_CONFIG = "english"
 DEFAULT_MAX_TEXT_CHARS = 32_000
 DEFAULT_CACHE_ENTRIES = 10_000
 DEFAULT_BATCH_SIZE = 64
@@ -124,6 +125,10 @@ class WriteConfig:
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     batch_size: int = DEFAULT_BATCH_SIZE
+    # Keep BM25 statistics of memories (retrieval.memory_terms) with this text search
+    # configuration; off by default (see the README: it costs write throughput).
+    memory_bm25: bool = False
+    text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
 
     def __post_init__(self) -> None:
         _require_int("max_text_chars", self.max_text_chars, minimum=1)
@@ -145,6 +150,11 @@ class WriteConfig:
                 env, "RETRIEVAL_EMBEDDING_CACHE_SIZE", DEFAULT_CACHE_ENTRIES
             ),
             batch_size=_int_from_env(env, "RETRIEVAL_EMBEDDING_BATCH_SIZE", DEFAULT_BATCH_SIZE),
+            memory_bm25=(
+                _flag(env, "RETRIEVAL_MEMORY_BM25") if env.get("RETRIEVAL_MEMORY_BM25") else False
+            ),
+            text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
+            or DEFAULT_TEXT_SEARCH_CONFIG,
         )
 
 
@@ -271,7 +281,7 @@ class RetrievalConfig:
     rrf_k: int = 60
     bm25_weight: float = 0.5
     cascade_threshold: float = 0.7
-    text_search_config: str = "english"
+    text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
     query_expansions: Mapping[str, str] = field(default_factory=dict)
     # Exact and fuzzy matching of short memories (questions, triggers, names), combined with
     # the semantic relevance: None (off), "max", "weighted" or "cascade".

@@ -23,11 +23,10 @@ from sqlalchemy import Connection, text
 
 from retrieval import scoring
 from retrieval.bulk import copy_rows, encode_jsonb, encode_vectors, reserve_ids
+from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.store import MemoryStore
 from retrieval.validation import checked_vector
-
-DEFAULT_TEXT_SEARCH_CONFIG = "english"
 
 _FIND = (
     'SELECT id, content_sha256 FROM "{s}".documents '

@@ -7,7 +7,7 @@ they stream into it): a batch with one bad row lands nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -20,6 +20,7 @@ from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import CacheStats, EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.lookup import Lookup
+from retrieval.memory_terms import index_missing
 from retrieval.records import (
     Decision,
     DecisionInput,
@@ -73,7 +74,12 @@ class MemoryStore:
         )
         self._limits = Limits(max_text_chars=self.config.max_text_chars, dim=self.dim)
         self._lookup = Lookup(schema)
-        self._writer = Writer(schema, self.cache, self._lookup)
+        self._writer = Writer(
+            schema,
+            self.cache,
+            self._lookup,
+            self.config.text_search_config if self.config.memory_bm25 else None,
+        )
         self._embedder_checked = False
 
     @classmethod
@@ -254,6 +260,25 @@ class MemoryStore:
         if everything:
             self.cache.forget_tenant(tenant_id)
         return forgotten
+
+    def index_memories(
+        self,
+        *,
+        tenant_id: str | None = None,
+        batch_size: int = 1000,
+        progress: Callable[[int], object] | None = None,
+    ) -> int:
+        """Write the BM25 statistics of memories stored without them (see
+        :mod:`retrieval.memory_terms`), with ``config.text_search_config``; one transaction per
+        ``batch_size`` memories, resumable. Returns the memories examined."""
+        return index_missing(
+            self._transaction,
+            self.schema,
+            self.config.text_search_config,
+            tenant_id=tenant_id,
+            batch_size=batch_size,
+            progress=progress,
+        )
 
     @contextmanager
     def batch(self) -> Iterator[StoreBatch]:
