@@ -278,6 +278,9 @@ class RetrievalConfig:
     candidate_pool: int = DEFAULT_CANDIDATE_POOL
     record_access: bool = True
     fusion: str = "rrf"
+    # A BM25 channel for memories, fused with the vector channel by ``fusion`` (needs the
+    # lexical index of memories: WriteConfig.memory_bm25). Off by default: see the README.
+    memory_bm25: bool = False
     rrf_k: int = 60
     bm25_weight: float = 0.5
     cascade_threshold: float = 0.7
@@ -392,6 +395,11 @@ class RetrievalConfig:
             ),
             candidate_pool=_int_from_env(env, "RETRIEVAL_CANDIDATE_POOL", default.candidate_pool),
             fusion=env.get("RETRIEVAL_FUSION") or default.fusion,
+            memory_bm25=(
+                _flag(env, "RETRIEVAL_MEMORY_BM25")
+                if env.get("RETRIEVAL_MEMORY_BM25")
+                else default.memory_bm25
+            ),
             rrf_k=_int_from_env(env, "RETRIEVAL_RRF_K", default.rrf_k),
             bm25_weight=float(_number(env, "RETRIEVAL_BM25_WEIGHT", default.bm25_weight) or 0.0),
             cascade_threshold=float(
@@ -486,6 +494,9 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     f"ranking (default {DEFAULT_CANDIDATE_POOL}; at least the largest source limit).",
     "RETRIEVAL_FUSION": "How the documents source fuses BM25 and vector: rrf (default), "
     "convex, max or cascade.",
+    "RETRIEVAL_MEMORY_BM25": "Keep BM25 statistics of memories when writing, and fuse a BM25 "
+    "channel with the vector channel of the semantic source by RETRIEVAL_FUSION (default false; "
+    "retrieval index-memories indexes memories stored before).",
     "RETRIEVAL_RRF_K": "The k of reciprocal rank fusion (default 60).",
     "RETRIEVAL_BM25_WEIGHT": "Weight of the BM25 channel in rrf and convex fusion; the vector "
     "channel gets 1 minus it (default 0.5).",

@@ -151,6 +151,7 @@ class HybridRetriever:
         )
         embedded = time.perf_counter()
 
+        memory_bm25 = semantic and config.memory_bm25
         semantic_lexical = (
             config.lexical_match if semantic and "semantic" in config.lexical_sources else None
         )
@@ -168,12 +169,13 @@ class HybridRetriever:
             documents,
             semantic_lexical,
             episodic_lexical,
+            memory_bm25,
         )
         candidates: list[Candidate] = []
         statements = 0
         if semantic or (episodic and kinds) or documents:
             params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
-            if documents:
+            if documents or memory_bm25:
                 params.update(_document_parameters(config, query))
             if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
@@ -289,6 +291,7 @@ def build_statement(
     documents: bool = False,
     lexical: str | None = None,
     episodic_lexical: str | None = None,
+    memory_bm25: bool = False,
 ) -> str:
     """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
     ctes: list[str] = []
@@ -301,6 +304,7 @@ def build_statement(
                 with_max_distance=max_distance,
                 with_entities=with_entities,
                 lexical=lexical,
+                bm25=memory_bm25,
             ),
         )
         selects.append("semantic")
@@ -352,8 +356,10 @@ def _parameters(
 
 
 def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
+    # The BM25 and fusion parameters, shared by the documents and the memories' BM25 channel.
+    expanded = expand(query, config.query_expansions)
     return {
-        "query_text": expand(query, config.query_expansions),
+        "query_text": expanded,
         "text_search_config": config.text_search_config,
         "documents_candidates": config.candidate_pool,
         "documents_half_life": config.documents.half_life_hours * _HOUR,

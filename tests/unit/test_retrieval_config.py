@@ -108,7 +108,7 @@ def test_from_env_names_the_bad_variable() -> None:
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_LIMIT": "7.5"})
     with pytest.raises(ConfigurationError, match="is not a switch"):
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_ENABLED": "maybe"})
-    with pytest.raises(ConfigurationError, match="lexical_sources .* semantic and episodic"):
+    with pytest.raises(ConfigurationError, match=r"lexical_sources .* semantic and episodic"):
         RetrievalConfig.from_env({"RETRIEVAL_LEXICAL_SOURCES": "documents"})
 
 
