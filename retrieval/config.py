@@ -282,6 +282,9 @@ class RetrievalConfig:
     # lexical index of memories: WriteConfig.memory_bm25). Off by default: see the README.
     memory_bm25: bool = False
     rrf_k: int = 60
+    # BM25 channels: terms held by more than this share of the rows are scored only for the
+    # rows the rarer terms found, when that provably changes no result (sources/fusion.py).
+    bm25_common_share: float = 0.1
     bm25_weight: float = 0.5
     cascade_threshold: float = 0.7
     text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
@@ -320,7 +323,7 @@ class RetrievalConfig:
         if self.fusion not in FUSIONS:
             raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
         _require_int("rrf_k", self.rrf_k, minimum=0)
-        for name in ("bm25_weight", "cascade_threshold"):
+        for name in ("bm25_weight", "cascade_threshold", "bm25_common_share"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigurationError(f"{name} must be a number, got {value!r}")

@@ -365,6 +365,7 @@ def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
         "documents_half_life": config.documents.half_life_hours * _HOUR,
         "bm25_k1": scoring.DEFAULT_BM25_K1,
         "bm25_b": scoring.DEFAULT_BM25_B,
+        "bm25_common_share": config.bm25_common_share,
         "fusion": config.fusion,
         "rrf_k": config.rrf_k,
         "bm25_weight": config.bm25_weight,

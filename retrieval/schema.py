@@ -42,7 +42,11 @@ DOCUMENT_TERMS = "document_terms"
 DOCUMENT_TERM_STATS = "document_term_stats"
 DOCUMENT_CORPUS = "document_corpus"
 DOCUMENT_TABLES = (DOCUMENTS, DOCUMENT_CHUNKS, DOCUMENT_TERMS, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS)
-ALL_TABLES = TABLES + DOCUMENT_TABLES
+MEMORY_TERMS = "memory_terms"
+MEMORY_TERM_STATS = "memory_term_stats"
+MEMORY_CORPUS = "memory_corpus"
+MEMORY_TERM_TABLES = (MEMORY_TERMS, MEMORY_TERM_STATS, MEMORY_CORPUS)
+ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES
 
 SHA256_BYTES = 32
 
@@ -58,6 +62,7 @@ def build_metadata(schema: str, embedding_dim: int) -> MetaData:
     _documents(metadata)
     _document_chunks(metadata, embedding_dim)
     _document_terms(metadata)
+    _memory_terms(metadata)
     return metadata
 
 
@@ -298,4 +303,51 @@ def _document_terms(metadata: MetaData) -> None:
         Column("total_terms", BigInteger, nullable=False),
         PrimaryKeyConstraint("tenant_id", name="document_corpus_pkey"),
         CheckConstraint("chunks >= 0 AND total_terms >= 0", name="document_corpus_nonnegative"),
+    )
+
+
+def _memory_terms(metadata: MetaData) -> None:
+    memories = f"{metadata.schema}.{MEMORIES}"
+    Table(
+        MEMORY_TERMS,
+        metadata,
+        _tenant(),
+        Column("term", Text, nullable=False),
+        Column("memory_id", BigInteger, nullable=False),
+        Column("term_frequency", Integer, nullable=False),
+        Column("memory_length", Integer, nullable=False),
+        Column("kind", Text, nullable=False),
+        PrimaryKeyConstraint(
+            "tenant_id",
+            "term",
+            "memory_id",
+            name="memory_terms_pkey",
+            postgresql_include=["term_frequency", "memory_length", "kind"],
+        ),
+        ForeignKeyConstraint(
+            ["tenant_id", "memory_id"],
+            [f"{memories}.tenant_id", f"{memories}.id"],
+            name="memory_terms_memory_fkey",
+            ondelete="CASCADE",
+        ),
+        Index("memory_terms_tenant_memory_idx", "tenant_id", "memory_id"),
+    )
+    Table(
+        MEMORY_TERM_STATS,
+        metadata,
+        _tenant(),
+        Column("term", Text, nullable=False),
+        Column("document_frequency", Integer, nullable=False),
+        PrimaryKeyConstraint("tenant_id", "term", name="memory_term_stats_pkey"),
+        CheckConstraint("document_frequency > 0", name="memory_term_stats_positive"),
+    )
+    Table(
+        MEMORY_CORPUS,
+        metadata,
+        _tenant(),
+        Column("text_search_config", Text, nullable=False),
+        Column("memories", BigInteger, nullable=False),
+        Column("total_terms", BigInteger, nullable=False),
+        PrimaryKeyConstraint("tenant_id", name="memory_corpus_pkey"),
+        CheckConstraint("memories >= 0 AND total_terms >= 0", name="memory_corpus_nonnegative"),
     )

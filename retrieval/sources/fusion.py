@@ -11,7 +11,8 @@ fused by the strategy of the ``fusion`` parameter:
 * ``max``: the larger normalized score;
 * ``cascade``: the normalized BM25 score when it reaches ``cascade_threshold``, else the dense one.
 
-Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``, ``fusion``,
+Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
+``bm25_common_share``, ``fusion``,
 ``rrf_k``, ``bm25_weight``, ``dense_weight``, ``cascade_threshold``, and the query text and
 candidate count named by the caller.
 """
@@ -21,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FUSIONS = ("rrf", "convex", "max", "cascade")
+SEED = 4  # rows scored exactly to set the pruning bound, per candidate wanted
+PROBE_LIMIT = 2000  # most rows whose common terms are probed; more: score every posting
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,34 @@ def bm25_ctes(
 ) -> list[str]:
     """CTEs ending in ``{prefix}_bm25 (<key>, bm25)``: the best ``candidates`` rows by Okapi
     BM25 for the text of parameter ``query_text``; ``condition`` filters postings (alias
-    ``p``)."""
+    ``p``). Parameter ``bm25_common_share`` (in [0, 1]) makes the search prune losslessly.
+
+    Exact, with pruning (the "max-score" idea, set-wise): the query's rare terms (held by at
+    most ``bm25_common_share`` of the rows) are scored from all their postings, giving each
+    row they find a partial score ``P``; the common terms together can add at most
+    ``R = sum(idf * (k1 + 1))``. When the ``candidates``-th best ``P`` (``theta``) exceeds
+    ``R``, no row the rare terms missed can reach the top (it scores at most ``R``), nor can a
+    found row with ``P + R < theta``; only the others get their common terms' contributions
+    added, one index probe per (row, common term). Otherwise every posting is scored.
+    """
     extra = f"AND {condition}" if condition else ""
+    contribution = (
+        f"w.idf_k1 * p.term_frequency / (p.term_frequency + w.base "
+        f"+ w.per_length * p.{postings.length})"
+    )
+    key = postings.key
+
+    def common(alias: str) -> str:
+        # The common terms' contributions to one row: an index probe per common term.
+        return f"""COALESCE((
+                   SELECT sum({contribution})
+                   FROM {prefix}_weights AS w
+                   JOIN {postings.terms} AS p
+                     ON p.tenant_id = %(tenant_id)s AND p.term = w.term
+                        AND p.{key} = {alias}.{key}
+                   WHERE w.common
+               ), 0.0)"""
+
     return [
         f"""{prefix}_terms AS (
     SELECT DISTINCT lexeme AS term
@@ -54,25 +83,57 @@ def bm25_ctes(
 )""",
         # Each query term's factors once (idf, and the length normalization's constants), so
         # that a posting costs one multiply-add: BM25 = idf * tf * (k1 + 1)
-        # / (tf + k1 * (1 - b) + k1 * b * length / average_length).
+        # / (tf + k1 * (1 - b) + k1 * b * length / average_length). idf * (k1 + 1) bounds the
+        # term's contribution.
         f"""{prefix}_weights AS MATERIALIZED (
     SELECT q.term,
            ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5))
                * (%(bm25_k1)s::float8 + 1.0) AS idf_k1,
            %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
-           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
+           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length,
+           t.document_frequency > %(bm25_common_share)s::float8 * c.n AS common
     FROM {prefix}_terms AS q
     JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
     CROSS JOIN {prefix}_corpus AS c
 )""",
-        f"""{prefix}_bm25 AS (
-    SELECT p.{postings.key},
-           sum(w.idf_k1 * p.term_frequency
-               / (p.term_frequency + w.base + w.per_length * p.{postings.length})) AS bm25
+        f"""{prefix}_partial AS MATERIALIZED (
+    SELECT p.{key}, sum({contribution}) AS partial
     FROM {prefix}_weights AS w
     JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
-    GROUP BY p.{postings.key}
-    ORDER BY bm25 DESC, p.{postings.key}
+    WHERE NOT w.common
+    GROUP BY p.{key}
+)""",
+        # theta: the candidates-th best exact score among the rows with the best partial
+        # scores (real rows, so the true candidates-th best is at least theta).
+        f"""{prefix}_seed AS MATERIALIZED (
+    SELECT a.{key}, a.partial + {common("a")} AS bm25
+    FROM (SELECT * FROM {prefix}_partial ORDER BY partial DESC LIMIT {SEED} * %({candidates})s)
+         AS a
+)""",
+        f"""{prefix}_bound AS MATERIALIZED (
+    SELECT (SELECT COALESCE(sum(idf_k1), 0.0) FROM {prefix}_weights WHERE common) AS rest,
+           COALESCE((SELECT bm25 FROM {prefix}_seed ORDER BY bm25 DESC
+                     OFFSET %({candidates})s - 1 LIMIT 1), 0.0) AS theta
+)""",
+        f"""{prefix}_pruning AS MATERIALIZED (
+    SELECT x.theta > x.rest
+           AND (SELECT count(*) FROM {prefix}_partial AS a
+                WHERE a.partial + x.rest >= x.theta) <= {PROBE_LIMIT} AS pruned
+    FROM {prefix}_bound AS x
+)""",
+        f"""{prefix}_bm25 AS (
+    SELECT * FROM (
+        SELECT a.{key}, a.partial + {common("a")} AS bm25
+        FROM {prefix}_partial AS a, {prefix}_bound AS x
+        WHERE (SELECT pruned FROM {prefix}_pruning) AND a.partial + x.rest >= x.theta
+        UNION ALL
+        SELECT p.{key}, sum({contribution}) AS bm25
+        FROM {prefix}_weights AS w
+        JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
+        WHERE NOT (SELECT pruned FROM {prefix}_pruning)
+        GROUP BY p.{key}
+    ) AS scored
+    ORDER BY scored.bm25 DESC, scored.{key}
     LIMIT %({candidates})s
 )""",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from retrieval import scoring
+from retrieval.config import RetrievalConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
+from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
@@ -277,3 +280,37 @@ def test_given_chunk_embeddings_are_stored_as_they_are(
         chunks=[ChunkInput("vitamin D and bone density", embedding=-given), ChunkInput("gene")],
     )
     assert documents.add(moved).status == "replaced"
+
+
+@pytest.mark.parametrize("share", [0.0, 0.05, 0.1, 0.3, 1.0])
+def test_the_pruned_bm25_channel_finds_the_exact_top(
+    store: MemoryStore, documents: DocumentStore, share: float
+) -> None:
+    # Terms held by more than `share` of the chunks are only probed for the chunks the rarer
+    # terms found, when that is lossless; whatever the share, the channel's top 10 and their
+    # scores are BM25's own.
+    for document in _sample_documents("acme"):
+        documents.add(document)
+    default = RetrievalConfig(record_access=False)
+    config = replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+        documents=replace(default.documents, limit=10, relevance=1.0, recency=0.0),
+        candidate_pool=10,
+        min_final_score=0.0,
+        fusion="rrf",
+        bm25_weight=1.0,  # the results in the BM25 channel's order
+        bm25_common_share=share,
+    )
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        for query in QUERIES:
+            expected = documents.bm25(query, tenant_id="acme", limit=10)
+            response = retriever.retrieve(query, tenant_id="acme")
+            got = sorted(
+                ((r.metadata["id"], r.metadata["bm25"]) for r in response if r.metadata["bm25"]),
+                key=lambda item: (-item[1], item[0]),
+            )
+            assert [chunk for chunk, _ in got] == [chunk for chunk, _ in expected], query
+            for (_, score), (_, reference) in zip(got, expected, strict=True):
+                assert score == pytest.approx(reference, abs=1e-9)

@@ -1,0 +1,182 @@
+"""Should the BM25 channel of memories be on by default? Its quality, measured two ways.
+
+Everything goes through the public API (``MemoryStore`` with ``WriteConfig(memory_bm25=True)``,
+``HybridRetriever.retrieve``), with the vector channel alone and with the BM25 channel fused by
+each strategy:
+
+1. ``fixture``: the hand-labelled agent memory of ``tests/data/calibration.json`` (36 memories,
+   16 questions) with the default config otherwise (threshold, cut-off, limits): the share of
+   relevant (question, memory) pairs returned and of unrelated pairs returned, as in the
+   calibration test. This is what a user of the default config sees.
+2. ``scifact``: BEIR SciFact test as memories (title and abstract as one memory), ranked by the
+   semantic source (limit 100, no threshold, no cut-off): nDCG@10, recall@10, recall@100.
+
+Usage: python benchmarks/memory_bm25.py [--data-dir DIR] [--json PATH] [--parts fixture,scifact]
+``--data-dir`` keeps the server (and the stored SciFact memories) for the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from beir_eval import evaluate  # the same metrics as the documents' evaluation
+from sqlalchemy import text
+from tqdm import tqdm
+
+from retrieval.config import RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.db import make_engine
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.records import MemoryInput
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "calibration.json"
+SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
+# beir_eval.py's schema and tenant: with the same --data-dir, the abstracts' embeddings are
+# already in the hashed cache.
+SETTINGS = MigrationSettings(schema="beir", embedding_dim=384)
+TENANT = "beir"
+AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+FUSIONS = ("rrf", "convex", "max", "cascade")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--parts", default="fixture,scifact")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-mbm25-")) / "pg"
+    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
+    engine = make_engine(server.url())
+    upgrade(engine, SETTINGS)
+    engine.dispose()
+    store = MemoryStore(
+        engine,
+        schema=SETTINGS.schema,
+        embedder=SentenceTransformerEmbedder(),
+        config=WriteConfig(memory_bm25=True),
+    )
+    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    if "fixture" in parts:
+        results["fixture"] = fixture(store)
+    if "scifact" in parts:
+        results["scifact"] = scifact(store)
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    engine.dispose()
+
+
+def _variants(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
+    variants = {"dense": replace(base, memory_bm25=False)}
+    for fusion in FUSIONS:
+        variants[f"bm25+dense {fusion}"] = replace(base, memory_bm25=True, fusion=fusion)
+    return variants
+
+
+def fixture(store: MemoryStore) -> dict[str, Any]:
+    data = json.loads(FIXTURE.read_text())
+    store.forget(tenant_id="calibration", everything=True)
+    ids = store.remember_many(
+        MemoryInput(
+            text=body, tenant_id="calibration", created_at=AS_OF - timedelta(days=(i * 7) % 120)
+        )
+        for i, body in enumerate(data["memories"])
+    )
+    base = RetrievalConfig(record_access=False)
+    table = {}
+    for name, config in _variants(base).items():
+        relevant_kept = unrelated_kept = relevant_total = unrelated_total = 0
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            for query in data["queries"]:
+                response = retriever.retrieve(query["text"], tenant_id="calibration", as_of=AS_OF)
+                returned = {r.metadata["id"] for r in response if r.source == "semantic"}
+                relevant = {ids[i] for i in query["relevant"]}
+                relevant_kept += len(returned & relevant)
+                unrelated_kept += len(returned - relevant)
+                relevant_total += len(relevant)
+                unrelated_total += len(ids) - len(relevant)
+        table[name] = {
+            "relevant_returned": f"{relevant_kept}/{relevant_total}",
+            "unrelated_returned": f"{unrelated_kept}/{unrelated_total}",
+        }
+    return table
+
+
+def scifact(store: MemoryStore) -> dict[str, Any]:
+    corpus = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").open()]
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (SCIFACT / "queries.jsonl").open())}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (SCIFACT / "qrels" / "test.tsv").open():
+        query_id, doc_id, score = line.split("\t")
+        if query_id != "query-id":
+            qrels.setdefault(query_id, {})[doc_id] = int(score)
+    with store.engine.connect() as connection:
+        stored = connection.execute(
+            text(f"SELECT id FROM {SETTINGS.schema}.memories WHERE tenant_id = :t"), {"t": TENANT}
+        ).scalars()
+        stored = list(stored)
+    started = time.perf_counter()
+    if len(stored) != len(corpus):
+        if stored:  # only the memories: the tenant's documents stay
+            store.forget(tenant_id=TENANT, memory_ids=stored)
+        batch = 256
+        for start in tqdm(range(0, len(corpus), batch), desc="store", disable=None):
+            store.remember_many(
+                MemoryInput(
+                    text=_text(doc),
+                    tenant_id=TENANT,
+                    metadata={"doc_id": doc["_id"]},
+                    created_at=AS_OF,
+                )
+                for doc in corpus[start : start + batch]
+            )
+    ingest_seconds = time.perf_counter() - started
+    wide = SourceConfig(relevance=1.0, recency=0.0, limit=100, half_life_hours=720)
+    base = RetrievalConfig(
+        semantic=wide,
+        episodic=replace(RetrievalConfig().episodic, enabled=False),
+        documents=replace(RetrievalConfig().documents, enabled=False),
+        total_limit=100,
+        candidate_pool=100,
+        min_final_score=0.0,
+        max_distance=None,
+        record_access=False,
+    )
+    table: dict[str, Any] = {}
+    for name, config in _variants(base).items():
+        run: dict[str, list[str]] = {}
+        times = []
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            for query_id in sorted(qrels):
+                begin = time.perf_counter()
+                response = retriever.retrieve(queries[query_id], tenant_id=TENANT, as_of=AS_OF)
+                times.append((time.perf_counter() - begin) * 1000)
+                run[query_id] = [r.metadata["metadata"]["doc_id"] for r in response]
+        table[name] = {**evaluate(run, qrels), "median_ms": statistics.median(times)}
+    table["_meta"] = {"memories": len(corpus), "queries": len(qrels), "ingest_s": ingest_seconds}
+    return table
+
+
+def _text(doc: Mapping[str, Any]) -> str:
+    title = str(doc.get("title", "")).strip()
+    return f"{title}. {doc['text']}" if title else str(doc["text"])
+
+
+if __name__ == "__main__":
+    main()
