@@ -8,6 +8,8 @@
    embedder alone on the same texts: memory-sized texts (SciFact titles) and whole abstracts.
 3. All-cache-hit ingest: ``remember_many`` of texts whose vectors are all in the PostgreSQL
    cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
+4. ``--parts bm25`` (not in the default set): bulk ingest of memory-sized texts with the
+   memories' BM25 statistics kept (``RETRIEVAL_MEMORY_BM25``) against the same without them.
 
 Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
+from retrieval.config import WriteConfig
 from retrieval.db import make_engine, sqlalchemy_url
 from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
@@ -44,7 +47,10 @@ HNSW = (
     "USING hnsw (embedding vector_l2_ops)"
 )
 NO_HNSW = "DROP INDEX IF EXISTS bench.memories_embedding_hnsw_idx"
-TRUNCATE = "TRUNCATE bench.memories, bench.memory_entities, bench.embedding_cache"
+TRUNCATE = (
+    "TRUNCATE bench.memories, bench.memory_entities, bench.embedding_cache, bench.memory_terms, "
+    "bench.memory_term_stats, bench.memory_corpus"
+)
 
 
 def main() -> None:
@@ -55,12 +61,13 @@ def main() -> None:
     parser.add_argument("--embed-texts", type=int, default=2000, help="short texts to embed")
     parser.add_argument("--embed-long-texts", type=int, default=300, help="abstracts to embed")
     parser.add_argument("--hit-texts", type=int, default=20_000)
+    parser.add_argument("--bm25-rows", type=int, default=20_000, help="rows of the bm25 part")
     parser.add_argument("--database-url")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
         "--parts",
         default="bulk,embed,hits",
-        help="comma-separated subset of bulk, embed, hits (default: all)",
+        help="comma-separated subset of bulk, embed, hits, bm25 (default: all but bm25)",
     )
     args = parser.parse_args()
 
@@ -102,6 +109,8 @@ def main() -> None:
         results["cache_hits_with_index"] = _cache_hits(
             engine, embedder, hit_texts, args.runs, indexed=True
         )
+    if "bm25" in parts:
+        results["memory_bm25"] = _memory_bm25(engine, embedder, args.bm25_rows, args.runs)
     _execute(engine, HNSW)
     print(json.dumps(results, indent=2))
     if args.json:
@@ -136,6 +145,38 @@ def _bulk(
                 MemoryStore(engine, schema="bench", embedder=embedder).remember_many(items)
             (raw if side == "raw" else ours).append(n / (time.perf_counter() - began))
     return _summary(n, ours, raw, "rows/s")
+
+
+def _memory_bm25(
+    engine: Engine, embedder: SentenceTransformerEmbedder, rows: int, runs: int
+) -> dict[str, Any]:
+    """Bulk ingest of memory-sized texts (SciFact titles) with precomputed vectors, without the
+    HNSW index, with the memories' BM25 statistics (``memory_bm25``) and without."""
+    _execute(engine, NO_HNSW)
+    titles = _scifact_texts(rows, long=False)
+    vectors = np.random.default_rng(3).normal(size=(rows, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    items = [
+        MemoryInput(text=f"{titles[i % len(titles)]} (note {i})", tenant_id="bench",
+                    embedding=vectors[i], embedding_model="precomputed")
+        for i in range(rows)
+    ]  # fmt: skip
+    with_bm25: list[float] = []
+    without: list[float] = []
+    for run in range(runs):
+        for side in ("without", "with") if run % 2 == 0 else ("with", "without"):
+            _execute(engine, TRUNCATE)
+            store = MemoryStore(
+                engine,
+                schema="bench",
+                embedder=embedder,
+                config=WriteConfig(memory_bm25=side == "with"),
+            )
+            began = time.perf_counter()
+            for start in range(0, rows, 5000):
+                store.remember_many(items[start : start + 5000])
+            (with_bm25 if side == "with" else without).append(rows / (time.perf_counter() - began))
+    return _summary(rows, with_bm25, without, "rows/s", "without BM25 statistics")
 
 
 def _index_build(engine: Engine, rows: int) -> dict[str, Any]:

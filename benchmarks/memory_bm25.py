@@ -160,14 +160,16 @@ def scifact(store: MemoryStore) -> dict[str, Any]:
     )
     table: dict[str, Any] = {}
     for name, config in _variants(base).items():
-        run: dict[str, list[str]] = {}
+        run: dict[str, list[tuple[str, float]]] = {}
         times = []
         with HybridRetriever.from_store(store, config=config) as retriever:
             for query_id in sorted(qrels):
                 begin = time.perf_counter()
                 response = retriever.retrieve(queries[query_id], tenant_id=TENANT, as_of=AS_OF)
                 times.append((time.perf_counter() - begin) * 1000)
-                run[query_id] = [r.metadata["metadata"]["doc_id"] for r in response]
+                run[query_id] = [
+                    (r.metadata["metadata"]["doc_id"], r.final_score) for r in response
+                ]
         table[name] = {**evaluate(run, qrels), "median_ms": statistics.median(times)}
     table["_meta"] = {"memories": len(corpus), "queries": len(qrels), "ingest_s": ingest_seconds}
     return table

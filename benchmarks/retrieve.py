@@ -223,7 +223,10 @@ def load(
     started = time.perf_counter()
     with engine.begin() as connection:
         connection.execute(
-            text(f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls CASCADE")
+            text(
+                f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls, "
+                f"{schema}.memory_term_stats, {schema}.memory_corpus CASCADE"
+            )
         )
     drop_vector_index(engine, schema)
     store = MemoryStore(engine, schema=schema, embedder=embedder)
