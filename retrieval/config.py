@@ -293,7 +293,8 @@ class RetrievalConfig:
     # the semantic relevance: None (off), "max", "weighted" or "cascade".
     lexical_match: str | None = None
     # Which sources the lexical match applies to: "semantic" (memories), "episodic" (a
-    # decision's content, a tool call's tool name), or both.
+    # decision's content, a tool call's tool name), "working_state" (the caller's messages;
+    # token-sort ratio as the fuzzy score, in Python).
     lexical_sources: frozenset[str] = frozenset({"semantic"})
     lexical_weights: Mapping[str, float] = field(
         default_factory=lambda: {"exact": 0.25, "fuzzy": 0.25, "tokens": 0.25, "semantic": 0.25}
@@ -308,10 +309,11 @@ class RetrievalConfig:
         if not isinstance(self.lexical_sources, frozenset) or not self.lexical_sources <= {
             "semantic",
             "episodic",
+            "working_state",
         }:
             raise ConfigurationError(
-                f"lexical_sources {self.lexical_sources!r} must be a frozenset of semantic and "
-                "episodic"
+                f"lexical_sources {self.lexical_sources!r} must be a frozenset of semantic, "
+                "episodic and working_state"
             )
         if set(self.lexical_weights) != {"exact", "fuzzy", "tokens", "semantic"} or not (
             math.isclose(sum(self.lexical_weights.values()), 1.0, abs_tol=_TOLERANCE)
@@ -510,7 +512,7 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_LEXICAL_MATCH": "Exact and fuzzy matching of memories combined with the "
     "semantic relevance: max, weighted or cascade (default: none, off).",
     "RETRIEVAL_LEXICAL_SOURCES": "Sources the lexical match applies to, comma-separated: "
-    "semantic, episodic (default semantic).",
+    "semantic, episodic, working_state (default semantic).",
     "RETRIEVAL_QUERY_EXPANSIONS": "Path of a JSON object of expansions applied to the BM25 "
     'channel\'s query, e.g. {"UAV": "unmanned aerial vehicle"} (default: none).',
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "

@@ -30,7 +30,7 @@ from retrieval.sources.common import COLUMNS, Candidate
 from retrieval.sources.documents import documents_ctes
 from retrieval.sources.episodic import DECISION, TOOL_CALL, EpisodicQuery, episodic_ctes
 from retrieval.sources.semantic import SemanticQuery, semantic_ctes
-from retrieval.sources.working_state import score_working_state
+from retrieval.sources.working_state import LexicalOption, score_working_state
 from retrieval.store import MemoryStore
 from retrieval.timeline import TimelineEvent, timeline
 from retrieval.validation import aware_datetime
@@ -196,8 +196,17 @@ class HybridRetriever:
             weights = config.source(candidate.source).weights
             scored[candidate.source].append(ranking.to_result(candidate, weights))
         if working_state is not None and config.working_state.enabled:
+            lexical = (
+                LexicalOption(
+                    query=query,
+                    strategy=config.lexical_match,  # type: ignore[arg-type]
+                    weights=config.lexical_weights,
+                )
+                if config.lexical_match is not None and "working_state" in config.lexical_sources
+                else None
+            )
             scored["working_state"] = score_working_state(
-                working_state, keywords, config.working_state
+                working_state, keywords, config.working_state, lexical=lexical
             )
         results, per_source = ranking.select(scored, config)
         fused = time.perf_counter()

@@ -137,3 +137,17 @@ def test_the_episodic_source_matches_exactly_and_fuzzily(store: MemoryStore) -> 
             )
         plain = scores("What is Python?", None)["What is Python?"]
         assert plain == {"relevance": 1.0}  # keywords only: no lexical evidence
+
+
+def test_the_working_state_can_match_too(retriever: HybridRetriever) -> None:
+    messages = [{"role": "user", "content": "What is Python?"}]
+    config = replace(
+        ONLY_SEMANTIC, lexical_match="max", lexical_sources=frozenset({"working_state"})
+    )
+    response = retriever.retrieve(
+        "What is Python?", tenant_id="acme", as_of=AS_OF, config=config, working_state=messages
+    )
+    message = next(r for r in response if r.source == "working_state")
+    assert message.metadata["lexical"]["exact"] == 1.0 and message.relevance_score == 1.0
+    memory = next(r for r in response if r.source == "semantic")
+    assert "lexical" not in memory.metadata  # only the sources named

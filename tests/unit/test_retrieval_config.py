@@ -108,7 +108,9 @@ def test_from_env_names_the_bad_variable() -> None:
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_LIMIT": "7.5"})
     with pytest.raises(ConfigurationError, match="is not a switch"):
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_ENABLED": "maybe"})
-    with pytest.raises(ConfigurationError, match=r"lexical_sources .* semantic and episodic"):
+    with pytest.raises(
+        ConfigurationError, match=r"lexical_sources .* semantic, episodic and working_state"
+    ):
         RetrievalConfig.from_env({"RETRIEVAL_LEXICAL_SOURCES": "documents"})
 
 

@@ -4,8 +4,9 @@ import pytest
 
 from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.errors import ValidationError
+from retrieval.lexical_match import Strategy
 from retrieval.scoring import extract_keywords
-from retrieval.sources.working_state import message_text, score_working_state
+from retrieval.sources.working_state import LexicalOption, message_text, score_working_state
 
 CONFIG = RetrievalConfig().working_state
 
@@ -45,3 +46,35 @@ def test_list_content_and_bad_messages() -> None:
     assert message_text({"role": "tool"}) == ""
     with pytest.raises(ValidationError, match="list of message dicts"):
         score_working_state(["not a dict"], (), CONFIG)  # type: ignore[list-item]
+
+
+def test_messages_match_the_whole_query_exactly_or_fuzzily() -> None:
+    messages = [
+        {"role": "user", "content": "What is Python?"},
+        {"role": "user", "content": "What is machine learning?"},
+        {"role": "user", "content": "How do I bake sourdough bread?"},
+    ]
+
+    def scored(query: str, strategy: Strategy) -> dict[str, dict[str, float]]:
+        option = LexicalOption(
+            query=query, strategy=strategy, weights=RetrievalConfig().lexical_weights
+        )
+        results = score_working_state(messages, extract_keywords(query), CONFIG, lexical=option)
+        return {
+            r.content: {**r.metadata["lexical"], "relevance": r.relevance_score} for r in results
+        }
+
+    exact = scored("What is Python?", "max")["What is Python?"]
+    assert exact["exact"] == 1.0 and exact["relevance"] == 1.0
+    fuzzy = scored("What's machine learning?", "cascade")
+    learning = fuzzy["What is machine learning?"]
+    assert learning["fuzzy"] >= 0.75 and learning["relevance"] == learning["fuzzy"]
+    bread = fuzzy["How do I bake sourdough bread?"]
+    assert max(bread["exact"], bread["fuzzy"], bread["tokens"]) < 0.5
+    assert bread["relevance"] == bread["keywords"]  # cascade falls back to the keywords
+    weighted = scored("What's machine learning?", "weighted")["What is machine learning?"]
+    assert weighted["relevance"] == pytest.approx(
+        0.25 * (weighted["exact"] + weighted["fuzzy"] + weighted["tokens"] + weighted["keywords"])
+    )
+    plain = score_working_state(messages, extract_keywords("What is Python?"), CONFIG)
+    assert "lexical" not in plain[0].metadata
