@@ -285,6 +285,9 @@ class RetrievalConfig:
     # BM25 channels: terms held by more than this share of the rows are scored only for the
     # rows the rarer terms found, when that provably changes no result (sources/fusion.py).
     bm25_common_share: float = 0.1
+    # Documents: a chunk beyond max_distance is still returned when its lexemes cover this
+    # share of the query's idf (an exact code or name); see sources/documents.py.
+    bm25_min_coverage: float = 0.9
     bm25_weight: float = 0.5
     cascade_threshold: float = 0.7
     text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
@@ -325,7 +328,7 @@ class RetrievalConfig:
         if self.fusion not in FUSIONS:
             raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
         _require_int("rrf_k", self.rrf_k, minimum=0)
-        for name in ("bm25_weight", "cascade_threshold", "bm25_common_share"):
+        for name in ("bm25_weight", "cascade_threshold", "bm25_common_share", "bm25_min_coverage"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigurationError(f"{name} must be a number, got {value!r}")
@@ -410,6 +413,9 @@ class RetrievalConfig:
             cascade_threshold=float(
                 _number(env, "RETRIEVAL_CASCADE_THRESHOLD", default.cascade_threshold) or 0.0
             ),
+            bm25_min_coverage=float(
+                _number(env, "RETRIEVAL_BM25_MIN_COVERAGE", default.bm25_min_coverage) or 0.0
+            ),
             text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
             or default.text_search_config,
             lexical_match=(
@@ -493,7 +499,9 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     f"{DEFAULT_MIN_FINAL_SCORE}, calibrated; the original design's 0.5 drops older relevant "
     "memories).",
     "RETRIEVAL_MAX_DISTANCE": f"Semantic L2 distance cut-off (default {DEFAULT_MAX_DISTANCE}, "
-    "calibrated for all-MiniLM-L6-v2; none turns it off).",
+    "calibrated for all-MiniLM-L6-v2; none turns it off); also the documents' evidence gate.",
+    "RETRIEVAL_BM25_MIN_COVERAGE": "Documents: a chunk beyond the distance cut-off is still "
+    "returned when its lexemes cover this share of the query's idf (default 0.9).",
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",
     "RETRIEVAL_CANDIDATE_POOL": "Candidates each database source hands from SQL to the "
     f"ranking (default {DEFAULT_CANDIDATE_POOL}; at least the largest source limit).",

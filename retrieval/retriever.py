@@ -330,7 +330,7 @@ def build_statement(
         ctes += episodic
         selects += names
     if documents:
-        ctes += documents_ctes(schema)
+        ctes += documents_ctes(schema, gated=max_distance)
         selects.append("documents")
     columns = ", ".join(COLUMNS)
     union = "\nUNION ALL\n".join(f"SELECT {columns} FROM {name}" for name in selects)
@@ -375,6 +375,7 @@ def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
         "bm25_k1": scoring.DEFAULT_BM25_K1,
         "bm25_b": scoring.DEFAULT_BM25_B,
         "bm25_common_share": config.bm25_common_share,
+        "bm25_min_coverage": config.bm25_min_coverage,
         "fusion": config.fusion,
         "rrf_k": config.rrf_k,
         "bm25_weight": config.bm25_weight,

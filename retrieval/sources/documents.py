@@ -27,12 +27,20 @@ SOURCE = "documents"
 __all__ = ["FUSIONS", "SOURCE", "documents_ctes"]
 
 
-def documents_ctes(schema: str) -> list[str]:
+def documents_ctes(schema: str, gated: bool = False) -> list[str]:
     """The CTEs of the documents source, the last named ``documents``.
 
     Parameters: ``tenant_id``, ``query_text``, ``query_vector``, ``text_search_config``,
     ``documents_candidates``, ``bm25_k1``, ``bm25_b``, ``fusion``, ``rrf_k``, ``bm25_weight``,
-    ``dense_weight``, ``cascade_threshold``, ``documents_half_life``, ``as_of``.
+    ``dense_weight``, ``cascade_threshold``, ``documents_half_life``, ``as_of``, and with
+    ``gated`` ``max_distance`` and ``bm25_min_coverage``.
+
+    ``gated``: the fused relevance is relative to the query (RRF divides by its maximum, the
+    others min-max normalize), so the best chunks of an unrelated question would score high.
+    A chunk is returned only with absolute evidence: its vector within the calibrated
+    ``max_distance`` of the query's, or its lexemes covering at least ``bm25_min_coverage``
+    of the query's idf (a lexeme no chunk holds counts with the idf of a document frequency
+    of 0), so that an exact code or name the vectors miss still counts.
     """
     s = f'"{schema}"'
     postings = Postings(
@@ -53,19 +61,41 @@ def documents_ctes(schema: str) -> list[str]:
     LIMIT %(documents_candidates)s
 )""",
         *fusion_ctes("doc", "chunk_id"),
+        f"""doc_idf AS MATERIALIZED (
+    SELECT q.term, ln(1.0 + (c.n - COALESCE(t.document_frequency, 0) + 0.5)
+                          / (COALESCE(t.document_frequency, 0) + 0.5)) AS idf
+    FROM doc_terms AS q
+    CROSS JOIN doc_corpus AS c
+    LEFT JOIN {s}.document_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+)""",
+        f"""doc_evidence AS (
+    SELECT f.*, COALESCE(f.distance, c.embedding <-> %(query_vector)s::vector) AS nearness,
+           COALESCE((
+               SELECT sum(i.idf) FROM doc_idf AS i
+               JOIN {s}.document_terms AS p
+                 ON p.tenant_id = %(tenant_id)s AND p.term = i.term AND p.chunk_id = f.chunk_id
+           ), 0.0) / NULLIF((SELECT sum(idf) FROM doc_idf), 0.0) AS coverage
+    FROM doc_fused AS f
+    JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = f.chunk_id
+)""",
         f"""documents AS (
     SELECT 'documents'::text AS source, 'chunk'::text AS item, c.id, c.content,
            'chunk'::text AS kind, c.created_at, f.relevance,
            {recency_sql("c.created_at", "documents_half_life")} AS recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
-           f.distance, NULL::text[] AS matched, NULL::text[] AS entities,
+           f.nearness AS distance, NULL::text[] AS matched, NULL::text[] AS entities,
            jsonb_build_object(
                'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', c.chunk_index,
                'section_title', c.section_title, 'page_start', c.page_start,
-               'page_end', c.page_end, {channel_evidence("f")}
+               'page_end', c.page_end, 'coverage', f.coverage, {channel_evidence("f")}
            ) AS details
-    FROM doc_fused AS f
+    FROM doc_evidence AS f
     JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = f.chunk_id
     JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = c.document_id
+    {_GATE if gated else ""}
 )""",
     ]
+
+
+_GATE = """WHERE f.nearness <= %(max_distance)s::float8
+       OR f.coverage >= %(bm25_min_coverage)s::float8"""

@@ -299,6 +299,7 @@ def test_the_pruned_bm25_channel_finds_the_exact_top(
         documents=replace(default.documents, limit=10, relevance=1.0, recency=0.0),
         candidate_pool=10,
         min_final_score=0.0,
+        max_distance=None,  # every fused chunk, gate or not
         fusion="rrf",
         bm25_weight=1.0,  # the results in the BM25 channel's order
         bm25_common_share=share,

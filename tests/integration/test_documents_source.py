@@ -30,6 +30,7 @@ DOCS_ONLY = RetrievalConfig(
     episodic=SourceConfig(relevance=0.7, recency=0.3, limit=5, half_life_hours=168, enabled=False),
     documents=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=8760),
     min_final_score=0.0,
+    max_distance=None,  # no evidence gate: every fused chunk, to check the fusion itself
     record_access=False,
 )
 
@@ -147,3 +148,28 @@ def test_query_expansions_reach_the_bm25_channel(
     assert not bm25_hit(DOCS_ONLY)  # "uav" is in no chunk: only the vector channel finds it
     expanded = replace(DOCS_ONLY, query_expansions={"UAV": "unmanned aerial vehicle"})
     assert bm25_hit(expanded)
+
+
+def test_the_evidence_gate_drops_chunks_of_unrelated_questions(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    DocumentStore(store).add(
+        DocumentInput(
+            tenant_id="acme",
+            doc_id="incident.md",
+            chunks=[ChunkInput("Deploy failed with error E4012 on the staging cluster.")],
+        )
+    )
+    gated = replace(DOCS_ONLY, max_distance=1.2)
+    ungated = retriever.retrieve("How do I bake sourdough bread?", tenant_id="acme", as_of=AS_OF)
+    assert len(ungated) > 0  # fused relevance alone ranks something first for any question
+    unrelated = retriever.retrieve(
+        "How do I bake sourdough bread?", tenant_id="acme", as_of=AS_OF, config=gated
+    )
+    assert len(unrelated) == 0
+    related = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF, config=gated)
+    assert related[0].content == CHUNKS[0][2]
+    assert all(r.metadata["distance"] <= 1.2 or r.metadata["coverage"] >= 0.9 for r in related)
+    code = retriever.retrieve("E4012", tenant_id="acme", as_of=AS_OF, config=gated)
+    found = [r for r in code if "E4012" in r.content]
+    assert found and found[0].metadata["coverage"] == pytest.approx(1.0)

@@ -1,0 +1,94 @@
+"""The documents source's evidence gate: what unrelated questions and real claims get back.
+
+Fused relevance is relative to the query, so without a gate every question gets the documents
+source's full limit of chunks, related or not. Through ``retrieve()`` (documents source only,
+default config otherwise) on the SciFact abstracts stored by ``beir_eval.py`` (same
+``--data-dir``): the 16 agent questions of ``tests/data/calibration.json`` (nothing in SciFact
+answers them) and the 300 SciFact test claims; chunks returned per question, and nDCG@10 /
+recall@10 of the claims with the documents limit raised to 10 and no threshold. Ungated
+(``max_distance = None``) against gated with several ``bm25_min_coverage`` values.
+
+Usage: python benchmarks/documents_gate.py --data-dir DIR [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from beir_eval import SETTINGS, TENANT, evaluate, read_qrels
+
+from retrieval.config import RetrievalConfig
+from retrieval.db import make_engine
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "calibration.json"
+SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="beir_eval.py's data")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    server = start_embedded(args.data_dir)
+    engine = make_engine(server.url())
+    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
+    unrelated = [q["text"] for q in json.loads(FIXTURE.read_text())["queries"]]
+    qrels = read_qrels(SCIFACT / "qrels" / "test.tsv")
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (SCIFACT / "queries.jsonl").open())}
+    default = RetrievalConfig(record_access=False)
+    documents_only = replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+    )
+    variants = {"ungated": replace(documents_only, max_distance=None)}
+    for coverage in (0.8, 0.9, 1.0):
+        variants[f"gated, coverage >= {coverage}"] = replace(
+            documents_only, bm25_min_coverage=coverage
+        )
+    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    for name, config in variants.items():
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            returned = [len(retriever.retrieve(q, tenant_id=TENANT)) for q in unrelated]
+            claims = [len(retriever.retrieve(queries[q], tenant_id=TENANT)) for q in sorted(qrels)]
+            wide = replace(
+                config,
+                documents=replace(config.documents, limit=10),
+                total_limit=10,
+                min_final_score=0.0,
+            )
+            run = {
+                q: [
+                    (r.metadata["doc_id"], r.final_score)
+                    for r in retriever.retrieve(queries[q], tenant_id=TENANT, config=wide)
+                ]
+                for q in sorted(qrels)
+            }
+        metrics = evaluate(run, qrels)
+        results[name] = {
+            "unrelated_chunks_per_question": statistics.mean(returned),
+            "unrelated_questions_with_any": sum(1 for n in returned if n),
+            "unrelated_questions": len(returned),
+            "claim_chunks_per_claim": statistics.mean(claims),
+            "claims_ndcg@10": metrics["ndcg@10"],
+            "claims_recall@10": metrics["recall@10"],
+        }
+        print(name, json.dumps(results[name]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    main()
