@@ -188,3 +188,21 @@ def test_timeline_lists_a_window_newest_first(
     assert events and {e["item"] for e in events} == {"decision"}
     assert main([*url, "timeline", "--tenant", "acme", "--limit", "0"]) == 1
     assert "limit must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_index_memories_then_search_with_the_memories_bm25_channel(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    assert main([*url, "index-memories", "--batch-size", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "memories indexed for BM25 (english)" in out and not out.startswith("0 ")
+    assert main([*url, "index-memories"]) == 0  # nothing left to index
+    assert capsys.readouterr().out.startswith("0 memories")
+    monkeypatch.setenv("RETRIEVAL_MEMORY_BM25", "true")
+    assert main([*url, "search", "database migration", "--tenant", "acme", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    memories = [r for r in results if r["source"] == "semantic"]
+    assert memories and all("bm25_rank" in r["metadata"] for r in memories)
