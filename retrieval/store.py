@@ -271,6 +271,10 @@ class MemoryStore:
         """Write the BM25 statistics of memories stored without them (see
         :mod:`retrieval.memory_terms`), with ``config.text_search_config``; one transaction per
         ``batch_size`` memories, resumable. Returns the memories examined."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValidationError(
+                f"batch_size must be an integer >= 1, got {batch_size!r}", field="batch_size"
+            )
         return index_missing(
             self._transaction,
             self.schema,

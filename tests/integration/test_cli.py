@@ -201,6 +201,8 @@ def test_index_memories_then_search_with_the_memories_bm25_channel(
     assert "memories indexed for BM25 (english)" in out and not out.startswith("0 ")
     assert main([*url, "index-memories"]) == 0  # nothing left to index
     assert capsys.readouterr().out.startswith("0 memories")
+    assert main([*url, "index-memories", "--batch-size", "0"]) == 1
+    assert "batch_size must be an integer >= 1" in capsys.readouterr().err
     monkeypatch.setenv("RETRIEVAL_MEMORY_BM25", "true")
     assert main([*url, "search", "database migration", "--tenant", "acme", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
