@@ -21,7 +21,12 @@ import platformdirs
 
 from retrieval.errors import ConfigurationError
 from retrieval.query_text import load_expansions
-from retrieval.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
+from retrieval.scoring import (
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
+    DEFAULT_MIN_KEYWORD_LENGTH,
+    DEFAULT_STOP_WORDS,
+)
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
@@ -282,6 +287,9 @@ class RetrievalConfig:
     # lexical index of memories: WriteConfig.memory_bm25). Off by default: see the README.
     memory_bm25: bool = False
     rrf_k: int = 60
+    # Okapi BM25 of the documents' (and memories') BM25 channel.
+    bm25_k1: float = DEFAULT_BM25_K1
+    bm25_b: float = DEFAULT_BM25_B
     # BM25 channels: terms held by more than this share of the rows are scored only for the
     # rows the rarer terms found, when that provably changes no result (sources/fusion.py).
     bm25_common_share: float = 0.1
@@ -328,7 +336,19 @@ class RetrievalConfig:
         if self.fusion not in FUSIONS:
             raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
         _require_int("rrf_k", self.rrf_k, minimum=0)
-        for name in ("bm25_weight", "cascade_threshold", "bm25_common_share", "bm25_min_coverage"):
+        if (
+            isinstance(self.bm25_k1, bool)
+            or not isinstance(self.bm25_k1, int | float)
+            or not (0.0 <= self.bm25_k1 <= 10.0)
+        ):
+            raise ConfigurationError(f"bm25_k1 must be a number in [0, 10], got {self.bm25_k1!r}")
+        for name in (
+            "bm25_weight",
+            "cascade_threshold",
+            "bm25_common_share",
+            "bm25_min_coverage",
+            "bm25_b",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigurationError(f"{name} must be a number, got {value!r}")
@@ -413,6 +433,8 @@ class RetrievalConfig:
             cascade_threshold=float(
                 _number(env, "RETRIEVAL_CASCADE_THRESHOLD", default.cascade_threshold) or 0.0
             ),
+            bm25_k1=float(_number(env, "RETRIEVAL_BM25_K1", default.bm25_k1) or 0.0),
+            bm25_b=float(_number(env, "RETRIEVAL_BM25_B", default.bm25_b) or 0.0),
             bm25_min_coverage=float(
                 _number(env, "RETRIEVAL_BM25_MIN_COVERAGE", default.bm25_min_coverage) or 0.0
             ),
@@ -500,6 +522,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "memories).",
     "RETRIEVAL_MAX_DISTANCE": f"Semantic L2 distance cut-off (default {DEFAULT_MAX_DISTANCE}, "
     "calibrated for all-MiniLM-L6-v2; none turns it off); also the documents' evidence gate.",
+    "RETRIEVAL_BM25_K1": "Okapi BM25 k1 of the BM25 channels (default 1.2).",
+    "RETRIEVAL_BM25_B": "Okapi BM25 b of the BM25 channels (default 0.75).",
     "RETRIEVAL_BM25_MIN_COVERAGE": "Documents: a chunk beyond the distance cut-off is still "
     "returned when its lexemes cover this share of the query's idf (default 0.9).",
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",

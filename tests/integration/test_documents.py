@@ -315,3 +315,27 @@ def test_the_pruned_bm25_channel_finds_the_exact_top(
             assert [chunk for chunk, _ in got] == [chunk for chunk, _ in expected], query
             for (_, score), (_, reference) in zip(got, expected, strict=True):
                 assert score == pytest.approx(reference, abs=1e-9)
+
+
+def test_bm25_parameters_of_the_config_reach_the_channel(
+    store: MemoryStore, documents: DocumentStore
+) -> None:
+    for document in _sample_documents("acme", count=10):
+        documents.add(document)
+    default = RetrievalConfig(record_access=False)
+    config = replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+        documents=replace(default.documents, limit=10),
+        candidate_pool=10,
+        min_final_score=0.0,
+        max_distance=None,
+        bm25_k1=2.0,
+        bm25_b=0.3,
+    )
+    expected = dict(documents.bm25(QUERIES[1], tenant_id="acme", limit=10, k1=2.0, b=0.3))
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        response = retriever.retrieve(QUERIES[1], tenant_id="acme")
+    got = {r.metadata["id"]: r.metadata["bm25"] for r in response if r.metadata["bm25"]}
+    assert got and all(got[chunk] == pytest.approx(expected[chunk]) for chunk in got)

@@ -94,6 +94,10 @@ def test_from_env_reads_each_variable() -> None:
         {"RETRIEVAL_LEXICAL_MATCH": "cascade", "RETRIEVAL_LEXICAL_SOURCES": "semantic, Episodic"}
     )
     assert lexical.lexical_match == "cascade"
+    bm25 = RetrievalConfig.from_env({"RETRIEVAL_BM25_K1": "2", "RETRIEVAL_BM25_B": "0.3"})
+    assert (bm25.bm25_k1, bm25.bm25_b) == (2.0, 0.3)
+    with pytest.raises(ConfigurationError, match=r"bm25_b=1\.5 is outside"):
+        RetrievalConfig.from_env({"RETRIEVAL_BM25_B": "1.5"})
     assert lexical.lexical_sources == {"semantic", "episodic"}
 
 
