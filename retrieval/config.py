@@ -545,8 +545,9 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "semantic relevance: max, weighted or cascade (default: none, off).",
     "RETRIEVAL_LEXICAL_SOURCES": "Sources the lexical match applies to, comma-separated: "
     "semantic, episodic, working_state (default semantic).",
-    "RETRIEVAL_QUERY_EXPANSIONS": "Path of a JSON object of expansions applied to the BM25 "
-    'channel\'s query, e.g. {"UAV": "unmanned aerial vehicle"} (default: none).',
+    "RETRIEVAL_QUERY_EXPANSIONS": "Path of a JSON object of expansions applied to the lexical "
+    'channels (BM25, episodic and working-state keywords), e.g. {"UAV": "unmanned aerial '
+    'vehicle"} (default: none).',
     "RETRIEVAL_RECORD_ACCESS": "Count accesses of returned memories (access_count, "
     "last_accessed_at; default true).",
 }

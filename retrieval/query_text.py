@@ -2,8 +2,9 @@
 
 ``expand("UAV crash", {"UAV": "unmanned aerial vehicle"})`` gives
 ``"UAV crash unmanned aerial vehicle"``: each key found in the query as a whole word
-(case-insensitive) adds its expansion once, so BM25 also finds the texts that spell the term
-out. The vector channel gets the query as the caller wrote it.
+(case-insensitive) adds its expansion once, so BM25 (and the keywords of the episodic source
+and the working state) also find the texts that spell the term out. The vector channels get
+the query as the caller wrote it.
 """
 
 from __future__ import annotations

@@ -134,8 +134,12 @@ class HybridRetriever:
         _check_query(query, tenant_id, task_id, as_of, entities)
         chosen_mode = config.mode(mode)
         as_of = as_of or datetime.now(UTC)
+        # The lexical channels read the query with its expansions (the keywords of the
+        # episodic source and the working state too); the vector channels read it as written.
         keywords = scoring.extract_keywords(
-            query, min_length=config.keyword_min_length, stop_words=config.stop_words
+            expand(query, config.query_expansions),
+            min_length=config.keyword_min_length,
+            stop_words=config.stop_words,
         )
         semantic = config.semantic.enabled and config.semantic.limit > 0
         kinds = [

@@ -173,3 +173,44 @@ def test_the_evidence_gate_drops_chunks_of_unrelated_questions(
     code = retriever.retrieve("E4012", tenant_id="acme", as_of=AS_OF, config=gated)
     found = [r for r in code if "E4012" in r.content]
     assert found and found[0].metadata["coverage"] == pytest.approx(1.0)
+
+
+def test_query_expansions_reach_the_episodic_keywords_and_the_working_state(
+    store: MemoryStore,
+) -> None:
+    store.record_decision(
+        tenant_id="acme",
+        task_id="t1",
+        action_type="investigate",
+        content="The unmanned aerial vehicle lost its link over the lake",
+        status="open",
+        created_at=AS_OF,
+    )
+    config = replace(
+        DOCS_ONLY,
+        episodic=SourceConfig(relevance=0.7, recency=0.3, limit=5, half_life_hours=168),
+        documents=replace(DOCS_ONLY.documents, enabled=False),
+    )
+    messages = [{"role": "user", "content": "the unmanned vehicle is back"}]
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        plain = retriever.retrieve("UAV link lost", tenant_id="acme", as_of=AS_OF)
+        assert [r.metadata["matched_keywords"] for r in plain] == [["link", "lost"]]
+        expanded = replace(config, query_expansions={"UAV": "unmanned aerial vehicle"})
+        response = retriever.retrieve(
+            "UAV link lost",
+            tenant_id="acme",
+            as_of=AS_OF,
+            config=expanded,
+            working_state=messages,
+        )
+    decision = next(r for r in response if r.source == "episodic")
+    assert decision.metadata["matched_keywords"] == [
+        "link",
+        "lost",
+        "unmanned",
+        "aerial",
+        "vehicle",
+    ]
+    assert decision.relevance_score == 1.0
+    message = next(r for r in response if r.source == "working_state")
+    assert message.metadata["matched_keywords"] == ["unmanned", "vehicle"]
