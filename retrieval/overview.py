@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, text
 
@@ -31,7 +31,7 @@ _MODELS = (
     "GROUP BY embedding_model ORDER BY embedding_model"
 )
 _CACHE_BYTES = "SELECT pg_total_relation_size(CAST(:table AS regclass))"
-_HAS_DOCUMENTS = "SELECT to_regclass(:table) IS NOT NULL"
+_HAS_TABLE = "SELECT to_regclass(:table) IS NOT NULL"
 _DOCUMENTS = """
 SELECT d.tenant_id, count(DISTINCT d.id), count(c.id),
        (SELECT text_search_config FROM {schema}.document_corpus AS k
@@ -39,6 +39,10 @@ SELECT d.tenant_id, count(DISTINCT d.id), count(c.id),
 FROM {schema}.documents AS d
 LEFT JOIN {schema}.document_chunks AS c ON c.tenant_id = d.tenant_id AND c.document_id = d.id
 GROUP BY d.tenant_id ORDER BY d.tenant_id
+"""
+_MEMORY_BM25 = """
+SELECT k.tenant_id, k.memories, k.text_search_config FROM {schema}.memory_corpus AS k
+ORDER BY k.tenant_id
 """
 
 
@@ -66,6 +70,8 @@ class DatabaseOverview:
     models: dict[str, int]  # embedding model -> memories it embedded
     cache_bytes: int
     documents: dict[str, tuple[int, int, str | None]]  # tenant -> (documents, chunks, config)
+    # tenant -> (memories with BM25 statistics, text search configuration)
+    memory_bm25: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def total_rows(self, table: str) -> int:
         """Rows of ``table`` over all tenants."""
@@ -87,6 +93,7 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
         models: dict[str, int] = {}
         cache_bytes = 0
         documents: dict[str, tuple[int, int, str | None]] = {}
+        memory_bm25: dict[str, tuple[int, str]] = {}
         schema = f'"{settings.schema}"'
         if revision is not None:
             for table in TABLES:
@@ -102,12 +109,21 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
                 text(_CACHE_BYTES), {"table": cache_table}
             ).scalar_one()
             if connection.execute(
-                text(_HAS_DOCUMENTS), {"table": f"{schema}.documents"}
+                text(_HAS_TABLE), {"table": f"{schema}.documents"}
             ).scalar_one():
                 documents = {
                     tenant: (int(docs), int(chunks), config)
                     for tenant, docs, chunks, config in connection.execute(
                         text(_DOCUMENTS.format(schema=schema))
+                    )
+                }
+            if connection.execute(
+                text(_HAS_TABLE), {"table": f"{schema}.memory_corpus"}
+            ).scalar_one():
+                memory_bm25 = {
+                    tenant: (int(count), str(config))
+                    for tenant, count, config in connection.execute(
+                        text(_MEMORY_BM25.format(schema=schema))
                     )
                 }
     return DatabaseOverview(
@@ -122,6 +138,7 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
         models=models,
         cache_bytes=int(cache_bytes),
         documents=documents,
+        memory_bm25=memory_bm25,
     )
 
 
@@ -147,6 +164,13 @@ def render(overview: DatabaseOverview, *, indexes: bool = True) -> str:
         lines += [
             f"  {tenant}: {docs} documents, {chunks} chunks (text search: {config})"
             for tenant, (docs, chunks, config) in overview.documents.items()
+        ]
+    if overview.memory_bm25:
+        lines += ["", "memories with BM25 statistics (RETRIEVAL_MEMORY_BM25) per tenant:"]
+        memories = overview.rows.get("memories", {})
+        lines += [
+            f"  {tenant}: {count} of {memories.get(tenant, 0)} memories (text search: {config})"
+            for tenant, (count, config) in overview.memory_bm25.items()
         ]
     cache_rows = overview.total_rows("embedding_cache")
     lines += ["", f"embedding cache: {cache_rows} entries, {overview.cache_bytes / 1e6:.1f} MB"]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,10 @@ def test_index_memories_then_search_with_the_memories_bm25_channel(
     assert "memories indexed for BM25 (english)" in out and not out.startswith("0 ")
     assert main([*url, "index-memories"]) == 0  # nothing left to index
     assert capsys.readouterr().out.startswith("0 memories")
+    assert main([*url, "stats"]) == 0
+    stats = capsys.readouterr().out
+    assert "memories with BM25 statistics (RETRIEVAL_MEMORY_BM25) per tenant:" in stats
+    assert re.search(r"  acme: (\d+) of \1 memories \(text search: english\)", stats)
     assert main([*url, "index-memories", "--batch-size", "0"]) == 1
     assert "batch_size must be an integer >= 1" in capsys.readouterr().err
     monkeypatch.setenv("RETRIEVAL_MEMORY_BM25", "true")
