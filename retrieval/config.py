@@ -139,6 +139,7 @@ class WriteConfig:
         _require_int("max_text_chars", self.max_text_chars, minimum=1)
         _require_int("cache_entries", self.cache_entries, minimum=0)
         _require_int("batch_size", self.batch_size, minimum=1)
+        _require_text_search_config(self.text_search_config)
         if self.embedding_model is not None and not self.embedding_model.strip():
             raise ConfigurationError(
                 "embedding_model is empty: give a model name or path, or None for the default"
@@ -160,6 +161,14 @@ class WriteConfig:
             ),
             text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
             or DEFAULT_TEXT_SEARCH_CONFIG,
+        )
+
+
+def _require_text_search_config(name: str) -> None:
+    if not re.match(r"^[a-z_][a-z0-9_.]*$", name):
+        raise ConfigurationError(
+            f"text_search_config {name!r} is not a configuration name "
+            "(for example english or simple)"
         )
 
 
@@ -354,11 +363,7 @@ class RetrievalConfig:
                 raise ConfigurationError(f"{name} must be a number, got {value!r}")
             if not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
-        if not re.match(r"^[a-z_][a-z0-9_.]*$", self.text_search_config):
-            raise ConfigurationError(
-                f"text_search_config {self.text_search_config!r} is not a configuration name "
-                "(for example english or simple)"
-            )
+        _require_text_search_config(self.text_search_config)
         _require_int("candidate_pool", self.candidate_pool, minimum=1)
         widest = max(self.semantic.limit, self.episodic.limit, self.documents.limit)
         if self.candidate_pool < widest:

@@ -108,9 +108,7 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
             cache_bytes = connection.execute(
                 text(_CACHE_BYTES), {"table": cache_table}
             ).scalar_one()
-            if connection.execute(
-                text(_HAS_TABLE), {"table": f"{schema}.documents"}
-            ).scalar_one():
+            if connection.execute(text(_HAS_TABLE), {"table": f"{schema}.documents"}).scalar_one():
                 documents = {
                     tenant: (int(docs), int(chunks), config)
                     for tenant, docs, chunks, config in connection.execute(
