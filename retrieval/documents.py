@@ -223,6 +223,9 @@ class DocumentStore:
     def forget(self, *, tenant_id: str, doc_id: str) -> bool:
         """Remove a document, its chunks and their statistics; False if there was none."""
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            # The tenant's corpus row first, as add() takes it: writers of one tenant then
+            # queue there instead of locking term statistics in opposite orders (deadlock).
+            connection.execute(self._sql(_CORPUS_CONFIG), {"tenant_id": tenant_id})
             found = connection.execute(
                 self._sql(_FIND), {"tenant_id": tenant_id, "doc_id": doc_id}
             ).one_or_none()

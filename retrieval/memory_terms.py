@@ -53,10 +53,12 @@ ON CONFLICT (tenant_id)
 DO UPDATE SET memories = c.memories + excluded.memories,
               total_terms = c.total_terms + excluded.total_terms
 """
+# The batch's corpus rows are locked first, in tenant order, as forget() locks them: writers of
+# one tenant queue there instead of locking term statistics in opposite orders (deadlock).
 _CONFIGS = """
 SELECT tenant_id, text_search_config FROM "{s}".memory_corpus
-WHERE tenant_id = ANY(CAST(:tenants AS text[])) AND text_search_config <> :config
-ORDER BY tenant_id LIMIT 1
+WHERE tenant_id = ANY(CAST(:tenants AS text[]))
+ORDER BY tenant_id FOR UPDATE
 """
 _MISSING = """
 SELECT m.tenant_id, m.id FROM "{s}".memories AS m
@@ -83,9 +85,8 @@ def index_memories(
     if not ids:
         return
     distinct = sorted(set(tenants))
-    clash = connection.execute(
-        text(_CONFIGS.format(s=schema)), {"tenants": distinct, "config": text_search_config}
-    ).one_or_none()
+    stored = connection.execute(text(_CONFIGS.format(s=schema)), {"tenants": distinct}).all()
+    clash = next((row for row in stored if row.text_search_config != text_search_config), None)
     if clash is not None:
         raise ValidationError(
             f"the memories of tenant {clash.tenant_id!r} are indexed with text search "
