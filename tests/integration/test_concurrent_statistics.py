@@ -10,11 +10,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from sqlalchemy import text
-
 from retrieval.config import WriteConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.store import MemoryStore
+from tests.bm25_reference import term_statistics
 from tests.conftest import CountingEmbedder, PgDatabase
 
 TEXTS = (
@@ -44,21 +43,9 @@ def _run_together(work: Callable[[int], None]) -> list[BaseException]:
     return errors
 
 
-def _stats_match_a_recount(store: MemoryStore, prefix: str, key: str) -> None:
-    with store.engine.connect() as connection:
-        kept = connection.execute(
-            text(
-                f"SELECT term, document_frequency FROM retrieval.{prefix}_term_stats "
-                "WHERE tenant_id = 'acme' ORDER BY term"
-            )
-        ).all()
-        recount = connection.execute(
-            text(
-                f"SELECT term, count(DISTINCT {key}) FROM retrieval.{prefix}_terms "
-                "WHERE tenant_id = 'acme' GROUP BY term ORDER BY term"
-            )
-        ).all()
-    assert [tuple(row) for row in kept] == [tuple(row) for row in recount]
+def _stats_match_a_recount(store: MemoryStore, prefix: str) -> None:
+    kept, recount = term_statistics(store.engine, prefix, "acme")
+    assert kept == recount
 
 
 def test_documents_written_and_forgotten_at_once(store: MemoryStore) -> None:
@@ -79,7 +66,7 @@ def test_documents_written_and_forgotten_at_once(store: MemoryStore) -> None:
                 documents.forget(tenant_id="acme", doc_id=f"doc-{worker}")
 
     assert _run_together(work) == []
-    _stats_match_a_recount(store, "document", "chunk_id")
+    _stats_match_a_recount(store, "document")
 
 
 def test_memories_written_and_forgotten_at_once(
@@ -100,4 +87,4 @@ def test_memories_written_and_forgotten_at_once(
                 store.forget(tenant_id="acme", memory_ids=ids[:2])
 
     assert _run_together(work) == []
-    _stats_match_a_recount(store, "memory", "memory_id")
+    _stats_match_a_recount(store, "memory")

@@ -16,6 +16,7 @@ from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
+from tests.bm25_reference import bm25_reference, lexemes, term_statistics
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
 QUERIES = (
@@ -47,48 +48,13 @@ def _sample_documents(tenant: str, count: int = 40) -> list[DocumentInput]:
     ]
 
 
-def _lexemes(store: MemoryStore, body: str) -> list[str]:
-    """The terms PostgreSQL makes of ``body``, each repeated by its frequency."""
-    with store.engine.connect() as connection:
-        rows = connection.execute(
-            text("SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', :t))"),
-            {"t": body},
-        ).all()
-    return [lexeme for lexeme, count in rows for _ in range(count)]
-
-
 def _reference(store: MemoryStore, tenant: str, query: str) -> dict[int, float]:
-    with store.engine.connect() as connection:
-        chunks = connection.execute(
-            text(
-                "SELECT id, content FROM retrieval.document_chunks WHERE tenant_id = :t ORDER BY id"
-            ),
-            {"t": tenant},
-        ).all()
-    terms = [_lexemes(store, content) for _, content in chunks]
-    query_terms = list(dict.fromkeys(_lexemes(store, query)))
-    scores = scoring.bm25_scores(query_terms, terms)
-    return {chunk_id: score for (chunk_id, _), score in zip(chunks, scores, strict=True) if score}
+    return bm25_reference(store.engine, "document_chunks", tenant, query)
 
 
 def _stats(store: MemoryStore, tenant: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(document frequencies kept by the write path, the same recounted from the postings)."""
-    with store.engine.connect() as connection:
-        kept = connection.execute(
-            text(
-                "SELECT term, document_frequency FROM retrieval.document_term_stats "
-                "WHERE tenant_id = :t ORDER BY term"
-            ),
-            {"t": tenant},
-        ).all()
-        recount = connection.execute(
-            text(
-                "SELECT term, count(*) FROM retrieval.document_terms WHERE tenant_id = :t "
-                "GROUP BY term ORDER BY term"
-            ),
-            {"t": tenant},
-        ).all()
-    return [tuple(r) for r in kept], [tuple(r) for r in recount]  # type: ignore[misc]
+    return term_statistics(store.engine, "document", tenant)
 
 
 def test_bm25_in_sql_equals_the_python_reference(
@@ -110,8 +76,8 @@ def test_bm25_in_sql_equals_the_python_reference(
                 text("SELECT id, content FROM retrieval.document_chunks ORDER BY id")
             ).all()
         reference = scoring.bm25_scores(
-            list(dict.fromkeys(_lexemes(store, QUERIES[0]))),
-            [_lexemes(store, c) for _, c in chunks],
+            list(dict.fromkeys(lexemes(store.engine, QUERIES[0]))),
+            [lexemes(store.engine, c) for _, c in chunks],
             k1=k1,
             b=b,
         )

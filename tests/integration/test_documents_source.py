@@ -6,15 +6,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 
-import numpy as np
 import pytest
 
-from retrieval import scoring
 from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ConfigurationError
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
+from tests.bm25_reference import exact_distances, fused
 
 AS_OF = datetime(2026, 11, 26, tzinfo=UTC)
 QUERY = "how do I restore a database backup"
@@ -55,39 +54,9 @@ def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
 
 
 def _oracle(store: MemoryStore, fusion: str) -> dict[int, float]:
-    documents = DocumentStore(store)
-    bm25 = documents.bm25(QUERY, tenant_id="acme", limit=40)
-    with store.engine.connect() as connection:
-        rows = connection.exec_driver_sql(
-            "SELECT id, embedding FROM retrieval.document_chunks WHERE tenant_id = 'acme'"
-        ).all()
+    bm25 = DocumentStore(store).bm25(QUERY, tenant_id="acme", limit=40)
     vector = store.embedder.embed([QUERY])[0]
-    dense = sorted(
-        ((int(r.id), float(np.linalg.norm(r.embedding.to_numpy() - vector))) for r in rows),
-        key=lambda item: (item[1], item[0]),
-    )
-    bm25_norm = dict(zip([c for c, _ in bm25], scoring.min_max([s for _, s in bm25]), strict=True))
-    similarity = [scoring.distance_relevance(d) for _, d in dense]
-    dense_norm = dict(zip([c for c, _ in dense], scoring.min_max(similarity), strict=True))
-    bm25_rank = {chunk: rank for rank, (chunk, _) in enumerate(bm25, start=1)}
-    dense_rank = {chunk: rank for rank, (chunk, _) in enumerate(dense, start=1)}
-    fused = {}
-    for chunk in set(bm25_norm) | set(dense_norm):
-        lexical, semantic = bm25_norm.get(chunk, 0.0), dense_norm.get(chunk, 0.0)
-        if fusion == "rrf":
-            fused[chunk] = scoring.reciprocal_rank_fusion(
-                {"bm25": bm25_rank.get(chunk), "dense": dense_rank.get(chunk)},
-                weights={"bm25": 0.5, "dense": 0.5},
-            )
-        elif fusion == "convex":
-            fused[chunk] = scoring.weighted_sum(
-                {"bm25": lexical, "dense": semantic}, {"bm25": 0.5, "dense": 0.5}
-            )
-        elif fusion == "max":
-            fused[chunk] = scoring.fuse_max([lexical, semantic])
-        else:
-            fused[chunk] = scoring.cascade([(lexical, 0.7)], semantic)
-    return fused
+    return fused(bm25, exact_distances(store.engine, "document_chunks", "acme", vector), fusion)
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "convex", "max", "cascade"])

@@ -8,15 +8,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval import scoring
 from retrieval.config import RetrievalConfig, SourceConfig, WriteConfig
 from retrieval.errors import ValidationError
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
+from tests.bm25_reference import bm25_reference, exact_distances, fused, term_statistics
 from tests.conftest import CountingEmbedder, PgDatabase
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
@@ -67,47 +66,13 @@ def retriever(indexed: MemoryStore, titles: list[str]) -> Iterator[HybridRetriev
         yield retriever
 
 
-def _lexemes(store: MemoryStore, body: str) -> list[str]:
-    with store.engine.connect() as connection:
-        rows = connection.execute(
-            text("SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', :t))"),
-            {"t": body},
-        ).all()
-    return [lexeme for lexeme, count in rows for _ in range(count)]
-
-
 def _reference(store: MemoryStore, tenant: str, query: str) -> dict[int, float]:
     """BM25 in Python over the tenant's memories that hold at least one lexeme."""
-    with store.engine.connect() as connection:
-        rows = connection.execute(
-            text("SELECT id, content FROM retrieval.memories WHERE tenant_id = :t ORDER BY id"),
-            {"t": tenant},
-        ).all()
-    memories = [(memory_id, _lexemes(store, content)) for memory_id, content in rows]
-    memories = [(memory_id, terms) for memory_id, terms in memories if terms]
-    scores = scoring.bm25_scores(
-        list(dict.fromkeys(_lexemes(store, query))), [terms for _, terms in memories]
-    )
-    return {memory_id: score for (memory_id, _), score in zip(memories, scores, strict=True)}
+    return bm25_reference(store.engine, "memories", tenant, query, corpus_of_lexical_rows=True)
 
 
 def _stats(store: MemoryStore, tenant: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    with store.engine.connect() as connection:
-        kept = connection.execute(
-            text(
-                "SELECT term, document_frequency FROM retrieval.memory_term_stats "
-                "WHERE tenant_id = :t ORDER BY term"
-            ),
-            {"t": tenant},
-        ).all()
-        recount = connection.execute(
-            text(
-                "SELECT term, count(*) FROM retrieval.memory_terms WHERE tenant_id = :t "
-                "GROUP BY term ORDER BY term"
-            ),
-            {"t": tenant},
-        ).all()
-    return [tuple(r) for r in kept], [tuple(r) for r in recount]  # type: ignore[misc]
+    return term_statistics(store.engine, "memory", tenant)
 
 
 def test_bm25_of_memories_equals_the_python_reference(
@@ -123,42 +88,12 @@ def test_bm25_of_memories_equals_the_python_reference(
 
 
 def _oracle(store: MemoryStore, fusion: str) -> dict[int, float]:
-    reference = _reference(store, "acme", QUERY)
-    bm25 = sorted(
-        ((i, score) for i, score in reference.items() if score > 0),
-        key=lambda item: (-item[1], item[0]),
-    )[:POOL]
-    with store.engine.connect() as connection:
-        rows = connection.exec_driver_sql(
-            "SELECT id, embedding FROM retrieval.memories WHERE tenant_id = 'acme'"
-        ).all()
+    bm25 = sorted(_reference(store, "acme", QUERY).items(), key=lambda item: (-item[1], item[0]))[
+        :POOL
+    ]
     vector = store.embedder.embed([QUERY])[0]
-    dense = sorted(
-        ((int(r.id), float(np.linalg.norm(r.embedding.to_numpy() - vector))) for r in rows),
-        key=lambda item: (item[1], item[0]),
-    )[:POOL]
-    bm25_norm = dict(zip([i for i, _ in bm25], scoring.min_max([s for _, s in bm25]), strict=True))
-    similarity = [scoring.distance_relevance(d) for _, d in dense]
-    dense_norm = dict(zip([i for i, _ in dense], scoring.min_max(similarity), strict=True))
-    bm25_rank = {i: rank for rank, (i, _) in enumerate(bm25, start=1)}
-    dense_rank = {i: rank for rank, (i, _) in enumerate(dense, start=1)}
-    fused = {}
-    for memory in set(bm25_norm) | set(dense_norm):
-        lexical, semantic = bm25_norm.get(memory, 0.0), dense_norm.get(memory, 0.0)
-        if fusion == "rrf":
-            fused[memory] = scoring.reciprocal_rank_fusion(
-                {"bm25": bm25_rank.get(memory), "dense": dense_rank.get(memory)},
-                weights={"bm25": 0.5, "dense": 0.5},
-            )
-        elif fusion == "convex":
-            fused[memory] = scoring.weighted_sum(
-                {"bm25": lexical, "dense": semantic}, {"bm25": 0.5, "dense": 0.5}
-            )
-        elif fusion == "max":
-            fused[memory] = scoring.fuse_max([lexical, semantic])
-        else:
-            fused[memory] = scoring.cascade([(lexical, 0.7)], semantic)
-    return fused
+    dense = exact_distances(store.engine, "memories", "acme", vector)[:POOL]
+    return fused(bm25, dense, fusion)
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "convex", "max", "cascade"])
