@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from retrieve import TENANT, cpus, latency, percentiles  # the read-path timing loop
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
@@ -48,13 +49,10 @@ from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
 from retrieval.migrate import MigrationSettings, upgrade
 from retrieval.read_connections import ReadConnections
-from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 SETTINGS = MigrationSettings(schema="bench_docs", embedding_dim=384)
-TENANT = "agent-1"
-AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 CHUNKS_PER_DOCUMENT = 5
 SENTENCES_PER_CHUNK = 5
 BASELINE_DEPTH = 40
@@ -89,17 +87,20 @@ def main() -> None:
 
     results: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
         "chunks": stored_chunks(engine),
     }
-    results["ours"] = ours(store, queries, args.runs)
-    results["ours_without_pruning"] = ours(
-        store, queries, args.runs, replace(documents_only(), bm25_common_share=1.0)
+    ours = documents_only()
+    results["ours"] = latency(store, queries, args.runs, config=ours, access=False)
+    results["ours_without_pruning"] = latency(
+        store, queries, args.runs, config=replace(ours, bm25_common_share=1.0), access=False
     )
     subset = queries[: args.baseline_queries]
     results["baseline"] = baseline(store, engine, subset, args.runs)
-    results["ours_on_baseline_queries_p50_ms"] = ours(store, subset, args.runs)["p50_ms"]
+    results["ours_on_baseline_queries_p50_ms"] = latency(
+        store, subset, args.runs, config=ours, access=False
+    )["p50_ms"]
     results["ratio_p50"] = (
         results["baseline"]["p50_ms"] / results["ours_on_baseline_queries_p50_ms"]
     )
@@ -223,36 +224,6 @@ def documents_only() -> RetrievalConfig:
     )
 
 
-def ours(
-    store: MemoryStore,
-    queries: Sequence[str],
-    runs: int,
-    config: RetrievalConfig | None = None,
-) -> dict[str, Any]:
-    per_run: list[dict[str, float]] = []
-    diagnostics = []
-    with HybridRetriever.from_store(store, config=config or documents_only()) as retriever:
-        for query in queries:  # cache every query vector (and warm the connection)
-            retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-        for _ in range(runs):
-            times = []
-            for query in queries:
-                started = time.perf_counter()
-                response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-                times.append((time.perf_counter() - started) * 1000)
-                diagnostics.append(response.diagnostics)
-            per_run.append(_percentiles(times))
-    return {
-        "queries": len(queries),
-        "runs": per_run,
-        "p50_ms": statistics.median(r["p50"] for r in per_run),
-        "p95_ms": statistics.median(r["p95"] for r in per_run),
-        "sql_p50_ms": statistics.median(d.sql_ms for d in diagnostics),
-        "mean_candidates": statistics.mean(d.sources["documents"].candidates for d in diagnostics),
-        "mean_results": statistics.mean(d.sources["documents"].returned for d in diagnostics),
-    }
-
-
 def baseline(
     store: MemoryStore, engine: Engine, queries: Sequence[str], runs: int
 ) -> dict[str, Any]:
@@ -275,7 +246,7 @@ def baseline(
             _rrf(lexical, dense)
             times.append((time.perf_counter() - started) * 1000)
         if run:
-            per_run.append(_percentiles(times))
+            per_run.append(percentiles(times))
     connections.close()
     return {
         "queries": len(queries),
@@ -291,20 +262,6 @@ def _rrf(*runs: Sequence[int]) -> list[tuple[int, float]]:
         for rank, chunk in enumerate(run, start=1):
             fused[chunk] = fused.get(chunk, 0.0) + 1.0 / (RRF_K + rank)
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-
-
-def _percentiles(times: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(times)
-    return {
-        "p50": statistics.median(ordered),
-        "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
-    }
-
-
-def _cpus() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 if __name__ == "__main__":

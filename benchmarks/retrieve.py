@@ -107,7 +107,7 @@ def main() -> None:
 
     results: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
     }
     queries = corpus.queries[: args.queries]
@@ -311,7 +311,7 @@ def latency(
                 response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
                 times.append((time.perf_counter() - started) * 1000)
                 diagnostics.append(response.diagnostics)
-            per_run.append(_percentiles(times))
+            per_run.append(percentiles(times))
         with_access = []
         if access:
             recording = HybridRetriever.from_store(
@@ -326,7 +326,7 @@ def latency(
             recording.close()
     candidates = {
         name: statistics.mean(d.sources[name].candidates for d in diagnostics)
-        for name in ("semantic", "episodic")
+        for name in ("semantic", "episodic", "documents")
         if all(name in d.sources for d in diagnostics)
     }
     return {
@@ -340,7 +340,7 @@ def latency(
         "mean_results": statistics.mean(
             sum(s.returned for s in d.sources.values()) for d in diagnostics
         ),
-        "with_access_recording": _percentiles(with_access) if with_access else None,
+        "with_access_recording": percentiles(with_access) if with_access else None,
     }
 
 
@@ -475,7 +475,8 @@ def _plan(engine: Engine, settings: dict[str, str], vector: np.ndarray) -> str:
     return " / ".join(line[0].strip() for line in lines if "Scan" in line[0])
 
 
-def _percentiles(times: Sequence[float]) -> dict[str, float]:
+def percentiles(times: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 of ``times`` (also used by documents.py)."""
     ordered = sorted(times)
     return {
         "p50": statistics.median(ordered),
@@ -483,7 +484,7 @@ def _percentiles(times: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _cpus() -> int:
+def cpus() -> int:
     import os
 
     return os.cpu_count() or 0

@@ -136,8 +136,9 @@ class HybridRetriever:
         as_of = as_of or datetime.now(UTC)
         # The lexical channels read the query with its expansions (the keywords of the
         # episodic source and the working state too); the vector channels read it as written.
+        lexical_query = expand(query, config.query_expansions)
         keywords = scoring.extract_keywords(
-            expand(query, config.query_expansions),
+            lexical_query,
             min_length=config.keyword_min_length,
             stop_words=config.stop_words,
         )
@@ -180,7 +181,7 @@ class HybridRetriever:
         if semantic or (episodic and kinds) or documents:
             params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
             if documents or memory_bm25:
-                params.update(_document_parameters(config, query))
+                params.update(_document_parameters(config, lexical_query))
             if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
@@ -368,11 +369,11 @@ def _parameters(
     }
 
 
-def _document_parameters(config: RetrievalConfig, query: str) -> dict[str, Any]:
-    # The BM25 and fusion parameters, shared by the documents and the memories' BM25 channel.
-    expanded = expand(query, config.query_expansions)
+def _document_parameters(config: RetrievalConfig, lexical_query: str) -> dict[str, Any]:
+    # The BM25 and fusion parameters, shared by the documents and the memories' BM25 channel;
+    # ``lexical_query`` is the query with its expansions.
     return {
-        "query_text": expanded,
+        "query_text": lexical_query,
         "text_search_config": config.text_search_config,
         "documents_candidates": config.candidate_pool,
         "documents_half_life": config.documents.half_life_hours * _HOUR,

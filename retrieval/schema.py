@@ -285,25 +285,7 @@ def _document_terms(metadata: MetaData) -> None:
         ),
         Index("document_terms_tenant_chunk_idx", "tenant_id", "chunk_id"),
     )
-    Table(
-        DOCUMENT_TERM_STATS,
-        metadata,
-        _tenant(),
-        Column("term", Text, nullable=False),
-        Column("document_frequency", Integer, nullable=False),
-        PrimaryKeyConstraint("tenant_id", "term", name="document_term_stats_pkey"),
-        CheckConstraint("document_frequency > 0", name="document_term_stats_positive"),
-    )
-    Table(
-        DOCUMENT_CORPUS,
-        metadata,
-        _tenant(),
-        Column("text_search_config", Text, nullable=False),
-        Column("chunks", BigInteger, nullable=False),
-        Column("total_terms", BigInteger, nullable=False),
-        PrimaryKeyConstraint("tenant_id", name="document_corpus_pkey"),
-        CheckConstraint("chunks >= 0 AND total_terms >= 0", name="document_corpus_nonnegative"),
-    )
+    _term_statistics(metadata, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS, "chunks")
 
 
 def _memory_terms(metadata: MetaData) -> None:
@@ -332,22 +314,28 @@ def _memory_terms(metadata: MetaData) -> None:
         ),
         Index("memory_terms_tenant_memory_idx", "tenant_id", "memory_id"),
     )
+    _term_statistics(metadata, MEMORY_TERM_STATS, MEMORY_CORPUS, "memories")
+
+
+def _term_statistics(metadata: MetaData, stats: str, corpus: str, count: str) -> None:
+    # BM25's document frequency per term, and the corpus size (``count`` rows, total length)
+    # with the text search configuration its lexemes were made with.
     Table(
-        MEMORY_TERM_STATS,
+        stats,
         metadata,
         _tenant(),
         Column("term", Text, nullable=False),
         Column("document_frequency", Integer, nullable=False),
-        PrimaryKeyConstraint("tenant_id", "term", name="memory_term_stats_pkey"),
-        CheckConstraint("document_frequency > 0", name="memory_term_stats_positive"),
+        PrimaryKeyConstraint("tenant_id", "term", name=f"{stats}_pkey"),
+        CheckConstraint("document_frequency > 0", name=f"{stats}_positive"),
     )
     Table(
-        MEMORY_CORPUS,
+        corpus,
         metadata,
         _tenant(),
         Column("text_search_config", Text, nullable=False),
-        Column("memories", BigInteger, nullable=False),
+        Column(count, BigInteger, nullable=False),
         Column("total_terms", BigInteger, nullable=False),
-        PrimaryKeyConstraint("tenant_id", name="memory_corpus_pkey"),
-        CheckConstraint("memories >= 0 AND total_terms >= 0", name="memory_corpus_nonnegative"),
+        PrimaryKeyConstraint("tenant_id", name=f"{corpus}_pkey"),
+        CheckConstraint(f"{count} >= 0 AND total_terms >= 0", name=f"{corpus}_nonnegative"),
     )

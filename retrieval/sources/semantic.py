@@ -44,11 +44,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     ``entity_ids``, and with ``query.bm25`` the BM25 and fusion parameters
     (:mod:`retrieval.sources.fusion`, with ``query_text``).
     """
-    filters = ["m.tenant_id = %(tenant_id)s"]
-    if query.mode.include_kinds is not None:
-        filters.append("m.kind = ANY(%(include_kinds)s::text[])")
-    if query.mode.exclude_kinds:
-        filters.append("m.kind <> ALL(%(exclude_kinds)s::text[])")
+    filters = ["m.tenant_id = %(tenant_id)s", *_kind_filters(query.mode, "m")]
     nearest = f"""semantic_nearest AS MATERIALIZED (
     SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.access_count,
            m.last_accessed_at, m.created_at, m.embedding_model,
@@ -103,16 +99,22 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     return [*ctes, scored]
 
 
+def _kind_filters(mode: Mode, alias: str) -> list[str]:
+    # The mode's kinds, on the ``kind`` column of ``alias`` (memories, or their postings).
+    filters = []
+    if mode.include_kinds is not None:
+        filters.append(f"{alias}.kind = ANY(%(include_kinds)s::text[])")
+    if mode.exclude_kinds:
+        filters.append(f"{alias}.kind <> ALL(%(exclude_kinds)s::text[])")
+    return filters
+
+
 def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # The vector channel is the HNSW pool (within the cut-off); the BM25 channel reads the
     # postings, filtered by the mode's kinds (kept in the postings); the fused rows are joined
     # back to their memories, with the distance of those only BM25 found.
     cut = "WHERE distance <= %(max_distance)s::float8" if query.with_max_distance else ""
-    kinds = []
-    if query.mode.include_kinds is not None:
-        kinds.append("p.kind = ANY(%(include_kinds)s::text[])")
-    if query.mode.exclude_kinds:
-        kinds.append("p.kind <> ALL(%(exclude_kinds)s::text[])")
+    kinds = _kind_filters(query.mode, "p")
     postings = Postings(
         terms=f'"{schema}".memory_terms',
         stats=f'"{schema}".memory_term_stats',

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -248,6 +249,22 @@ def test_given_chunk_embeddings_are_stored_as_they_are(
     assert documents.add(moved).status == "replaced"
 
 
+def _ten_chunks(**changes: Any) -> RetrievalConfig:
+    """The documents source alone, its best 10 chunks by relevance, every fused chunk (no
+    threshold, no evidence gate), with ``changes``."""
+    default = RetrievalConfig(record_access=False)
+    return replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+        documents=replace(default.documents, limit=10, relevance=1.0, recency=0.0),
+        candidate_pool=10,
+        min_final_score=0.0,
+        max_distance=None,
+        **changes,
+    )
+
+
 @pytest.mark.parametrize("share", [0.0, 0.05, 0.1, 0.3, 1.0])
 def test_the_pruned_bm25_channel_finds_the_exact_top(
     store: MemoryStore, documents: DocumentStore, share: float
@@ -257,15 +274,7 @@ def test_the_pruned_bm25_channel_finds_the_exact_top(
     # scores are BM25's own.
     for document in _sample_documents("acme"):
         documents.add(document)
-    default = RetrievalConfig(record_access=False)
-    config = replace(
-        default,
-        semantic=replace(default.semantic, enabled=False),
-        episodic=replace(default.episodic, enabled=False),
-        documents=replace(default.documents, limit=10, relevance=1.0, recency=0.0),
-        candidate_pool=10,
-        min_final_score=0.0,
-        max_distance=None,  # every fused chunk, gate or not
+    config = _ten_chunks(
         fusion="rrf",
         bm25_weight=1.0,  # the results in the BM25 channel's order
         bm25_common_share=share,
@@ -288,18 +297,7 @@ def test_bm25_parameters_of_the_config_reach_the_channel(
 ) -> None:
     for document in _sample_documents("acme", count=10):
         documents.add(document)
-    default = RetrievalConfig(record_access=False)
-    config = replace(
-        default,
-        semantic=replace(default.semantic, enabled=False),
-        episodic=replace(default.episodic, enabled=False),
-        documents=replace(default.documents, limit=10),
-        candidate_pool=10,
-        min_final_score=0.0,
-        max_distance=None,
-        bm25_k1=2.0,
-        bm25_b=0.3,
-    )
+    config = _ten_chunks(bm25_k1=2.0, bm25_b=0.3)
     expected = dict(documents.bm25(QUERIES[1], tenant_id="acme", limit=10, k1=2.0, b=0.3))
     with HybridRetriever.from_store(store, config=config) as retriever:
         response = retriever.retrieve(QUERIES[1], tenant_id="acme")
