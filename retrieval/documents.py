@@ -25,6 +25,7 @@ from retrieval import scoring
 from retrieval.bulk import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.statistics_lock import lock_term_statistics
 from retrieval.store import MemoryStore
 from retrieval.validation import checked_vector
 
@@ -205,6 +206,7 @@ class DocumentStore:
         validate_document(document, self.memories.config.max_text_chars, self.memories.dim)
         digest = content_digest(document)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            lock_term_statistics(connection, self.schema, [document.tenant_id])
             self._check_config(connection, document.tenant_id)
             found = connection.execute(
                 self._sql(_FIND), {"tenant_id": document.tenant_id, "doc_id": document.doc_id}
@@ -223,9 +225,7 @@ class DocumentStore:
     def forget(self, *, tenant_id: str, doc_id: str) -> bool:
         """Remove a document, its chunks and their statistics; False if there was none."""
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
-            # The tenant's corpus row first, as add() takes it: writers of one tenant then
-            # queue there instead of locking term statistics in opposite orders (deadlock).
-            connection.execute(self._sql(_CORPUS_CONFIG), {"tenant_id": tenant_id})
+            lock_term_statistics(connection, self.schema, [tenant_id])
             found = connection.execute(
                 self._sql(_FIND), {"tenant_id": tenant_id, "doc_id": doc_id}
             ).one_or_none()

@@ -29,7 +29,8 @@ _LOOKUP = (
 )
 # New vectors go through a per-connection staging table filled by binary COPY (no text
 # encoding of vectors), then into the cache with ON CONFLICT DO NOTHING, which keeps concurrent
-# writers of the same texts safe.
+# writers of the same texts safe; in key order, so that two writers of overlapping texts wait
+# for each other in one order instead of deadlocking.
 _CREATE_STAGING = (
     "CREATE TEMP TABLE IF NOT EXISTS retrieval_cache_staging "
     "(tenant_id text, key bytea, embedding vector) ON COMMIT DELETE ROWS"
@@ -37,7 +38,7 @@ _CREATE_STAGING = (
 _INSERT = (
     "INSERT INTO {schema}.embedding_cache (tenant_id, key, model_id, embedding) "
     "SELECT tenant_id, key, :model_id, embedding FROM pg_temp.retrieval_cache_staging "
-    "ON CONFLICT (tenant_id, key) DO NOTHING"
+    "ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING"
 )
 _CLEAR_STAGING = "DELETE FROM pg_temp.retrieval_cache_staging"
 

@@ -10,6 +10,7 @@ from pgvector import Vector
 from sqlalchemy import Connection, text
 
 from retrieval.records import Decision, Forgotten, Memory, ToolCall
+from retrieval.statistics_lock import lock_term_statistics
 
 # {s} is the validated, quoted schema name: identifiers cannot be bound parameters.
 _MEMORIES = """
@@ -109,16 +110,6 @@ SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories
 """
 
 
-_LOCK_CORPORA = """
-SELECT (SELECT count(*) FROM (
-            SELECT 1 FROM {s}.memory_corpus WHERE tenant_id = :tenant_id FOR UPDATE
-        ) AS m),
-       (SELECT count(*) FROM (
-            SELECT 1 FROM {s}.document_corpus WHERE tenant_id = :tenant_id FOR UPDATE
-        ) AS d)
-"""
-
-
 class Lookup:
     """The read-by-id and forget statements of one schema."""
 
@@ -129,7 +120,7 @@ class Lookup:
         self._tool_calls = text(_TOOL_CALLS.format(s=quoted))
         self._existing_decisions = text(_EXISTING_DECISIONS.format(s=quoted))
         self._forget = text(_FORGET.format(s=quoted))
-        self._lock_corpora = text(_LOCK_CORPORA.format(s=quoted))
+        self._schema = schema
 
     def memories(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[Memory]:
         rows = connection.execute(self._memories, {"tenant_id": tenant_id, "ids": list(ids)})
@@ -166,9 +157,8 @@ class Lookup:
         task_id: str | None,
         everything: bool,
     ) -> Forgotten:
-        # The tenant's corpus rows first, as the writers take them (no deadlock on the term
-        # statistics this statement takes back).
-        connection.execute(self._lock_corpora, {"tenant_id": tenant_id})
+        # The statistics this statement takes back are shared with the tenant's writers.
+        lock_term_statistics(connection, self._schema, [tenant_id])
         memories, decisions, tool_calls, cache, documents = connection.execute(
             self._forget,
             {

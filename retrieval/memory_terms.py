@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager
 from sqlalchemy import Connection, text
 
 from retrieval.errors import ValidationError
+from retrieval.statistics_lock import lock_term_statistics
 
 _INDEX = """
 WITH chosen AS (
@@ -53,12 +54,10 @@ ON CONFLICT (tenant_id)
 DO UPDATE SET memories = c.memories + excluded.memories,
               total_terms = c.total_terms + excluded.total_terms
 """
-# The batch's corpus rows are locked first, in tenant order, as forget() locks them: writers of
-# one tenant queue there instead of locking term statistics in opposite orders (deadlock).
 _CONFIGS = """
 SELECT tenant_id, text_search_config FROM "{s}".memory_corpus
 WHERE tenant_id = ANY(CAST(:tenants AS text[]))
-ORDER BY tenant_id FOR UPDATE
+ORDER BY tenant_id
 """
 _MISSING = """
 SELECT m.tenant_id, m.id FROM "{s}".memories AS m
@@ -85,6 +84,7 @@ def index_memories(
     if not ids:
         return
     distinct = sorted(set(tenants))
+    lock_term_statistics(connection, schema, distinct)
     stored = connection.execute(text(_CONFIGS.format(s=schema)), {"tenants": distinct}).all()
     clash = next((row for row in stored if row.text_search_config != text_search_config), None)
     if clash is not None:
