@@ -301,7 +301,7 @@ class RetrievalConfig:
     bm25_b: float = DEFAULT_BM25_B
     # BM25 channels: terms held by more than this share of the rows are scored only for the
     # rows the rarer terms found, when that provably changes no result (sources/fusion.py).
-    bm25_common_share: float = 0.1
+    bm25_common_share: float = 0.15
     # Documents: a chunk beyond max_distance is still returned when its lexemes cover this
     # share of the query's idf (an exact code or name); see sources/documents.py.
     bm25_min_coverage: float = 0.9

@@ -68,15 +68,22 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
     CROSS JOIN doc_corpus AS c
     LEFT JOIN {s}.document_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
 )""",
-        f"""doc_evidence AS (
+        # Each query term's postings probed for the fused chunks at once (one index scan per
+        # term): the idf the chunk's lexemes cover.
+        f"""doc_covered AS (
+    SELECT p.chunk_id, sum(i.idf) AS covered
+    FROM doc_idf AS i
+    JOIN {s}.document_terms AS p
+      ON p.tenant_id = %(tenant_id)s AND p.term = i.term
+         AND p.chunk_id = ANY (ARRAY(SELECT chunk_id FROM doc_fused))
+    GROUP BY p.chunk_id
+)""",
+        f"""doc_evidence AS MATERIALIZED (
     SELECT f.*, COALESCE(f.distance, c.embedding <-> %(query_vector)s::vector) AS nearness,
-           COALESCE((
-               SELECT sum(i.idf) FROM doc_idf AS i
-               JOIN {s}.document_terms AS p
-                 ON p.tenant_id = %(tenant_id)s AND p.term = i.term AND p.chunk_id = f.chunk_id
-           ), 0.0) / NULLIF((SELECT sum(idf) FROM doc_idf), 0.0) AS coverage
+           COALESCE(v.covered, 0.0) / NULLIF((SELECT sum(idf) FROM doc_idf), 0.0) AS coverage
     FROM doc_fused AS f
     JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = f.chunk_id
+    LEFT JOIN doc_covered AS v ON v.chunk_id = f.chunk_id
 )""",
         f"""documents AS (
     SELECT 'documents'::text AS source, 'chunk'::text AS item, c.id, c.content,

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FUSIONS = ("rrf", "convex", "max", "cascade")
-SEED = 4  # rows scored exactly to set the pruning bound, per candidate wanted
-PROBE_LIMIT = 2000  # most rows whose common terms are probed; more: score every posting
+SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
+PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,17 @@ def bm25_ctes(
     Exact, with pruning (the "max-score" idea, set-wise): the query's rare terms (held by at
     most ``bm25_common_share`` of the rows) are scored from all their postings, giving each
     row they find a partial score ``P``; the common terms together can add at most
-    ``R = sum(idf * (k1 + 1))``. When the ``candidates``-th best ``P`` (``theta``) exceeds
-    ``R``, no row the rare terms missed can reach the top (it scores at most ``R``), nor can a
-    found row with ``P + R < theta``; only the others get their common terms' contributions
-    added, one index probe per (row, common term). Otherwise every posting is scored.
+    ``R = sum(idf * (k1 + 1))``. The ``SEED * candidates`` rows of best ``P`` (the seed) get
+    their common terms added (their exact scores); ``theta`` is the ``candidates``-th best of
+    them. Then, in the first tier that applies:
+
+    1. ``theta > R`` and the best ``P`` outside the seed plus ``R`` stays under ``theta``: no
+       other row can reach the top (a row the rare terms missed scores at most ``R``), so the
+       top is the seed's;
+    2. ``theta > R`` and at most ``PROBE_LIMIT`` rows have ``P + R >= theta``: those rows get
+       their common terms added (an index probe per row and common term), the rest cannot
+       reach the top;
+    3. otherwise every posting is scored.
     """
     extra = f"AND {condition}" if condition else ""
     contribution = (
@@ -59,17 +66,19 @@ def bm25_ctes(
         f"+ w.per_length * p.{postings.length})"
     )
     key = postings.key
+    seed = f"{SEED} * %({candidates})s"  # the seed's size
 
-    def common(alias: str) -> str:
-        # The common terms' contributions to one row: an index probe per common term.
-        return f"""COALESCE((
-                   SELECT sum({contribution})
-                   FROM {prefix}_weights AS w
-                   JOIN {postings.terms} AS p
-                     ON p.tenant_id = %(tenant_id)s AND p.term = w.term
-                        AND p.{key} = {alias}.{key}
-                   WHERE w.common
-               ), 0.0)"""
+    def common_of(rows: str) -> str:
+        # The common terms' contributions (``rest``) to the rows of query ``rows``: each
+        # common term's postings probed for all of them at once (one index scan per term).
+        return f"""
+        SELECT p.{key}, sum({contribution}) AS rest
+        FROM {prefix}_weights AS w
+        JOIN {postings.terms} AS p
+          ON p.tenant_id = %(tenant_id)s AND p.term = w.term
+             AND p.{key} = ANY (ARRAY({rows}))
+        WHERE w.common
+        GROUP BY p.{key}"""
 
     return [
         f"""{prefix}_terms AS (
@@ -103,34 +112,65 @@ def bm25_ctes(
     WHERE NOT w.common
     GROUP BY p.{key}
 )""",
-        # theta: the candidates-th best exact score among the rows with the best partial
-        # scores (real rows, so the true candidates-th best is at least theta).
-        f"""{prefix}_seed AS MATERIALIZED (
-    SELECT a.{key}, a.partial + {common("a")} AS bm25
-    FROM (SELECT * FROM {prefix}_partial ORDER BY partial DESC LIMIT {SEED} * %({candidates})s)
-         AS a
+        # The seed, and one row more: the best partial score outside it.
+        f"""{prefix}_top AS MATERIALIZED (
+    SELECT a.{key}, a.partial, row_number() OVER (ORDER BY a.partial DESC, a.{key}) AS place
+    FROM (SELECT * FROM {prefix}_partial ORDER BY partial DESC, {key}
+          LIMIT {SEED} * %({candidates})s + 1) AS a
 )""",
+        # The seed's exact scores: each common term's postings probed for the seed's rows at
+        # once (one index scan per common term).
+        f"""{prefix}_seed AS MATERIALIZED (
+    SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
+    FROM {prefix}_top AS a
+    LEFT JOIN ({common_of(f"SELECT {key} FROM {prefix}_top WHERE place <= {seed}")}
+    ) AS x ON x.{key} = a.{key}
+    WHERE a.place <= {seed}
+)""",
+        # rest: what the common terms can add at most; theta: the candidates-th best exact
+        # score in the seed (real rows, so the true candidates-th best is at least theta);
+        # outside: the best partial score outside the seed (NULL: the seed holds every row
+        # the rare terms found).
         f"""{prefix}_bound AS MATERIALIZED (
     SELECT (SELECT COALESCE(sum(idf_k1), 0.0) FROM {prefix}_weights WHERE common) AS rest,
-           COALESCE((SELECT bm25 FROM {prefix}_seed ORDER BY bm25 DESC
-                     OFFSET %({candidates})s - 1 LIMIT 1), 0.0) AS theta
+           (SELECT bm25 FROM {prefix}_seed ORDER BY bm25 DESC
+            OFFSET %({candidates})s - 1 LIMIT 1) AS theta,
+           (SELECT partial FROM {prefix}_top WHERE place = {SEED} * %({candidates})s + 1)
+               AS outside
 )""",
-        f"""{prefix}_pruning AS MATERIALIZED (
-    SELECT x.theta > x.rest
-           AND (SELECT count(*) FROM {prefix}_partial AS a
-                WHERE a.partial + x.rest >= x.theta) <= {PROBE_LIMIT} AS pruned
+        # The rows the rare terms found that can still reach the top (read by tiers 2 and 3).
+        f"""{prefix}_reach AS MATERIALIZED (
+    SELECT a.{key}, a.partial
+    FROM {prefix}_partial AS a, {prefix}_bound AS x
+    WHERE a.partial + x.rest >= x.theta
+)""",
+        f"""{prefix}_tier AS MATERIALIZED (
+    SELECT CASE
+               WHEN x.rest = 0.0 AND x.outside IS NULL THEN 1
+               WHEN x.theta > x.rest AND (x.outside IS NULL OR x.outside + x.rest < x.theta)
+               THEN 1
+               WHEN x.theta > x.rest
+                    AND (SELECT count(*) FROM {prefix}_reach) <= {PROBE_LIMIT}
+               THEN 2
+               ELSE 3
+           END AS tier
     FROM {prefix}_bound AS x
 )""",
         f"""{prefix}_bm25 AS (
     SELECT * FROM (
-        SELECT a.{key}, a.partial + {common("a")} AS bm25
-        FROM {prefix}_partial AS a, {prefix}_bound AS x
-        WHERE (SELECT pruned FROM {prefix}_pruning) AND a.partial + x.rest >= x.theta
+        SELECT s.{key}, s.bm25
+        FROM {prefix}_seed AS s
+        WHERE (SELECT tier FROM {prefix}_tier) = 1
+        UNION ALL
+        SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
+        FROM {prefix}_reach AS a
+        LEFT JOIN ({common_of(f"SELECT {key} FROM {prefix}_reach")}) AS x ON x.{key} = a.{key}
+        WHERE (SELECT tier FROM {prefix}_tier) = 2
         UNION ALL
         SELECT p.{key}, sum({contribution}) AS bm25
         FROM {prefix}_weights AS w
         JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
-        WHERE NOT (SELECT pruned FROM {prefix}_pruning)
+        WHERE (SELECT tier FROM {prefix}_tier) = 3
         GROUP BY p.{key}
     ) AS scored
     ORDER BY scored.bm25 DESC, scored.{key}

@@ -16,6 +16,8 @@ from retrieval.config import RetrievalConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
 from retrieval.retriever import HybridRetriever
+from retrieval.sources import fusion
+from retrieval.sources.fusion import Postings, bm25_ctes
 from retrieval.store import MemoryStore
 from tests.bm25_reference import bm25_reference, lexemes, term_statistics
 
@@ -265,31 +267,70 @@ def _ten_chunks(**changes: Any) -> RetrievalConfig:
     )
 
 
-@pytest.mark.parametrize("share", [0.0, 0.05, 0.1, 0.3, 1.0])
+def _tier(store: MemoryStore, query: str, share: float) -> int:
+    """Which of the pruned channel's tiers answers ``query`` (1 seed, 2 probes, 3 all)."""
+    postings = Postings(
+        terms="retrieval.document_terms",
+        stats="retrieval.document_term_stats",
+        corpus="retrieval.document_corpus",
+        key="chunk_id",
+        length="chunk_length",
+        count="chunks",
+    )
+    ctes = bm25_ctes("doc", postings, "query_text", "documents_candidates")
+    params = {
+        "tenant_id": "acme",
+        "query_text": query,
+        "text_search_config": "english",
+        "bm25_k1": 1.2,
+        "bm25_b": 0.75,
+        "bm25_common_share": share,
+        "documents_candidates": 10,
+    }
+    with store.engine.connect() as connection:
+        cursor = connection.exec_driver_sql(
+            "WITH " + ",\n".join(ctes) + "\nSELECT tier FROM doc_tier", params
+        )
+        return int(cursor.scalar_one())
+
+
 def test_the_pruned_bm25_channel_finds_the_exact_top(
-    store: MemoryStore, documents: DocumentStore, share: float
+    store: MemoryStore, documents: DocumentStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Terms held by more than `share` of the chunks are only probed for the chunks the rarer
-    # terms found, when that is lossless; whatever the share, the channel's top 10 and their
-    # scores are BM25's own.
+    # terms found, when that is lossless; whichever tier answers (the seed's top, probes of
+    # the rows that can still reach the top, every posting), the channel's top 10 and their
+    # scores are BM25's own. A seed of 1 row per candidate (10 of the 80 chunks) makes all
+    # three tiers occur, with the sample's titles as queries too.
     for document in _sample_documents("acme"):
         documents.add(document)
-    config = _ten_chunks(
-        fusion="rrf",
-        bm25_weight=1.0,  # the results in the BM25 channel's order
-        bm25_common_share=share,
-    )
-    with HybridRetriever.from_store(store, config=config) as retriever:
-        for query in QUERIES:
-            expected = documents.bm25(query, tenant_id="acme", limit=10)
-            response = retriever.retrieve(query, tenant_id="acme")
-            got = sorted(
-                ((r.metadata["id"], r.metadata["bm25"]) for r in response if r.metadata["bm25"]),
-                key=lambda item: (-item[1], item[0]),
+    queries = [*QUERIES, *json.loads(SAMPLE.read_text())["titles"][:20]]
+    tiers = set()
+    for seed in (1, fusion.SEED):
+        monkeypatch.setattr(fusion, "SEED", seed)
+        for share in (0.0, 0.05, 0.1, 0.2, 0.3, 1.0):
+            config = _ten_chunks(
+                fusion="rrf",
+                bm25_weight=1.0,  # the results in the BM25 channel's order
+                bm25_common_share=share,
             )
-            assert [chunk for chunk, _ in got] == [chunk for chunk, _ in expected], query
-            for (_, score), (_, reference) in zip(got, expected, strict=True):
-                assert score == pytest.approx(reference, abs=1e-9)
+            with HybridRetriever.from_store(store, config=config) as retriever:
+                for query in queries:
+                    tiers.add(_tier(store, query, share))
+                    expected = documents.bm25(query, tenant_id="acme", limit=10)
+                    response = retriever.retrieve(query, tenant_id="acme")
+                    got = sorted(
+                        (
+                            (r.metadata["id"], r.metadata["bm25"])
+                            for r in response
+                            if r.metadata["bm25"]
+                        ),
+                        key=lambda item: (-item[1], item[0]),
+                    )
+                    assert [c for c, _ in got] == [c for c, _ in expected], (seed, share, query)
+                    for (_, score), (_, reference) in zip(got, expected, strict=True):
+                        assert score == pytest.approx(reference, abs=1e-9)
+    assert tiers == {1, 2, 3}
 
 
 def test_bm25_parameters_of_the_config_reach_the_channel(
