@@ -1,7 +1,8 @@
-"""Experiment for issue 4: a word-level index for the episodic source, against today's ILIKE.
+"""Experiment for issue 4: a word-level index for the episodic source, against today's matching.
 
-Not used by the library. The episodic source matches each query keyword with ``ILIKE
-'%keyword%'`` on trigram indexes and counts, per row, the keywords it matches; with SciFact
+Not used by the library. The episodic source matches each query keyword as ``ILIKE
+'%keyword%'`` would (since revision 0006: ``LIKE`` on the trigram-indexed, lower-cased
+``search_text`` column) and counts, per row, the keywords it matches; with SciFact
 claims (8 keywords) against 100,000 decisions and 100,000 tool calls, every keyword rechecks
 thousands of rows (see BENCHMARKS.md, "Why the episodic source misses the target").
 
@@ -89,21 +90,23 @@ SELECT item, row_id FROM hits GROUP BY item, row_id
 ORDER BY {_SCORE} DESC, item, row_id LIMIT 40
 """
 
-ILIKE = f"""
-WITH hits AS (
-    SELECT 1 AS item, x.id AS row_id, x.created_at, k.position
+SEARCH_TEXT = f"""
+WITH patterns AS MATERIALIZED (
+    SELECT lower(k.pattern) AS pattern, k.position
     FROM unnest(%(patterns)s::text[]) WITH ORDINALITY AS k(pattern, position)
+), hits AS (
+    SELECT 1 AS item, x.id AS row_id, x.created_at, k.position
+    FROM patterns AS k
     CROSS JOIN LATERAL (
         SELECT d.id, d.created_at FROM {SCHEMA}.decisions AS d
-        WHERE d.tenant_id = %(tenant)s AND d.content ILIKE k.pattern
+        WHERE d.tenant_id = %(tenant)s AND d.search_text LIKE k.pattern
     ) AS x
     UNION ALL
     SELECT 2, x.id, x.created_at, k.position
-    FROM unnest(%(patterns)s::text[]) WITH ORDINALITY AS k(pattern, position)
+    FROM patterns AS k
     CROSS JOIN LATERAL (
         SELECT c.id, c.created_at FROM {SCHEMA}.tool_calls AS c
-        WHERE c.tenant_id = %(tenant)s
-          AND (c.tool_name ILIKE k.pattern OR c.params::text ILIKE k.pattern)
+        WHERE c.tenant_id = %(tenant)s AND c.search_text LIKE k.pattern
     ) AS x
 )
 SELECT item, row_id FROM hits GROUP BY item, row_id
@@ -134,7 +137,7 @@ def main() -> None:
     claims = [
         q["text"] for q in map(json.loads, (SCIFACT / "queries.jsonl").open()) if q["_id"] in wanted
     ][: args.queries]
-    times: dict[str, list[float]] = {"ilike": [], "words": []}
+    times: dict[str, list[float]] = {"search_text": [], "words": []}
     same = 0
     for claim in claims:
         keywords = scoring.extract_keywords(claim)
@@ -147,12 +150,12 @@ def main() -> None:
             "as_of": AS_OF,
         }
         found = {}
-        for name, query in (("ilike", ILIKE), ("words", WORDS)):
+        for name, query in (("search_text", SEARCH_TEXT), ("words", WORDS)):
             connections.execute(query, params)  # warm
             begin = time.perf_counter()
             found[name] = connections.execute(query, params)
             times[name].append((time.perf_counter() - begin) * 1000)
-        same += found["ilike"] == found["words"]
+        same += found["search_text"] == found["words"]
     connections.execute(f"DROP TABLE {SCHEMA}.word_postings, {SCHEMA}.word_vocabulary", {})
     connections.close()
     results: dict[str, Any] = {
@@ -161,7 +164,7 @@ def main() -> None:
         "vocabulary": size[0],
         "postings": size[1],
         "bytes": size[2],
-        "queries": len(times["ilike"]),
+        "queries": len(times["search_text"]),
         "same_top_40": same,
         **{
             name: {

@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
+    Computed,
     DateTime,
     Float,
     ForeignKeyConstraint,
@@ -24,7 +25,6 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    cast,
     func,
     text,
 )
@@ -139,15 +139,22 @@ def _decisions(metadata: MetaData) -> Table:
         Column("content", Text, nullable=False),
         Column("status", Text, nullable=False),
         _created_at(),
+        # What the episodic source's keywords are matched against (revision 0006).
+        Column("search_text", Text, Computed("lower(content)", persisted=True)),
         PrimaryKeyConstraint("tenant_id", "id", name="decisions_pkey"),
         Index("decisions_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("decisions_tenant_task_idx", "tenant_id", "task_id"),
-        Index(
-            "decisions_content_trgm_idx",
-            "content",
-            postgresql_using="gin",
-            postgresql_ops={"content": "gin_trgm_ops"},
-        ),
+        _search_text_index("decisions_search_text_trgm_idx"),
+    )
+
+
+def _search_text_index(name: str) -> Index:
+    # Keyword search (LIKE '%word%') on the lower-cased search text needs a trigram index.
+    return Index(
+        name,
+        "search_text",
+        postgresql_using="gin",
+        postgresql_ops={"search_text": "gin_trgm_ops"},
     )
 
 
@@ -162,6 +169,12 @@ def _tool_calls(metadata: MetaData) -> Table:
         Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("result", Text, nullable=True),
         _created_at(),
+        # The name and the parameters, lower-cased, for the episodic keywords (revision 0006).
+        Column(
+            "search_text",
+            Text,
+            Computed("lower(tool_name) || E'\\n' || lower(params::text)", persisted=True),
+        ),
         PrimaryKeyConstraint("tenant_id", "id", name="tool_calls_pkey"),
         ForeignKeyConstraint(
             ["tenant_id", "decision_id"],
@@ -172,19 +185,7 @@ def _tool_calls(metadata: MetaData) -> Table:
         Index("tool_calls_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("tool_calls_tenant_decision_idx", "tenant_id", "decision_id"),
         Index("tool_calls_tenant_tool_name_idx", "tenant_id", "tool_name"),
-        Index(
-            "tool_calls_tool_name_trgm_idx",
-            "tool_name",
-            postgresql_using="gin",
-            postgresql_ops={"tool_name": "gin_trgm_ops"},
-        ),
-    )
-    # Keyword search over the parameters as text (ILIKE '%word%') needs an expression index.
-    Index(
-        "tool_calls_params_trgm_idx",
-        cast(table.c.params, Text).label("params_text"),
-        postgresql_using="gin",
-        postgresql_ops={"params_text": "gin_trgm_ops"},
+        _search_text_index("tool_calls_search_text_trgm_idx"),
     )
     return table
 

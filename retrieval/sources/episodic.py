@@ -1,9 +1,12 @@
 """The episodic source: the agent's decisions and tool calls, found by the query's keywords.
 
 A decision matches on its content, a tool call on its tool name or its parameters (as JSON
-text), each with ``ILIKE`` on a trigram index; ``%``, ``_`` and ``\\`` in a keyword match
-literally (the patterns come from :func:`retrieval.scoring.like_pattern`). Relevance is the
-fraction of the query's keywords a row matches; recency ``0.5 ^ (age / half_life)``.
+text), case-insensitively, as ``ILIKE`` would: each table keeps that text lower-cased in a
+generated, trigram-indexed column ``search_text`` (revision 0006), compared with ``LIKE`` and the
+pattern lower-cased once, which spares lower-casing every candidate row per keyword. ``%``,
+``_`` and ``\\`` in a keyword match literally (the patterns come from
+:func:`retrieval.scoring.like_pattern`). Relevance is the fraction of the query's keywords a
+row matches; recency ``0.5 ^ (age / half_life)``.
 
 Each keyword is looked up on its own (one trigram index scan per keyword, each row checked
 against one pattern), and the hits are counted per row: a row matched by ``m`` of ``n``
@@ -45,14 +48,14 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     ``query.lexical`` is set: a decision's content and a tool call's tool name are then compared
     with the whole query, and the scores combined with the keyword relevance.
     """
-    ctes, names = [], []
+    ctes, names = [_PATTERNS], []
     if query.decisions:
         task = "AND x.task_id = %(task_id)s" if query.with_task else ""
         ctes += [
             _hits(
                 "decision_hits",
                 f'"{schema}".decisions',
-                f"x.content ILIKE k.pattern {task}",
+                f"x.search_text LIKE k.pattern {task}",
             ),
             _top("decision_top", "decision_hits"),
             f"""episodic_decisions AS (
@@ -79,7 +82,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
             _hits(
                 "tool_call_hits",
                 f'"{schema}".tool_calls',
-                f"(x.tool_name ILIKE k.pattern OR x.params::text ILIKE k.pattern) {task}",
+                f"x.search_text LIKE k.pattern {task}",
             ),
             _top("tool_call_top", "tool_call_hits"),
             f"""episodic_tool_calls AS (
@@ -117,12 +120,19 @@ def _evidence(query: EpisodicQuery) -> str:
     return ", " + lexical_evidence(query.lexical, "keywords", "t.relevance")
 
 
+# The keywords' patterns, lower-cased by PostgreSQL once (as ILIKE lower-cases its pattern).
+_PATTERNS = """episodic_patterns AS MATERIALIZED (
+    SELECT k.keyword, lower(k.pattern) AS pattern, k.position
+    FROM unnest(%(keywords)s::text[], %(patterns)s::text[])
+         WITH ORDINALITY AS k(keyword, pattern, position)
+)"""
+
+
 def _hits(name: str, table: str, condition: str) -> str:
     # One row per (row, keyword it matches): one index scan per keyword.
     return f"""{name} AS (
     SELECT x.id, x.created_at, k.keyword, k.position
-    FROM unnest(%(keywords)s::text[], %(patterns)s::text[])
-         WITH ORDINALITY AS k(keyword, pattern, position)
+    FROM episodic_patterns AS k
     CROSS JOIN LATERAL (
         SELECT x.id, x.created_at FROM {table} AS x
         WHERE x.tenant_id = %(tenant_id)s AND {condition}

@@ -69,34 +69,37 @@ def _plan(connection: Connection, query: str, **params: object) -> str:
     return "\n".join(rows)
 
 
-def test_ilike_on_decision_content_uses_the_trigram_index(seeded: PgDatabase) -> None:
+def test_keyword_search_on_decisions_uses_the_trigram_index(seeded: PgDatabase) -> None:
+    # The episodic source compares the lower-cased search text with LIKE (revision 0006).
     with seeded.engine.connect() as connection:
         plan = _plan(
             connection,
-            "SELECT id FROM retrieval.decisions WHERE content ILIKE :pattern",
+            "SELECT id FROM retrieval.decisions WHERE search_text LIKE lower(:pattern)",
             pattern="%a1b2%",
         )
         matches = connection.execute(
-            text("SELECT count(*) FROM retrieval.decisions WHERE content ILIKE '%billing%'")
+            text("SELECT count(*) FROM retrieval.decisions WHERE search_text LIKE '%billing%'")
         ).scalar()
-    assert "decisions_content_trgm_idx" in plan, plan
+    assert "decisions_search_text_trgm_idx" in plan, plan
     assert matches == ROWS // 5
 
 
-def test_ilike_on_tool_names_and_params_uses_the_trigram_indexes(seeded: PgDatabase) -> None:
+def test_keyword_search_on_tool_names_and_params_uses_the_trigram_index(
+    seeded: PgDatabase,
+) -> None:
     with seeded.engine.connect() as connection:
         by_name = _plan(
             connection,
-            "SELECT id FROM retrieval.tool_calls WHERE tool_name ILIKE :pattern",
+            "SELECT id FROM retrieval.tool_calls WHERE search_text LIKE lower(:pattern)",
             pattern="%mail_4%",
         )
         by_params = _plan(
             connection,
-            "SELECT id FROM retrieval.tool_calls WHERE params::text ILIKE :pattern",
+            "SELECT id FROM retrieval.tool_calls WHERE search_text LIKE lower(:pattern)",
             pattern="%c4ca42%",
         )
-    assert "tool_calls_tool_name_trgm_idx" in by_name, by_name
-    assert "tool_calls_params_trgm_idx" in by_params, by_params
+    assert "tool_calls_search_text_trgm_idx" in by_name, by_name
+    assert "tool_calls_search_text_trgm_idx" in by_params, by_params
 
 
 def test_nearest_neighbours_use_the_hnsw_index(seeded: PgDatabase) -> None:

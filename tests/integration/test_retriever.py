@@ -214,6 +214,71 @@ def test_like_wildcards_in_a_keyword_match_literally(
     assert response[0].metadata["matched_keywords"] == ["data_load"]
 
 
+def test_keyword_matches_equal_ilike_on_the_original_text(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # The source compares the stored lower-cased search text with LIKE (revision 0006); the
+    # matches must be ILIKE's on the original columns, mixed case and non-ASCII letters
+    # included.
+    contents = [
+        "Überprüfung der STRASSE abgeschlossen",
+        "ΣΊΣΥΦΟΣ pushed the Boulder again",
+        "Café RÉSUMÉ review for İstanbul office",
+        "Plain lowercase note about the boulder",
+    ]
+    for content in contents:
+        store.record_decision(
+            tenant_id="acme", task_id=None, action_type="note", content=content,
+            status="done", created_at=AS_OF,
+        )  # fmt: skip
+    store.record_tool_call(
+        tenant_id="acme", decision_id=None, tool_name="Geo_LOOKUP",
+        params={"City": "İstanbul", "Note": "Überprüfung"}, result="ok", created_at=AS_OF,
+    )  # fmt: skip
+    store.record_tool_call(
+        tenant_id="acme", decision_id=None, tool_name="fetchcity",
+        params={"q": "x"}, result=None, created_at=AS_OF,
+    )  # fmt: skip
+    config = RetrievalConfig(
+        semantic=SourceConfig(0.9, 0.1, limit=5, half_life_hours=720.0, enabled=False),
+        episodic=SourceConfig(relevance=0.7, recency=0.3, limit=10, half_life_hours=168.0),
+        min_final_score=0.0,
+        record_access=False,
+    )
+    queries = [
+        "überprüfung straße", "σίσυφος boulder", "café résumé", "istanbul lookup",
+        "İstanbul city", "geo_lookup", "boulder",
+    ]  # fmt: skip
+    with store.engine.connect() as connection:
+        for query in queries:
+            keywords = scoring.extract_keywords(query)
+            expected: dict[tuple[str, int], list[str]] = {}
+            for keyword in keywords:
+                pattern = scoring.like_pattern(keyword)
+                decisions = connection.execute(
+                    text(
+                        "SELECT id FROM retrieval.decisions "
+                        "WHERE tenant_id = 'acme' AND content ILIKE :p"
+                    ),
+                    {"p": pattern},
+                ).scalars()
+                calls = connection.execute(
+                    text(
+                        "SELECT id FROM retrieval.tool_calls WHERE tenant_id = 'acme' "
+                        "AND (tool_name ILIKE :p OR params::text ILIKE :p)"
+                    ),
+                    {"p": pattern},
+                ).scalars()
+                for item, ids in (("decision", decisions), ("tool_call", calls)):
+                    for row in ids:
+                        expected.setdefault((item, row), []).append(keyword)
+            response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=config)
+            got = {(r.metadata["item"], r.metadata["id"]): r.metadata["matched_keywords"]
+                   for r in response}  # fmt: skip
+            assert got == expected, query
+            assert expected, query
+
+
 def test_task_filter_narrows_the_episodic_source(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
