@@ -62,7 +62,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     SELECT 'episodic'::text AS source, 'decision'::text AS item, d.id, d.content,
            'decision'::text AS kind, d.created_at, {_relevance(query)}, t.recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
-           NULL::float8 AS distance, t.matched, NULL::text[] AS entities,
+           NULL::float8 AS distance, {_matched("d")}, NULL::text[] AS entities,
            jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type,
                               'status', d.status{_evidence(query)}) AS details
     FROM decision_top AS t
@@ -91,7 +91,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
            'tool_call'::text AS kind, c.created_at, {_relevance(query)},
            t.recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
-           NULL::float8 AS distance, t.matched, NULL::text[] AS entities,
+           NULL::float8 AS distance, {_matched("c")}, NULL::text[] AS entities,
            jsonb_build_object('tool_name', c.tool_name, 'params', c.params,
                               'result', c.result, 'decision_id', c.decision_id
                               {_evidence(query)}) AS details
@@ -131,7 +131,7 @@ _PATTERNS = """episodic_patterns AS MATERIALIZED (
 def _hits(name: str, table: str, condition: str) -> str:
     # One row per (row, keyword it matches): one index scan per keyword.
     return f"""{name} AS (
-    SELECT x.id, x.created_at, k.keyword, k.position
+    SELECT x.id, x.created_at
     FROM episodic_patterns AS k
     CROSS JOIN LATERAL (
         SELECT x.id, x.created_at FROM {table} AS x
@@ -140,10 +140,18 @@ def _hits(name: str, table: str, condition: str) -> str:
 )"""
 
 
+def _matched(alias: str) -> str:
+    # The keywords a chosen row matches, in the query's order: its text checked against each
+    # pattern again (a few rows), rather than an array built for every row the hits found.
+    return f"""ARRAY(SELECT k.keyword FROM episodic_patterns AS k
+                 WHERE {alias}.search_text LIKE k.pattern ORDER BY k.position) AS matched"""
+
+
 def _top(name: str, hits: str) -> str:
+    # Only the count of hits per row: the pool's rows get their matched keywords afterwards.
     return f"""{name} AS (
     SELECT * FROM (
-        SELECT h.id, array_agg(h.keyword ORDER BY h.position) AS matched,
+        SELECT h.id,
                count(*)::float8 / cardinality(%(keywords)s::text[]) AS relevance,
                {recency_sql("h.created_at", "episodic_half_life")} AS recency,
                h.created_at
