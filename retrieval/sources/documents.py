@@ -94,7 +94,8 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
            jsonb_build_object(
                'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', c.chunk_index,
                'section_title', c.section_title, 'page_start', c.page_start,
-               'page_end', c.page_end, 'coverage', f.coverage, {channel_evidence("f")}
+               'page_end', c.page_end, 'coverage', f.coverage,
+               'bm25_tier', (SELECT tier FROM doc_tier), {channel_evidence("f")}
            ) AS details
     FROM doc_evidence AS f
     JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = f.chunk_id
