@@ -78,28 +78,31 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
          AND p.chunk_id = ANY (ARRAY(SELECT chunk_id FROM doc_fused))
     GROUP BY p.chunk_id
 )""",
+        # The fused chunks with their evidence and the columns the results show (one read of
+        # each chunk's row).
         f"""doc_evidence AS MATERIALIZED (
     SELECT f.*, COALESCE(f.distance, c.embedding <-> %(query_vector)s::vector) AS nearness,
-           COALESCE(v.covered, 0.0) / NULLIF((SELECT sum(idf) FROM doc_idf), 0.0) AS coverage
+           COALESCE(v.covered, 0.0) / NULLIF((SELECT sum(idf) FROM doc_idf), 0.0) AS coverage,
+           c.content, c.created_at, c.document_id, c.chunk_index, c.section_title,
+           c.page_start, c.page_end
     FROM doc_fused AS f
     JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = f.chunk_id
     LEFT JOIN doc_covered AS v ON v.chunk_id = f.chunk_id
 )""",
         f"""documents AS (
-    SELECT 'documents'::text AS source, 'chunk'::text AS item, c.id, c.content,
-           'chunk'::text AS kind, c.created_at, f.relevance,
-           {recency_sql("c.created_at", "documents_half_life")} AS recency,
+    SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
+           'chunk'::text AS kind, f.created_at, f.relevance,
+           {recency_sql("f.created_at", "documents_half_life")} AS recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            f.nearness AS distance, NULL::text[] AS matched, NULL::text[] AS entities,
            jsonb_build_object(
-               'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', c.chunk_index,
-               'section_title', c.section_title, 'page_start', c.page_start,
-               'page_end', c.page_end, 'coverage', f.coverage,
+               'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', f.chunk_index,
+               'section_title', f.section_title, 'page_start', f.page_start,
+               'page_end', f.page_end, 'coverage', f.coverage,
                'bm25_tier', (SELECT tier FROM doc_tier), {channel_evidence("f")}
            ) AS details
     FROM doc_evidence AS f
-    JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = f.chunk_id
-    JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = c.document_id
+    JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
     {_GATE if gated else ""}
 )""",
     ]

@@ -56,8 +56,7 @@ def bm25_ctes(
        other row can reach the top (a row the rare terms missed scores at most ``R``), so the
        top is the seed's;
     2. ``theta > R`` and at most ``PROBE_LIMIT`` rows have ``P + R >= theta``: those rows get
-       their common terms added (an index probe per row and common term), the rest cannot
-       reach the top;
+       their common terms added the same way, the rest cannot reach the top;
     3. otherwise every posting is scored.
     """
     extra = f"AND {condition}" if condition else ""
