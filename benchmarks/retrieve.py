@@ -225,7 +225,8 @@ def load(
         connection.execute(
             text(
                 f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls, "
-                f"{schema}.memory_term_stats, {schema}.memory_corpus CASCADE"
+                f"{schema}.memory_term_stats, {schema}.memory_corpus, "
+                f"{schema}.episodic_postings, {schema}.episodic_vocabulary CASCADE"
             )
         )
     drop_vector_index(engine, schema)
@@ -281,7 +282,14 @@ def load(
         print(f"{schema}: {stop} rows per table loaded", flush=True)
     build_vector_index(engine, schema)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        for table in ("memories", "decisions", "tool_calls", "memory_entities"):
+        for table in (
+            "memories",
+            "decisions",
+            "tool_calls",
+            "memory_entities",
+            "episodic_vocabulary",
+            "episodic_postings",
+        ):
             connection.execute(text(f"VACUUM ANALYZE {schema}.{table}"))
     print(f"{schema}: loaded in {time.perf_counter() - started:.0f} s", flush=True)
 

@@ -28,7 +28,14 @@ from retrieval.read_connections import ReadConnections
 from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
 from retrieval.sources.common import COLUMNS, Candidate
 from retrieval.sources.documents import documents_ctes
-from retrieval.sources.episodic import DECISION, TOOL_CALL, EpisodicQuery, episodic_ctes
+from retrieval.sources.episodic import (
+    DECISION,
+    TOOL_CALL,
+    EpisodicQuery,
+    band_parameters,
+    episodic_ctes,
+)
+from retrieval.sources.keyword_bands import Band, keyword_bands
 from retrieval.sources.semantic import SemanticQuery, semantic_ctes
 from retrieval.sources.working_state import LexicalOption, score_working_state
 from retrieval.store import MemoryStore
@@ -179,7 +186,16 @@ class HybridRetriever:
         candidates: list[Candidate] = []
         statements = 0
         if semantic or (episodic and kinds) or documents:
-            params = _parameters(config, tenant_id, vector, keywords, as_of, task_id, entities)
+            params = _parameters(
+                config,
+                tenant_id,
+                vector,
+                keywords,
+                as_of,
+                task_id,
+                entities,
+                episodic_pruning=episodic_lexical is None,
+            )
             if documents or memory_bm25:
                 params.update(_document_parameters(config, lexical_query))
             if semantic_lexical is not None or episodic_lexical is not None:
@@ -350,8 +366,25 @@ def _parameters(
     as_of: datetime,
     task_id: str | None,
     entities: Sequence[str],
+    *,
+    episodic_pruning: bool = True,
 ) -> dict[str, Any]:
+    # The episodic source reads only the postings of rows that can pass the threshold; with a
+    # lexical score in its relevance (which keywords do not bound) it reads them all.
+    bands = (
+        keyword_bands(
+            len(keywords),
+            relevance_weight=config.episodic.relevance,
+            recency_weight=config.episodic.recency,
+            threshold=config.min_final_score,
+            half_life_seconds=config.episodic.half_life_hours * _HOUR,
+            as_of=as_of,
+        )
+        if episodic_pruning
+        else [Band(lists=len(keywords), since=None, until=None)]
+    )
     return {
+        **band_parameters(bands),
         "tenant_id": tenant_id,
         "as_of": as_of,
         "query_vector": vector,

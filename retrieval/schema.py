@@ -22,6 +22,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
+    SmallInteger,
     Table,
     Text,
     UniqueConstraint,
@@ -46,7 +47,10 @@ MEMORY_TERMS = "memory_terms"
 MEMORY_TERM_STATS = "memory_term_stats"
 MEMORY_CORPUS = "memory_corpus"
 MEMORY_TERM_TABLES = (MEMORY_TERMS, MEMORY_TERM_STATS, MEMORY_CORPUS)
-ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES
+EPISODIC_VOCABULARY = "episodic_vocabulary"
+EPISODIC_POSTINGS = "episodic_postings"
+EPISODIC_WORD_TABLES = (EPISODIC_VOCABULARY, EPISODIC_POSTINGS)
+ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES + EPISODIC_WORD_TABLES
 
 SHA256_BYTES = 32
 
@@ -63,6 +67,7 @@ def build_metadata(schema: str, embedding_dim: int) -> MetaData:
     _document_chunks(metadata, embedding_dim)
     _document_terms(metadata)
     _memory_terms(metadata)
+    _episodic_words(metadata)
     return metadata
 
 
@@ -139,22 +144,12 @@ def _decisions(metadata: MetaData) -> Table:
         Column("content", Text, nullable=False),
         Column("status", Text, nullable=False),
         _created_at(),
-        # What the episodic source's keywords are matched against (revision 0006).
+        # What the episodic source's keywords are matched against (revision 0006); its
+        # tokens are indexed in episodic_vocabulary / episodic_postings (revision 0007).
         Column("search_text", Text, Computed("lower(content)", persisted=True)),
         PrimaryKeyConstraint("tenant_id", "id", name="decisions_pkey"),
         Index("decisions_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("decisions_tenant_task_idx", "tenant_id", "task_id"),
-        _search_text_index("decisions_search_text_trgm_idx"),
-    )
-
-
-def _search_text_index(name: str) -> Index:
-    # Keyword search (LIKE '%word%') on the lower-cased search text needs a trigram index.
-    return Index(
-        name,
-        "search_text",
-        postgresql_using="gin",
-        postgresql_ops={"search_text": "gin_trgm_ops"},
     )
 
 
@@ -169,7 +164,8 @@ def _tool_calls(metadata: MetaData) -> Table:
         Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("result", Text, nullable=True),
         _created_at(),
-        # The name and the parameters, lower-cased, for the episodic keywords (revision 0006).
+        # The name and the parameters, lower-cased, for the episodic keywords (revision 0006),
+        # tokenized into the episodic word index by triggers (revision 0007).
         Column(
             "search_text",
             Text,
@@ -185,7 +181,6 @@ def _tool_calls(metadata: MetaData) -> Table:
         Index("tool_calls_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("tool_calls_tenant_decision_idx", "tenant_id", "decision_id"),
         Index("tool_calls_tenant_tool_name_idx", "tenant_id", "tool_name"),
-        _search_text_index("tool_calls_search_text_trgm_idx"),
     )
     return table
 
@@ -316,6 +311,41 @@ def _memory_terms(metadata: MetaData) -> None:
         Index("memory_terms_tenant_memory_idx", "tenant_id", "memory_id"),
     )
     _term_statistics(metadata, MEMORY_TERM_STATS, MEMORY_CORPUS, "memories")
+
+
+def _episodic_words(metadata: MetaData) -> None:
+    # The episodic source's word index (revision 0007, kept by triggers on decisions and tool
+    # calls): each tenant's distinct tokens of search_text, keyed by their SHA-256, with how
+    # many rows hold them; and a posting per (token, row), in time order per token.
+    Table(
+        EPISODIC_VOCABULARY,
+        metadata,
+        _tenant(),
+        _identity(),
+        Column("digest", LargeBinary, nullable=False),
+        Column("token", Text, nullable=False),
+        Column("rows", BigInteger, nullable=False),
+        PrimaryKeyConstraint("tenant_id", "id", name="episodic_vocabulary_pkey"),
+        UniqueConstraint("tenant_id", "digest", name="episodic_vocabulary_digest_key"),
+        Index(
+            "episodic_vocabulary_token_trgm_idx",
+            "token",
+            postgresql_using="gin",
+            postgresql_ops={"token": "gin_trgm_ops"},
+        ),
+    )
+    Table(
+        EPISODIC_POSTINGS,
+        metadata,
+        _tenant(),
+        Column("token_id", BigInteger, nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False),
+        Column("item", SmallInteger, nullable=False),  # 1 decision, 2 tool call
+        Column("row_id", BigInteger, nullable=False),
+        PrimaryKeyConstraint(
+            "tenant_id", "token_id", "created_at", "item", "row_id", name="episodic_postings_pkey"
+        ),
+    )
 
 
 def _term_statistics(metadata: MetaData, stats: str, corpus: str, count: str) -> None:

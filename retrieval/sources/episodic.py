@@ -1,20 +1,20 @@
 """The episodic source: the agent's decisions and tool calls, found by the query's keywords.
 
 A decision matches on its content, a tool call on its tool name or its parameters (as JSON
-text), case-insensitively, as ``ILIKE`` would: each table keeps that text lower-cased in a
-generated, trigram-indexed column ``search_text`` (revision 0006), compared with ``LIKE`` and the
-pattern lower-cased once, which spares lower-casing every candidate row per keyword. ``%``,
-``_`` and ``\\`` in a keyword match literally (the patterns come from
-:func:`retrieval.scoring.like_pattern`). Relevance is the fraction of the query's keywords a
-row matches; recency ``0.5 ^ (age / half_life)``.
+text), case-insensitively, as ``ILIKE '%keyword%'`` would: on the lower-cased ``search_text``
+(revision 0006) with ``LIKE`` and the pattern lower-cased once. ``%``, ``_`` and ``\\`` in a
+keyword match literally (the patterns come from :func:`retrieval.scoring.like_pattern`).
+Relevance is the fraction of the query's keywords a row matches; recency
+``0.5 ^ (age / half_life)``.
 
-Each keyword is looked up on its own (one trigram index scan per keyword, each row checked
-against one pattern), and the hits are counted per row: a row matched by ``m`` of ``n``
-keywords has relevance ``m / n``. Checking every matching row against every pattern instead
-costs a case-insensitive comparison per row and keyword, several times slower on common words.
-Each kind of row is pre-ranked in SQL by the source's own relevance and recency weights so that
-the candidate pool holds the best rows; only those are joined back for their text; Python
-computes the final scores.
+Rows are found through the word index of revision 0007 (kept by triggers): each keyword finds
+its tokens in the tenant's vocabulary (``LIKE`` on a trigram index; a keyword is a substring of
+a text exactly when it is a substring of one of its tokens), and the tokens' postings give the
+rows, in time order. Only the postings that can hold a row able to pass the threshold are read
+(:mod:`retrieval.sources.keyword_bands`: by age, the rows need more hits, so only the rarest
+keywords' postings are read for older rows). The rows found are then counted exactly, each
+checked against every pattern, pre-ranked in SQL by the source's own relevance and recency
+weights so that the candidate pool holds the best rows; Python computes the final scores.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from retrieval.sources.common import recency_sql
+from retrieval.sources.keyword_bands import Band
 from retrieval.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 
 SOURCE = "episodic"
@@ -43,20 +44,17 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     """The CTEs of the episodic source and the names of those to select from.
 
     Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_candidates``,
-    ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, and
-    ``task_id`` when used, and the lexical parameters (:mod:`retrieval.sources.lexical`) when
-    ``query.lexical`` is set: a decision's content and a tool call's tool name are then compared
-    with the whole query, and the scores combined with the keyword relevance.
+    ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, the bands
+    of :func:`band_parameters`, ``task_id`` when used, and the lexical parameters
+    (:mod:`retrieval.sources.lexical`) when ``query.lexical`` is set: a decision's content and
+    a tool call's tool name are then compared with the whole query, and the scores combined
+    with the keyword relevance.
     """
-    ctes, names = [_PATTERNS], []
+    ctes, names = [_PATTERNS, *_found(schema)], []
     if query.decisions:
         task = "AND x.task_id = %(task_id)s" if query.with_task else ""
         ctes += [
-            _hits(
-                "decision_hits",
-                f'"{schema}".decisions',
-                f"x.search_text LIKE k.pattern {task}",
-            ),
+            _hits("decision_hits", f'"{schema}".decisions', 1, task),
             _top("decision_top", "decision_hits"),
             f"""episodic_decisions AS (
     SELECT 'episodic'::text AS source, 'decision'::text AS item, d.id, d.content,
@@ -79,11 +77,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
             else ""
         )
         ctes += [
-            _hits(
-                "tool_call_hits",
-                f'"{schema}".tool_calls',
-                f"x.search_text LIKE k.pattern {task}",
-            ),
+            _hits("tool_call_hits", f'"{schema}".tool_calls', 2, task),
             _top("tool_call_top", "tool_call_hits"),
             f"""episodic_tool_calls AS (
     SELECT 'episodic'::text AS source, 'tool_call'::text AS item, c.id,
@@ -128,15 +122,68 @@ _PATTERNS = """episodic_patterns AS MATERIALIZED (
 )"""
 
 
-def _hits(name: str, table: str, condition: str) -> str:
-    # One row per (row, keyword it matches): one index scan per keyword.
-    return f"""{name} AS (
-    SELECT x.id, x.created_at
+def band_parameters(bands: list[Band]) -> dict[str, list[object]]:
+    """The bound parameters of the bands the source reads (see :func:`keyword_bands`)."""
+    return {
+        "episodic_band_lists": [band.lists for band in bands],
+        "episodic_band_since": [band.since for band in bands],
+        "episodic_band_until": [band.until for band in bands],
+    }
+
+
+def _found(schema: str) -> list[str]:
+    # Each keyword's tokens and how many rows hold them; the keywords ranked rarest first;
+    # then, per band, the postings of its rarest keywords in its time range: the rows that
+    # can pass the threshold (and some that cannot), each once.
+    return [
+        f"""episodic_tokens AS MATERIALIZED (
+    SELECT k.position, v.id AS token_id, v.rows
     FROM episodic_patterns AS k
     CROSS JOIN LATERAL (
-        SELECT x.id, x.created_at FROM {table} AS x
-        WHERE x.tenant_id = %(tenant_id)s AND {condition}
+        SELECT v.id, v.rows FROM "{schema}".episodic_vocabulary AS v
+        WHERE v.tenant_id = %(tenant_id)s AND v.token LIKE k.pattern
+        OFFSET 0
+    ) AS v
+)""",
+        """episodic_rarity AS MATERIALIZED (
+    SELECT k.position,
+           row_number() OVER (ORDER BY COALESCE(sum(t.rows), 0), k.position) AS rarity
+    FROM episodic_patterns AS k
+    LEFT JOIN episodic_tokens AS t ON t.position = k.position
+    GROUP BY k.position
+)""",
+        f"""episodic_found AS MATERIALIZED (
+    SELECT DISTINCT p.item, p.row_id
+    FROM unnest(%(episodic_band_lists)s::int[], %(episodic_band_since)s::timestamptz[],
+                %(episodic_band_until)s::timestamptz[]) AS b(lists, since, until)
+    JOIN episodic_rarity AS r ON r.rarity <= b.lists
+    JOIN episodic_tokens AS t ON t.position = r.position
+    CROSS JOIN LATERAL (
+        SELECT p.item, p.row_id FROM "{schema}".episodic_postings AS p
+        WHERE p.tenant_id = %(tenant_id)s AND p.token_id = t.token_id
+          AND p.created_at >= COALESCE(b.since, '-infinity'::timestamptz)
+          AND p.created_at < COALESCE(b.until, 'infinity'::timestamptz)
+        OFFSET 0
+    ) AS p
+)""",
+    ]
+
+
+def _hits(name: str, table: str, item: int, condition: str) -> str:
+    # The rows found of one kind, each with its exact count of keywords (its text checked
+    # against every pattern), read by primary key.
+    return f"""{name} AS (
+    SELECT x.id, x.created_at, x.hits
+    FROM episodic_found AS f
+    CROSS JOIN LATERAL (
+        SELECT x.id, x.created_at,
+               (SELECT count(*) FROM episodic_patterns AS k
+                WHERE x.search_text LIKE k.pattern) AS hits
+        FROM {table} AS x
+        WHERE x.tenant_id = %(tenant_id)s AND x.id = f.row_id {condition}
+        LIMIT 1
     ) AS x
+    WHERE f.item = {item}
 )"""
 
 
@@ -152,11 +199,10 @@ def _top(name: str, hits: str) -> str:
     return f"""{name} AS (
     SELECT * FROM (
         SELECT h.id,
-               count(*)::float8 / cardinality(%(keywords)s::text[]) AS relevance,
+               h.hits::float8 / cardinality(%(keywords)s::text[]) AS relevance,
                {recency_sql("h.created_at", "episodic_half_life")} AS recency,
                h.created_at
         FROM {hits} AS h
-        GROUP BY h.id, h.created_at
     ) AS scored
     ORDER BY %(episodic_relevance)s::float8 * scored.relevance
              + %(episodic_recency)s::float8 * scored.recency DESC,

@@ -43,7 +43,8 @@ SEED = [
 # VACUUM moves rows from GIN's pending list into the index proper (autovacuum does this in
 # production); before it, the planner prices the trigram indexes as a scan of that list.
 VACUUM = ["VACUUM ANALYZE retrieval.decisions", "VACUUM ANALYZE retrieval.tool_calls",
-          "VACUUM ANALYZE retrieval.memories"]  # fmt: skip
+          "VACUUM ANALYZE retrieval.memories", "VACUUM ANALYZE retrieval.episodic_vocabulary",
+          "VACUUM ANALYZE retrieval.episodic_postings"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -69,37 +70,45 @@ def _plan(connection: Connection, query: str, **params: object) -> str:
     return "\n".join(rows)
 
 
-def test_keyword_search_on_decisions_uses_the_trigram_index(seeded: PgDatabase) -> None:
-    # The episodic source compares the lower-cased search text with LIKE (revision 0006).
+def test_keywords_find_their_tokens_through_the_vocabulary_trigram_index(
+    seeded: PgDatabase,
+) -> None:
+    # The episodic source looks each keyword up in the tenant's vocabulary (revision 0007).
     with seeded.engine.connect() as connection:
         plan = _plan(
             connection,
-            "SELECT id FROM retrieval.decisions WHERE search_text LIKE lower(:pattern)",
+            "SELECT id FROM retrieval.episodic_vocabulary "
+            "WHERE tenant_id = 'tenant-5' AND token LIKE lower(:pattern)",
             pattern="%a1b2%",
         )
-        matches = connection.execute(
-            text("SELECT count(*) FROM retrieval.decisions WHERE search_text LIKE '%billing%'")
-        ).scalar()
-    assert "decisions_search_text_trgm_idx" in plan, plan
-    assert matches == ROWS // 5
+        tokens = connection.execute(
+            text(
+                "SELECT token FROM retrieval.episodic_vocabulary "
+                "WHERE tenant_id = 'tenant-3' AND token LIKE '%billing%'"
+            )
+        ).scalars()
+        assert list(tokens) == ["billing"]
+    assert "episodic_vocabulary_token_trgm_idx" in plan, plan
 
 
-def test_keyword_search_on_tool_names_and_params_uses_the_trigram_index(
-    seeded: PgDatabase,
-) -> None:
+def test_postings_are_read_by_token_and_time_range(seeded: PgDatabase) -> None:
     with seeded.engine.connect() as connection:
-        by_name = _plan(
+        plan = _plan(
             connection,
-            "SELECT id FROM retrieval.tool_calls WHERE search_text LIKE lower(:pattern)",
-            pattern="%mail_4%",
+            "SELECT p.item, p.row_id FROM retrieval.episodic_vocabulary AS v "
+            "JOIN retrieval.episodic_postings AS p "
+            "ON p.tenant_id = v.tenant_id AND p.token_id = v.id "
+            "WHERE v.tenant_id = 'tenant-3' AND v.token = 'billing' "
+            "AND p.created_at >= now() - interval '1 day'",
         )
-        by_params = _plan(
-            connection,
-            "SELECT id FROM retrieval.tool_calls WHERE search_text LIKE lower(:pattern)",
-            pattern="%c4ca42%",
-        )
-    assert "tool_calls_search_text_trgm_idx" in by_name, by_name
-    assert "tool_calls_search_text_trgm_idx" in by_params, by_params
+        rows = connection.execute(
+            text(
+                "SELECT v.rows FROM retrieval.episodic_vocabulary AS v "
+                "WHERE v.tenant_id = 'tenant-3' AND v.token = 'billing'"
+            )
+        ).scalar()
+    assert "episodic_postings_pkey" in plan, plan
+    assert rows == ROWS // 20  # every decision of tenant-3 is about billing (g % 5 == 3)
 
 
 def test_nearest_neighbours_use_the_hnsw_index(seeded: PgDatabase) -> None:

@@ -1,0 +1,202 @@
+"""A word index for the episodic source: a vocabulary per tenant and postings, kept by triggers.
+
+The episodic source matches each query keyword as ``ILIKE '%keyword%'`` on a decision's content
+and on a tool call's name and parameters (since revision 0006: ``LIKE`` on the lower-cased
+``search_text``). Through a trigram index every candidate row is re-checked, for every keyword:
+thousands of rows per query for common words. This revision indexes the words instead, without
+changing a single match:
+
+* a keyword is a run of word characters (``\\w+``, lower-cased); so it is a substring of a text
+  exactly when it is a substring of one of the text's *tokens*, the pieces of ``search_text``
+  between runs of ASCII characters that are not letters, digits or ``_`` (no keyword contains
+  one, so no match spans them; other characters stay inside tokens);
+* ``episodic_vocabulary`` holds each tenant's distinct tokens (trigram-indexed: a keyword finds
+  its tokens with ``LIKE``), keyed by the SHA-256 of the token (a token may exceed a btree
+  entry) and with ``rows``, how many decisions and tool calls hold it;
+* ``episodic_postings`` holds (token, row, ``created_at``), ordered by token and time, so that a
+  query reads only the part of a keyword's rows whose age can still pass the threshold.
+
+Statement-level triggers (with transition tables, so a ``COPY`` of many rows costs one pass)
+keep both tables in step with every insert, update, delete and truncate of decisions and tool
+calls, from this library or any other writer; a token no row holds any more is removed from the
+vocabulary. Vocabulary rows are written in key order, so concurrent writers cannot deadlock on
+them. The trigram indexes on ``search_text`` are dropped: the source no longer scans them.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+from retrieval.migrate import current_settings
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+# ASCII characters that no keyword contains: everything but letters, digits and "_".
+SEPARATORS = r"[\x01-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]+"
+
+# The tokens of the rows of relation {rows}: one row per (row, distinct token).
+WORDS = """
+    SELECT DISTINCT r.tenant_id, r.id AS row_id, r.created_at, w.token,
+           sha256(convert_to(w.token, 'UTF8')) AS digest
+    FROM {rows} AS r, regexp_split_to_table(r.search_text, '{separators}') AS w(token)
+    WHERE w.token <> ''
+"""
+
+# Adds the postings of the rows of {rows} (item {item}: 1 decisions, 2 tool calls).
+ADD = """
+    WITH words AS MATERIALIZED ({words}),
+    vocabulary AS (
+        INSERT INTO {schema}.episodic_vocabulary AS v (tenant_id, digest, token, rows)
+        SELECT tenant_id, digest, min(token), count(*) FROM words
+        GROUP BY tenant_id, digest ORDER BY tenant_id, digest
+        ON CONFLICT (tenant_id, digest) DO UPDATE SET rows = v.rows + excluded.rows
+        RETURNING v.tenant_id, v.digest, v.id
+    )
+    INSERT INTO {schema}.episodic_postings (tenant_id, token_id, created_at, item, row_id)
+    SELECT w.tenant_id, v.id, w.created_at, {item}, w.row_id
+    FROM words AS w JOIN vocabulary AS v ON v.tenant_id = w.tenant_id AND v.digest = w.digest
+"""
+
+# Removes the postings of the rows of {rows}, then the tokens no row holds any more.
+REMOVE = """
+    WITH words AS MATERIALIZED ({words}),
+    locked AS MATERIALIZED (
+        SELECT v.tenant_id, v.digest, v.id
+        FROM {schema}.episodic_vocabulary AS v
+        WHERE (v.tenant_id, v.digest) IN (SELECT tenant_id, digest FROM words)
+        ORDER BY v.tenant_id, v.digest
+        FOR UPDATE
+    ),
+    removed AS (
+        DELETE FROM {schema}.episodic_postings AS p
+        USING words AS w, locked AS v
+        WHERE v.tenant_id = w.tenant_id AND v.digest = w.digest
+          AND p.tenant_id = w.tenant_id AND p.token_id = v.id AND p.created_at = w.created_at
+          AND p.item = {item} AND p.row_id = w.row_id
+        RETURNING p.tenant_id, p.token_id
+    )
+    UPDATE {schema}.episodic_vocabulary AS v SET rows = v.rows - r.n
+    FROM (SELECT tenant_id, token_id, count(*) AS n FROM removed GROUP BY 1, 2) AS r
+    WHERE v.tenant_id = r.tenant_id AND v.id = r.token_id;
+    DELETE FROM {schema}.episodic_vocabulary AS v
+    WHERE v.rows <= 0
+      AND (v.tenant_id, v.digest) IN (SELECT r.tenant_id, sha256(convert_to(w.token, 'UTF8'))
+                                      FROM {rows} AS r,
+                                           regexp_split_to_table(r.search_text, '{separators}')
+                                               AS w(token))
+"""
+
+# After a TRUNCATE (no row-level trace): drop the table's postings and recount the vocabulary.
+TRUNCATED = """
+    DELETE FROM {schema}.episodic_postings WHERE item = {item};
+    UPDATE {schema}.episodic_vocabulary AS v SET rows = c.n
+    FROM (SELECT tenant_id, token_id, count(*) AS n FROM {schema}.episodic_postings
+          GROUP BY tenant_id, token_id) AS c
+    WHERE v.tenant_id = c.tenant_id AND v.id = c.token_id AND v.rows <> c.n;
+    DELETE FROM {schema}.episodic_vocabulary AS v
+    WHERE NOT EXISTS (SELECT FROM {schema}.episodic_postings AS p
+                      WHERE p.tenant_id = v.tenant_id AND p.token_id = v.id)
+"""
+
+TABLES = """
+CREATE TABLE {schema}.episodic_vocabulary (
+    tenant_id text NOT NULL,
+    id bigint GENERATED BY DEFAULT AS IDENTITY,
+    digest bytea NOT NULL,
+    token text NOT NULL,
+    rows bigint NOT NULL,
+    CONSTRAINT episodic_vocabulary_pkey PRIMARY KEY (tenant_id, id),
+    CONSTRAINT episodic_vocabulary_digest_key UNIQUE (tenant_id, digest)
+);
+CREATE INDEX episodic_vocabulary_token_trgm_idx ON {schema}.episodic_vocabulary
+    USING gin (token gin_trgm_ops);
+CREATE TABLE {schema}.episodic_postings (
+    tenant_id text NOT NULL,
+    token_id bigint NOT NULL,
+    created_at timestamptz NOT NULL,
+    item smallint NOT NULL,
+    row_id bigint NOT NULL,
+    CONSTRAINT episodic_postings_pkey PRIMARY KEY (tenant_id, token_id, created_at, item, row_id)
+);
+"""
+
+FUNCTION = """
+CREATE FUNCTION {schema}.episodic_words_{name}() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    {body};
+    RETURN NULL;
+END
+$body$;
+"""
+
+TRIGGERS = """
+CREATE TRIGGER {table}_words_added AFTER INSERT ON {schema}.{table}
+    REFERENCING NEW TABLE AS added_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.episodic_words_added_{item}();
+CREATE TRIGGER {table}_words_removed AFTER DELETE ON {schema}.{table}
+    REFERENCING OLD TABLE AS removed_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.episodic_words_removed_{item}();
+CREATE TRIGGER {table}_words_changed AFTER UPDATE ON {schema}.{table}
+    REFERENCING OLD TABLE AS removed_rows NEW TABLE AS added_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.episodic_words_changed_{item}();
+CREATE TRIGGER {table}_words_truncated AFTER TRUNCATE ON {schema}.{table}
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.episodic_words_truncated_{item}();
+"""
+
+ITEMS = (("decisions", 1), ("tool_calls", 2))
+
+
+def _statement(template: str, schema: str, rows: str, item: int) -> str:
+    words = WORDS.format(rows=rows, separators=SEPARATORS)
+    return template.format(schema=schema, rows=rows, item=item, words=words, separators=SEPARATORS)
+
+
+def upgrade_sql(schema: str) -> str:
+    """The whole upgrade for ``schema`` (quoted): tables, functions, triggers, backfill."""
+    parts = [TABLES.format(schema=schema)]
+    for table, item in ITEMS:
+        add = _statement(ADD, schema, "added_rows", item)
+        remove = _statement(REMOVE, schema, "removed_rows", item)
+        for name, body in (
+            (f"added_{item}", add),
+            (f"removed_{item}", remove),
+            (f"changed_{item}", f"{remove};\n{add}"),
+            (f"truncated_{item}", TRUNCATED.format(schema=schema, item=item)),
+        ):
+            parts.append(FUNCTION.format(schema=schema, name=name, body=body))
+        parts.append(TRIGGERS.format(schema=schema, table=table, item=item))
+        parts.append(_statement(ADD, schema, f"{schema}.{table}", item) + ";")
+        parts.append(f"DROP INDEX {schema}.{table}_search_text_trgm_idx;")
+    parts.append(f"ANALYZE {schema}.episodic_vocabulary;")
+    parts.append(f"ANALYZE {schema}.episodic_postings;")
+    return "\n".join(parts)
+
+
+def downgrade_sql(schema: str) -> str:
+    """The whole downgrade for ``schema`` (quoted)."""
+    parts = []
+    for table, item in ITEMS:
+        parts.append(
+            f"CREATE INDEX {table}_search_text_trgm_idx ON {schema}.{table} "
+            "USING gin (search_text gin_trgm_ops);"
+        )
+        for event in ("added", "removed", "changed", "truncated"):
+            parts.append(f"DROP TRIGGER {table}_words_{event} ON {schema}.{table};")
+            parts.append(f"DROP FUNCTION {schema}.episodic_words_{event}_{item}();")
+    parts.append(f"DROP TABLE {schema}.episodic_postings, {schema}.episodic_vocabulary;")
+    return "\n".join(parts)
+
+
+def upgrade() -> None:
+    op.execute(upgrade_sql(f'"{current_settings().schema}"'))
+
+
+def downgrade() -> None:
+    op.execute(downgrade_sql(f'"{current_settings().schema}"'))
