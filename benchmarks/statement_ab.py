@@ -6,7 +6,9 @@ builder, and runs both on the SciFact claims interleaved, claim by claim (each o
 ``--repeat``), on the benchmark data of ``retrieve.py`` (``--source episodic``: schema
 ``bench_one``) or ``documents.py`` (``--source documents``: schema ``bench_docs``), loaded there
 first. Each version runs with its own default config. Checks that both return the same rows
-for every claim and prints p50 / p95 / mean. Interleaving matters on this machine: separate
+for every claim (``identical_results``), and the same rows among those that pass the default
+threshold (``identical_passing``: a version that prunes rows which cannot pass returns other
+rows below it), and prints p50 / p95 / mean. Interleaving matters on this machine: separate
 runs differ by up to 20-30%.
 
 Usage: python benchmarks/statement_ab.py --data-dir DIR --against REV
@@ -83,7 +85,8 @@ def main() -> None:
         make_engine(server.url()), [("hnsw.iterative_scan", "relaxed_order")]
     )
     times: dict[str, list[float]] = {name: [] for name in statements}
-    same = 0
+    same = passing = 0
+    passes = _passes(RetrievalConfig(), args.source)
     for query, vector in zip(queries, vectors, strict=True):
         bound = {}
         for name in statements:
@@ -100,6 +103,9 @@ def main() -> None:
                 rows[name] = connections.execute(statement, bound[name])
                 best[name] = min(best[name], (time.perf_counter() - started) * 1000)
         same += _comparable(rows["before"]) == _comparable(rows["after"])
+        passing += [r for r in _comparable(rows["before"]) if passes(r)] == [
+            r for r in _comparable(rows["after"]) if passes(r)
+        ]
         for name in statements:
             times[name].append(best[name])
     connections.close()
@@ -108,6 +114,7 @@ def main() -> None:
         "against": args.against,
         "queries": len(times["after"]),
         "identical_results": same,
+        "identical_passing": passing,
         **{
             name: {
                 "p50_ms": statistics.median(values),
@@ -160,6 +167,19 @@ def _documents_params(config: RetrievalConfig) -> Params:
         return bound
 
     return bind
+
+
+def _passes(config: RetrievalConfig, source: str) -> Callable[[tuple[Any, ...]], bool]:
+    # Whether a row's final score (its source's relevance and recency weights; the episodic
+    # and documents rows carry no other signal) reaches the threshold.
+    weights = config.source(source)
+
+    def passes(row: tuple[Any, ...]) -> bool:
+        relevance, recency = row[6], row[7]
+        final = weights.relevance * relevance + weights.recency * recency
+        return bool(final >= config.min_final_score)
+
+    return passes
 
 
 def _comparable(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

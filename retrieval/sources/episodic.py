@@ -152,33 +152,50 @@ def _found(schema: str) -> list[str]:
     LEFT JOIN episodic_tokens AS t ON t.position = k.position
     GROUP BY k.position
 )""",
+        # Each band reads one keyword more than the pigeonhole needs (the next rarest): a row
+        # that passes needs ``need`` hits, at most ``keywords - read`` of them unread, so it
+        # shows at least ``read - lists + 1`` of the keywords read; the rest are dropped here,
+        # without reading their rows. Where a band reads every keyword, ``seen`` is the exact
+        # count.
         f"""episodic_found AS MATERIALIZED (
-    SELECT DISTINCT p.item, p.row_id
-    FROM unnest(%(episodic_band_lists)s::int[], %(episodic_band_since)s::timestamptz[],
-                %(episodic_band_until)s::timestamptz[]) AS b(lists, since, until)
-    JOIN episodic_rarity AS r ON r.rarity <= b.lists
-    JOIN episodic_tokens AS t ON t.position = r.position
-    CROSS JOIN LATERAL (
-        SELECT p.item, p.row_id FROM "{schema}".episodic_postings AS p
-        WHERE p.tenant_id = %(tenant_id)s AND p.token_id = t.token_id
-          AND p.created_at >= COALESCE(b.since, '-infinity'::timestamptz)
-          AND p.created_at < COALESCE(b.until, 'infinity'::timestamptz)
-        OFFSET 0
-    ) AS p
+    SELECT h.item, h.row_id, count(*) AS seen,
+           h.read = cardinality(%(keywords)s::text[]) AS exact
+    FROM (
+        SELECT DISTINCT p.item, p.row_id, t.position, b.read, b.lists
+        FROM (
+            SELECT lists, since, until,
+                   LEAST(lists + 1, cardinality(%(keywords)s::text[])) AS read
+            FROM unnest(%(episodic_band_lists)s::int[],
+                        %(episodic_band_since)s::timestamptz[],
+                        %(episodic_band_until)s::timestamptz[]) AS b(lists, since, until)
+        ) AS b
+        JOIN episodic_rarity AS r ON r.rarity <= b.read
+        JOIN episodic_tokens AS t ON t.position = r.position
+        CROSS JOIN LATERAL (
+            SELECT p.item, p.row_id FROM "{schema}".episodic_postings AS p
+            WHERE p.tenant_id = %(tenant_id)s AND p.token_id = t.token_id
+              AND p.created_at >= COALESCE(b.since, '-infinity'::timestamptz)
+              AND p.created_at < COALESCE(b.until, 'infinity'::timestamptz)
+            OFFSET 0
+        ) AS p
+    ) AS h
+    GROUP BY h.item, h.row_id, h.read, h.lists
+    HAVING count(*) >= h.read - h.lists + 1
 )""",
     ]
 
 
 def _hits(name: str, table: str, item: int, condition: str) -> str:
-    # The rows found of one kind, each with its exact count of keywords (its text checked
-    # against every pattern), read by primary key.
+    # The rows found of one kind, each with its exact count of keywords: from the postings
+    # where its band read every keyword, else its text checked against every pattern.
     return f"""{name} AS (
     SELECT x.id, x.created_at, x.hits
     FROM episodic_found AS f
     CROSS JOIN LATERAL (
         SELECT x.id, x.created_at,
-               (SELECT count(*) FROM episodic_patterns AS k
-                WHERE x.search_text LIKE k.pattern) AS hits
+               CASE WHEN f.exact THEN f.seen
+                    ELSE (SELECT count(*) FROM episodic_patterns AS k
+                          WHERE x.search_text LIKE k.pattern) END AS hits
         FROM {table} AS x
         WHERE x.tenant_id = %(tenant_id)s AND x.id = f.row_id {condition}
         LIMIT 1
