@@ -30,6 +30,7 @@ from retrieval.sources.common import COLUMNS, Candidate
 from retrieval.sources.documents import documents_ctes
 from retrieval.sources.episodic import (
     DECISION,
+    MAX_BITS,
     TOOL_CALL,
     EpisodicQuery,
     band_parameters,
@@ -182,6 +183,7 @@ class HybridRetriever:
             semantic_lexical,
             episodic_lexical,
             memory_bm25,
+            len(keywords) > MAX_BITS,
         )
         candidates: list[Candidate] = []
         statements = 0
@@ -322,6 +324,7 @@ def build_statement(
     lexical: str | None = None,
     episodic_lexical: str | None = None,
     memory_bm25: bool = False,
+    many_keywords: bool = False,
 ) -> str:
     """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
     ctes: list[str] = []
@@ -346,6 +349,7 @@ def build_statement(
                 tool_calls=tool_calls,
                 with_task=with_task,
                 lexical=episodic_lexical,
+                many_keywords=many_keywords,
             ),
         )
         ctes += episodic

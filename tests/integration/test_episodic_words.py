@@ -195,3 +195,34 @@ def test_pruning_keeps_every_row_that_passes_the_threshold(
     read = kept.diagnostics.sources["episodic"].candidates
     # ... and reads fewer rows than the unpruned search
     assert len(expected) <= read < full.diagnostics.sources["episodic"].candidates
+
+
+@pytest.mark.parametrize("extra_words", [0, 70])
+def test_relevance_counts_each_matched_keyword_once(spread: MemoryStore, extra_words: int) -> None:
+    # Tokens "deploy" and "deployment" both hold keyword "deploy": counted once. With more than
+    # 63 keywords the source counts them another way (no bit set): the same rule holds.
+    spread.record_decision(
+        tenant_id="acme", task_id=None, action_type="plan",
+        content="deploy the deployment after the migration migrations", status="done",
+        created_at=AS_OF,
+    )  # fmt: skip
+    filler = [f"filler{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(extra_words)]
+    query = " ".join(["deploy", "migration", "timeout", *filler])
+    config = RetrievalConfig(
+        semantic=SourceConfig(0.9, 0.1, limit=5, half_life_hours=720.0, enabled=False),
+        episodic=SourceConfig(relevance=0.7, recency=0.3, limit=40, half_life_hours=168.0),
+        total_limit=40,
+        min_final_score=0.0,
+        record_access=False,
+    )
+    with HybridRetriever.from_store(spread, background_writes=False) as retriever:
+        response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=config)
+    keywords = len(response.diagnostics.keywords)
+    assert keywords == 3 + extra_words
+    assert len(response) == 40
+    for result in response:
+        matched = result.metadata["matched_keywords"]
+        assert result.relevance_score == pytest.approx(len(matched) / keywords), result
+    (twice,) = [r for r in response if r.content.startswith("deploy the deployment")]
+    assert twice.metadata["matched_keywords"] == ["deploy", "migration"]
+    assert twice.relevance_score == pytest.approx(2 / keywords)
