@@ -10,6 +10,9 @@
    cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
 4. ``--parts bm25`` (not in the default set): bulk ingest of memory-sized texts with the
    memories' BM25 statistics kept (``RETRIEVAL_MEMORY_BM25``) against the same without them.
+5. ``--parts history`` (not in the default set): decisions (SciFact sentences) and tool calls
+   written in batches (``record_decisions`` / ``record_tool_calls``) and one by one, with the
+   episodic word index's triggers (revision 0007) against the same with them disabled.
 
 Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
@@ -62,12 +65,16 @@ def main() -> None:
     parser.add_argument("--embed-long-texts", type=int, default=300, help="abstracts to embed")
     parser.add_argument("--hit-texts", type=int, default=20_000)
     parser.add_argument("--bm25-rows", type=int, default=20_000, help="rows of the bm25 part")
+    parser.add_argument(
+        "--history-rows", type=int, default=20_000, help="decisions of the history part"
+    )
     parser.add_argument("--database-url")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
         "--parts",
         default="bulk,embed,hits",
-        help="comma-separated subset of bulk, embed, hits, bm25 (default: all but bm25)",
+        help="comma-separated subset of bulk, embed, hits, bm25, history "
+        "(default: bulk, embed, hits)",
     )
     args = parser.parse_args()
 
@@ -111,6 +118,8 @@ def main() -> None:
         )
     if "bm25" in parts:
         results["memory_bm25"] = _memory_bm25(engine, embedder, args.bm25_rows, args.runs)
+    if "history" in parts:
+        results["history"] = _history(engine, embedder, args.history_rows, args.runs)
     _execute(engine, HNSW)
     print(json.dumps(results, indent=2))
     if args.json:
@@ -251,6 +260,71 @@ def _cache_hits(
         "ours": rates,
         "unit": "texts/s",
     }
+
+
+HISTORY_TABLES = ("decisions", "tool_calls")
+
+
+def _history(
+    engine: Engine, embedder: SentenceTransformerEmbedder, rows: int, runs: int
+) -> dict[str, Any]:
+    # Each run writes the same decisions and tool calls with the word index's triggers, then
+    # with them disabled (the write path before revision 0007), from empty tables.
+    sentences = _scifact_sentences(rows)
+    singles = min(500, rows)
+    rates: dict[str, list[float]] = {"batch": [], "batch_baseline": [], "single": [],
+                                     "single_baseline": []}  # fmt: skip
+    for _ in range(runs):
+        for indexed in (True, False):
+            for table in HISTORY_TABLES:
+                state = "ENABLE" if indexed else "DISABLE"
+                _execute(engine, f"ALTER TABLE bench.{table} {state} TRIGGER USER")
+            suffix = "" if indexed else "_baseline"
+            _execute(engine, "TRUNCATE bench.decisions, bench.tool_calls")
+            store = MemoryStore(engine, schema="bench", embedder=embedder)
+            began = time.perf_counter()
+            ids = store.record_decisions(
+                {"tenant_id": "history", "task_id": f"task-{i % 200}", "action_type": "plan",
+                 "content": sentence, "status": "done"}
+                for i, sentence in enumerate(sentences)
+            )  # fmt: skip
+            store.record_tool_calls(
+                {"tenant_id": "history", "decision_id": ids[i], "tool_name": "search",
+                 "params": {"query": " ".join(sentence.split()[:4]), "limit": 10},
+                 "result": "ok"}
+                for i, sentence in enumerate(sentences)
+            )  # fmt: skip
+            rates["batch" + suffix].append(2 * rows / (time.perf_counter() - began))
+            began = time.perf_counter()
+            for sentence in sentences[:singles]:
+                store.record_decision(
+                    tenant_id="history", task_id=None, action_type="note", content=sentence,
+                    status="done",
+                )  # fmt: skip
+            rates["single" + suffix].append(singles / (time.perf_counter() - began))
+    for table in HISTORY_TABLES:
+        _execute(engine, f"ALTER TABLE bench.{table} ENABLE TRIGGER USER")
+    return {
+        "rows": 2 * rows,
+        "single_rows": singles,
+        "batch": _summary(2 * rows, rates["batch"], rates["batch_baseline"], "rows/s",
+                          "the same without the word index"),
+        "single": _summary(singles, rates["single"], rates["single_baseline"], "rows/s",
+                           "the same without the word index"),
+    }  # fmt: skip
+
+
+def _scifact_sentences(limit: int) -> list[str]:
+    """Sentences of SciFact abstracts, as long as a decision's content usually is."""
+    sentences: list[str] = []
+    with SCIFACT.open() as handle:
+        for line in handle:
+            for sentence in json.loads(line)["text"].split(". "):
+                if len(sentence) > 40:
+                    sentences.append(sentence.strip())
+                if len(sentences) == limit:
+                    return sentences
+    return sentences
 
 
 def _summary(
