@@ -333,8 +333,6 @@ def _episodic_words(metadata: MetaData) -> None:
             postgresql_using="gin",
             postgresql_ops={"token": "gin_trgm_ops"},
         ),
-        # The tokens a delete left without rows, removed right after it (a tiny index).
-        Index("episodic_vocabulary_unused_idx", "tenant_id", postgresql_where=text("rows <= 0")),
     )
     Table(
         EPISODIC_POSTINGS,

@@ -70,7 +70,8 @@ ADD = """
     FROM words AS w JOIN vocabulary AS v ON v.tenant_id = w.tenant_id AND v.token = w.token
 """
 
-# Removes the postings of the rows of {rows}, then the tokens no row holds any more.
+# Removes the postings of the rows of {rows}, then the tokens no row holds any more. (No
+# index may cover ``rows``: updates of it stay HOT, without new index entries.)
 REMOVE = """
     WITH words AS MATERIALIZED ({words}),
     locked AS MATERIALIZED (
@@ -94,11 +95,17 @@ REMOVE = """
           AND p.created_at = k.created_at AND p.item = {item} AND p.row_id = k.row_id
         RETURNING p.tenant_id, p.token_id
     )
-    UPDATE {schema}.episodic_vocabulary AS v SET rows = v.rows - r.n
-    FROM (SELECT tenant_id, token_id, count(*) AS n FROM removed GROUP BY 1, 2) AS r
-    WHERE v.tenant_id = r.tenant_id AND v.id = r.token_id;
-    DELETE FROM {schema}.episodic_vocabulary
-    WHERE rows <= 0 AND tenant_id IN (SELECT DISTINCT tenant_id FROM {rows})
+    , counted AS (
+        UPDATE {schema}.episodic_vocabulary AS v SET rows = v.rows - r.n
+        FROM (SELECT tenant_id, token_id, count(*) AS n FROM removed GROUP BY 1, 2) AS r
+        WHERE v.tenant_id = r.tenant_id AND v.id = r.token_id
+        RETURNING v.tenant_id, v.id, v.rows
+    )
+    SELECT array_agg(tenant_id), array_agg(id) INTO unused_tenants, unused_ids
+    FROM counted WHERE rows <= 0;
+    DELETE FROM {schema}.episodic_vocabulary AS v
+    USING unnest(unused_tenants, unused_ids) AS u(tenant_id, id)
+    WHERE v.tenant_id = u.tenant_id AND v.id = u.id AND v.rows <= 0
 """
 
 # After a TRUNCATE (no row-level trace): drop the table's postings and recount the vocabulary.
@@ -125,8 +132,6 @@ CREATE TABLE {schema}.episodic_vocabulary (
 );
 CREATE INDEX episodic_vocabulary_token_trgm_idx ON {schema}.episodic_vocabulary
     USING gin (token gin_trgm_ops);
-CREATE INDEX episodic_vocabulary_unused_idx ON {schema}.episodic_vocabulary (tenant_id)
-    WHERE rows <= 0;
 CREATE TABLE {schema}.episodic_postings (
     tenant_id text NOT NULL,
     token_id bigint NOT NULL,
@@ -140,6 +145,9 @@ CREATE TABLE {schema}.episodic_postings (
 FUNCTION = """
 CREATE FUNCTION {schema}.episodic_words_{name}() RETURNS trigger LANGUAGE plpgsql
 SET work_mem = '64MB' AS $body$
+DECLARE
+    unused_tenants text[];  -- the tokens a delete left without rows, removed at its end
+    unused_ids bigint[];
 BEGIN
     {body};
     RETURN NULL;
