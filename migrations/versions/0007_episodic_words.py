@@ -71,7 +71,8 @@ ADD = """
 """
 
 # Removes the postings of the rows of {rows}, then the tokens no row holds any more. (No
-# index may cover ``rows``: updates of it stay HOT, without new index entries.)
+# index may cover ``rows``, and the vocabulary's pages keep 30% free (fillfactor 70): updates
+# of the counts stay HOT, in place, without new entries in its three indexes.)
 REMOVE = """
     WITH words AS MATERIALIZED ({words}),
     locked AS MATERIALIZED (
@@ -110,6 +111,11 @@ REMOVE = """
 
 # After a TRUNCATE (no row-level trace): drop the table's postings and recount the vocabulary.
 TRUNCATED = """
+    IF NOT EXISTS (SELECT FROM {schema}.{other}) THEN
+        -- both tables are empty now (truncating decisions cascades to tool calls)
+        TRUNCATE {schema}.episodic_postings, {schema}.episodic_vocabulary;
+        RETURN NULL;
+    END IF;
     DELETE FROM {schema}.episodic_postings WHERE item = {item};
     UPDATE {schema}.episodic_vocabulary AS v SET rows = c.n
     FROM (SELECT tenant_id, token_id, count(*) AS n FROM {schema}.episodic_postings
@@ -129,7 +135,7 @@ CREATE TABLE {schema}.episodic_vocabulary (
     rows bigint NOT NULL,
     CONSTRAINT episodic_vocabulary_pkey PRIMARY KEY (tenant_id, id),
     CONSTRAINT episodic_vocabulary_digest_key UNIQUE (tenant_id, digest)
-);
+) WITH (fillfactor = 70);
 CREATE INDEX episodic_vocabulary_token_trgm_idx ON {schema}.episodic_vocabulary
     USING gin (token gin_trgm_ops);
 CREATE TABLE {schema}.episodic_postings (
@@ -170,6 +176,7 @@ CREATE TRIGGER {table}_words_truncated AFTER TRUNCATE ON {schema}.{table}
 """
 
 ITEMS = (("decisions", 1), ("tool_calls", 2))
+OTHER = {"decisions": "tool_calls", "tool_calls": "decisions"}
 
 
 def _statement(template: str, schema: str, rows: str, item: int) -> str:
@@ -181,13 +188,14 @@ def upgrade_sql(schema: str) -> str:
     """The whole upgrade for ``schema`` (quoted): tables, functions, triggers, backfill."""
     parts = [TABLES.format(schema=schema)]
     for table, item in ITEMS:
+        other = OTHER[table]
         add = _statement(ADD, schema, "added_rows", item)
         remove = _statement(REMOVE, schema, "removed_rows", item)
         for name, body in (
             (f"added_{item}", add),
             (f"removed_{item}", remove),
             (f"changed_{item}", f"{remove};\n{add}"),
-            (f"truncated_{item}", TRUNCATED.format(schema=schema, item=item)),
+            (f"truncated_{item}", TRUNCATED.format(schema=schema, item=item, other=other)),
         ):
             parts.append(FUNCTION.format(schema=schema, name=name, body=body))
         parts.append(TRIGGERS.format(schema=schema, table=table, item=item))

@@ -102,6 +102,9 @@ def test_the_word_index_follows_inserts_updates_and_deletes(store: MemoryStore) 
             text("SELECT DISTINCT tenant_id FROM retrieval.episodic_vocabulary")
         ).scalars()
         assert set(left) == {"other"}  # a forgotten tenant's words are gone too
+    with store.engine.begin() as connection:
+        connection.execute(text("TRUNCATE retrieval.decisions CASCADE"))  # both tables empty
+    _assert_in_step(store)
 
 
 def test_a_bulk_insert_is_indexed_in_one_pass(store: MemoryStore) -> None:
