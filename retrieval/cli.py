@@ -166,7 +166,7 @@ def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "search",
         help="find the best context for a query in a tenant's memory",
         description="Run the hybrid retriever: memories by meaning (pgvector), decisions and "
-        "tool calls by keywords (case-insensitive, trigram-indexed), documents by BM25 and "
+        "tool calls by keywords (case-insensitive, through a word index), documents by BM25 and "
         "vectors, each scored for relevance and recency, "
         "weighted, thresholded and ranked. Weights, limits and the threshold come from the "
         "RETRIEVAL_* variables (see the README). Prints a table, or JSON with --json.",

@@ -53,7 +53,9 @@ class HybridRetriever:
     see :meth:`from_store`) shares query vectors with the write path. ``background_writes``
     records accesses off the caller's path (see :mod:`retrieval.access`). ``session_settings``
     are PostgreSQL settings for the retriever's connections, beside its own
-    (``hnsw.iterative_scan = relaxed_order``, ``hnsw.ef_search``). Close the retriever
+    (``hnsw.iterative_scan = relaxed_order``, ``hnsw.ef_search``, and
+    ``plan_cache_mode = force_custom_plan``: the statement is prepared after a few calls, and a
+    generic plan, blind to the query's keywords and vector, is slower). Close the retriever
     (or use it as a context manager) to release its connections.
     """
 
@@ -81,7 +83,11 @@ class HybridRetriever:
         self.embedder = cache.embedder
         self._embedder_checked = False
         pool = max(self.config.candidate_pool, 40)
-        settings = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(pool)}
+        settings = {
+            "hnsw.iterative_scan": "relaxed_order",
+            "hnsw.ef_search": str(pool),
+            "plan_cache_mode": "force_custom_plan",
+        }
         settings.update(session_settings or {})
         self._connections = ReadConnections(engine, settings=list(settings.items()))
         self._access = AccessRecorder(
