@@ -25,29 +25,27 @@ def _covered(bands: list[Band], keywords: int, hits: int, created_at: datetime) 
     )
 
 
-def test_no_threshold_reads_every_keyword_all_time() -> None:
-    bands = keyword_bands(
+def _defaults(*, threshold: float) -> list[Band]:
+    # Eight keywords, the episodic source's default weights and half-life.
+    return keyword_bands(
         8,
         relevance_weight=0.7,
         recency_weight=0.3,
-        threshold=0.0,
+        threshold=threshold,
         half_life_seconds=WEEK,
         as_of=AS_OF,
     )
+
+
+def test_no_threshold_reads_every_keyword_all_time() -> None:
+    bands = _defaults(threshold=0.0)
     assert bands == [Band(lists=8, since=None, until=None)]
 
 
 def test_default_weights_read_fewer_keywords_for_older_rows() -> None:
     # 0.7 * h / 8 + 0.3 * recency >= 0.4: one hit never passes; two pass within 0.415 half-lives,
     # three within 1.13, four within 2.58, five or more at any age.
-    bands = keyword_bands(
-        8,
-        relevance_weight=0.7,
-        recency_weight=0.3,
-        threshold=0.4,
-        half_life_seconds=WEEK,
-        as_of=AS_OF,
-    )
+    bands = _defaults(threshold=0.4)
     assert [band.lists for band in bands] == [7, 6, 5, 4]
     assert bands[0].until is None and bands[-1].since is None
     ages = [(AS_OF - band.since).total_seconds() / WEEK for band in bands[:-1] if band.since]
@@ -100,13 +98,6 @@ def test_every_row_that_can_pass_is_in_a_band_that_reads_one_of_its_keywords() -
 
 def test_a_row_exactly_at_the_bound_is_kept() -> None:
     # 0.7 * 2 / 8 + 0.3 * 0.75 == 0.4 exactly at 0.415 half-lives: rounding must not drop it.
-    bands = keyword_bands(
-        8,
-        relevance_weight=0.7,
-        recency_weight=0.3,
-        threshold=0.4,
-        half_life_seconds=WEEK,
-        as_of=AS_OF,
-    )
+    bands = _defaults(threshold=0.4)
     age = WEEK * math.log2(1 / 0.75)
     assert _covered(bands, 8, 2, AS_OF - timedelta(seconds=age))
