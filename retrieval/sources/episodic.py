@@ -164,7 +164,7 @@ def _found(schema: str, many_keywords: bool) -> list[str]:
         # count.
         f"""episodic_found AS MATERIALIZED (
     SELECT h.item, h.row_id, {_seen(many_keywords)} AS seen,
-           h.read = cardinality(%(keywords)s::text[]) AS exact
+           min(h.read) = cardinality(%(keywords)s::text[]) AS exact
     FROM (
         SELECT p.item, p.row_id, t.position, b.read, b.lists
         FROM (
@@ -184,8 +184,8 @@ def _found(schema: str, many_keywords: bool) -> list[str]:
             OFFSET 0
         ) AS p
     ) AS h
-    GROUP BY h.item, h.row_id, h.read, h.lists
-    HAVING {_seen(many_keywords)} >= h.read - h.lists + 1
+    GROUP BY h.item, h.row_id  -- a row lies in one band: read and lists are the same
+    HAVING {_seen(many_keywords)} >= min(h.read) - min(h.lists) + 1
 )""",
     ]
 
