@@ -161,6 +161,7 @@ DECLARE
     large boolean := false;
 BEGIN
     {prologue}
+    {lock}
     {body};
     IF large THEN
         PERFORM set_config('work_mem', previous_work_mem, true);
@@ -169,6 +170,13 @@ BEGIN
 END
 $body$;
 """
+
+# Writers of a tenant's word index queue on this transaction-scoped lock (tenants in name
+# order): a transaction that writes twice (a forget deletes decisions, then by cascade tool
+# calls) would otherwise hold vocabulary rows while it asks for others, and deadlock with a
+# writer that holds those. Namespace 0x52545657 ("RTVW"); the BM25 statistics use "RTVS".
+LOCK = """PERFORM pg_advisory_xact_lock(1381258839, hashtext('{schema_name}:' || t.tenant_id))
+    FROM (SELECT DISTINCT tenant_id FROM ({tenants}) AS r ORDER BY 1) AS t;"""
 
 # A large batch gets more memory for its sorts and hashes, for this function only. (Not a
 # SET clause on the function: that costs about 10 ms on every call, one row or many.)
@@ -221,14 +229,23 @@ def upgrade_sql(schema: str) -> str:
             + ";\n    "
             + _dynamic(FORGET_UNUSED.format(schema=schema), " USING unused_tenants, unused_ids")
         )
-        for name, rows, body in (
-            (f"added_{item}", "added_rows", add),
-            (f"removed_{item}", "removed_rows", remove),
-            (f"changed_{item}", "added_rows", f"{remove};\n{add}"),
-            (f"truncated_{item}", None, TRUNCATED.format(schema=schema, item=item, other=other)),
+        both = "SELECT tenant_id FROM added_rows UNION SELECT tenant_id FROM removed_rows"
+        for name, rows, tenants, body in (
+            (f"added_{item}", "added_rows", "SELECT tenant_id FROM added_rows", add),
+            (f"removed_{item}", "removed_rows", "SELECT tenant_id FROM removed_rows", remove),
+            (f"changed_{item}", "added_rows", both, f"{remove};\n{add}"),
+            (
+                f"truncated_{item}",
+                None,
+                None,
+                TRUNCATED.format(schema=schema, item=item, other=other),
+            ),
         ):
             prologue = LARGE_BATCH.format(rows=rows) if rows else ""
-            parts.append(FUNCTION.format(schema=schema, name=name, prologue=prologue, body=body))
+            lock = LOCK.format(schema_name=schema.strip('"'), tenants=tenants) if tenants else ""
+            parts.append(
+                FUNCTION.format(schema=schema, name=name, prologue=prologue, lock=lock, body=body)
+            )
         parts.append(TRIGGERS.format(schema=schema, table=table, item=item))
         parts.append(_statement(ADD, schema, f"{schema}.{table}", item) + ";")
         parts.append(f"DROP INDEX {schema}.{table}_search_text_trgm_idx;")
