@@ -19,11 +19,11 @@ changing a single match:
 Statement-level triggers (with transition tables, so a ``COPY`` of many rows costs one pass)
 keep both tables in step with every insert, update, delete and truncate of decisions and tool
 calls, from this library or any other writer; a token no row holds any more is removed from the
-vocabulary. Vocabulary rows are written in key order, so concurrent writers cannot deadlock on
-them. For a batch of over 1,000 rows the trigger functions raise ``work_mem`` to 64 MB while
-they run: 20,000 decisions make about 440,000 postings, whose sorts and hashes would otherwise
-spill to disk. The trigram
-indexes on ``search_text`` are dropped: the source no longer scans them.
+vocabulary. Each trigger first takes a transaction-scoped advisory lock per tenant, so
+concurrent writers of one tenant queue instead of deadlocking on vocabulary rows. For a batch
+of over 1,000 rows the trigger functions raise ``work_mem`` to 64 MB while they run: 20,000
+decisions make about 440,000 postings, whose sorts and hashes would otherwise spill to disk.
+The trigram indexes on ``search_text`` are dropped: the source no longer scans them.
 
 Revision ID: 0007
 Revises: 0006
@@ -53,7 +53,7 @@ WORDS = """
                   WHERE t <> '') AS w
 """
 
-# Adds the postings of the rows of {rows} (item {item}: 1 decisions, 2 tool calls). The
+# Adds the postings of the rows in {words} (item {item}: 1 decisions, 2 tool calls). The
 # vocabulary is written in key order (no deadlock between concurrent writers); each distinct
 # token is hashed once.
 ADD = """
@@ -71,9 +71,7 @@ ADD = """
     FROM words AS w JOIN vocabulary AS v ON v.tenant_id = w.tenant_id AND v.token = w.token
 """
 
-# Removes the postings of the rows of {rows}, then the tokens no row holds any more. (No
-# index may cover ``rows``, and the vocabulary's pages keep 30% free (fillfactor 70): updates
-# of the counts stay HOT, in place, without new entries in its three indexes.)
+# Removes the postings of the rows in {words}; returns the tokens left without rows.
 REMOVE = """
     WITH words AS MATERIALIZED ({words}),
     locked AS MATERIALIZED (
@@ -130,6 +128,8 @@ TRUNCATED = """
                       WHERE p.tenant_id = v.tenant_id AND p.token_id = v.id)
 """
 
+# No index may cover the vocabulary's ``rows``, and its pages keep 30% free (fillfactor 70):
+# updates of the counts stay HOT, in place, without new entries in its three indexes.
 TABLES = """
 CREATE TABLE {schema}.episodic_vocabulary (
     tenant_id text NOT NULL,
@@ -205,8 +205,9 @@ OTHER = {"decisions": "tool_calls", "tool_calls": "decisions"}
 
 
 def _statement(template: str, schema: str, rows: str, item: int) -> str:
+    # ADD or REMOVE for the rows of relation ``rows``.
     words = WORDS.format(rows=rows, separators=SEPARATORS)
-    return template.format(schema=schema, rows=rows, item=item, words=words, separators=SEPARATORS)
+    return template.format(schema=schema, item=item, words=words)
 
 
 def _dynamic(statement: str, tail: str = "") -> str:

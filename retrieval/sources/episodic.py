@@ -12,9 +12,10 @@ its tokens in the tenant's vocabulary (``LIKE`` on a trigram index; a keyword is
 a text exactly when it is a substring of one of its tokens), and the tokens' postings give the
 rows, in time order. Only the postings that can hold a row able to pass the threshold are read
 (:mod:`retrieval.sources.keyword_bands`: by age, the rows need more hits, so only the rarest
-keywords' postings are read for older rows). The rows found are then counted exactly, each
-checked against every pattern, pre-ranked in SQL by the source's own relevance and recency
-weights so that the candidate pool holds the best rows; Python computes the final scores.
+keywords' postings are read for older rows). The rows found are counted exactly: from their
+postings where their band read every keyword, else by checking their text against every
+pattern. They are pre-ranked in SQL by the source's own relevance and recency weights so that
+the candidate pool holds the best rows; Python computes the final scores.
 """
 
 from __future__ import annotations

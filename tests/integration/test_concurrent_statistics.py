@@ -7,14 +7,12 @@ term statistics in opposite orders. Afterwards the kept document frequencies equ
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 from retrieval.config import WriteConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.store import MemoryStore
 from tests.bm25_reference import term_statistics
 from tests.conftest import CountingEmbedder, PgDatabase
+from tests.threads import run_together
 
 TEXTS = (
     "alpha beta gamma delta epsilon zeta",
@@ -22,25 +20,6 @@ TEXTS = (
     "theta iota kappa alpha beta",
 )
 ROUNDS = 12
-
-
-def _run_together(work: Callable[[int], None]) -> list[BaseException]:
-    errors: list[BaseException] = []
-    start = threading.Barrier(2)
-
-    def run(worker: int) -> None:
-        start.wait()
-        try:
-            work(worker)
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(worker,)) for worker in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return errors
 
 
 def _stats_match_a_recount(store: MemoryStore, prefix: str) -> None:
@@ -65,7 +44,7 @@ def test_documents_written_and_forgotten_at_once(store: MemoryStore) -> None:
             if round_ % 3 == 2:
                 documents.forget(tenant_id="acme", doc_id=f"doc-{worker}")
 
-    assert _run_together(work) == []
+    assert run_together(work) == []
     _stats_match_a_recount(store, "document")
 
 
@@ -86,5 +65,5 @@ def test_memories_written_and_forgotten_at_once(
             if round_ % 2 == 1:
                 store.forget(tenant_id="acme", memory_ids=ids[:2])
 
-    assert _run_together(work) == []
+    assert run_together(work) == []
     _stats_match_a_recount(store, "memory")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -17,6 +16,7 @@ from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.results import RetrievalResponse
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
+from tests.threads import run_together
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 # What splits search_text into tokens: ASCII characters other than letters, digits and "_".
@@ -144,37 +144,26 @@ def test_a_token_longer_than_a_btree_entry_is_found(store: MemoryStore) -> None:
 
 def test_concurrent_writers_keep_the_word_index_and_never_deadlock(store: MemoryStore) -> None:
     # Two threads write and forget decisions and tool calls over the same words at once: the
-    # vocabulary's rows are locked in key order by every writer, so they queue, never cycle.
+    # triggers take the tenant's advisory lock first, so the writers queue, never cycle.
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "iota"]
-    errors: list[BaseException] = []
-    start = threading.Barrier(2)
 
     def work(worker: int) -> None:
         rng = random.Random(worker)
-        start.wait()
-        try:
-            for round_ in range(8):
-                ids = store.record_decisions(
-                    {"tenant_id": "acme", "task_id": f"w{worker}-{round_}", "action_type": "run",
-                     "content": " ".join(rng.sample(words, 5)), "status": "done"}
-                    for _ in range(30)
-                )  # fmt: skip
-                store.record_tool_calls(
-                    {"tenant_id": "acme", "decision_id": ids[0], "tool_name": "search",
-                     "params": {"q": rng.sample(words, 3)}, "result": None}
-                    for _ in range(10)
-                )  # fmt: skip
-                if round_ % 2:
-                    store.forget(tenant_id="acme", task_id=f"w{worker}-{round_ - 1}")
-        except BaseException as error:
-            errors.append(error)
+        for round_ in range(8):
+            ids = store.record_decisions(
+                {"tenant_id": "acme", "task_id": f"w{worker}-{round_}", "action_type": "run",
+                 "content": " ".join(rng.sample(words, 5)), "status": "done"}
+                for _ in range(30)
+            )  # fmt: skip
+            store.record_tool_calls(
+                {"tenant_id": "acme", "decision_id": ids[0], "tool_name": "search",
+                 "params": {"q": rng.sample(words, 3)}, "result": None}
+                for _ in range(10)
+            )  # fmt: skip
+            if round_ % 2:
+                store.forget(tenant_id="acme", task_id=f"w{worker}-{round_ - 1}")
 
-    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_together(work) == []
     _assert_in_step(store)
 
 
