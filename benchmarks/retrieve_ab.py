@@ -1,0 +1,158 @@
+"""Before/after of a whole ``retrieve()`` call: this checkout against another git revision.
+
+``statement_ab.py`` compares one source's SQL; this compares everything a caller waits for
+(the statement, the driver, the fusion in Python), so it measures changes on the client side
+too. Each version runs in its own worker process (the revision from a temporary
+``git worktree``, this checkout as it is), on the same embedded server and benchmark data of
+``retrieve.py`` (schema ``bench_one``, loaded there first), with the default config and access
+recording off. The parent sends the SciFact claims to both workers in turn, claim by claim
+(the order alternating), so that both see the same machine at the same moment: on this machine
+separate runs differ by up to 30%. Each worker asks every claim once first (query vectors
+cached, connections warm) and times ``retrieve()`` inside its own process. Reports p50 / p95 /
+mean of each claim's fastest of ``--repeat`` calls, and whether both versions returned the same
+results (content, source and scores) for every claim.
+
+Usage: python benchmarks/retrieve_ab.py --data-dir DIR --against REV
+       [--sources all|semantic|episodic] [--queries 300] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = Path(__file__).resolve().parent
+
+# The worker: runs retrieve() for each claim read from stdin, answers with the time and a
+# digest of the results. It imports ``retrieval`` from the first entry of its PYTHONPATH.
+_WORKER = r"""
+import json, sys, time
+from dataclasses import replace
+from pathlib import Path
+sys.path.insert(1, sys.argv[2])  # the benchmarks folder, for retrieve.py's constants
+from retrieve import AS_OF, ONE, TENANT
+from retrieval.config import RetrievalConfig
+from retrieval.db import make_engine
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+
+server = start_embedded(Path(sys.argv[1]))
+config = RetrievalConfig(record_access=False)
+if sys.argv[3] == "semantic":
+    config = replace(config, episodic=replace(config.episodic, enabled=False),
+                     documents=replace(config.documents, enabled=False))
+elif sys.argv[3] == "episodic":
+    config = replace(config, semantic=replace(config.semantic, enabled=False),
+                     documents=replace(config.documents, enabled=False))
+store = MemoryStore(make_engine(server.url()), schema=ONE.schema,
+                    embedder=SentenceTransformerEmbedder())
+retriever = HybridRetriever.from_store(store, config=config)
+print("ready", flush=True)
+for line in sys.stdin:
+    query = json.loads(line)
+    started = time.perf_counter()
+    response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+    elapsed = (time.perf_counter() - started) * 1000
+    digest = [[r.source, r.content, round(r.final_score, 9), round(r.relevance_score, 9),
+               round(r.recency_score, 9)] for r in response.results]
+    print(json.dumps({"ms": elapsed, "results": digest}), flush=True)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="retrieve.py's data")
+    parser.add_argument("--against", required=True, help="git revision to compare with")
+    parser.add_argument("--sources", choices=("all", "semantic", "episodic"), default="all")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(BENCHMARKS))
+    from documents import read_queries
+
+    queries = read_queries()[: args.queries]
+    worktree = Path(tempfile.mkdtemp(prefix="retrieve-ab-")) / "tree"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(worktree), args.against],
+        cwd=ROOT, check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        workers = {
+            "before": _start(worktree, args.data_dir, args.sources),
+            "after": _start(ROOT, args.data_dir, args.sources),
+        }
+        for worker in workers.values():
+            for query in queries:  # warm: query vectors cached, connections open
+                _ask(worker, query)
+        best: dict[str, list[float]] = {name: [] for name in workers}
+        same = 0
+        for index, query in enumerate(queries):
+            order = list(workers) if index % 2 == 0 else list(reversed(workers))
+            times = dict.fromkeys(workers, float("inf"))
+            answers: dict[str, Any] = {}
+            for _ in range(args.repeat):
+                for name in order:
+                    answer = _ask(workers[name], query)
+                    times[name] = min(times[name], answer["ms"])
+                    answers[name] = answer["results"]
+            same += answers["before"] == answers["after"]
+            for name in workers:
+                best[name].append(times[name])
+        for worker in workers.values():
+            worker.stdin.close()  # type: ignore[union-attr]
+            worker.wait()
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False
+        )
+    summary = {
+        "against": args.against,
+        "sources": args.sources,
+        "queries": len(queries),
+        "repeat": args.repeat,
+        "identical_results": same,
+        **{
+            name: {
+                "p50_ms": statistics.median(values),
+                "p95_ms": sorted(values)[round(0.95 * (len(values) - 1))],
+                "mean_ms": statistics.mean(values),
+            }
+            for name, values in best.items()
+        },
+    }
+    print(json.dumps(summary, indent=2))
+
+
+def _start(tree: Path, data_dir: Path, sources: str) -> subprocess.Popen[str]:
+    environment = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(data_dir), str(BENCHMARKS), sources],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=tree,
+    )  # fmt: skip
+    assert worker.stdout is not None
+    for line in worker.stdout:  # skip anything printed while loading
+        if line.strip() == "ready":
+            return worker
+    raise SystemExit(f"the worker for {tree} stopped before it was ready")
+
+
+def _ask(worker: subprocess.Popen[str], query: str) -> dict[str, Any]:
+    assert worker.stdin is not None and worker.stdout is not None
+    worker.stdin.write(json.dumps(query) + "\n")
+    worker.stdin.flush()
+    return json.loads(worker.stdout.readline())  # type: ignore[no-any-return]
+
+
+if __name__ == "__main__":
+    main()
