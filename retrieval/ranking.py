@@ -3,11 +3,18 @@
 SQL hands over candidates with their relevance and recency (and the optional signals); here
 ``final = sum(weight * signal)`` with the source's weights, then ``final >= min_final_score``,
 then a deterministic ranking, then the per-source and total limits.
+
+Ranking works on :class:`Scored` records (the scores and the identity that breaks ties); a
+candidate's :class:`RetrievalResult`, with its evidence decoded, is built only if it is
+returned: most candidates are not (about 90 per call, 10 returned).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
@@ -17,10 +24,81 @@ from retrieval.results import SOURCES, RetrievalResult, SourceDiagnostics
 from retrieval.sources.common import Candidate
 
 
-def to_result(candidate: Candidate, weights: Mapping[str, float]) -> RetrievalResult:
-    """The result of a database candidate, its final score from ``weights``."""
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A result to rank: its scores, its identity, and what builds its :class:`RetrievalResult`.
+
+    Either ``candidate`` and ``weights`` (a database row, built on demand) or ``result`` (a
+    result already built, such as a working-state message) is set.
+    """
+
+    source: str
+    final_score: float
+    relevance_score: float
+    recency_score: float
+    item: str
+    identity: int
+    candidate: Candidate | None = None
+    weights: Mapping[str, float] | None = None
+    result: RetrievalResult | None = None
+
+    def to_result(self) -> RetrievalResult:
+        """The :class:`RetrievalResult` this record stands for."""
+        if self.result is not None:
+            return self.result
+        assert self.candidate is not None and self.weights is not None
+        return to_result(self.candidate, self.weights, self.final_score)
+
+
+def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scored:
+    """A database candidate scored with its source's ``weights``.
+
+    A score outside [0, 1] raises ``ValueError`` here, returned or not.
+    """
+    final = scoring.weighted_sum(candidate.signals, weights)
+    for name, value in (("relevance_score", candidate.relevance),
+                        ("recency_score", candidate.recency)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name}={value!r} is outside [0, 1]")
+    return Scored(
+        source=candidate.source,
+        final_score=final,
+        relevance_score=candidate.relevance,
+        recency_score=candidate.recency,
+        item=candidate.item,
+        identity=candidate.id,
+        candidate=candidate,
+        weights=weights,
+    )
+
+
+def scored_result(result: RetrievalResult) -> Scored:
+    """A result scored in Python (working state), ranked by its own scores."""
+    identity = result.metadata.get("id", result.metadata.get("position", 0))
+    return Scored(
+        source=result.source,
+        final_score=result.final_score,
+        relevance_score=result.relevance_score,
+        recency_score=result.recency_score,
+        item=str(result.metadata.get("item", "")),
+        identity=identity if isinstance(identity, int) else 0,
+        result=result,
+    )
+
+
+def to_result(
+    candidate: Candidate, weights: Mapping[str, float], final: float | None = None
+) -> RetrievalResult:
+    """The result of a database candidate, its final score from ``weights``.
+
+    ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
+    that only returned candidates pay for decoding it.
+    """
     signals = candidate.signals
-    final = scoring.weighted_sum(signals, weights)
+    if final is None:
+        final = scoring.weighted_sum(signals, weights)
     metadata: dict[str, Any] = {
         "id": candidate.id,
         "item": candidate.item,
@@ -35,7 +113,7 @@ def to_result(candidate: Candidate, weights: Mapping[str, float]) -> RetrievalRe
         metadata["matched_keywords"] = list(candidate.matched)
     if candidate.entities is not None:
         metadata["matched_entities"] = list(candidate.entities)
-    metadata.update(candidate.details)
+    metadata.update(json.loads(candidate.details))
     return RetrievalResult(
         content=candidate.content,
         source=candidate.source,
@@ -46,27 +124,27 @@ def to_result(candidate: Candidate, weights: Mapping[str, float]) -> RetrievalRe
     )
 
 
-def rank_key(result: RetrievalResult) -> tuple[float, float, float, int, str, int]:
+def rank_key(scored: Scored) -> tuple[float, float, float, int, str, int]:
     """Best first: final, then relevance, then recency, then source, item and id (stable)."""
-    identity = result.metadata.get("id", result.metadata.get("position", 0))
     return (
-        -result.final_score,
-        -result.relevance_score,
-        -result.recency_score,
-        SOURCES.index(result.source),
-        str(result.metadata.get("item", "")),
-        int(identity) if isinstance(identity, int) else 0,
+        -scored.final_score,
+        -scored.relevance_score,
+        -scored.recency_score,
+        SOURCES.index(scored.source),
+        scored.item,
+        scored.identity,
     )
 
 
 def select(
-    scored: Mapping[str, Sequence[RetrievalResult]], config: RetrievalConfig
+    scored: Mapping[str, Sequence[Scored]], config: RetrievalConfig
 ) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
     """Apply the threshold and the limits to each source's scored results; rank them all.
 
-    Returns the results best first and, per source, what was scored, kept and returned.
+    Returns the results best first (only these are built) and, per source, what was scored,
+    kept and returned.
     """
-    chosen: list[RetrievalResult] = []
+    chosen: list[Scored] = []
     kept_count: dict[str, int] = {}
     for name, results in scored.items():
         kept = sorted((r for r in results if r.final_score >= config.min_final_score), key=rank_key)
@@ -85,10 +163,10 @@ def select(
         )
         for name, results in scored.items()
     }
-    return final, diagnostics
+    return [item.to_result() for item in final], diagnostics
 
 
-def _means(results: Iterable[RetrievalResult]) -> dict[str, float]:
+def _means(results: Iterable[Scored]) -> dict[str, float]:
     items = list(results)
     if not items:
         return {}

@@ -25,8 +25,8 @@ from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.query_text import clean, expand
 from retrieval.read_connections import ReadConnections
-from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
-from retrieval.sources.common import COLUMNS, Candidate
+from retrieval.results import Diagnostics, RetrievalResponse
+from retrieval.sources.common import SELECT_LIST, Candidate
 from retrieval.sources.documents import documents_ctes
 from retrieval.sources.episodic import (
     DECISION,
@@ -214,7 +214,7 @@ class HybridRetriever:
             statements = 1
         queried = time.perf_counter()
 
-        scored: dict[str, list[RetrievalResult]] = {}
+        scored: dict[str, list[ranking.Scored]] = {}
         if semantic:
             scored["semantic"] = []
         if config.episodic.enabled and config.episodic.limit > 0:
@@ -223,7 +223,7 @@ class HybridRetriever:
             scored["documents"] = []
         for candidate in candidates:
             weights = config.source(candidate.source).weights
-            scored[candidate.source].append(ranking.to_result(candidate, weights))
+            scored[candidate.source].append(ranking.scored_candidate(candidate, weights))
         if working_state is not None and config.working_state.enabled:
             lexical = (
                 LexicalOption(
@@ -234,9 +234,12 @@ class HybridRetriever:
                 if config.lexical_match is not None and "working_state" in config.lexical_sources
                 else None
             )
-            scored["working_state"] = score_working_state(
-                working_state, keywords, config.working_state, lexical=lexical
-            )
+            scored["working_state"] = [
+                ranking.scored_result(result)
+                for result in score_working_state(
+                    working_state, keywords, config.working_state, lexical=lexical
+                )
+            ]
         results, per_source = ranking.select(scored, config)
         fused = time.perf_counter()
 
@@ -363,8 +366,7 @@ def build_statement(
     if documents:
         ctes += documents_ctes(schema, gated=max_distance)
         selects.append("documents")
-    columns = ", ".join(COLUMNS)
-    union = "\nUNION ALL\n".join(f"SELECT {columns} FROM {name}" for name in selects)
+    union = "\nUNION ALL\n".join(f"SELECT {SELECT_LIST} FROM {name}" for name in selects)
     return "WITH " + ",\n".join(ctes) + "\n" + union
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 # The columns of every source's final CTE, in order.
 COLUMNS = (
@@ -26,7 +25,13 @@ COLUMNS = (
     "distance",  # L2 distance (semantic), else NULL
     "matched",  # keywords matched (episodic), else NULL
     "entities",  # query entity ids the memory links to (semantic), else NULL
-    "details",  # jsonb: the rest of the row
+    "details",  # jsonb: the rest of the row (sent as JSON text: see SELECT_LIST)
+)
+
+# The select list of each source's rows in the statement's ``UNION ALL``: the evidence goes
+# out as JSON text, decoded only for the candidates that are returned.
+SELECT_LIST = ", ".join(
+    "details::text AS details" if column == "details" else column for column in COLUMNS
 )
 
 # 0.5 ^ 1000 is about 1e-301; past that PostgreSQL's power() raises "underflow" where Python
@@ -68,7 +73,7 @@ class Candidate:
     distance: float | None
     matched: list[str] | None
     entities: list[str] | None
-    details: dict[str, Any]
+    details: str  # JSON text
 
     @property
     def signals(self) -> dict[str, float]:
