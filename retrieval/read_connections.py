@@ -8,8 +8,10 @@ session settings of the read path set once when each is opened.
 Statements are written with named placeholders (``%(name)s``). psycopg converts such a query to
 PostgreSQL's ``$n`` form on every call once it is longer than 4,096 characters (it caches only
 shorter ones), and the retriever's statement is several times longer: that conversion cost
-about 1.2 ms a call. So each statement is converted once here, kept, and sent through a
-:class:`psycopg.RawCursor` with its parameters in order.
+about 0.5 ms a call. So each statement is converted once here, kept, and sent through a
+:class:`psycopg.RawCursor` with its parameters in order. Results come back in binary format:
+the server skips formatting floats and timestamps as text and the driver parsing them (about
+0.3 ms for the retriever's 40 to 90 rows; the values are the same).
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ class ReadConnections:
     def execute(self, query: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Run one statement and return its rows, if any (one round trip on a warm connection).
 
-        ``query`` uses ``%(name)s`` placeholders, bound from ``params``.
+        ``query`` uses ``%(name)s`` placeholders, bound from ``params``; results are read in
+        binary format.
         """
         converted = self._converted.get(query)
         if converted is None:
@@ -97,7 +100,7 @@ class ReadConnections:
                 with self._connection() as connection:
                     try:
                         with psycopg.RawCursor(connection) as cursor:
-                            cursor.execute(converted.text, values)
+                            cursor.execute(converted.text, values, binary=True)
                             return cursor.fetchall() if cursor.description else []
                     except psycopg.OperationalError:
                         if attempt == 2 or not connection.closed:

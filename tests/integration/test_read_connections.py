@@ -1,4 +1,5 @@
-"""The read path's connections: statements converted once and sent with positional values."""
+"""The read path's connections: statements converted once, sent with positional values, and
+results read in binary format (the same values as text format would give)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ def test_a_long_statement_with_repeated_names_and_literal_percents(database: PgD
     padding = "".join(f"    , %(number)s * {i} AS n{i}\n" for i in range(200))
     statement = (
         "SELECT %(word)s AS word, %(when)s AS at, %(word)s || '%%' AS pattern,\n"
-        "       'abc' LIKE '%%' || %(part)s || '%%' AS matched\n"
+        "       'abc' LIKE '%%' || %(part)s || '%%' AS matched,\n"
+        "       1.0::float8 / 3 AS third, ARRAY['a', NULL]::text[] AS words, NULL::float8 AS gap,\n"
+        "       '{\"k\": [1, 2.5]}'::jsonb::text AS evidence\n"
         f"{padding}"
     )
     assert len(statement) > 4096
@@ -26,8 +29,10 @@ def test_a_long_statement_with_repeated_names_and_literal_percents(database: PgD
                 statement, {"word": "x", "when": when, "part": "b", "number": 3}
             )
             assert len(rows) == 1
-            word, at, pattern, matched, *numbers = rows[0]
+            word, at, pattern, matched, third, words, gap, evidence, *numbers = rows[0]
             assert (word, at, pattern, matched) == ("x", when, "x%", True)
+            assert (third, words, gap) == (1.0 / 3, ["a", None], None)
+            assert evidence == '{"k": [1, 2.5]}'
             assert numbers == [3 * i for i in range(200)]
     finally:
         connections.close()
