@@ -255,3 +255,37 @@ def test_relevance_counts_each_matched_keyword_once(spread: MemoryStore, extra_w
     (twice,) = [r for r in response if r.content.startswith("deploy the deployment")]
     assert twice.metadata["matched_keywords"] == ["deploy", "migration"]
     assert twice.relevance_score == pytest.approx(2 / keywords)
+
+
+@pytest.mark.parametrize("task_id", [None, "t1"])
+def test_a_created_at_moved_by_sql_moves_the_reported_time(
+    store: MemoryStore, task_id: str | None
+) -> None:
+    # Rows counted from their postings take their time from the postings (without the task);
+    # with the task, from the row itself: both follow an UPDATE of created_at.
+    decision = store.record_decision(
+        tenant_id="acme", task_id="t1", action_type="plan",
+        content="Deploy the billing service to staging", status="open",
+        created_at=AS_OF - timedelta(days=1),
+    )  # fmt: skip
+    moved = AS_OF - timedelta(days=20)
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE retrieval.decisions SET created_at = :at WHERE id = :id"),
+            {"at": moved, "id": decision},
+        )
+    _assert_in_step(store)
+    config = RetrievalConfig(
+        episodic=SourceConfig(relevance=0.7, recency=0.3, limit=5, half_life_hours=168.0),
+        min_final_score=0.0,
+        record_access=False,
+    )
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        response = retriever.retrieve(
+            "deploy billing service", tenant_id="acme", task_id=task_id, as_of=AS_OF
+        )
+    (result,) = [r for r in response if r.source == "episodic"]
+    assert result.metadata["id"] == decision
+    assert result.metadata["created_at"] == moved.isoformat()
+    assert result.recency_score == pytest.approx(0.5 ** (20 / 7))
+    assert result.relevance_score == pytest.approx(1.0)
