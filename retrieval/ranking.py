@@ -12,11 +12,9 @@ returned: most candidates are not (about 90 per call, 10 returned).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
+from typing import Any, NamedTuple
 
 from retrieval import scoring
 from retrieval.config import RetrievalConfig
@@ -24,12 +22,12 @@ from retrieval.results import SOURCES, RetrievalResult, SourceDiagnostics
 from retrieval.sources.common import Candidate
 
 
-@dataclass(frozen=True, slots=True)
-class Scored:
+class Scored(NamedTuple):
     """A result to rank: its scores, its identity, and what builds its :class:`RetrievalResult`.
 
     Either ``candidate`` and ``weights`` (a database row, built on demand) or ``result`` (a
-    result already built, such as a working-state message) is set.
+    result already built, such as a working-state message) is set. A named tuple: one is made
+    for every candidate of every call.
     """
 
     source: str
@@ -51,26 +49,27 @@ class Scored:
 
 
 def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scored:
-    """A database candidate scored with its source's ``weights``.
+    """A database candidate scored with its source's ``weights`` (its non-zero weights by
+    signal name, as :attr:`SourceConfig.weights <retrieval.config.SourceConfig.weights>`).
 
-    A score outside [0, 1] raises ``ValueError`` here, returned or not.
+    ``final`` is :func:`scoring.weighted_sum` of the candidate's signals, computed the same
+    way. A score outside [0, 1] raises ``ValueError`` here, returned or not.
     """
-    final = scoring.weighted_sum(candidate.signals, weights)
-    for name, value in (("relevance_score", candidate.relevance),
-                        ("recency_score", candidate.recency)):  # fmt: skip
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{name} must be a number, got {value!r}")
-        if math.isnan(value) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name}={value!r} is outside [0, 1]")
+    relevance, recency = candidate.relevance, candidate.recency
+    if not (0.0 <= relevance <= 1.0 and 0.0 <= recency <= 1.0):  # NaN fails too
+        for name, value in (("relevance_score", relevance), ("recency_score", recency)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}={value!r} is outside [0, 1]")
+    total = sum(weight * getattr(candidate, name) for name, weight in weights.items() if weight)
     return Scored(
-        source=candidate.source,
-        final_score=final,
-        relevance_score=candidate.relevance,
-        recency_score=candidate.recency,
-        item=candidate.item,
-        identity=candidate.id,
-        candidate=candidate,
-        weights=weights,
+        candidate.source,
+        min(1.0, max(0.0, total)),
+        relevance,
+        recency,
+        candidate.item,
+        candidate.id,
+        candidate,
+        weights,
     )
 
 

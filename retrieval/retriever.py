@@ -221,9 +221,10 @@ class HybridRetriever:
             scored["episodic"] = []
         if documents:
             scored["documents"] = []
+        weights = {name: config.source(name).weights for name in scored}
         for candidate in candidates:
-            weights = config.source(candidate.source).weights
-            scored[candidate.source].append(ranking.scored_candidate(candidate, weights))
+            source = candidate.source
+            scored[source].append(ranking.scored_candidate(candidate, weights[source]))
         if working_state is not None and config.working_state.enabled:
             lexical = (
                 LexicalOption(
