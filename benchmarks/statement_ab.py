@@ -81,8 +81,10 @@ def main() -> None:
         vectors = list(SentenceTransformerEmbedder().embed(list(queries)))
 
     server = start_embedded(args.data_dir)
+    # The retriever's own session settings (its plan cache mode matters: a prepared statement
+    # under PostgreSQL's default mode may switch to a generic plan).
     connections = ReadConnections(
-        make_engine(server.url()), [("hnsw.iterative_scan", "relaxed_order")]
+        make_engine(server.url()), list(retriever.read_settings(RetrievalConfig()).items())
     )
     times: dict[str, list[float]] = {name: [] for name in statements}
     same = passing = 0

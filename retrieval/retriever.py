@@ -82,12 +82,7 @@ class HybridRetriever:
         self.cache = cache
         self.embedder = cache.embedder
         self._embedder_checked = False
-        pool = max(self.config.candidate_pool, 40)
-        settings = {
-            "hnsw.iterative_scan": "relaxed_order",
-            "hnsw.ef_search": str(pool),
-            "plan_cache_mode": "force_custom_plan",
-        }
+        settings = read_settings(self.config)
         settings.update(session_settings or {})
         self._connections = ReadConnections(engine, settings=list(settings.items()))
         self._access = AccessRecorder(
@@ -319,6 +314,17 @@ class HybridRetriever:
             statement = build_statement(self.schema, *shape)
             self._statements[shape] = statement
         return statement
+
+
+def read_settings(config: RetrievalConfig) -> dict[str, str]:
+    """The session settings of the retriever's connections for ``config``: the HNSW scan
+    iterates until the tenant's pool is full, ``ef_search`` covers the pool, and every
+    execution is planned for its own values (see :class:`HybridRetriever`)."""
+    return {
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.ef_search": str(max(config.candidate_pool, 40)),
+        "plan_cache_mode": "force_custom_plan",
+    }
 
 
 def build_statement(

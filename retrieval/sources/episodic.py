@@ -165,10 +165,9 @@ def _found(schema: str, many_keywords: bool) -> list[str]:
         # count.
         f"""episodic_found AS MATERIALIZED (
     SELECT h.item, h.row_id, {_seen(many_keywords)} AS seen,
-           min(h.read) = cardinality(%(keywords)s::text[]) AS exact,
-           min(h.created_at) AS created_at  -- every posting of a row carries its created_at
+           min(h.read) = cardinality(%(keywords)s::text[]) AS exact
     FROM (
-        SELECT p.item, p.row_id, p.created_at, t.position, b.read, b.lists
+        SELECT p.item, p.row_id, t.position, b.read, b.lists
         FROM (
             SELECT lists, since, until,
                    LEAST(lists + 1, cardinality(%(keywords)s::text[])) AS read
@@ -179,7 +178,7 @@ def _found(schema: str, many_keywords: bool) -> list[str]:
         JOIN episodic_rarity AS r ON r.rarity <= b.read
         JOIN episodic_tokens AS t ON t.position = r.position
         CROSS JOIN LATERAL (
-            SELECT p.item, p.row_id, p.created_at FROM "{schema}".episodic_postings AS p
+            SELECT p.item, p.row_id FROM "{schema}".episodic_postings AS p
             WHERE p.tenant_id = %(tenant_id)s AND p.token_id = t.token_id
               AND p.created_at >= COALESCE(b.since, '-infinity'::timestamptz)
               AND p.created_at < COALESCE(b.until, 'infinity'::timestamptz)
@@ -201,30 +200,21 @@ def _seen(many_keywords: bool) -> str:
 
 
 def _hits(name: str, table: str, item: int, condition: str) -> str:
-    # The rows found of one kind, each with its exact count of keywords. Where its band read
-    # every keyword the postings alone give the count and the time, and the row itself is read
-    # only if a condition (the task) needs it; else its text is checked against every pattern.
-    text_count = """(SELECT count(*) FROM episodic_patterns AS k
-                     WHERE x.search_text LIKE k.pattern)"""
-    read = f"""SELECT x.id, x.created_at, x.hits
+    # The rows found of one kind, each with its exact count of keywords: from the postings
+    # where its band read every keyword, else its text checked against every pattern.
+    return f"""{name} AS (
+    SELECT x.id, x.created_at, x.hits
     FROM episodic_found AS f
     CROSS JOIN LATERAL (
-        SELECT x.id, x.created_at, {{hits}} AS hits
+        SELECT x.id, x.created_at,
+               CASE WHEN f.exact THEN f.seen
+                    ELSE (SELECT count(*) FROM episodic_patterns AS k
+                          WHERE x.search_text LIKE k.pattern) END AS hits
         FROM {table} AS x
         WHERE x.tenant_id = %(tenant_id)s AND x.id = f.row_id {condition}
         LIMIT 1
     ) AS x
-    WHERE f.item = {item}"""
-    if condition:
-        rows = read.format(hits=f"CASE WHEN f.exact THEN f.seen ELSE {text_count} END")
-    else:
-        rows = f"""SELECT f.row_id AS id, f.created_at, f.seen AS hits
-    FROM episodic_found AS f
-    WHERE f.item = {item} AND f.exact
-    UNION ALL
-    {read.format(hits=text_count)} AND NOT f.exact"""
-    return f"""{name} AS (
-    {rows}
+    WHERE f.item = {item}
 )"""
 
 
