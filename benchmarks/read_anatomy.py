@@ -1,0 +1,317 @@
+"""Where the read path's time goes: planning against execution, plan cache modes, BM25 postings.
+
+Runs on the data of ``retrieve.py`` (schema ``bench_one``) and ``documents.py`` (schema
+``bench_docs``), loaded there first, through the retriever itself (its statements, its
+connection settings). Parts (``--parts``, comma-separated):
+
+* ``plans``: for each source shape (all sources, semantic, episodic, documents on a tenant
+  without documents), ``EXPLAIN (ANALYZE, TIMING OFF)`` of the retriever's statement: medians
+  of planning and execution time.
+* ``modes``: ``retrieve()`` with the connection's ``plan_cache_mode`` at
+  ``force_custom_plan`` (the retriever's) and ``force_generic_plan``, interleaved claim by
+  claim, each claim's fastest of 3, per shape, and for the documents source on the 100,000
+  chunks of ``documents.py``.
+* ``postings``: the cost of a claim's rare terms (document frequency at most
+  ``bm25_common_share`` of the chunks) in steps: reading their postings, summing them per
+  chunk, keeping the best ``SEED * candidates + 1``.
+* ``tenants``: 100 tenants of 1,000 decisions each (SciFact sentences, schema
+  ``bench_tenants``, loaded on first use) and the episodic source for one of them: latency, and
+  the vocabulary lookup per keyword.
+
+Usage: python benchmarks/read_anatomy.py --data-dir DIR [--parts plans,modes,postings,tenants]
+       [--queries 60] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from documents import SETTINGS as DOCUMENTS
+from documents import read_queries
+from retrieve import AS_OF, ONE, TENANT, load_corpus
+from sqlalchemy import text
+
+from retrieval import scoring
+from retrieval.config import RetrievalConfig
+from retrieval.db import make_engine
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.read_connections import ReadConnections
+from retrieval.records import DecisionInput
+from retrieval.retriever import HybridRetriever, read_settings
+from retrieval.sources.fusion import SEED
+from retrieval.store import MemoryStore
+
+TENANTS = MigrationSettings(schema="bench_tenants", embedding_dim=384)
+MODES = ("force_custom_plan", "force_generic_plan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="the benchmarks' data")
+    parser.add_argument("--parts", default="plans,modes,postings,tenants")
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+
+    server = start_embedded(args.data_dir)
+    engine = make_engine(server.url())
+    embedder = SentenceTransformerEmbedder()
+    queries = read_queries()[: args.queries]
+    one = MemoryStore(engine, schema=ONE.schema, embedder=embedder)
+    docs = MemoryStore(engine, schema=DOCUMENTS.schema, embedder=embedder)
+    results: dict[str, Any] = {"queries": len(queries)}
+    if "plans" in parts:
+        results["plans"] = {
+            name: _plan_times(one, config, queries) for name, config in _shapes().items()
+        }
+    if "modes" in parts:
+        results["modes"] = {
+            name: _modes(one, config, queries) for name, config in _shapes().items()
+        }
+        results["modes"]["documents, 100,000 chunks"] = _modes(
+            docs, _shapes()["documents"], queries
+        )
+    if "postings" in parts:
+        results["postings"] = _postings(engine, queries)
+    if "tenants" in parts:
+        results["tenants"] = _tenants(engine, embedder, args.data_dir, queries)
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def _shapes() -> dict[str, RetrievalConfig]:
+    base = RetrievalConfig(record_access=False)
+    semantic, episodic, documents = (
+        replace(base.semantic, enabled=False),
+        replace(base.episodic, enabled=False),
+        replace(base.documents, enabled=False),
+    )
+    return {
+        "all sources": base,
+        "semantic": replace(base, episodic=episodic, documents=documents),
+        "episodic": replace(base, semantic=semantic, documents=documents),
+        "documents": replace(base, semantic=semantic, episodic=episodic),
+    }
+
+
+class _Captured:
+    """A retriever whose statements are recorded (and still run) as it retrieves."""
+
+    def __init__(self, store: MemoryStore, config: RetrievalConfig) -> None:
+        self.retriever = HybridRetriever.from_store(store, config=config)
+        connections = self.retriever._connections
+        self.run: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]] = connections.execute
+        self.statement: tuple[str, dict[str, Any]] = ("", {})
+
+        def capture(statement: str, params: Any) -> list[tuple[Any, ...]]:
+            self.statement = (statement, params)
+            return self.run(statement, params)
+
+        connections.execute = capture  # type: ignore[method-assign]
+
+    def retrieve(self, query: str) -> None:
+        self.retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+
+
+def _plan_times(
+    store: MemoryStore, config: RetrievalConfig, queries: list[str]
+) -> dict[str, float]:
+    captured = _Captured(store, config)
+    planning, execution = [], []
+    for query in queries:
+        captured.retrieve(query)
+        statement, params = captured.statement
+        plan = captured.run("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + statement, params)
+        report = plan[0][0][0]
+        planning.append(report["Planning Time"])
+        execution.append(report["Execution Time"])
+    captured.retriever.close()
+    return {
+        "planning_p50_ms": statistics.median(planning),
+        "execution_p50_ms": statistics.median(execution),
+        "statement_chars": len(captured.statement[0]),
+    }
+
+
+def _modes(
+    store: MemoryStore, config: RetrievalConfig, queries: list[str]
+) -> dict[str, dict[str, float]]:
+    captured = _Captured(store, config)
+    for query in queries:  # warm: vectors cached, statements prepared
+        captured.retrieve(query)
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for query in queries:
+        for mode in MODES:
+            captured.run("SELECT set_config('plan_cache_mode', %(mode)s, false)", {"mode": mode})
+            best = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                captured.retrieve(query)
+                best = min(best, (time.perf_counter() - started) * 1000)
+            times[mode].append(best)
+    captured.retriever.close()
+    return {mode: _percentiles(values) for mode, values in times.items()}
+
+
+def _postings(engine: Any, queries: list[str]) -> dict[str, Any]:
+    config = RetrievalConfig()
+    connections = ReadConnections(engine, list(read_settings(config).items()))
+    schema = DOCUMENTS.schema
+    where = "p.tenant_id = %(tenant)s AND p.term = ANY (%(terms)s::text[])"
+    contribution = (
+        "p.term_frequency::float8 / (p.term_frequency + %(base)s::float8 "
+        "+ %(per_length)s::float8 * p.chunk_length)"
+    )
+    grouped = f"SELECT p.chunk_id, sum({contribution}) AS partial FROM {schema}.document_terms AS p WHERE {where} GROUP BY p.chunk_id"  # noqa: E501
+    steps = {
+        "read": f"SELECT count(*) FROM {schema}.document_terms AS p WHERE {where}",
+        "read + sum per chunk": f"SELECT count(*) FROM ({grouped}) AS g",
+        "read + sum + best": f"SELECT chunk_id FROM ({grouped}) AS g "
+        f"ORDER BY partial DESC, chunk_id LIMIT {SEED} * %(candidates)s + 1",
+    }
+    corpus = connections.execute(
+        f"SELECT chunks, total_terms FROM {schema}.document_corpus WHERE tenant_id = %(t)s",
+        {"t": TENANT},
+    )
+    chunks, total = corpus[0]
+    bound = {
+        "tenant": TENANT,
+        "base": config.bm25_k1 * (1 - config.bm25_b),
+        "per_length": config.bm25_k1 * config.bm25_b * chunks / total,
+        "candidates": config.candidate_pool,
+    }
+    times: dict[str, list[float]] = {step: [] for step in steps}
+    postings = []
+    for query in queries:
+        rare = connections.execute(
+            f"SELECT s.term FROM unnest(to_tsvector(%(config)s::regconfig, %(q)s)) AS u "
+            f"JOIN {schema}.document_term_stats AS s ON s.tenant_id = %(t)s "
+            "AND s.term = u.lexeme WHERE s.document_frequency <= %(share)s * %(n)s",
+            {"config": config.text_search_config, "q": query, "t": TENANT,
+             "share": config.bm25_common_share, "n": chunks},
+        )  # fmt: skip
+        if not rare:
+            continue
+        params = bound | {"terms": [row[0] for row in rare]}
+        for step, statement in steps.items():
+            best = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                rows = connections.execute(statement, params)
+                best = min(best, (time.perf_counter() - started) * 1000)
+            times[step].append(best)
+            if step == "read":
+                postings.append(rows[0][0])
+    connections.close()
+    return {
+        "claims": len(postings),
+        "postings_p50": statistics.median(postings),
+        **{step: _percentiles(values) for step, values in times.items()},
+    }
+
+
+def _tenants(
+    engine: Any, embedder: SentenceTransformerEmbedder, data_dir: Path, queries: list[str]
+) -> dict[str, Any]:
+    upgrade(engine, TENANTS)
+    store = MemoryStore(engine, schema=TENANTS.schema, embedder=embedder)
+    with engine.connect() as connection:
+        loaded = connection.execute(text(f"SELECT count(*) FROM {TENANTS.schema}.decisions"))
+        empty = loaded.scalar() == 0
+    if empty:
+        sentences = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy").sentences
+        rng = random.Random(5)
+        for tenant in range(100):
+            store.record_decisions(
+                DecisionInput(
+                    tenant_id=f"t{tenant:02d}",
+                    task_id=f"task-{i % 50}",
+                    action_type="plan",
+                    content=sentences[rng.randrange(len(sentences))],
+                    status="done",
+                    created_at=AS_OF - timedelta(seconds=rng.randrange(90 * 86400)),
+                )
+                for i in range(1000)
+            )
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            for table in ("decisions", "episodic_postings", "episodic_vocabulary"):
+                connection.execute(text(f"VACUUM ANALYZE {TENANTS.schema}.{table}"))
+    config = _shapes()["episodic"]
+    retriever = HybridRetriever.from_store(store, config=config)
+    for query in queries:
+        retriever.retrieve(query, tenant_id="t07", as_of=AS_OF)
+    latency = []
+    for query in queries:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            retriever.retrieve(query, tenant_id="t07", as_of=AS_OF)
+            best = min(best, (time.perf_counter() - started) * 1000)
+        latency.append(best)
+    retriever.close()
+    per_keyword = {
+        "100 tenants (t07)": _lookups(engine, config, TENANTS.schema, "t07", queries),
+        "one tenant (bench_one)": _lookups(engine, config, ONE.schema, TENANT, queries),
+    }
+    with engine.connect() as connection:
+        vocabulary = connection.execute(
+            text(
+                f"SELECT count(*), count(DISTINCT token) FROM {TENANTS.schema}.episodic_vocabulary"
+            )
+        ).one()
+    return {
+        "vocabulary_rows": vocabulary[0],
+        "distinct_tokens": vocabulary[1],
+        "episodic_one_tenant_of_100": _percentiles(latency),
+        "vocabulary_lookup_per_keyword": per_keyword,
+    }
+
+
+def _lookups(
+    engine: Any, config: RetrievalConfig, schema: str, tenant: str, queries: list[str]
+) -> dict[str, float]:
+    # One keyword's tokens in the tenant's vocabulary, as the episodic source finds them (a
+    # round trip each, about 0.2 ms of it).
+    connections = ReadConnections(engine, list(read_settings(config).items()))
+    lookup = (
+        f"SELECT count(*) FROM {schema}.episodic_vocabulary AS v "
+        "WHERE v.tenant_id = %(tenant)s AND v.token LIKE %(pattern)s"
+    )
+    times = []
+    for query in queries:
+        for keyword in scoring.extract_keywords(query):
+            pattern = scoring.like_pattern(keyword).lower()
+            best = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                connections.execute(lookup, {"tenant": tenant, "pattern": pattern})
+                best = min(best, (time.perf_counter() - started) * 1000)
+            times.append(best)
+    connections.close()
+    return _percentiles(times)
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50_ms": statistics.median(ordered),
+        "p95_ms": ordered[round(0.95 * (len(ordered) - 1))],
+        "mean_ms": statistics.mean(ordered),
+    }
+
+
+if __name__ == "__main__":
+    main()
