@@ -1,0 +1,150 @@
+"""Ideas for ingest with embedding (issue 3's 0.9x target), measured on a bare table.
+
+``ingest.py --parts embed`` measures the library; this measures what the library could do
+instead, on a table of ``(id, content, embedding vector(384))`` with an HNSW index, for
+``--texts`` SciFact titles, interleaved over ``--runs`` runs (the table emptied before each):
+
+* ``model``: the embedder alone (sentence-transformers, batches of 64 sorted by length);
+* ``sequential``: embed all, then one binary ``COPY`` (what the library does);
+* ``overlapped``: the same length-sorted batches of 64, each copied (through psycopg's queued
+  writer, a thread) while the next is embedded;
+* ``two_workers``: the embedder on two single-threaded workers instead of torch's two threads
+  (model only);
+* ``halfvec_copy``: the ``COPY`` alone into a table whose HNSW index is on
+  ``embedding::halfvec(384)``, against ``vector_copy`` (the vectors precomputed).
+
+Usage: python benchmarks/ingest_overlap.py [--texts 1000] [--runs 5] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from queue import Queue
+from typing import Any
+
+import numpy as np
+import psycopg
+import torch
+from ingest import _scifact_texts
+from psycopg.copy import QueuedLibpqWriter
+
+from retrieval.bulk import encode_vectors
+from retrieval.embedded import start_embedded
+from retrieval.embedding import SentenceTransformerEmbedder
+
+BATCH = 64
+TABLES = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE plain (id bigint, content text, embedding vector(384));
+CREATE INDEX ON plain USING hnsw (embedding vector_l2_ops);
+CREATE TABLE half (id bigint, content text, embedding vector(384));
+CREATE INDEX ON half USING hnsw ((embedding::halfvec(384)) halfvec_l2_ops);
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    server = start_embedded(
+        Path(tempfile.mkdtemp(prefix="rtv-overlap-")) / "pg", delete_on_exit=True
+    )
+    url = server.url().replace("postgresql+psycopg://", "postgresql://")
+    connection = psycopg.connect(url, autocommit=True)
+    connection.execute(TABLES)  # type: ignore[call-overload]
+    texts = _scifact_texts(args.texts, long=False)
+    model = SentenceTransformerEmbedder()._loaded()
+
+    def embed(batch: list[str]) -> np.ndarray:
+        return np.asarray(
+            model.encode(batch, batch_size=BATCH, normalize_embeddings=True,
+                         convert_to_numpy=True, show_progress_bar=False),
+            dtype=np.float32,
+        )  # fmt: skip
+
+    embed(texts[:16])  # load and warm up
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
+    vectors = encode_vectors(embed(texts))
+
+    def copy(table: str, rows: Iterable[tuple[Any, ...]], queued: bool = False) -> None:
+        with connection.transaction(), connection.cursor() as cursor:
+            writer = {"writer": QueuedLibpqWriter(cursor)} if queued else {}
+            statement = f"COPY {table} (id, content, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            with cursor.copy(statement, **writer) as stream:  # type: ignore[arg-type]
+                stream.set_types(["int8", "text", "bytea"])
+                for row in rows:
+                    stream.write_row(row)
+
+    def sequential() -> None:
+        encoded = encode_vectors(embed(texts))
+        copy("plain", ((i, texts[i], encoded[i]) for i in range(len(texts))))
+
+    def overlapped() -> None:
+        def rows() -> Iterable[tuple[Any, ...]]:
+            for batch in batches:
+                encoded = encode_vectors(embed([texts[i] for i in batch]))
+                yield from ((i, texts[i], e) for i, e in zip(batch, encoded, strict=True))
+
+        copy("plain", rows(), queued=True)
+
+    def two_workers() -> None:
+        queue: Queue[list[int] | None] = Queue()
+        for batch in batches:
+            queue.put(batch)
+
+        def work() -> None:
+            torch.set_num_threads(1)  # this thread's OpenMP setting only
+            while (batch := queue.get()) is not None:
+                embed([texts[i] for i in batch])
+
+        workers = [threading.Thread(target=work) for _ in range(2)]
+        for worker in workers:
+            queue.put(None)
+            worker.start()
+        for worker in workers:
+            worker.join()
+
+    cases: dict[str, Callable[[], object]] = {
+        "model": lambda: embed(texts),
+        "sequential": sequential,
+        "overlapped": overlapped,
+        "two_workers": two_workers,
+        "vector_copy": lambda: copy("plain", ((i, texts[i], vectors[i]) for i in order)),
+        "halfvec_copy": lambda: copy("half", ((i, texts[i], vectors[i]) for i in order)),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.runs):
+        for name, case in cases.items():
+            connection.execute("TRUNCATE plain, half")
+            started = time.perf_counter()
+            case()
+            rates[name].append(len(texts) / (time.perf_counter() - started))
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    summary = {
+        "texts": len(texts),
+        "runs": args.runs,
+        "texts_per_second": medians,
+        "per_run": rates,
+        "sequential_ratio": medians["sequential"] / medians["model"],
+        "overlapped_ratio": medians["overlapped"] / medians["model"],
+        "two_workers_speedup": medians["two_workers"] / medians["model"],
+        "halfvec_copy_speedup": medians["halfvec_copy"] / medians["vector_copy"],
+    }
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
