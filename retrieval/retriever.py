@@ -3,7 +3,9 @@
 ``retrieve`` embeds the query (through the hashed cache), runs ONE statement whose CTEs find
 each source's candidates and compute their relevance and recency, scores the caller's working
 state in Python, then applies the weights, the threshold, the ranking and the limits
-(:mod:`retrieval.ranking`). The tenant filter sits inside every CTE.
+(:mod:`retrieval.ranking`). The tenant filter sits inside every CTE. (One exception: a
+tenant whose first documents arrived since the retriever's last call gets a second statement,
+once; see :mod:`retrieval.sources.documents_presence`.)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from retrieval.read_connections import ReadConnections
 from retrieval.results import Diagnostics, RetrievalResponse
 from retrieval.sources.common import SELECT_LIST, Candidate
 from retrieval.sources.documents import documents_ctes
+from retrieval.sources.documents_presence import DocumentPresence, presence_cte, split_presence
 from retrieval.sources.episodic import (
     DECISION,
     MAX_BITS,
@@ -89,6 +92,7 @@ class HybridRetriever:
             schema, self._connections.execute, background=background_writes
         )
         self._statements: dict[tuple[object, ...], str] = {}
+        self._documents = DocumentPresence()
 
     @classmethod
     def from_store(
@@ -159,9 +163,12 @@ class HybridRetriever:
             and kind not in chosen_mode.exclude_kinds
         ]
         episodic = config.episodic.enabled and config.episodic.limit > 0 and bool(keywords)
-        documents = config.documents.enabled and config.documents.limit > 0
+        documents_on = config.documents.enabled and config.documents.limit > 0
+        # Tenants that held no documents at the last call are asked without the documents
+        # CTEs; the statement's presence row says if that changed (see documents_presence).
+        documents = documents_on and self._documents.may_hold(tenant_id)
         vector, cached = (
-            self._query_vector(query, tenant_id) if semantic or documents else (None, True)
+            self._query_vector(query, tenant_id) if semantic or documents_on else (None, True)
         )
         embedded = time.perf_counter()
 
@@ -185,10 +192,11 @@ class HybridRetriever:
             episodic_lexical,
             memory_bm25,
             len(keywords) > MAX_BITS,
+            documents_on,
         )
         candidates: list[Candidate] = []
         statements = 0
-        if semantic or (episodic and kinds) or documents:
+        if semantic or (episodic and kinds) or documents_on:
             params = _parameters(
                 config,
                 tenant_id,
@@ -199,14 +207,19 @@ class HybridRetriever:
                 entities,
                 episodic_pruning=episodic_lexical is None,
             )
-            if documents or memory_bm25:
+            if documents_on or memory_bm25:
                 params.update(_document_parameters(config, lexical_query))
             if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
-            rows = self._connections.execute(self._statement(shape), params)
-            candidates = [Candidate(*row) for row in rows]
+            candidates, chunks = self._run(shape, params)
             statements = 1
+            if documents_on and chunks is not None:
+                self._documents.learn(tenant_id, chunks)
+                if not documents and chunks > 0:  # the tenant's first documents arrived
+                    documents = True
+                    candidates, _ = self._run(_with_documents(shape), params)
+                    statements = 2
         queried = time.perf_counter()
 
         scored: dict[str, list[ranking.Scored]] = {}
@@ -214,7 +227,7 @@ class HybridRetriever:
             scored["semantic"] = []
         if config.episodic.enabled and config.episodic.limit > 0:
             scored["episodic"] = []
-        if documents:
+        if documents_on:
             scored["documents"] = []
         weights = {name: config.source(name).weights for name in scored}
         for candidate in candidates:
@@ -308,6 +321,13 @@ class HybridRetriever:
             check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
             self._embedder_checked = True
 
+    def _run(
+        self, shape: tuple[Any, ...], params: dict[str, Any]
+    ) -> tuple[list[Candidate], int | None]:
+        # The statement's candidates, and the tenant's chunk count from its presence row.
+        rows = self._connections.execute(self._statement(shape), params)
+        return split_presence([Candidate(*row) for row in rows])
+
     def _statement(self, shape: tuple[Any, ...]) -> str:
         statement = self._statements.get(shape)
         if statement is None:
@@ -341,8 +361,11 @@ def build_statement(
     episodic_lexical: str | None = None,
     memory_bm25: bool = False,
     many_keywords: bool = False,
+    documents_presence: bool = False,
 ) -> str:
-    """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``."""
+    """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``; with
+    ``documents_presence``, a row with the tenant's chunk count too (see
+    :mod:`retrieval.sources.documents_presence`)."""
     ctes: list[str] = []
     selects: list[str] = []
     if semantic:
@@ -373,8 +396,19 @@ def build_statement(
     if documents:
         ctes += documents_ctes(schema, gated=max_distance)
         selects.append("documents")
+    if documents_presence:
+        ctes.append(presence_cte(schema))
+        selects.append("documents_presence")
     union = "\nUNION ALL\n".join(f"SELECT {SELECT_LIST} FROM {name}" for name in selects)
     return "WITH " + ",\n".join(ctes) + "\n" + union
+
+
+def _with_documents(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    # The same statement shape with the documents source's CTEs in.
+    return (*shape[:_DOCUMENTS_IN_SHAPE], True, *shape[_DOCUMENTS_IN_SHAPE + 1 :])
+
+
+_DOCUMENTS_IN_SHAPE = 7  # the position of ``documents`` in build_statement's arguments
 
 
 def _parameters(

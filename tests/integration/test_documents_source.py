@@ -183,3 +183,44 @@ def test_query_expansions_reach_the_episodic_keywords_and_the_working_state(
     assert decision.relevance_score == 1.0
     message = next(r for r in response if r.source == "working_state")
     assert message.metadata["matched_keywords"] == ["unmanned", "vehicle"]
+
+
+def test_a_tenant_without_documents_is_asked_without_them_until_it_has_some(
+    store: MemoryStore,
+) -> None:
+    # The documents CTEs are left out for a tenant that held no chunks at the last call; the
+    # statement's presence row brings them back the moment the tenant's first chunks exist,
+    # written by another store object, and drops them again once they are all forgotten.
+    documents = DocumentStore(store)
+    with HybridRetriever.from_store(store, config=DOCS_ONLY) as retriever:
+
+        def ask() -> tuple[list[str], int]:
+            response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
+            return [r.content for r in response], response.diagnostics.statements
+
+        assert ask() == ([], 1)  # not known yet: asked with the documents CTEs
+        assert ask() == ([], 1)  # known to hold none: asked without them
+        statements_before = len(retriever._statements)
+        DocumentStore(store).add(
+            DocumentInput(tenant_id="initech", doc_id="runbook", chunks=[ChunkInput(CHUNKS[0][2])])
+        )
+        assert ask() == ([CHUNKS[0][2]], 2)  # the presence row saw it: asked again, with them
+        assert ask() == ([CHUNKS[0][2]], 1)
+        assert len(retriever._statements) == statements_before  # both shapes already known
+        assert documents.forget(tenant_id="initech", doc_id="runbook")
+        assert ask() == ([], 1)
+        assert ask() == ([], 1)
+        response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
+        assert response.diagnostics.sources["documents"].candidates == 0
+
+
+def test_another_tenant_s_documents_do_not_bring_back_the_documents_ctes(
+    retriever: HybridRetriever,
+) -> None:
+    for _ in range(2):
+        response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
+        assert list(response) == [] and response.diagnostics.statements == 1
+    assert retriever._documents.may_hold("initech") is False
+    response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
+    assert response[0].content == CHUNKS[0][2]
+    assert retriever._documents.may_hold("acme") is True
