@@ -15,7 +15,8 @@ whether both versions returned the same results (content, source and scores) for
 Comparing a revision with itself gives differences of up to about 0.3 ms at the p50.
 
 Usage: python benchmarks/retrieve_ab.py --data-dir DIR --against REV
-       [--sources all|semantic|episodic|documents] [--queries 300] [--repeat 3] [--json PATH]
+       [--sources all|semantic|episodic|documents] [--tenants one|spread] [--queries 300]
+       [--repeat 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import json, sys, time
 from dataclasses import replace
 from pathlib import Path
 sys.path.insert(1, sys.argv[2])  # the benchmarks folder, for retrieve.py's constants
-from retrieve import AS_OF, ONE, TENANT
+from retrieve import AS_OF, ONE, SPREAD, TENANT
 from documents import SETTINGS as DOCUMENTS
 from retrieval.config import RetrievalConfig
 from retrieval.db import make_engine
@@ -61,6 +62,9 @@ elif sys.argv[3] == "documents":
     config = replace(config, semantic=replace(config.semantic, enabled=False),
                      episodic=replace(config.episodic, enabled=False))
 schema = DOCUMENTS.schema if sys.argv[3] == "documents" else ONE.schema
+tenant = TENANT
+if sys.argv[4] == "spread":  # retrieve.py's 100 tenants of 1,000 memories, nothing else
+    schema, tenant = SPREAD.schema, "t07"
 store = MemoryStore(make_engine(server.url()), schema=schema,
                     embedder=SentenceTransformerEmbedder())
 retriever = HybridRetriever.from_store(store, config=config)
@@ -68,7 +72,7 @@ print("ready", flush=True)
 for line in sys.stdin:
     query = json.loads(line)
     started = time.perf_counter()
-    response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+    response = retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
     elapsed = (time.perf_counter() - started) * 1000
     digest = [[r.source, r.content, round(r.final_score, 9), round(r.relevance_score, 9),
                round(r.recency_score, 9)] for r in response.results]
@@ -82,6 +86,13 @@ def main() -> None:
     parser.add_argument("--against", required=True, help="git revision to compare with")
     parser.add_argument(
         "--sources", choices=("all", "semantic", "episodic", "documents"), default="all"
+    )
+    parser.add_argument(
+        "--tenants",
+        choices=("one", "spread"),
+        default="one",
+        help="spread: retrieve.py's 100 tenants holding 1,000 memories each and no decisions, "
+        "tool calls or documents (tenant t07)",
     )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
@@ -99,8 +110,8 @@ def main() -> None:
     )  # fmt: skip
     try:
         workers = {
-            "before": _start(worktree, args.data_dir, args.sources),
-            "after": _start(ROOT, args.data_dir, args.sources),
+            "before": _start(worktree, args.data_dir, args.sources, args.tenants),
+            "after": _start(ROOT, args.data_dir, args.sources, args.tenants),
         }
         for worker in workers.values():
             for query in queries:  # warm: query vectors cached, connections open
@@ -129,6 +140,7 @@ def main() -> None:
     summary = {
         "against": args.against,
         "sources": args.sources,
+        "tenants": args.tenants,
         "queries": len(queries),
         "repeat": args.repeat,
         "identical_results": same,
@@ -146,10 +158,10 @@ def main() -> None:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
 
 
-def _start(tree: Path, data_dir: Path, sources: str) -> subprocess.Popen[str]:
+def _start(tree: Path, data_dir: Path, sources: str, tenants: str) -> subprocess.Popen[str]:
     environment = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
     worker = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(data_dir), str(BENCHMARKS), sources],
+        [sys.executable, "-c", _WORKER, str(data_dir), str(BENCHMARKS), sources, tenants],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=tree,
     )  # fmt: skip
     assert worker.stdout is not None

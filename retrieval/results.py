@@ -59,8 +59,8 @@ class Diagnostics:
     Milliseconds: ``embedding_ms`` (query vector, from the cache or the model), ``sql_ms`` (the
     one statement, round trip included), ``fusion_ms`` (weights, threshold, ranking in Python),
     ``total_ms``. ``statements`` is the number of SQL statements the call ran: 0 or 1, or 2
-    on the first call after a tenant that held no documents got some (see
-    :mod:`retrieval.sources.documents_presence`).
+    on the first call after a tenant that held no documents, or no decisions and tool calls,
+    got some (see :mod:`retrieval.sources.presence`).
     """
 
     embedding_ms: float

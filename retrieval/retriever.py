@@ -4,8 +4,8 @@
 each source's candidates and compute their relevance and recency, scores the caller's working
 state in Python, then applies the weights, the threshold, the ranking and the limits
 (:mod:`retrieval.ranking`). The tenant filter sits inside every CTE. (One exception: a
-tenant whose first documents arrived since the retriever's last call gets a second statement,
-once; see :mod:`retrieval.sources.documents_presence`.)
+tenant whose first documents, decisions or tool calls arrived since the retriever's last call
+gets a second statement, once; see :mod:`retrieval.sources.presence`.)
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from retrieval.read_connections import ReadConnections
 from retrieval.results import Diagnostics, RetrievalResponse
 from retrieval.sources.common import SELECT_LIST, Candidate
 from retrieval.sources.documents import documents_ctes
-from retrieval.sources.documents_presence import DocumentPresence, presence_cte, split_presence
 from retrieval.sources.episodic import (
     DECISION,
     MAX_BITS,
@@ -40,6 +39,13 @@ from retrieval.sources.episodic import (
     episodic_ctes,
 )
 from retrieval.sources.keyword_bands import Band, keyword_bands
+from retrieval.sources.presence import (
+    DOCUMENTS,
+    EPISODIC,
+    SourcePresence,
+    presence_cte,
+    split_presence,
+)
 from retrieval.sources.semantic import SemanticQuery, semantic_ctes
 from retrieval.sources.working_state import LexicalOption, score_working_state
 from retrieval.store import MemoryStore
@@ -92,7 +98,7 @@ class HybridRetriever:
             schema, self._connections.execute, background=background_writes
         )
         self._statements: dict[tuple[object, ...], str] = {}
-        self._documents = DocumentPresence()
+        self._presence = SourcePresence()
 
     @classmethod
     def from_store(
@@ -162,11 +168,17 @@ class HybridRetriever:
             if (chosen_mode.include_kinds is None or kind in chosen_mode.include_kinds)
             and kind not in chosen_mode.exclude_kinds
         ]
-        episodic = config.episodic.enabled and config.episodic.limit > 0 and bool(keywords)
+        episodic_on = (
+            config.episodic.enabled and config.episodic.limit > 0 and bool(keywords) and bool(kinds)
+        )
         documents_on = config.documents.enabled and config.documents.limit > 0
-        # Tenants that held no documents at the last call are asked without the documents
-        # CTEs; the statement's presence row says if that changed (see documents_presence).
-        documents = documents_on and self._documents.may_hold(tenant_id)
+        # A source whose tables held nothing of the tenant's at the last call is left out;
+        # the statement's presence rows say if that changed (see sources.presence).
+        present = [
+            source for source, on in ((EPISODIC, episodic_on), (DOCUMENTS, documents_on)) if on
+        ]
+        episodic = episodic_on and self._presence.may_hold(tenant_id, EPISODIC)
+        documents = documents_on and self._presence.may_hold(tenant_id, DOCUMENTS)
         vector, cached = (
             self._query_vector(query, tenant_id) if semantic or documents_on else (None, True)
         )
@@ -177,26 +189,29 @@ class HybridRetriever:
             config.lexical_match if semantic and "semantic" in config.lexical_sources else None
         )
         episodic_lexical = (
-            config.lexical_match if episodic and "episodic" in config.lexical_sources else None
+            config.lexical_match if episodic_on and "episodic" in config.lexical_sources else None
         )
-        shape = (
-            semantic,
-            chosen_mode if semantic else None,
-            config.max_distance is not None,
-            bool(entities),
-            episodic and DECISION in kinds,
-            episodic and TOOL_CALL in kinds,
-            task_id is not None,
-            documents,
-            semantic_lexical,
-            episodic_lexical,
-            memory_bm25,
-            len(keywords) > MAX_BITS,
-            documents_on,
-        )
+
+        def shape(episodic: bool, documents: bool) -> tuple[Any, ...]:
+            return (
+                semantic,
+                chosen_mode if semantic else None,
+                config.max_distance is not None,
+                bool(entities),
+                episodic and DECISION in kinds,
+                episodic and TOOL_CALL in kinds,
+                task_id is not None,
+                documents,
+                semantic_lexical,
+                episodic_lexical,
+                memory_bm25,
+                len(keywords) > MAX_BITS,
+                tuple(present),
+            )
+
         candidates: list[Candidate] = []
         statements = 0
-        if semantic or (episodic and kinds) or documents_on:
+        if semantic or present:
             params = _parameters(
                 config,
                 tenant_id,
@@ -212,14 +227,14 @@ class HybridRetriever:
             if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
-            candidates, chunks = self._run(shape, params)
+            candidates, counts = self._run(shape(episodic, documents), params)
             statements = 1
-            if documents_on and chunks is not None:
-                self._documents.learn(tenant_id, chunks)
-                if not documents and chunks > 0:  # the tenant's first documents arrived
-                    documents = True
-                    candidates, _ = self._run(_with_documents(shape), params)
-                    statements = 2
+            self._presence.learn(tenant_id, counts)
+            if (not episodic and counts.get(EPISODIC, 0) > 0) or (
+                not documents and counts.get(DOCUMENTS, 0) > 0
+            ):  # a source left out has its first rows: ask again with every source in
+                candidates, _ = self._run(shape(episodic_on, documents_on), params)
+                statements = 2
         queried = time.perf_counter()
 
         scored: dict[str, list[ranking.Scored]] = {}
@@ -323,8 +338,8 @@ class HybridRetriever:
 
     def _run(
         self, shape: tuple[Any, ...], params: dict[str, Any]
-    ) -> tuple[list[Candidate], int | None]:
-        # The statement's candidates, and the tenant's chunk count from its presence row.
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        # The statement's candidates, and what its presence rows counted per source.
         rows = self._connections.execute(self._statement(shape), params)
         return split_presence([Candidate(*row) for row in rows])
 
@@ -361,11 +376,10 @@ def build_statement(
     episodic_lexical: str | None = None,
     memory_bm25: bool = False,
     many_keywords: bool = False,
-    documents_presence: bool = False,
+    presence: tuple[str, ...] = (),
 ) -> str:
-    """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``; with
-    ``documents_presence``, a row with the tenant's chunk count too (see
-    :mod:`retrieval.sources.documents_presence`)."""
+    """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``, and a
+    presence row for each source named in ``presence`` (see :mod:`retrieval.sources.presence`)."""
     ctes: list[str] = []
     selects: list[str] = []
     if semantic:
@@ -396,19 +410,11 @@ def build_statement(
     if documents:
         ctes += documents_ctes(schema, gated=max_distance)
         selects.append("documents")
-    if documents_presence:
-        ctes.append(presence_cte(schema))
-        selects.append("documents_presence")
+    if presence:
+        ctes.append(presence_cte(schema, presence))
+        selects.append("source_presence")
     union = "\nUNION ALL\n".join(f"SELECT {SELECT_LIST} FROM {name}" for name in selects)
     return "WITH " + ",\n".join(ctes) + "\n" + union
-
-
-def _with_documents(shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    # The same statement shape with the documents source's CTEs in.
-    return (*shape[:_DOCUMENTS_IN_SHAPE], True, *shape[_DOCUMENTS_IN_SHAPE + 1 :])
-
-
-_DOCUMENTS_IN_SHAPE = 7  # the position of ``documents`` in build_statement's arguments
 
 
 def _parameters(

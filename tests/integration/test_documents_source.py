@@ -220,7 +220,7 @@ def test_another_tenant_s_documents_do_not_bring_back_the_documents_ctes(
     for _ in range(2):
         response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
         assert list(response) == [] and response.diagnostics.statements == 1
-    assert retriever._documents.may_hold("initech") is False
+    assert retriever._presence.may_hold("initech", "documents") is False
     response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
     assert response[0].content == CHUNKS[0][2]
-    assert retriever._documents.may_hold("acme") is True
+    assert retriever._presence.may_hold("acme", "documents") is True

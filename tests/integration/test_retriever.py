@@ -441,6 +441,38 @@ def test_diagnostics_report_one_statement_and_each_source(
     assert retriever.retrieve("SQL", tenant_id="acme").diagnostics.keywords == ()
 
 
+def test_a_tenant_without_decisions_is_asked_without_the_episodic_source_until_it_has_some(
+    store: MemoryStore,
+) -> None:
+    # The episodic CTEs are left out for a tenant that held no decisions or tool calls at the
+    # last call; the statement's presence row brings them back the moment its first decision
+    # exists (written by another store object), and drops them again once it is forgotten.
+    store.remember("The deploy failed on the database migration", tenant_id="solo",
+                   created_at=AS_OF - timedelta(days=1))  # fmt: skip
+    with HybridRetriever.from_store(store, config=OPEN, background_writes=False) as retriever:
+
+        def ask() -> tuple[list[str], int]:
+            response = retriever.retrieve("database migration", tenant_id="solo", as_of=AS_OF)
+            return [r.source for r in response], response.diagnostics.statements
+
+        assert ask() == (["semantic"], 1)  # not known yet: asked with the episodic CTEs
+        assert ask() == (["semantic"], 1)  # known to hold none: asked without them
+        assert retriever._presence.may_hold("solo", "episodic") is False
+        other = MemoryStore(store.engine, schema=store.schema, embedder=store.embedder)
+        decision = other.record_decision(
+            tenant_id="solo", task_id="t", action_type="plan", status="open",
+            content="Retry the database migration tonight", created_at=AS_OF,
+        )  # fmt: skip
+        sources, statements = ask()
+        assert statements == 2 and sorted(sources) == ["episodic", "semantic"]
+        assert ask() == (sources, 1)
+        other.forget(tenant_id="solo", task_id="t")
+        assert store.get_decision(decision, tenant_id="solo") is None
+        assert ask() == (["semantic"], 1)
+        assert retriever._presence.may_hold("solo", "episodic") is False
+        assert ask() == (["semantic"], 1)
+
+
 def test_returned_memories_get_their_accesses_counted(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
