@@ -37,7 +37,7 @@ from typing import Any
 
 from documents import SETTINGS as DOCUMENTS
 from documents import read_queries
-from retrieve import AS_OF, ONE, TENANT, load_corpus
+from retrieve import AS_OF, ONE, TENANT, load_corpus, summary_ms
 from sqlalchemy import text
 
 from retrieval import scoring
@@ -163,7 +163,7 @@ def _modes(
                 best = min(best, (time.perf_counter() - started) * 1000)
             times[mode].append(best)
     captured.retriever.close()
-    return {mode: _percentiles(values) for mode, values in times.items()}
+    return {mode: summary_ms(values) for mode, values in times.items()}
 
 
 def _postings(engine: Any, queries: list[str]) -> dict[str, Any]:
@@ -219,7 +219,7 @@ def _postings(engine: Any, queries: list[str]) -> dict[str, Any]:
     return {
         "claims": len(postings),
         "postings_p50": statistics.median(postings),
-        **{step: _percentiles(values) for step, values in times.items()},
+        **{step: summary_ms(values) for step, values in times.items()},
     }
 
 
@@ -294,7 +294,7 @@ def _tenants(
     return {
         "vocabulary_rows": vocabulary[0],
         "distinct_tokens": vocabulary[1],
-        "episodic_one_tenant_of_100": _percentiles(latency),
+        "episodic_one_tenant_of_100": summary_ms(latency),
         "vocabulary_lookup_per_keyword": per_keyword,
     }
 
@@ -335,16 +335,7 @@ def _lookups(
                 best = min(best, (time.perf_counter() - started) * 1000)
             times.append(best)
     connections.close()
-    return _percentiles(times)
-
-
-def _percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50_ms": statistics.median(ordered),
-        "p95_ms": ordered[round(0.95 * (len(ordered) - 1))],
-        "mean_ms": statistics.mean(ordered),
-    }
+    return summary_ms(times)
 
 
 if __name__ == "__main__":

@@ -492,6 +492,16 @@ def percentiles(times: Sequence[float]) -> dict[str, float]:
     }
 
 
+def summary_ms(times: Sequence[float]) -> dict[str, float]:
+    """p50, p95 and mean of ``times`` in ms, as the A/B scripts report them."""
+    ordered = sorted(times)
+    return {
+        "p50_ms": statistics.median(ordered),
+        "p95_ms": ordered[round(0.95 * (len(ordered) - 1))],
+        "mean_ms": statistics.mean(ordered),
+    }
+
+
 def cpus() -> int:
     import os
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,6 +100,7 @@ def main() -> None:
 
     sys.path.insert(0, str(BENCHMARKS))
     from documents import read_queries
+    from retrieve import summary_ms
 
     queries = read_queries()[: args.queries]
     worktree = Path(tempfile.mkdtemp(prefix="retrieve-ab-")) / "tree"
@@ -144,14 +144,7 @@ def main() -> None:
         "queries": len(queries),
         "repeat": args.repeat,
         "identical_results": same,
-        **{
-            name: {
-                "p50_ms": statistics.median(values),
-                "p95_ms": sorted(values)[round(0.95 * (len(values) - 1))],
-                "mean_ms": statistics.mean(values),
-            }
-            for name, values in best.items()
-        },
+        **{name: summary_ms(values) for name, values in best.items()},
     }
     print(json.dumps(summary, indent=2))
     if args.json:

@@ -21,7 +21,6 @@ import argparse
 import ast
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from typing import Any
 
 from documents import SETTINGS as DOCUMENTS
 from documents import read_queries
-from retrieve import AS_OF, ONE, TENANT
+from retrieve import AS_OF, ONE, TENANT, summary_ms
 
 from retrieval import retriever, scoring
 from retrieval.config import RetrievalConfig
@@ -117,14 +116,7 @@ def main() -> None:
         "queries": len(times["after"]),
         "identical_results": same,
         "identical_passing": passing,
-        **{
-            name: {
-                "p50_ms": statistics.median(values),
-                "p95_ms": sorted(values)[round(0.95 * (len(values) - 1))],
-                "mean_ms": statistics.mean(values),
-            }
-            for name, values in times.items()
-        },
+        **{name: summary_ms(values) for name, values in times.items()},
     }
     print(json.dumps(summary, indent=2))
 
