@@ -173,8 +173,9 @@ class HybridRetriever:
         )
         documents_on = config.documents.enabled and config.documents.limit > 0
         # A source whose tables held nothing of the tenant's at the last call is left out;
-        # the statement's presence rows say if that changed (see sources.presence).
-        present = [
+        # the statement's presence rows (one per source probed) say if that changed (see
+        # sources.presence).
+        probed = [
             source for source, on in ((EPISODIC, episodic_on), (DOCUMENTS, documents_on)) if on
         ]
         episodic = episodic_on and self._presence.may_hold(tenant_id, EPISODIC)
@@ -206,12 +207,12 @@ class HybridRetriever:
                 episodic_lexical,
                 memory_bm25,
                 len(keywords) > MAX_BITS,
-                tuple(present),
+                tuple(probed),
             )
 
         candidates: list[Candidate] = []
         statements = 0
-        if semantic or present:
+        if semantic or probed:
             params = _parameters(
                 config,
                 tenant_id,
