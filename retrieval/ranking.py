@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from retrieval import scoring
 from retrieval.config import RetrievalConfig
-from retrieval.results import SOURCES, RetrievalResult, SourceDiagnostics
+from retrieval.results import SOURCES, RetrievalResult, SourceDiagnostics, check_score
 from retrieval.sources.common import Candidate
 
 
@@ -52,18 +52,15 @@ def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scor
     """A database candidate scored with its source's ``weights`` (its non-zero weights by
     signal name, as :attr:`SourceConfig.weights <retrieval.config.SourceConfig.weights>`).
 
-    ``final`` is :func:`scoring.weighted_sum` of the candidate's signals, computed the same
-    way. A score outside [0, 1] raises ``ValueError`` here, returned or not.
+    A score outside [0, 1] raises ``ValueError`` here, returned or not.
     """
     relevance, recency = candidate.relevance, candidate.recency
     if not (0.0 <= relevance <= 1.0 and 0.0 <= recency <= 1.0):  # NaN fails too
-        for name, value in (("relevance_score", relevance), ("recency_score", recency)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name}={value!r} is outside [0, 1]")
-    total = sum(weight * getattr(candidate, name) for name, weight in weights.items() if weight)
+        check_score("relevance_score", relevance)
+        check_score("recency_score", recency)
     return Scored(
         candidate.source,
-        min(1.0, max(0.0, total)),
+        scoring.weighted_sum(candidate.signals, weights),
         relevance,
         recency,
         candidate.item,
@@ -87,17 +84,13 @@ def scored_result(result: RetrievalResult) -> Scored:
     )
 
 
-def to_result(
-    candidate: Candidate, weights: Mapping[str, float], final: float | None = None
-) -> RetrievalResult:
-    """The result of a database candidate, its final score from ``weights``.
+def to_result(candidate: Candidate, weights: Mapping[str, float], final: float) -> RetrievalResult:
+    """The result of a database candidate, with its ``final`` score from ``weights``.
 
     ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
     that only returned candidates pay for decoding it.
     """
     signals = candidate.signals
-    if final is None:
-        final = scoring.weighted_sum(signals, weights)
     metadata: dict[str, Any] = {
         "id": candidate.id,
         "item": candidate.item,

@@ -31,11 +31,15 @@ class RetrievalResult:
         if self.source not in SOURCES:
             raise ValueError(f"source {self.source!r} is not one of {', '.join(SOURCES)}")
         for name in ("relevance_score", "recency_score", "final_score"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-            if math.isnan(value) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name}={value!r} is outside [0, 1]")
+            check_score(name, getattr(self, name))
+
+
+def check_score(name: str, value: object) -> None:
+    """A ``ValueError`` naming ``name`` unless ``value`` is a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}={value!r} is outside [0, 1]")
 
 
 @dataclass(frozen=True)
