@@ -6,6 +6,8 @@
    afterwards), then with it (every row inserted into the graph).
 2. Ingest with embedding: ``remember_many`` on texts the cache has never seen, against the
    embedder alone on the same texts: memory-sized texts (SciFact titles) and whole abstracts.
+   ``--embed-links 12,16`` also times the short texts into HNSW graphs of each ``m`` (links
+   per node; the library's is ``schema.HNSW_LINKS``), interleaved with the embedder's runs.
 3. All-cache-hit ingest: ``remember_many`` of texts whose vectors are all in the PostgreSQL
    cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
 4. ``--parts bm25`` (not in the default set): bulk ingest of memory-sized texts with the
@@ -40,6 +42,7 @@ from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
 from retrieval.migrate import MigrationSettings, upgrade
 from retrieval.records import MemoryInput
+from retrieval.schema import HNSW_LINKS
 from retrieval.store import MemoryStore
 from retrieval.vector_index import build_vector_index
 
@@ -47,7 +50,7 @@ SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / 
 SETTINGS = MigrationSettings(schema="bench", embedding_dim=384)
 HNSW = (
     "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON bench.memories "
-    "USING hnsw (embedding vector_l2_ops)"
+    "USING hnsw (embedding vector_l2_ops) WITH (m = {links})"
 )
 NO_HNSW = "DROP INDEX IF EXISTS bench.memories_embedding_hnsw_idx"
 TRUNCATE = (
@@ -63,6 +66,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--embed-texts", type=int, default=2000, help="short texts to embed")
     parser.add_argument("--embed-long-texts", type=int, default=300, help="abstracts to embed")
+    parser.add_argument(
+        "--embed-links",
+        default=str(HNSW_LINKS),
+        help=f"comma-separated HNSW m values for the short texts (default: {HNSW_LINKS})",
+    )
     parser.add_argument("--hit-texts", type=int, default=20_000)
     parser.add_argument("--bm25-rows", type=int, default=20_000, help="rows of the bm25 part")
     parser.add_argument(
@@ -105,9 +113,12 @@ def main() -> None:
         )
     texts = _scifact_texts(max(args.embed_texts, args.hit_texts), long=False)
     if "embed" in parts:
-        results["embed_short"] = _embedding(engine, embedder, texts[: args.embed_texts], args.runs)
+        links = [int(m) for m in args.embed_links.split(",")]
+        by_links = _embedding(engine, embedder, texts[: args.embed_texts], args.runs, links)
+        results["embed_short"] = by_links.get(HNSW_LINKS, next(iter(by_links.values())))
+        results["embed_short_by_links"] = {f"m={m}": summary for m, summary in by_links.items()}
         abstracts = _scifact_texts(args.embed_long_texts, long=True)
-        results["embed_long"] = _embedding(engine, embedder, abstracts, args.runs)
+        results["embed_long"] = _embedding(engine, embedder, abstracts, args.runs)[HNSW_LINKS]
     if "hits" in parts:
         results["cache_hits_no_index"] = _cache_hits(
             engine, embedder, texts[: args.hit_texts], args.runs, indexed=False
@@ -120,7 +131,7 @@ def main() -> None:
         results["memory_bm25"] = _memory_bm25(engine, embedder, args.bm25_rows, args.runs)
     if "history" in parts:
         results["history"] = _history(engine, embedder, args.history_rows, args.runs)
-    _execute(engine, HNSW)
+    _execute(engine, HNSW.format(links=HNSW_LINKS))
     print(json.dumps(results, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
@@ -134,7 +145,7 @@ def _bulk(
     *,
     indexed: bool,
 ) -> dict[str, Any]:
-    _execute(engine, HNSW if indexed else NO_HNSW)
+    _execute(engine, HNSW.format(links=HNSW_LINKS) if indexed else NO_HNSW)
     n = len(vectors)
     items = [
         MemoryInput(text=f"memory {i}: precomputed", tenant_id="bench", embedding=vectors[i],
@@ -213,23 +224,33 @@ def _raw_copy(engine: Engine, items: list[MemoryInput]) -> None:
 
 
 def _embedding(
-    engine: Engine, embedder: SentenceTransformerEmbedder, texts: list[str], runs: int
-) -> dict[str, Any]:
-    _execute(engine, HNSW)
+    engine: Engine,
+    embedder: SentenceTransformerEmbedder,
+    texts: list[str],
+    runs: int,
+    links: list[int] | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Per HNSW ``m``: ingest with embedding against the embedder alone, runs interleaved."""
+    links = links or [HNSW_LINKS]
     embedder.embed(texts[:16])  # load the model and warm it up outside the timings
-    ours: list[float] = []
+    ours: dict[int, list[float]] = {m: [] for m in links}
     model: list[float] = []
     for run in range(runs):
         began = time.perf_counter()
         embedder.embed(texts)
         model.append(len(texts) / (time.perf_counter() - began))
-        _execute(engine, TRUNCATE)
-        store = MemoryStore(engine, schema="bench", embedder=embedder)
-        began = time.perf_counter()
-        store.remember_many([{"text": t, "tenant_id": f"run-{run}"} for t in texts])
-        ours.append(len(texts) / (time.perf_counter() - began))
-        assert store.cache_stats.embedded == len(set(texts))
-    return _summary(len(texts), ours, model, "texts/s", "embedder alone")
+        for m in links if run % 2 == 0 else links[::-1]:  # alternate which goes first
+            _execute(engine, TRUNCATE)
+            _execute(engine, NO_HNSW)
+            _execute(engine, HNSW.format(links=m))
+            store = MemoryStore(engine, schema="bench", embedder=embedder)
+            began = time.perf_counter()
+            store.remember_many([{"text": t, "tenant_id": f"run-{run}"} for t in texts])
+            ours[m].append(len(texts) / (time.perf_counter() - began))
+            assert store.cache_stats.embedded == len(set(texts))
+    _execute(engine, NO_HNSW)
+    _execute(engine, HNSW.format(links=HNSW_LINKS))
+    return {m: _summary(len(texts), ours[m], model, "texts/s", "embedder alone") for m in links}
 
 
 def _cache_hits(
@@ -245,7 +266,7 @@ def _cache_hits(
     MemoryStore(engine, schema="bench", embedder=embedder).remember_many(
         [{"text": t, "tenant_id": "hits"} for t in texts]
     )  # fills the cache
-    _execute(engine, HNSW if indexed else NO_HNSW)
+    _execute(engine, HNSW.format(links=HNSW_LINKS) if indexed else NO_HNSW)
     rates: list[float] = []
     for _ in range(runs):
         _execute(engine, "TRUNCATE bench.memories, bench.memory_entities")

@@ -115,11 +115,43 @@ def main() -> None:
         for worker in workers:
             worker.join()
 
+    def two_workers_copy() -> None:
+        queue: Queue[list[int] | None] = Queue()
+        done: Queue[list[tuple[Any, ...]] | None] = Queue()
+        for batch in batches:
+            queue.put(batch)
+
+        def work() -> None:
+            torch.set_num_threads(1)
+            while (batch := queue.get()) is not None:
+                encoded = encode_vectors(embed([texts[i] for i in batch]))
+                done.put([(i, texts[i], e) for i, e in zip(batch, encoded, strict=True)])
+            done.put(None)
+
+        workers = [threading.Thread(target=work) for _ in range(2)]
+        for worker in workers:
+            queue.put(None)
+            worker.start()
+
+        def rows() -> Iterable[tuple[Any, ...]]:
+            finished = 0
+            while finished < len(workers):
+                item = done.get()
+                if item is None:
+                    finished += 1
+                else:
+                    yield from item
+
+        copy("plain", rows())
+        for worker in workers:
+            worker.join()
+
     cases: dict[str, Callable[[], object]] = {
         "model": lambda: embed(texts),
         "sequential": sequential,
         "overlapped": overlapped,
         "two_workers": two_workers,
+        "two_workers_copy": two_workers_copy,
         "vector_copy": lambda: copy("plain", ((i, texts[i], vectors[i]) for i in order)),
         "halfvec_copy": lambda: copy("half", ((i, texts[i], vectors[i]) for i in order)),
     }
@@ -139,6 +171,8 @@ def main() -> None:
         "sequential_ratio": medians["sequential"] / medians["model"],
         "overlapped_ratio": medians["overlapped"] / medians["model"],
         "two_workers_speedup": medians["two_workers"] / medians["model"],
+        "two_workers_copy_ratio": medians["two_workers_copy"] / medians["two_workers"],
+        "two_workers_copy_vs_model": medians["two_workers_copy"] / medians["model"],
         "halfvec_copy_speedup": medians["halfvec_copy"] / medians["vector_copy"],
     }
     print(json.dumps(summary, indent=2))

@@ -43,6 +43,9 @@ DOCUMENT_TERMS = "document_terms"
 DOCUMENT_TERM_STATS = "document_term_stats"
 DOCUMENT_CORPUS = "document_corpus"
 DOCUMENT_TABLES = (DOCUMENTS, DOCUMENT_CHUNKS, DOCUMENT_TERMS, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS)
+# Links per node of the HNSW graphs (pgvector's ``m``; its default is 16): inserts cost about
+# 0.6x as much with the same recall on the benchmarks (migration 0008, BENCHMARKS.md).
+HNSW_LINKS = 12
 MEMORY_TERMS = "memory_terms"
 MEMORY_TERM_STATS = "memory_term_stats"
 MEMORY_CORPUS = "memory_corpus"
@@ -111,6 +114,7 @@ def _memories(metadata: MetaData, dim: int) -> Table:
             "embedding",
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_l2_ops"},
+            postgresql_with={"m": HNSW_LINKS},
         ),
     )
 
@@ -252,6 +256,7 @@ def _document_chunks(metadata: MetaData, dim: int) -> Table:
             "embedding",
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_l2_ops"},
+            postgresql_with={"m": HNSW_LINKS},
         ),
     )
 

@@ -12,14 +12,15 @@ import time
 from sqlalchemy import Engine, text
 
 from retrieval.errors import translate_database_errors
+from retrieval.schema import HNSW_LINKS
 
 INDEX_NAME = "memories_embedding_hnsw_idx"
 # {s}: the validated, quoted schema name (identifiers cannot be bound parameters). The
-# definition is the one migration 0001 creates, so `alembic check` sees no drift afterwards.
+# definition is the one migration 0008 creates, so `alembic check` sees no drift afterwards.
 _DROP = "DROP INDEX IF EXISTS {s}.memories_embedding_hnsw_idx"
 _BUILD = (
     "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON {s}.memories "
-    "USING hnsw (embedding vector_l2_ops)"
+    f"USING hnsw (embedding vector_l2_ops) WITH (m = {HNSW_LINKS})"
 )
 # The graph is built fastest when it fits in memory; pgvector warns when it does not.
 _BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '1GB'"

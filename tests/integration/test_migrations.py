@@ -37,6 +37,40 @@ def test_round_trip_upgrade_downgrade_upgrade_then_no_drift(empty_database: PgDa
     migrate.check(db.engine, db.settings)  # raises on any difference from schema.py
 
 
+def _graph_options(db: PgDatabase) -> dict[str, list[str] | None]:
+    query = text(
+        "SELECT c.relname, c.reloptions FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "JOIN pg_am am ON am.oid = c.relam "
+        "WHERE n.nspname = 'retrieval' AND am.amname = 'hnsw'"
+    )
+    with db.engine.connect() as connection:
+        return {row.relname: row.reloptions for row in connection.execute(query)}
+
+
+def test_hnsw_graphs_have_twelve_links_and_a_rebuild_keeps_them(
+    empty_database: PgDatabase,
+) -> None:
+    from retrieval.vector_index import build_vector_index, drop_vector_index
+
+    db = empty_database
+    twelve = {
+        "memories_embedding_hnsw_idx": ["m=12"],
+        "document_chunks_embedding_hnsw_idx": ["m=12"],
+    }
+    migrate.upgrade(db.engine, db.settings)
+    assert _graph_options(db) == twelve
+    drop_vector_index(db.engine, "retrieval")
+    build_vector_index(db.engine, "retrieval")  # what `retrieval ingest --defer-index` runs
+    assert _graph_options(db) == twelve
+    migrate.check(db.engine, db.settings)
+
+    migrate.downgrade(db.engine, db.settings, "0007")
+    assert set(_graph_options(db).values()) == {None}  # pgvector's defaults again
+    migrate.upgrade(db.engine, db.settings)
+    assert _graph_options(db) == twelve
+
+
 def test_check_detects_drift(database: PgDatabase) -> None:
     with database.engine.begin() as connection:
         connection.execute(text("DROP INDEX retrieval.episodic_vocabulary_token_trgm_idx"))
