@@ -53,10 +53,12 @@ HNSW = (
     "USING hnsw (embedding vector_l2_ops) WITH (m = {links})"
 )
 NO_HNSW = "DROP INDEX IF EXISTS bench.memories_embedding_hnsw_idx"
-TRUNCATE = (
-    "TRUNCATE bench.memories, bench.memory_entities, bench.embedding_cache, bench.memory_terms, "
+# The memories and what refers to them, and with them the embedding cache.
+MEMORY_ROWS = (
+    "TRUNCATE bench.memories, bench.memory_entities, bench.memory_terms, "
     "bench.memory_term_stats, bench.memory_corpus"
 )
+TRUNCATE = MEMORY_ROWS + ", bench.embedding_cache"
 
 
 def main() -> None:
@@ -269,7 +271,7 @@ def _cache_hits(
     _execute(engine, HNSW.format(links=HNSW_LINKS) if indexed else NO_HNSW)
     rates: list[float] = []
     for _ in range(runs):
-        _execute(engine, "TRUNCATE bench.memories, bench.memory_entities")
+        _execute(engine, MEMORY_ROWS)
         store = MemoryStore(engine, schema="bench", embedder=embedder)
         began = time.perf_counter()
         store.remember_many([{"text": t, "tenant_id": "hits"} for t in texts])

@@ -288,6 +288,12 @@ def _clean_name(value: str) -> str | None:
 Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)
 
 
+_FIELD_NAMES: dict[type, frozenset[str]] = {
+    kind: frozenset(field.name for field in fields(kind))
+    for kind in (MemoryInput, DecisionInput, ToolCallInput)
+}
+
+
 def as_input(item: object, kind: type[Input], index: int | None = None) -> Input:
     """``item`` as a ``kind`` input: passed through, or built from a dict of its fields."""
     if isinstance(item, kind):
@@ -296,7 +302,7 @@ def as_input(item: object, kind: type[Input], index: int | None = None) -> Input
         raise ValidationError(
             f"must be a {kind.__name__} or a dict, got {type(item).__name__}", item=index
         )
-    known = {field.name for field in fields(kind)}
+    known = _FIELD_NAMES[kind]
     unknown = sorted(set(item) - known)
     if unknown:
         raise ValidationError(
