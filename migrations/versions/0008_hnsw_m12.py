@@ -3,11 +3,12 @@
 Inserting a vector into an HNSW graph links it to its nearest nodes and re-checks each of
 those nodes' own links (up to ``2 * m`` of them in the graph's bottom layer); with the server
 profiled (``perf``), 38% of an insert is distance computations, most of them in that re-check.
-With ``m = 12`` a ``COPY`` of 1,000 memories costs 0.71 instead of 1.12 ms of server time per
-row and a build over 100,000 memories 17 instead of 25 s, while recall@10 against exact search
-on the read benchmark's 100,000 memories is unchanged (0.826 against 0.829 with
-``hnsw.ef_search = 40``, 0.919 against 0.901 with 100; ``m = 8`` drops it to 0.782). See
-BENCHMARKS.md, "Write path".
+With ``m = 12`` a ``COPY`` of 1,000 memories costs 0.78 instead of 1.2 ms of server time per
+row (1.6x the rows per second) and a build over 100,000 memories about 13-30% less time, while
+recall@10 against exact search on the read benchmark's 100,000 memories stays within the
+spread between two builds of the default graph (``hnsw.ef_search = 40``: 0.826 and 0.802
+against 0.829 and 0.834; 100: 0.919 and 0.924 against 0.901 and 0.921). See BENCHMARKS.md,
+"Session 7".
 
 Both graphs (memories and document chunks) are rebuilt: this takes a while on large tables
 (about 17 s per 100,000 rows on two cores), during which the table cannot be written.
