@@ -29,6 +29,8 @@ _LOOKUP = (
     "SELECT key, vector_send(embedding) FROM {schema}.embedding_cache "
     "WHERE tenant_id = %s AND key = ANY(%b)"
 )
+# Which keys the table holds, for a writer that copies their vectors inside PostgreSQL.
+_STORED_KEYS = "SELECT key FROM {schema}.embedding_cache WHERE tenant_id = %s AND key = ANY(%b)"
 # New vectors go through a per-connection staging table filled by binary COPY (no text
 # encoding of vectors), then into the cache with ON CONFLICT DO NOTHING, which keeps concurrent
 # writers of the same texts safe; in key order, so that two writers of overlapping texts wait
@@ -83,6 +85,8 @@ class EmbeddingPlan:
     found: dict[Entry, Vectors]
     missing: list[tuple[Entry, str]]
     new: list[tuple[Entry, Vectors]] = field(default_factory=list)
+    # Entries whose vectors the table holds but were not read (``plan(read_stored=False)``).
+    stored: frozenset[Entry] = frozenset()
 
     def vectors(self) -> Vectors:
         """Every vector, in order (all must be known)."""
@@ -111,6 +115,7 @@ class EmbeddingCache:
         self._before_model_call = before_model_call
         self.stats = CacheStats()
         self._lookup = _LOOKUP.format(schema=f'"{schema}"')
+        self._stored_keys = _STORED_KEYS.format(schema=f'"{schema}"')
         self._insert = text(_INSERT.format(schema=f'"{schema}"'))
         self._lru: OrderedDict[Entry, Vectors] = OrderedDict()
         self._lru_entries = lru_entries
@@ -139,8 +144,18 @@ class EmbeddingCache:
             self.stats.memory_hits += 1
         return vector
 
-    def plan(self, connection: Connection, items: Sequence[tuple[str, str]]) -> EmbeddingPlan:
-        """Look up ``(tenant_id, text)`` items: the LRU first, then one query per tenant."""
+    def plan(
+        self,
+        connection: Connection,
+        items: Sequence[tuple[str, str]],
+        *,
+        read_stored: bool = True,
+    ) -> EmbeddingPlan:
+        """Look up ``(tenant_id, text)`` items: the LRU first, then one query per tenant.
+
+        With ``read_stored=False`` the vectors found in the table are not read: their entries
+        are listed in ``plan.stored`` for a writer that joins the table in SQL instead.
+        """
         model_id = self.embedder.model_id
         entries = [(tenant, cache_key(model_id, item)) for tenant, item in items]
         found = self._from_memory(entries)
@@ -150,18 +165,30 @@ class EmbeddingCache:
         for tenant, key in dict.fromkeys(e for e in entries if e not in found):
             wanted.setdefault(tenant, []).append(key)
         from_table: dict[Entry, Vectors] = {}
+        stored: set[Entry] = set()
         driver_connection = connection.connection.driver_connection
         assert driver_connection is not None
         with driver_connection.cursor(binary=True) as cursor:
             for tenant, keys in wanted.items():
-                rows = cursor.execute(self._lookup, (tenant, keys)).fetchall()
-                from_table.update(((tenant, key), decode_vector(blob)) for key, blob in rows)
-        self.stats.database_hits += sum(1 for entry in entries if entry in from_table)
+                if read_stored:
+                    rows = cursor.execute(self._lookup, (tenant, keys)).fetchall()
+                    from_table.update(((tenant, key), decode_vector(blob)) for key, blob in rows)
+                else:
+                    rows = cursor.execute(self._stored_keys, (tenant, keys)).fetchall()
+                    stored.update((tenant, key) for (key,) in rows)
+        self.stats.database_hits += sum(
+            1 for entry in entries if entry in from_table or entry in stored
+        )
         found.update(from_table)
         self._remember(from_table)
         text_of = dict(zip(entries, (item for _, item in items), strict=True))
-        missing = [(e, text_of[e]) for e in dict.fromkeys(e for e in entries if e not in found)]
-        return EmbeddingPlan(entries=entries, found=found, missing=missing)
+        missing = [
+            (e, text_of[e])
+            for e in dict.fromkeys(e for e in entries if e not in found and e not in stored)
+        ]
+        return EmbeddingPlan(
+            entries=entries, found=found, missing=missing, stored=frozenset(stored)
+        )
 
     def prepare_model(self) -> None:
         """Run the pre-model check (the store's dimension check) once the model is needed."""

@@ -16,6 +16,8 @@ from retrieval.bulk import (
     encode_vectors,
     reserve_ids,
 )
+from retrieval.cached_memories import copy_cached_memories
+from retrieval.embedding import Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError
 from retrieval.lookup import Lookup
@@ -89,28 +91,41 @@ class Writer:
             return []
         needing = [row for row, memory in enumerate(memories) if memory.embedding is None]
         plan = self.cache.plan(
-            connection, [(memories[row].tenant_id, memories[row].text) for row in needing]
+            connection,
+            [(memories[row].tenant_id, memories[row].text) for row in needing],
+            read_stored=False,
         )
         if plan.missing:
             self.cache.prepare_model()
             self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
-        position = {row: index for index, row in enumerate(needing)}
-        matrix = np.stack(
-            [
-                memory.embedding
-                if memory.embedding is not None
-                else plan.found[plan.entries[position[row]]]
-                for row, memory in enumerate(memories)
-            ]
-        )
-        vectors = encode_vectors(matrix)
         now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
         model_id = self.cache.embedder.model_id
-        rows = (
-            _memory_row(memory, memory_id, vector, now, model_id)
-            for memory, memory_id, vector in zip(memories, ids, vectors, strict=True)
+        # Rows whose vector the cache table holds take it there (retrieval.cached_memories);
+        # the others are copied with their vectors.
+        entry_of = {row: plan.entries[index] for index, row in enumerate(needing)}
+        in_table = [row for row in needing if entry_of[row] not in plan.found]
+        skipped = set(in_table)
+        with_vector = [row for row in range(len(memories)) if row not in skipped]
+        if with_vector:
+
+            def vector(row: int) -> Vectors:
+                if row in entry_of:
+                    return plan.found[entry_of[row]]
+                embedding = memories[row].embedding
+                assert embedding is not None  # rows without one are in entry_of
+                return embedding
+
+            matrix = np.stack([vector(row) for row in with_vector])
+            rows = (
+                _memory_row(memories[row], ids[row], vector, now, model_id)
+                for row, vector in zip(with_vector, encode_vectors(matrix), strict=True)
+            )
+            copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
+        cached = (
+            _cached_memory_row(memories[row], ids[row], entry_of[row][1], now, model_id)
+            for row in in_table
         )
-        copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
+        copy_cached_memories(connection, self.schema, cached, len(in_table))
         self.cache.save(connection, plan)
         self._copy_links(
             connection,
@@ -234,6 +249,22 @@ def _memory_row(
         memory.created_at or now,
         vector,
         memory.embedding_model or model_id,
+    )
+
+
+def _cached_memory_row(
+    memory: ValidMemory, memory_id: int, key: bytes, now: datetime, model_id: str
+) -> tuple[Any, ...]:
+    return (
+        memory.tenant_id,
+        memory_id,
+        memory.text,
+        memory.kind,
+        encode_jsonb(memory.metadata_json),
+        memory.importance,
+        memory.created_at or now,
+        memory.embedding_model or model_id,
+        key,
     )
 
 

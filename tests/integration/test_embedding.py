@@ -147,3 +147,69 @@ def test_a_model_of_another_dimension_is_refused_before_writing(
     assert "384" in str(raised.value) and "vector(768)" in str(raised.value)
     with empty_database.engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM wide.memories")).scalar() == 0
+
+
+def _stored_vectors(database: PgDatabase, ids: list[int]) -> dict[int, np.ndarray]:
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT id, embedding FROM retrieval.memories WHERE id = ANY(:ids)"),
+            {"ids": ids},
+        ).all()
+    return {row.id: row.embedding.to_numpy() for row in rows}
+
+
+def test_a_mixed_batch_takes_each_vector_from_where_it_is(
+    database: PgDatabase, counting_embedder: CountingEmbedder
+) -> None:
+    # Cached in the table (read by a new store: written inside PostgreSQL), in the LRU,
+    # given by the caller, and new: every row gets its own vector, in order.
+    MemoryStore(database.engine, embedder=counting_embedder).remember_many(
+        [{"text": t, "tenant_id": "t1"} for t in ("in the table", "also in the table")]
+    )
+    store = MemoryStore(database.engine, embedder=counting_embedder)
+    store.remember("in the lru", tenant_id="t1")
+    given = counting_embedder.inner.embed(["given by the caller"])[0]
+    counting_embedder.embedded.clear()
+    texts = ["in the table", "given by the caller", "in the lru", "new text", "also in the table"]
+    ids = store.remember_many(
+        [
+            {"text": t, "tenant_id": "t1", **({"embedding": given} if "given" in t else {})}
+            for t in texts
+        ]
+    )
+    assert counting_embedder.embedded == ["new text"]
+    assert store.cache_stats.database_hits == 2
+    stored = _stored_vectors(database, ids)
+    expected = counting_embedder.inner.embed(texts)
+    for memory_id, vector in zip(ids, expected, strict=True):
+        assert np.allclose(stored[memory_id], vector, atol=1e-6)
+    by_id = {m.id: m.content for m in store.get_memories(ids, tenant_id="t1")}
+    assert [by_id[memory_id] for memory_id in ids] == texts
+
+
+def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
+    database: PgDatabase, store: MemoryStore
+) -> None:
+    from datetime import UTC, datetime
+
+    from retrieval.cached_memories import copy_cached_memories
+    from retrieval.errors import DatabaseError
+
+    store.remember("kept", tenant_id="t1")
+    with database.engine.connect() as connection:
+        before = connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar()
+    now = datetime.now(UTC)
+    key = cache_key(store.cache.embedder.model_id, "kept")
+    gone = cache_key(store.cache.embedder.model_id, "forgotten meanwhile")
+    rows = [
+        ("t1", 9_001, "kept", "fact", b"\x01{}", None, now, "m", key),
+        ("t1", 9_002, "forgotten meanwhile", "fact", b"\x01{}", None, now, "m", gone),
+    ]
+    with (
+        pytest.raises(DatabaseError, match="1 of 2 cached embeddings disappeared"),
+        database.engine.begin() as connection,
+    ):
+        copy_cached_memories(connection, "retrieval", rows, len(rows))
+    with database.engine.connect() as connection:
+        after = connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar()
+    assert after == before

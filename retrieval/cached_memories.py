@@ -1,0 +1,67 @@
+"""Memories whose vectors the embedding cache already holds, written without reading them.
+
+An all-cache-hit batch would otherwise read every vector out of ``embedding_cache`` (1.5 kB
+each for 384 dimensions), decode and re-encode it, and send it back in the ``COPY``. Here
+the rows travel without their vectors, by binary ``COPY`` into a per-connection staging
+table, and one ``INSERT ... SELECT`` joins each to its cached vector inside PostgreSQL. The
+cache rows were seen by the same transaction's lookup; if a concurrent ``forget`` of the
+tenant removed some since, fewer rows join and the batch fails whole instead of losing rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from retrieval.bulk import copy_rows
+from retrieval.errors import DatabaseError
+
+STAGING = "retrieval_memory_staging"
+COLUMNS = (
+    ("tenant_id", "text"),
+    ("id", "int8"),
+    ("content", "text"),
+    ("kind", "text"),
+    ("metadata", "bytea"),  # binary jsonb, see retrieval.bulk
+    ("importance", "float8"),
+    ("created_at", "timestamptz"),
+    ("embedding_model", "text"),
+    ("key", "bytea"),  # the embedding cache's key of the row's text
+)
+_CREATE = """
+CREATE TEMP TABLE IF NOT EXISTS retrieval_memory_staging (
+    tenant_id text, id bigint, content text, kind text, metadata jsonb, importance float8,
+    created_at timestamptz, embedding_model text, key bytea
+) ON COMMIT DELETE ROWS
+"""
+# {s}: the validated, quoted schema name.
+_INSERT = """
+INSERT INTO {s}.memories
+    (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model)
+SELECT s.tenant_id, s.id, s.content, s.kind, s.metadata, s.importance, s.created_at,
+       c.embedding, s.embedding_model
+FROM pg_temp.retrieval_memory_staging AS s
+JOIN {s}.embedding_cache AS c ON c.tenant_id = s.tenant_id AND c.key = s.key
+"""
+_CLEAR = "DELETE FROM pg_temp.retrieval_memory_staging"
+
+
+def copy_cached_memories(
+    connection: Connection, schema: str, rows: Iterable[Sequence[Any]], count: int
+) -> None:
+    """Write ``count`` memory rows (``COLUMNS``), each taking its vector from the cache."""
+    if count == 0:
+        return
+    connection.execute(text(_CREATE))
+    names = [name for name, _ in COLUMNS]
+    types = [kind for _, kind in COLUMNS]
+    copy_rows(connection, "pg_temp", STAGING, names, types, rows)
+    written = connection.execute(text(_INSERT.format(s=f'"{schema}"'))).rowcount
+    connection.execute(text(_CLEAR))
+    if written != count:
+        raise DatabaseError(
+            f"{count - written} of {count} cached embeddings disappeared while the batch was "
+            "written (a concurrent forget of the tenant?): nothing was written; retry the batch"
+        )
