@@ -19,7 +19,8 @@ from retrieval.bulk import copy_rows
 from retrieval.errors import DatabaseError
 
 STAGING = "retrieval_memory_staging"
-COLUMNS = (
+# A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
+MEMORY_FIELDS = (
     ("tenant_id", "text"),
     ("id", "int8"),
     ("content", "text"),
@@ -28,8 +29,8 @@ COLUMNS = (
     ("importance", "float8"),
     ("created_at", "timestamptz"),
     ("embedding_model", "text"),
-    ("key", "bytea"),  # the embedding cache's key of the row's text
 )
+COLUMNS = (*MEMORY_FIELDS, ("key", "bytea"))  # key: the embedding cache's key of the text
 _CREATE = """
 CREATE TEMP TABLE IF NOT EXISTS retrieval_memory_staging (
     tenant_id text, id bigint, content text, kind text, metadata jsonb, importance float8,

@@ -16,7 +16,7 @@ from retrieval.bulk import (
     encode_vectors,
     reserve_ids,
 )
-from retrieval.cached_memories import copy_cached_memories
+from retrieval.cached_memories import MEMORY_FIELDS, copy_cached_memories
 from retrieval.embedding import Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError
@@ -32,17 +32,7 @@ from retrieval.validation import (
     valid_memory,
 )
 
-_MEMORY_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("content", "text"),
-    ("kind", "text"),
-    ("metadata", "bytea"),  # binary jsonb, see retrieval.bulk
-    ("importance", "float8"),
-    ("created_at", "timestamptz"),
-    ("embedding", "bytea"),  # binary vector, see retrieval.bulk
-    ("embedding_model", "text"),
-)
+_MEMORY_COLUMNS = (*MEMORY_FIELDS, ("embedding", "bytea"))  # binary vector, see retrieval.bulk
 _ENTITY_COLUMNS = (("tenant_id", "text"), ("memory_id", "int8"), ("entity_id", "text"))
 _DECISION_COLUMNS = (
     ("tenant_id", "text"),
@@ -117,12 +107,12 @@ class Writer:
 
             matrix = np.stack([vector(row) for row in with_vector])
             rows = (
-                _memory_row(memories[row], ids[row], vector, now, model_id)
+                (*_memory_fields(memories[row], ids[row], now, model_id), vector)
                 for row, vector in zip(with_vector, encode_vectors(matrix), strict=True)
             )
             copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
         cached = (
-            _cached_memory_row(memories[row], ids[row], entry_of[row][1], now, model_id)
+            (*_memory_fields(memories[row], ids[row], now, model_id), entry_of[row][1])
             for row in in_table
         )
         copy_cached_memories(connection, self.schema, cached, len(in_table))
@@ -161,7 +151,7 @@ class Writer:
                 memory = valid_memory(item, limits, index, checked_embedding=matrix[index])
                 links.extend((memory.tenant_id, memory_id, entity) for entity in memory.entities)
                 tenants.append(memory.tenant_id)
-                yield _memory_row(memory, memory_id, vectors[index], now, model_id)
+                yield (*_memory_fields(memory, memory_id, now, model_id), vectors[index])
 
         copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows())
         self._copy_links(connection, links)
@@ -236,25 +226,10 @@ class Writer:
             )
 
 
-def _memory_row(
-    memory: ValidMemory, memory_id: int, vector: bytes, now: datetime, model_id: str
+def _memory_fields(
+    memory: ValidMemory, memory_id: int, now: datetime, model_id: str
 ) -> tuple[Any, ...]:
-    return (
-        memory.tenant_id,
-        memory_id,
-        memory.text,
-        memory.kind,
-        encode_jsonb(memory.metadata_json),
-        memory.importance,
-        memory.created_at or now,
-        vector,
-        memory.embedding_model or model_id,
-    )
-
-
-def _cached_memory_row(
-    memory: ValidMemory, memory_id: int, key: bytes, now: datetime, model_id: str
-) -> tuple[Any, ...]:
+    # The values of MEMORY_FIELDS.
     return (
         memory.tenant_id,
         memory_id,
@@ -264,7 +239,6 @@ def _cached_memory_row(
         memory.importance,
         memory.created_at or now,
         memory.embedding_model or model_id,
-        key,
     )
 
 
