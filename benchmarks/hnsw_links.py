@@ -90,6 +90,11 @@ def _graph(table: str, variant: tuple[int, int]) -> str:
     )
 
 
+def _fresh_table(connection: psycopg.Connection[Any], table: str, definition: str) -> None:
+    connection.execute(f"DROP TABLE IF EXISTS {SCHEMA}.{table}")
+    connection.execute(f"CREATE TABLE {SCHEMA}.{table} {definition}")
+
+
 def copy_rates(
     connection: psycopg.Connection[Any],
     embedder: SentenceTransformerEmbedder,
@@ -100,10 +105,7 @@ def copy_rates(
     vectors = encode_vectors(embedder.embed(texts))
     for variant in variants:
         table = f"copy_{_name(variant)}"
-        connection.execute(f"DROP TABLE IF EXISTS {SCHEMA}.{table}")
-        connection.execute(
-            f"CREATE TABLE {SCHEMA}.{table} (id bigint, content text, embedding vector(384))"
-        )
+        _fresh_table(connection, table, "(id bigint, content text, embedding vector(384))")
         connection.execute(_graph(table, variant))
     rates: dict[str, list[float]] = {_name(v): [] for v in variants}
     for run in range(args.runs):
@@ -148,10 +150,7 @@ def recall(
     out: dict[str, dict[str, Any]] = {}
     for variant in variants:
         table = f"recall_{_name(variant)}"
-        connection.execute(f"DROP TABLE IF EXISTS {SCHEMA}.{table}")
-        connection.execute(
-            f"CREATE TABLE {SCHEMA}.{table} AS SELECT id, embedding FROM bench_one.memories"
-        )
+        _fresh_table(connection, table, "AS SELECT id, embedding FROM bench_one.memories")
         began = time.perf_counter()
         connection.execute(_graph(table, variant))
         built = time.perf_counter() - began

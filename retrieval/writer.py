@@ -93,19 +93,18 @@ class Writer:
         # Rows whose vector the cache table holds take it there (retrieval.cached_memories);
         # the others are copied with their vectors.
         entry_of = {row: plan.entries[index] for index, row in enumerate(needing)}
-        in_table = [row for row in needing if entry_of[row] not in plan.found]
-        skipped = set(in_table)
-        with_vector = [row for row in range(len(memories)) if row not in skipped]
+        in_table = [row for row in needing if entry_of[row] in plan.stored]
+        with_vector = [row for row in range(len(memories)) if entry_of.get(row) not in plan.stored]
         if with_vector:
 
-            def vector(row: int) -> Vectors:
+            def vector_of(row: int) -> Vectors:
                 if row in entry_of:
                     return plan.found[entry_of[row]]
                 embedding = memories[row].embedding
                 assert embedding is not None  # rows without one are in entry_of
                 return embedding
 
-            matrix = np.stack([vector(row) for row in with_vector])
+            matrix = np.stack([vector_of(row) for row in with_vector])
             rows = (
                 (*_memory_fields(memories[row], ids[row], now, model_id), vector)
                 for row, vector in zip(with_vector, encode_vectors(matrix), strict=True)
