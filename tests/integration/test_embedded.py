@@ -27,12 +27,13 @@ import psycopg
 
 from retrieval.embedded import start_embedded
 
-server = start_embedded(Path(sys.argv[1]))
+buffers = sys.argv[2] if len(sys.argv) > 2 else None
+server = start_embedded(Path(sys.argv[1]), shared_buffers=buffers)
 print(server.pid, server.reused, flush=True)
 for line in sys.stdin:
     if line.strip() == "exit":
         break
-    with psycopg.connect(server.libpq_dsn()) as connection:
+    with psycopg.connect(server.libpq_dsn(), autocommit=True) as connection:
         cursor = connection.execute(line)
         print(cursor.fetchone()[0] if cursor.description else "ok", flush=True)
 """
@@ -43,9 +44,9 @@ TIMEOUT = 60.0
 class Worker:
     """One process using the embedded server in ``data_dir``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *settings: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(data_dir)],
+            [sys.executable, "-c", WORKER, str(data_dir), *settings],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -141,3 +142,25 @@ def test_a_killed_process_does_not_keep_the_server_alive_forever(data_dir: Path)
     assert survivor.ask("SELECT 1") == "1"
     survivor.exit()
     assert _wait_until_stopped(killed.server_pid)
+
+
+def test_the_process_that_starts_the_server_sets_its_shared_buffers(data_dir: Path) -> None:
+    first = Worker(data_dir, "160MB")
+    assert first.ask("SHOW shared_buffers") == "160MB"
+    joined = Worker(data_dir, "192MB")  # the running server keeps its own
+    assert joined.reused
+    assert joined.ask("SHOW shared_buffers") == "160MB"
+    joined.exit()
+    first.exit()
+    assert _wait_until_stopped(first.server_pid)
+
+    restarted = Worker(data_dir, "192MB")
+    assert not restarted.reused
+    assert restarted.ask("SHOW shared_buffers") == "192MB"
+    # ALTER SYSTEM (postgresql.auto.conf) still overrides the package's settings.
+    assert restarted.ask("ALTER SYSTEM SET shared_buffers = '144MB'") == "ok"
+    restarted.exit()
+    assert _wait_until_stopped(restarted.server_pid)
+    overridden = Worker(data_dir)
+    assert overridden.ask("SHOW shared_buffers") == "144MB"
+    overridden.exit()

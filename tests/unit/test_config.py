@@ -6,7 +6,10 @@ import pytest
 
 from retrieval.config import DatabaseConfig, default_data_dir
 from retrieval.db import sqlalchemy_url
+from retrieval.embedded import auto_shared_buffers, memory_size_kb
 from retrieval.errors import ConfigurationError, mask_url
+
+GIB = 1024**3
 
 
 def test_defaults_use_the_embedded_server_in_a_per_user_directory() -> None:
@@ -24,6 +27,7 @@ def test_from_env_reads_every_variable(tmp_path: Path) -> None:
             "RETRIEVAL_DATA_DIR": str(tmp_path),
             "RETRIEVAL_SCHEMA": "agent_memory",
             "RETRIEVAL_EMBEDDING_DIM": "768",
+            "RETRIEVAL_EMBEDDED_SHARED_BUFFERS": "512MB",
         }
     )
     assert config == DatabaseConfig(
@@ -31,6 +35,7 @@ def test_from_env_reads_every_variable(tmp_path: Path) -> None:
         data_dir=tmp_path,
         schema="agent_memory",
         embedding_dim=768,
+        shared_buffers="512MB",
     )
 
 
@@ -43,6 +48,9 @@ def test_from_env_reads_every_variable(tmp_path: Path) -> None:
         ({"embedding_dim": 4096}, "embedding_dim=4096 is out of range"),
         ({"embedding_dim": True}, "must be an integer"),
         ({"url": "  "}, "database url is empty"),
+        ({"shared_buffers": "2 GB"}, "shared_buffers='2 GB' is not a PostgreSQL memory size"),
+        ({"shared_buffers": "lots"}, "such as 512MB or 2GB"),
+        ({"shared_buffers": "64kB"}, "at least 128kB"),
     ],
 )
 def test_bad_values_are_refused_when_the_config_is_made(
@@ -55,6 +63,28 @@ def test_bad_values_are_refused_when_the_config_is_made(
 def test_a_non_integer_dimension_in_the_environment_names_the_variable() -> None:
     with pytest.raises(ConfigurationError, match="RETRIEVAL_EMBEDDING_DIM='large'"):
         DatabaseConfig.from_env({"RETRIEVAL_EMBEDDING_DIM": "large"})
+
+
+def test_a_bad_shared_buffers_in_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="RETRIEVAL_EMBEDDED_SHARED_BUFFERS='2gb'"):
+        DatabaseConfig.from_env({"RETRIEVAL_EMBEDDED_SHARED_BUFFERS": "2gb"})
+
+
+@pytest.mark.parametrize(
+    ("memory_bytes", "expected"),
+    [
+        (24 * GIB, "2048MB"),  # a quarter would be 6 GB: capped
+        (4 * GIB, "1024MB"),
+        (1 * GIB, "256MB"),
+        (256 * 1024**2, "128MB"),  # never below PostgreSQL's default
+        (None, "128MB"),  # memory unknown
+    ],
+)
+def test_the_embedded_server_gets_a_quarter_of_the_memory_within_bounds(
+    memory_bytes: int | None, expected: str
+) -> None:
+    assert auto_shared_buffers(memory_bytes) == expected
+    assert memory_size_kb(expected) == int(expected[:-2]) * 1024
 
 
 def test_config_is_frozen() -> None:
