@@ -16,9 +16,15 @@ connection settings). Parts (``--parts``, comma-separated):
   chunk, keeping the best ``SEED * candidates + 1``.
 * ``tenants``: 100 tenants of 1,000 decisions each (SciFact sentences, schema
   ``bench_tenants``, loaded on first use) and the episodic source for one of them: latency, and
-  the vocabulary lookup per keyword.
+  the vocabulary lookup per keyword (server execution time).
+* ``vocabulary-index``: on the same 100 tenants and on the one tenant of ``retrieve.py``, the
+  vocabulary's trigram index on the token (revisions 0007-0008), the index on tenant and token
+  alone, and both (revision 0009), swapped in turn on the same table for two rounds: the
+  lookup per keyword (ten of the 100 tenants), and the episodic source's ``retrieve()`` (tenant
+  t07; each claim's fastest of 3). The tables keep revision 0009's indexes afterwards.
 
-Usage: python benchmarks/read_anatomy.py --data-dir DIR [--parts plans,modes,postings,tenants]
+Usage: python benchmarks/read_anatomy.py --data-dir DIR
+       [--parts plans,modes,postings,tenants,vocabulary-index]
        [--queries 60] [--json PATH]
 """
 
@@ -87,6 +93,8 @@ def main() -> None:
         results["postings"] = _postings(engine, queries)
     if "tenants" in parts:
         results["tenants"] = _tenants(engine, embedder, args.data_dir, queries)
+    if "vocabulary-index" in parts:
+        results["vocabulary_index"] = _vocabulary_index(engine, embedder, args.data_dir, queries)
     print(json.dumps(results, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -223,9 +231,8 @@ def _postings(engine: Any, queries: list[str]) -> dict[str, Any]:
     }
 
 
-def _tenants(
-    engine: Any, embedder: SentenceTransformerEmbedder, data_dir: Path, queries: list[str]
-) -> dict[str, Any]:
+def _tenants_loaded(engine: Any, embedder: SentenceTransformerEmbedder, data_dir: Path) -> None:
+    # 100 tenants of 1,000 decisions each (SciFact sentences), loaded on first use.
     upgrade(engine, TENANTS)
     store = MemoryStore(engine, schema=TENANTS.schema, embedder=embedder)
     with engine.connect() as connection:
@@ -249,6 +256,13 @@ def _tenants(
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             for table in ("decisions", "episodic_postings", "episodic_vocabulary"):
                 connection.execute(text(f"VACUUM ANALYZE {TENANTS.schema}.{table}"))
+
+
+def _tenants(
+    engine: Any, embedder: SentenceTransformerEmbedder, data_dir: Path, queries: list[str]
+) -> dict[str, Any]:
+    _tenants_loaded(engine, embedder, data_dir)
+    store = MemoryStore(engine, schema=TENANTS.schema, embedder=embedder)
     config = _shapes()["episodic"]
     retriever = HybridRetriever.from_store(store, config=config)
     for query in queries:
@@ -299,6 +313,80 @@ def _tenants(
     }
 
 
+# The vocabulary's trigram indexes: on the token (revision 0007), on tenant and token (an
+# idea: alone it slows the one-tenant lookups), and both (revision 0009).
+TOKEN_INDEX = ("episodic_vocabulary_token_trgm_idx", "(token gin_trgm_ops)")
+TENANT_TOKEN_INDEX = (
+    "episodic_vocabulary_tenant_token_trgm_idx",
+    "(tenant_id, token gin_trgm_ops)",
+)
+VOCABULARY_INDEXES = {
+    "token (0007)": [TOKEN_INDEX],
+    "tenant, token alone": [TENANT_TOKEN_INDEX],
+    "both (0009)": [TOKEN_INDEX, TENANT_TOKEN_INDEX],
+}
+
+
+def _vocabulary_index(
+    engine: Any, embedder: SentenceTransformerEmbedder, data_dir: Path, queries: list[str]
+) -> dict[str, Any]:
+    _tenants_loaded(engine, embedder, data_dir)
+    upgrade(engine, ONE)
+    config = _shapes()["episodic"]
+    cases = {  # schema, the tenant whose calls are timed, the tenants whose lookups are timed
+        "100 tenants": (TENANTS.schema, "t07", [f"t{n:02d}" for n in range(0, 100, 10)]),
+        "one tenant": (ONE.schema, TENANT, [TENANT]),
+    }
+    results: dict[str, Any] = {}
+    for case, (schema, timed, looked_up) in cases.items():
+        store = MemoryStore(engine, schema=schema, embedder=embedder)
+        rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in VOCABULARY_INDEXES}
+        try:
+            for _ in range(2):
+                for name in VOCABULARY_INDEXES:
+                    _use_vocabulary_index(engine, schema, name)
+                    retriever = HybridRetriever.from_store(store, config=config)
+                    for query in queries:
+                        retriever.retrieve(query, tenant_id=timed, as_of=AS_OF)
+                    latency = []
+                    for query in queries:
+                        best = float("inf")
+                        for _ in range(3):
+                            started = time.perf_counter()
+                            retriever.retrieve(query, tenant_id=timed, as_of=AS_OF)
+                            best = min(best, (time.perf_counter() - started) * 1000)
+                        latency.append(best)
+                    retriever.close()
+                    lookups = {
+                        tenant: _lookups(engine, config, schema, tenant, queries)["p50_ms"]
+                        for tenant in looked_up
+                    }
+                    rounds[name].append(
+                        {
+                            "lookup_per_keyword_p50_ms_by_tenant": lookups,
+                            "lookup_per_keyword_median_of_tenants_ms": statistics.median(
+                                lookups.values()
+                            ),
+                            f"episodic_{timed}": summary_ms(latency),
+                        }
+                    )
+        finally:
+            _use_vocabulary_index(engine, schema, "both (0009)")
+        results[case] = rounds
+    return results
+
+
+def _use_vocabulary_index(engine: Any, schema: str, name: str) -> None:
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        for index, _ in (TOKEN_INDEX, TENANT_TOKEN_INDEX):
+            connection.execute(text(f"DROP INDEX IF EXISTS {schema}.{index}"))
+        for index, columns in VOCABULARY_INDEXES[name]:
+            connection.execute(
+                text(f"CREATE INDEX {index} ON {schema}.episodic_vocabulary USING gin {columns}")
+            )
+        connection.execute(text(f"ANALYZE {schema}.episodic_vocabulary"))
+
+
 def _lookups(
     engine: Any,
     config: RetrievalConfig,
@@ -308,32 +396,39 @@ def _lookups(
     *,
     prefixed: bool = False,
 ) -> dict[str, float]:
-    # One keyword's tokens in the tenant's vocabulary, as the episodic source finds them (a
-    # round trip each, about 0.2 ms of it); ``prefixed``: through the experimental index on
-    # the tenant and the token (the tenant's LIKE metacharacters escaped).
+    # A claim's keywords looked up in the tenant's vocabulary as the episodic source does (one
+    # LATERAL lookup per keyword), timed inside the server (EXPLAIN ANALYZE's execution time,
+    # each claim's fastest of 3) and divided by the claim's keywords: the round trip and the
+    # planning, about 0.5 ms of a statement this small, would hide the lookups. ``prefixed``:
+    # through the experimental index on the tenant and the token (LIKE metacharacters of the
+    # tenant escaped).
     connections = ReadConnections(engine, list(read_settings(config).items()))
     match = (
-        "(v.tenant_id || E'\\x1f' || v.token) LIKE %(prefix)s || %(pattern)s"
+        "(v.tenant_id || E'\\x1f' || v.token) LIKE %(prefix)s || k.pattern"
         if prefixed
-        else "v.token LIKE %(pattern)s"
+        else "v.token LIKE k.pattern"
     )
     lookup = (
-        f"SELECT count(*) FROM {schema}.episodic_vocabulary AS v "
-        f"WHERE v.tenant_id = %(tenant)s AND {match}"
+        "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "
+        "SELECT count(*) FROM unnest(%(patterns)s::text[]) AS k(pattern) "
+        "CROSS JOIN LATERAL ("
+        f"SELECT v.id FROM {schema}.episodic_vocabulary AS v "
+        f"WHERE v.tenant_id = %(tenant)s AND {match} OFFSET 0) AS v"
     )
     prefix = scoring.like_pattern(tenant)[1:-1] + "\x1f"  # the tenant, matched literally
     times = []
     for query in queries:
-        for keyword in scoring.extract_keywords(query):
-            pattern = scoring.like_pattern(keyword).lower()
-            best = float("inf")
-            for _ in range(3):
-                started = time.perf_counter()
-                connections.execute(
-                    lookup, {"tenant": tenant, "pattern": pattern, "prefix": prefix}
-                )
-                best = min(best, (time.perf_counter() - started) * 1000)
-            times.append(best)
+        keywords = scoring.extract_keywords(query)
+        if not keywords:
+            continue
+        patterns = [scoring.like_pattern(keyword).lower() for keyword in keywords]
+        best = float("inf")
+        for _ in range(3):
+            plan = connections.execute(
+                lookup, {"tenant": tenant, "patterns": patterns, "prefix": prefix}
+            )
+            best = min(best, plan[0][0][0]["Execution Time"])
+        times.append(best / len(keywords))
     connections.close()
     return summary_ms(times)
 

@@ -338,6 +338,13 @@ def _episodic_words(metadata: MetaData) -> None:
             postgresql_using="gin",
             postgresql_ops={"token": "gin_trgm_ops"},
         ),
+        Index(  # a tenant's own tokens, for tenants among many (btree_gin, revision 0009)
+            "episodic_vocabulary_tenant_token_trgm_idx",
+            "tenant_id",
+            "token",
+            postgresql_using="gin",
+            postgresql_ops={"token": "gin_trgm_ops"},
+        ),
     )
     Table(
         EPISODIC_POSTINGS,

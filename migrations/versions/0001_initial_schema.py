@@ -8,10 +8,8 @@ Create Date: 2026-11-25
 from __future__ import annotations
 
 from alembic import op
-from sqlalchemy import Connection, text
-from sqlalchemy.exc import DBAPIError
 
-from retrieval.errors import ExtensionError
+from retrieval.extensions import ensure_extension
 from retrieval.migrate import current_settings
 
 revision = "0001"
@@ -109,7 +107,7 @@ DROP TABLE {schema}.memories;
 def upgrade() -> None:
     settings = current_settings()
     for extension, package in REQUIRED_EXTENSIONS.items():
-        _ensure_extension(extension, package)
+        ensure_extension(extension, package)
     for statement in _statements(UPGRADE, settings.schema, settings.embedding_dim):
         op.execute(statement)
 
@@ -124,33 +122,3 @@ def downgrade() -> None:
 def _statements(script: str, schema: str, dim: int) -> list[str]:
     rendered = script.format(schema=f'"{schema}"', dim=int(dim))
     return [statement.strip() for statement in rendered.split(";") if statement.strip()]
-
-
-def _ensure_extension(name: str, package: str) -> None:
-    if op.get_context().as_sql:  # offline (--sql): no database to ask
-        op.execute(f"CREATE EXTENSION IF NOT EXISTS {name}")
-        return
-    bind: Connection = op.get_bind()
-    if bind.execute(text("SELECT 1 FROM pg_extension WHERE extname = :n"), {"n": name}).scalar():
-        return
-    version = bind.execute(text("SHOW server_version")).scalar()
-    database = bind.execute(text("SELECT current_database()")).scalar()
-    role = bind.execute(text("SELECT current_user")).scalar()
-    available = bind.execute(
-        text("SELECT 1 FROM pg_available_extensions WHERE name = :n"), {"n": name}
-    ).scalar()
-    if not available:
-        raise ExtensionError(
-            f"PostgreSQL {version} has no extension {name!r} installed, and retrieval needs it. "
-            f"Install {package} on the database server, then run the migration again."
-        )
-    try:
-        with bind.begin_nested():
-            bind.execute(text(f"CREATE EXTENSION IF NOT EXISTS {name}"))
-    except DBAPIError as error:
-        raise ExtensionError(
-            f"Extension {name!r} could not be created in database {database!r} on PostgreSQL "
-            f"{version} as role {role!r}: {str(error.orig).strip().splitlines()[0]}. Ask a "
-            f"superuser to run `CREATE EXTENSION {name};` in {database!r} (or to grant the "
-            "right to create it), then run the migration again."
-        ) from error

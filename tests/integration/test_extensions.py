@@ -75,17 +75,16 @@ def test_the_same_role_migrates_once_a_superuser_created_the_extension(
 def test_an_extension_the_server_lacks_says_what_to_install(database: PgDatabase) -> None:
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
 
-    revision = ScriptDirectory.from_config(migrate.alembic_config()).get_revision("0001")
-    assert revision is not None
+    from retrieval.extensions import ensure_extension
+
     with database.engine.begin() as connection:
         version = connection.execute(text("SHOW server_version")).scalar()
         with (
             Operations.context(MigrationContext.configure(connection)),
             pytest.raises(ExtensionError) as raised,
         ):
-            revision.module._ensure_extension("no_such_extension", "the no_such package")
+            ensure_extension("no_such_extension", "the no_such package")
     message = str(raised.value)
     assert f"PostgreSQL {version} has no extension 'no_such_extension' installed" in message
     assert "Install the no_such package on the database server" in message

@@ -70,10 +70,12 @@ def _plan(connection: Connection, query: str, **params: object) -> str:
     return "\n".join(rows)
 
 
-def test_keywords_find_their_tokens_through_the_vocabulary_trigram_index(
+def test_keywords_find_their_tokens_through_a_vocabulary_trigram_index(
     seeded: PgDatabase,
 ) -> None:
-    # The episodic source looks each keyword up in the tenant's vocabulary (revision 0007).
+    # The episodic source looks each keyword up in the tenant's vocabulary (revision 0007)
+    # through the trigram index on the token or the one on tenant and token (revision 0009),
+    # whichever the planner prices lower for the tenant's share of the vocabulary.
     with seeded.engine.connect() as connection:
         plan = _plan(
             connection,
@@ -88,7 +90,30 @@ def test_keywords_find_their_tokens_through_the_vocabulary_trigram_index(
             )
         ).scalars()
         assert list(tokens) == ["billing"]
-    assert "episodic_vocabulary_token_trgm_idx" in plan, plan
+    assert "token_trgm_idx" in plan, plan
+
+
+def test_the_tenant_and_token_index_fetches_only_the_tenants_tokens(seeded: PgDatabase) -> None:
+    # Without the token-only index (dropped in a transaction rolled back), a lookup still finds
+    # its tokens through the index on tenant and token, the tenant inside the index condition.
+    with seeded.engine.connect() as connection, connection.begin() as transaction:
+        connection.execute(text("DROP INDEX retrieval.episodic_vocabulary_token_trgm_idx"))
+        plan = _plan(
+            connection,
+            "SELECT id FROM retrieval.episodic_vocabulary "
+            "WHERE tenant_id = 'tenant-5' AND token LIKE lower(:pattern)",
+            pattern="%a1b2%",
+        )
+        tokens = connection.execute(
+            text(
+                "SELECT token FROM retrieval.episodic_vocabulary "
+                "WHERE tenant_id = 'tenant-3' AND token LIKE '%billing%'"
+            )
+        ).scalars()
+        assert list(tokens) == ["billing"]
+        transaction.rollback()
+    assert "episodic_vocabulary_tenant_token_trgm_idx" in plan, plan
+    assert "Index Cond: ((tenant_id = 'tenant-5'::text) AND (token ~~" in plan, plan
 
 
 def test_postings_are_read_by_token_and_time_range(seeded: PgDatabase) -> None:
