@@ -14,7 +14,8 @@
    memories' BM25 statistics kept (``RETRIEVAL_MEMORY_BM25``) against the same without them.
 5. ``--parts history`` (not in the default set): decisions (SciFact sentences) and tool calls
    written in batches (``record_decisions`` / ``record_tool_calls``) and one by one, with the
-   episodic word index's triggers (revision 0007) against the same with them disabled.
+   episodic word index's triggers (revision 0007) against the same with them disabled, and
+   against the same without the vocabulary's index on tenant and token (revision 0009).
 
 Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
@@ -286,23 +287,29 @@ def _cache_hits(
 
 
 HISTORY_TABLES = ("decisions", "tool_calls")
+TENANT_TOKEN_INDEX = "episodic_vocabulary_tenant_token_trgm_idx"
 
 
 def _history(
     engine: Engine, embedder: SentenceTransformerEmbedder, rows: int, runs: int
 ) -> dict[str, Any]:
-    # Each run writes the same decisions and tool calls with the word index's triggers, then
-    # with them disabled (the write path before revision 0007), from empty tables.
+    # Each run writes the same decisions and tool calls, from empty tables: with the word
+    # index's triggers (revision 0007) and the vocabulary's two trigram indexes (0009); with
+    # the triggers and the token index only (0007-0008); and with the triggers disabled (the
+    # write path before revision 0007).
     sentences = _scifact_sentences(rows)
     singles = min(500, rows)
-    rates: dict[str, list[float]] = {"batch": [], "batch_baseline": [], "single": [],
-                                     "single_baseline": []}  # fmt: skip
+    cases = ("", "_token_index_only", "_baseline")
+    rates: dict[str, list[float]] = {
+        kind + case: [] for kind in ("batch", "single") for case in cases
+    }
     for _ in range(runs):
-        for indexed in (True, False):
+        for case in cases:
             for table in HISTORY_TABLES:
-                state = "ENABLE" if indexed else "DISABLE"
+                state = "DISABLE" if case == "_baseline" else "ENABLE"
                 _execute(engine, f"ALTER TABLE bench.{table} {state} TRIGGER USER")
-            suffix = "" if indexed else "_baseline"
+            if case == "_token_index_only":
+                _execute(engine, f"DROP INDEX bench.{TENANT_TOKEN_INDEX}")
             _execute(engine, "TRUNCATE bench.decisions, bench.tool_calls")
             store = MemoryStore(engine, schema="bench", embedder=embedder)
             began = time.perf_counter()
@@ -317,14 +324,20 @@ def _history(
                  "result": "ok"}
                 for i, sentence in enumerate(sentences)
             )  # fmt: skip
-            rates["batch" + suffix].append(2 * rows / (time.perf_counter() - began))
+            rates["batch" + case].append(2 * rows / (time.perf_counter() - began))
             began = time.perf_counter()
             for sentence in sentences[:singles]:
                 store.record_decision(
                     tenant_id="history", task_id=None, action_type="note", content=sentence,
                     status="done",
                 )  # fmt: skip
-            rates["single" + suffix].append(singles / (time.perf_counter() - began))
+            rates["single" + case].append(singles / (time.perf_counter() - began))
+            if case == "_token_index_only":
+                _execute(
+                    engine,
+                    f"CREATE INDEX {TENANT_TOKEN_INDEX} ON bench.episodic_vocabulary "
+                    "USING gin (tenant_id, token gin_trgm_ops)",
+                )
     for table in HISTORY_TABLES:
         _execute(engine, f"ALTER TABLE bench.{table} ENABLE TRIGGER USER")
     return {
@@ -334,6 +347,12 @@ def _history(
                           "the same without the word index"),
         "single": _summary(singles, rates["single"], rates["single_baseline"], "rows/s",
                            "the same without the word index"),
+        "batch_against_token_index_only": _summary(
+            2 * rows, rates["batch"], rates["batch_token_index_only"], "rows/s",
+            "the same without the vocabulary's tenant and token index (revision 0009)"),
+        "single_against_token_index_only": _summary(
+            singles, rates["single"], rates["single_token_index_only"], "rows/s",
+            "the same without the vocabulary's tenant and token index (revision 0009)"),
     }  # fmt: skip
 
 
