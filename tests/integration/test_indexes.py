@@ -77,19 +77,7 @@ def test_keywords_find_their_tokens_through_a_vocabulary_trigram_index(
     # through the trigram index on the token or the one on tenant and token (revision 0009),
     # whichever the planner prices lower for the tenant's share of the vocabulary.
     with seeded.engine.connect() as connection:
-        plan = _plan(
-            connection,
-            "SELECT id FROM retrieval.episodic_vocabulary "
-            "WHERE tenant_id = 'tenant-5' AND token LIKE lower(:pattern)",
-            pattern="%a1b2%",
-        )
-        tokens = connection.execute(
-            text(
-                "SELECT token FROM retrieval.episodic_vocabulary "
-                "WHERE tenant_id = 'tenant-3' AND token LIKE '%billing%'"
-            )
-        ).scalars()
-        assert list(tokens) == ["billing"]
+        plan = _vocabulary_lookup(connection)
     assert "token_trgm_idx" in plan, plan
 
 
@@ -98,22 +86,28 @@ def test_the_tenant_and_token_index_fetches_only_the_tenants_tokens(seeded: PgDa
     # its tokens through the index on tenant and token, the tenant inside the index condition.
     with seeded.engine.connect() as connection, connection.begin() as transaction:
         connection.execute(text("DROP INDEX retrieval.episodic_vocabulary_token_trgm_idx"))
-        plan = _plan(
-            connection,
-            "SELECT id FROM retrieval.episodic_vocabulary "
-            "WHERE tenant_id = 'tenant-5' AND token LIKE lower(:pattern)",
-            pattern="%a1b2%",
-        )
-        tokens = connection.execute(
-            text(
-                "SELECT token FROM retrieval.episodic_vocabulary "
-                "WHERE tenant_id = 'tenant-3' AND token LIKE '%billing%'"
-            )
-        ).scalars()
-        assert list(tokens) == ["billing"]
+        plan = _vocabulary_lookup(connection)
         transaction.rollback()
     assert "episodic_vocabulary_tenant_token_trgm_idx" in plan, plan
     assert "Index Cond: ((tenant_id = 'tenant-5'::text) AND (token ~~" in plan, plan
+
+
+def _vocabulary_lookup(connection: Connection) -> str:
+    # The plan of a keyword's lookup in tenant-5's vocabulary; and a lookup's tokens checked.
+    plan = _plan(
+        connection,
+        "SELECT id FROM retrieval.episodic_vocabulary "
+        "WHERE tenant_id = 'tenant-5' AND token LIKE lower(:pattern)",
+        pattern="%a1b2%",
+    )
+    tokens = connection.execute(
+        text(
+            "SELECT token FROM retrieval.episodic_vocabulary "
+            "WHERE tenant_id = 'tenant-3' AND token LIKE '%billing%'"
+        )
+    ).scalars()
+    assert list(tokens) == ["billing"]
+    return plan
 
 
 def test_postings_are_read_by_token_and_time_range(seeded: PgDatabase) -> None:
