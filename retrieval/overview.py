@@ -11,9 +11,10 @@ from retrieval.errors import translate_database_errors
 from retrieval.migrate import MigrationSettings, current_revision
 from retrieval.schema import TABLES
 
+# The extensions the migrations create (revisions 0001 and 0009).
 _EXTENSIONS = text(
-    "SELECT extname, extversion FROM pg_extension WHERE extname IN ('vector', 'pg_trgm') "
-    "ORDER BY extname"
+    "SELECT extname, extversion FROM pg_extension "
+    "WHERE extname IN ('vector', 'pg_trgm', 'btree_gin') ORDER BY extname"
 )
 _INDEXES = text(
     "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = :schema "

@@ -55,7 +55,7 @@ def test_demo_on_a_url_stores_the_history_and_prints_what_the_database_holds(
     url = ["--database-url", empty_database.url]
     assert main([*url, "demo"]) == 0
     out = capsys.readouterr().out
-    assert "extensions: pg_trgm" in out
+    assert "extensions: btree_gin 1.3, pg_trgm" in out
     assert f"at revision {migrate.head_revision()}" in out
     assert "vector(384)" in out
     assert "9 memories, 5 decisions, 4 tool calls" in out
