@@ -43,7 +43,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RETRIEVAL_DATA_DIR": "Directory of the embedded server's data (default: "
     f"{platformdirs.user_data_dir('retrieval')}/pg). Keep it short: its socket lives there.",
     "RETRIEVAL_EMBEDDED_SHARED_BUFFERS": "shared_buffers of the embedded server, set when it "
-    "starts (default: a quarter of the machine's memory, between 128MB and 2GB).",
+    "starts (default: a quarter of the machine's memory or of its container's limit, between "
+    "128MB and 2GB).",
     "RETRIEVAL_SCHEMA": f"PostgreSQL schema holding the tables (default: {DEFAULT_SCHEMA}).",
     "RETRIEVAL_EMBEDDING_DIM": "Embedding dimension fixed at migration time "
     f"(default: {DEFAULT_EMBEDDING_DIM}, all-MiniLM-L6-v2).",

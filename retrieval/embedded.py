@@ -6,10 +6,11 @@ The server listens only on a Unix socket inside the data directory.
 
 The process that starts the server first writes its settings to ``retrieval.conf`` in the data
 directory (included from ``postgresql.conf``, so ``ALTER SYSTEM`` still overrides them):
-``shared_buffers``, by default a quarter of the machine's memory between PostgreSQL's own 128 MB
-and 2 GB (:func:`auto_shared_buffers`). PostgreSQL's 128 MB hold neither the HNSW graph nor the
-vectors of 100,000 memories, and the read path then copies pages from the operating system's cache
-on every query (BENCHMARKS.md, "Embedded server memory").
+``shared_buffers``, by default a quarter of the machine's memory (or of its container's limit)
+between PostgreSQL's own 128 MB and 2 GB (:func:`auto_shared_buffers`). PostgreSQL's 128 MB
+hold neither the HNSW graph nor the vectors of 100,000 memories, and the read path then copies
+pages from the operating system's cache on every query (BENCHMARKS.md, "Embedded server
+memory").
 """
 
 from __future__ import annotations
@@ -133,12 +134,46 @@ def auto_shared_buffers(memory_bytes: int | None) -> str:
     return f"{min(max(quarter_mb, _SMALLEST_AUTO_BUFFERS_MB), _LARGEST_AUTO_BUFFERS_MB)}MB"
 
 
-def physical_memory() -> int | None:
-    """The machine's memory in bytes, or ``None`` where the system does not say."""
+def physical_memory(
+    cgroup_root: Path = Path("/sys/fs/cgroup"), own_cgroups: Path = Path("/proc/self/cgroup")
+) -> int | None:
+    """The memory this process may use, in bytes: the machine's, or its control group's limit
+    when lower (a container's, which the machine's figure ignores); ``None`` where the system
+    does not say."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        machine: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
-        return None
+        machine = None
+    limits = [limit for limit in _cgroup_limits(cgroup_root, own_cgroups) if limit > 0]
+    if machine is not None:
+        limits.append(machine)
+    return min(limits) if limits else None
+
+
+# Above this a cgroup memory limit means "none" (v1 writes the largest page-aligned int64).
+_NO_CGROUP_LIMIT = 1 << 60
+
+
+def _cgroup_limits(root: Path, own_cgroups: Path) -> list[int]:
+    # cgroup v2 (memory.max) and v1 (memory/memory.limit_in_bytes), at the hierarchy's root
+    # (what a container sees of its own group) and at this process's group.
+    paths = {"": ["/"], "memory": ["/"]}
+    with contextlib.suppress(OSError):
+        for line in own_cgroups.read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers == "":
+                paths[""].append(path)
+            elif "memory" in controllers.split(","):
+                paths["memory"].append(path)
+    files = [root / p.lstrip("/") / "memory.max" for p in paths[""]]
+    files += [root / "memory" / p.lstrip("/") / "memory.limit_in_bytes" for p in paths["memory"]]
+    limits = []
+    for file in files:
+        with contextlib.suppress(OSError, ValueError):
+            value = int(file.read_text().strip())  # "max" (no limit) is a ValueError
+            if value < _NO_CGROUP_LIMIT:
+                limits.append(value)
+    return limits
 
 
 def memory_size_kb(size: str, name: str = "shared_buffers") -> int:

@@ -6,7 +6,7 @@ import pytest
 
 from retrieval.config import DatabaseConfig, default_data_dir
 from retrieval.db import sqlalchemy_url
-from retrieval.embedded import auto_shared_buffers, memory_size_kb
+from retrieval.embedded import auto_shared_buffers, memory_size_kb, physical_memory
 from retrieval.errors import ConfigurationError, mask_url
 
 GIB = 1024**3
@@ -85,6 +85,27 @@ def test_the_embedded_server_gets_a_quarter_of_the_memory_within_bounds(
 ) -> None:
     assert auto_shared_buffers(memory_bytes) == expected
     assert memory_size_kb(expected) == int(expected[:-2]) * 1024
+
+
+def test_a_containers_memory_limit_bounds_the_memory_counted(tmp_path: Path) -> None:
+    # cgroup v2 at the root (what a container sees), v1 under this process's own group.
+    (tmp_path / "memory.max").write_text(f"{GIB}\n")
+    own = tmp_path / "memory" / "job"
+    own.mkdir(parents=True)
+    (own / "memory.limit_in_bytes").write_text(f"{3 * GIB}\n")
+    groups = tmp_path / "cgroup"
+    groups.write_text("4:memory:/job\n0::/\n")
+    assert physical_memory(tmp_path, groups) == GIB
+    assert auto_shared_buffers(physical_memory(tmp_path, groups)) == "256MB"
+
+
+def test_no_memory_limit_leaves_the_machines_memory(tmp_path: Path) -> None:
+    (tmp_path / "memory.max").write_text("max\n")
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    machine = physical_memory(tmp_path / "absent", tmp_path / "absent")
+    assert machine is not None and machine > 0
+    assert physical_memory(tmp_path, tmp_path / "no-such-file") == machine
 
 
 def test_config_is_frozen() -> None:
