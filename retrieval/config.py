@@ -19,7 +19,6 @@ from types import MappingProxyType
 
 import platformdirs
 
-from retrieval.embedded import memory_size_kb
 from retrieval.errors import ConfigurationError
 from retrieval.query_text import load_expansions
 from retrieval.scoring import (
@@ -28,6 +27,7 @@ from retrieval.scoring import (
     DEFAULT_MIN_KEYWORD_LENGTH,
     DEFAULT_STOP_WORDS,
 )
+from retrieval.server_memory import memory_size_kb
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
@@ -62,9 +62,9 @@ class DatabaseConfig:
 
     ``url`` is an existing PostgreSQL; ``None`` means the embedded server in ``data_dir``, started
     with ``shared_buffers`` (a PostgreSQL memory size; ``None``: sized to the machine, see
-    :func:`retrieval.embedded.auto_shared_buffers`). ``schema`` is the PostgreSQL schema of the
-    tables and ``embedding_dim`` the vector dimension that a migration creates (later the
-    database itself records it).
+    :mod:`retrieval.server_memory`). ``schema`` is the PostgreSQL schema of the tables and
+    ``embedding_dim`` the vector dimension that a migration creates (later the database itself
+    records it).
     """
 
     url: str | None = None

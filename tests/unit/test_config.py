@@ -6,8 +6,8 @@ import pytest
 
 from retrieval.config import DatabaseConfig, default_data_dir
 from retrieval.db import sqlalchemy_url
-from retrieval.embedded import auto_shared_buffers, memory_size_kb, physical_memory
 from retrieval.errors import ConfigurationError, mask_url
+from retrieval.server_memory import auto_shared_buffers, memory_size_kb, physical_memory
 
 GIB = 1024**3
 
