@@ -5,13 +5,17 @@ For each graph definition (``--variants``, pgvector's ``m`` and ``ef_constructio
 1. ``copy``: a binary ``COPY`` of ``--texts`` SciFact titles with their all-MiniLM-L6-v2 vectors
    into an empty table holding that graph, the variants interleaved over ``--runs`` runs (rows
    per second; this is the server's part of ingest with embedding);
-2. ``recall``: the graph built with ``CREATE INDEX`` over the read benchmark's 100,000 memories
-   (``retrieve.py``'s ``bench_one`` schema: run it once with the same ``--data-dir`` first), then
-   for the first ``--queries`` SciFact test claims recall@10 against exact search in numpy, at
-   each ``hnsw.ef_search`` of ``--ef-search``, and the median query time.
+2. ``recall``: the graph built with ``CREATE INDEX`` over a corpus, then for the first
+   ``--queries`` SciFact test claims recall@10 against exact search in numpy, at each
+   ``hnsw.ef_search`` of ``--ef-search``, and the median query time. ``--corpus memories``: the
+   read benchmark's 100,000 memories (``retrieve.py``'s ``bench_one`` schema: run it once with
+   the same ``--data-dir`` first; near-copies of the titles, in tight clusters);
+   ``--corpus sentences``: up to ``--sentences`` real sentences of SciFact's abstracts, embedded
+   by the model (once; the vectors are kept beside the data directory).
 
 Usage: python benchmarks/hnsw_links.py --data-dir /tmp/rb/pg [--variants 16,12,10,8]
-       [--texts 1000] [--runs 5] [--queries 300] [--ef-search 40,100] [--json PATH]
+       [--texts 1000] [--runs 5] [--queries 300] [--ef-search 40,100]
+       [--corpus memories|sentences] [--sentences 50000] [--json PATH]
 A variant is ``M`` or ``M:EF_CONSTRUCTION`` (default ef_construction 64).
 """
 
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from ingest import _scifact_texts
+from ingest import _scifact_sentences, _scifact_texts
 from pgvector.psycopg import register_vector
 from retrieve import cpus, load_corpus
 
@@ -48,6 +52,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--ef-search", default="40,100")
     parser.add_argument("--parts", default="copy,recall", help="copy, recall or both")
+    parser.add_argument("--corpus", choices=("memories", "sentences"), default="memories")
+    parser.add_argument("--sentences", type=int, default=50_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     variants = [_variant(v) for v in args.variants.split(",")]
@@ -134,9 +140,8 @@ def recall(
     variants: list[tuple[int, int]],
     args: argparse.Namespace,
 ) -> dict[str, dict[str, Any]]:
-    rows = connection.execute("SELECT id, embedding FROM bench_one.memories ORDER BY id").fetchall()
-    if not rows:
-        raise SystemExit("no bench_one.memories here: run retrieve.py with this --data-dir first")
+    source = _recall_corpus(connection, embedder, args)
+    rows = connection.execute(f"SELECT id, embedding FROM {source} ORDER BY id").fetchall()
     ids = np.array([row[0] for row in rows])
     matrix = np.stack([row[1].to_numpy() for row in rows])
     corpus = load_corpus(embedder, args.data_dir.parent / "scifact-title-vectors.npy")
@@ -150,7 +155,7 @@ def recall(
     out: dict[str, dict[str, Any]] = {}
     for variant in variants:
         table = f"recall_{_name(variant)}"
-        _fresh_table(connection, table, "AS SELECT id, embedding FROM bench_one.memories")
+        _fresh_table(connection, table, f"AS SELECT id, embedding FROM {source}")
         began = time.perf_counter()
         connection.execute(_graph(table, variant))
         built = time.perf_counter() - began
@@ -175,6 +180,38 @@ def recall(
         connection.execute(f"DROP TABLE {SCHEMA}.{table}")
         print(_name(variant), json.dumps(out[_name(variant)]), flush=True)
     return out
+
+
+def _recall_corpus(
+    connection: psycopg.Connection[Any],
+    embedder: SentenceTransformerEmbedder,
+    args: argparse.Namespace,
+) -> str:
+    # The table the graphs are built over: the read benchmark's memories, or SciFact sentences
+    # embedded once (their vectors cached beside the data directory) in a table of this schema.
+    if args.corpus == "memories":
+        if not connection.execute("SELECT 1 FROM bench_one.memories LIMIT 1").fetchall():
+            raise SystemExit("no bench_one.memories here: run retrieve.py with this --data-dir")
+        return "bench_one.memories"
+    sentences = _scifact_sentences(args.sentences)
+    cache = args.data_dir.parent / f"scifact-sentence-vectors-{len(sentences)}.npy"
+    if cache.exists():
+        vectors = np.load(cache)
+    else:
+        vectors = embedder.embed(sentences)
+        np.save(cache, vectors)
+    _fresh_table(connection, "sentences", "(id bigint, embedding vector(384))")
+    with (
+        connection.cursor() as cursor,
+        cursor.copy(
+            f"COPY {SCHEMA}.sentences (id, embedding) FROM STDIN (FORMAT BINARY)"
+        ) as stream,
+    ):
+        stream.set_types(["int8", "bytea"])
+        encoded = encode_vectors(vectors)
+        for i in range(len(sentences)):
+            stream.write_row((i, encoded[i]))
+    return f"{SCHEMA}.sentences"
 
 
 if __name__ == "__main__":
