@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,7 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     """One server start with ``shared_buffers = size`` and the timed shapes."""
     from documents import SETTINGS as DOCUMENTS
     from documents import documents_only, read_queries, stored_chunks
+    from read_anatomy import shapes
     from retrieve import AS_OF, ONE, TENANT
 
     from retrieval.config import RetrievalConfig
@@ -102,30 +102,14 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     engine = make_engine(server.url())
     claims = read_queries()[:queries]
     embedder = SentenceTransformerEmbedder()
-    base = RetrievalConfig(record_access=False)
-    off = {
-        name: replace(getattr(base, name), enabled=False)
-        for name in ("semantic", "episodic", "documents")
-    }
-    shapes: list[tuple[str, str, RetrievalConfig, Any]] = [
-        ("all sources", ONE.schema, base, AS_OF),
-        (
-            "semantic",
-            ONE.schema,
-            replace(base, episodic=off["episodic"], documents=off["documents"]),
-            AS_OF,
-        ),
-        (
-            "episodic",
-            ONE.schema,
-            replace(base, semantic=off["semantic"], documents=off["documents"]),
-            AS_OF,
-        ),
+    configs = shapes()
+    timed: list[tuple[str, str, RetrievalConfig, Any]] = [
+        (name, ONE.schema, configs[name], AS_OF) for name in ("all sources", "semantic", "episodic")
     ]
     if stored_chunks(engine):
-        shapes.append(("documents", DOCUMENTS.schema, documents_only(), None))
+        timed.append(("documents", DOCUMENTS.schema, documents_only(), None))
     measured: dict[str, Any] = {"shared_buffers": size}
-    for name, schema, config, as_of in shapes:
+    for name, schema, config, as_of in timed:
         store = MemoryStore(engine, schema=schema, embedder=embedder)
         retriever = HybridRetriever.from_store(store, config=config)
         for claim in claims:  # warm: query vectors cached, pages read once

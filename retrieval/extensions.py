@@ -8,6 +8,9 @@ from sqlalchemy.exc import DBAPIError
 
 from retrieval.errors import ExtensionError
 
+# Every extension the migrations create: vector and pg_trgm (revision 0001), btree_gin (0009).
+SCHEMA_EXTENSIONS = ("btree_gin", "pg_trgm", "vector")
+
 CONTRIB = (
     "PostgreSQL's contrib modules (Debian/Ubuntu: postgresql-contrib; most managed services "
     "include it)"

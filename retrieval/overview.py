@@ -8,13 +8,13 @@ from sqlalchemy import Engine, text
 
 from retrieval.db import stored_embedding_dim
 from retrieval.errors import translate_database_errors
+from retrieval.extensions import SCHEMA_EXTENSIONS
 from retrieval.migrate import MigrationSettings, current_revision
 from retrieval.schema import TABLES
 
-# The extensions the migrations create (revisions 0001 and 0009).
 _EXTENSIONS = text(
     "SELECT extname, extversion FROM pg_extension "
-    "WHERE extname IN ('vector', 'pg_trgm', 'btree_gin') ORDER BY extname"
+    "WHERE extname = ANY(CAST(:names AS text[])) ORDER BY extname"
 )
 _INDEXES = text(
     "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = :schema "
@@ -84,7 +84,8 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
     revision = current_revision(engine, settings)
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
         version = str(connection.execute(text("SHOW server_version")).scalar())
-        extensions = {row[0]: row[1] for row in connection.execute(_EXTENSIONS)}
+        installed = connection.execute(_EXTENSIONS, {"names": list(SCHEMA_EXTENSIONS)})
+        extensions = {row[0]: row[1] for row in installed}
         indexes = [
             IndexInfo(table=row[0], name=row[1], definition=row[2])
             for row in connection.execute(_INDEXES, {"schema": settings.schema})
