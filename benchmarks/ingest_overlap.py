@@ -10,10 +10,16 @@ instead, on a table of ``(id, content, embedding vector(384))`` with an HNSW ind
   writer, a thread) while the next is embedded;
 * ``two_workers``: the embedder on two single-threaded workers instead of torch's two threads
   (model only);
+* ``two_workers_copy``: the two workers, each batch copied as it comes (the copy in this thread);
+* with ``--long-texts N``: ``model_long`` and ``two_workers_long``, the same two embedders on
+  ``N`` whole abstracts (long inputs, where torch's threads share larger matrix products);
 * ``halfvec_copy``: the ``COPY`` alone into a table whose HNSW index is on
   ``embedding::halfvec(384)``, against ``vector_copy`` (the vectors precomputed).
 
-Usage: python benchmarks/ingest_overlap.py [--texts 1000] [--runs 5] [--json PATH]
+The HNSW graphs have the library's links per node (``schema.HNSW_LINKS``).
+
+Usage: python benchmarks/ingest_overlap.py [--texts 1000] [--long-texts 0] [--runs 5]
+       [--json PATH]
 """
 
 from __future__ import annotations
@@ -38,20 +44,23 @@ from psycopg.copy import QueuedLibpqWriter
 from retrieval.bulk import encode_vectors
 from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.schema import HNSW_LINKS
 
 BATCH = 64
-TABLES = """
+TABLES = f"""
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE plain (id bigint, content text, embedding vector(384));
-CREATE INDEX ON plain USING hnsw (embedding vector_l2_ops);
+CREATE INDEX ON plain USING hnsw (embedding vector_l2_ops) WITH (m = {HNSW_LINKS});
 CREATE TABLE half (id bigint, content text, embedding vector(384));
-CREATE INDEX ON half USING hnsw ((embedding::halfvec(384)) halfvec_l2_ops);
+CREATE INDEX ON half USING hnsw ((embedding::halfvec(384)) halfvec_l2_ops)
+    WITH (m = {HNSW_LINKS});
 """
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=1000)
+    parser.add_argument("--long-texts", type=int, default=0, help="abstracts (0: none)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -63,6 +72,7 @@ def main() -> None:
     connection = psycopg.connect(url, autocommit=True)
     connection.execute(TABLES)  # type: ignore[call-overload]
     texts = _scifact_texts(args.texts, long=False)
+    long_texts = _scifact_texts(args.long_texts, long=True) if args.long_texts else []
     model = SentenceTransformerEmbedder()._loaded()
 
     def embed(batch: list[str]) -> np.ndarray:
@@ -98,15 +108,15 @@ def main() -> None:
 
         copy("plain", rows(), queued=True)
 
-    def two_workers() -> None:
+    def two_workers(items: list[str], item_batches: list[list[int]]) -> None:
         queue: Queue[list[int] | None] = Queue()
-        for batch in batches:
+        for batch in item_batches:
             queue.put(batch)
 
         def work() -> None:
             torch.set_num_threads(1)  # this thread's OpenMP setting only
             while (batch := queue.get()) is not None:
-                embed([texts[i] for i in batch])
+                embed([items[i] for i in batch])
 
         workers = [threading.Thread(target=work) for _ in range(2)]
         for worker in workers:
@@ -150,18 +160,25 @@ def main() -> None:
         "model": lambda: embed(texts),
         "sequential": sequential,
         "overlapped": overlapped,
-        "two_workers": two_workers,
+        "two_workers": lambda: two_workers(texts, batches),
         "two_workers_copy": two_workers_copy,
         "vector_copy": lambda: copy("plain", ((i, texts[i], vectors[i]) for i in order)),
         "halfvec_copy": lambda: copy("half", ((i, texts[i], vectors[i]) for i in order)),
     }
+    sizes = dict.fromkeys(cases, len(texts))
+    if long_texts:
+        long_order = sorted(range(len(long_texts)), key=lambda i: -len(long_texts[i]))
+        long_batches = [long_order[i : i + BATCH] for i in range(0, len(long_order), BATCH)]
+        cases["model_long"] = lambda: embed(long_texts)
+        cases["two_workers_long"] = lambda: two_workers(long_texts, long_batches)
+        sizes |= {"model_long": len(long_texts), "two_workers_long": len(long_texts)}
     rates: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.runs):
         for name, case in cases.items():
             connection.execute("TRUNCATE plain, half")
             started = time.perf_counter()
             case()
-            rates[name].append(len(texts) / (time.perf_counter() - started))
+            rates[name].append(sizes[name] / (time.perf_counter() - started))
     medians = {name: statistics.median(values) for name, values in rates.items()}
     summary = {
         "texts": len(texts),
@@ -175,6 +192,9 @@ def main() -> None:
         "two_workers_copy_vs_model": medians["two_workers_copy"] / medians["model"],
         "halfvec_copy_speedup": medians["halfvec_copy"] / medians["vector_copy"],
     }
+    if long_texts:
+        summary["long_texts"] = len(long_texts)
+        summary["two_workers_long_speedup"] = medians["two_workers_long"] / medians["model_long"]
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
