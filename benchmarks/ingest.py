@@ -8,6 +8,8 @@
    embedder alone on the same texts: memory-sized texts (SciFact titles) and whole abstracts.
    ``--embed-links 12,16`` also times the short texts into HNSW graphs of each ``m`` (links
    per node; the library's is ``schema.HNSW_LINKS``), interleaved with the embedder's runs.
+   Each run also times the model followed by a bare binary ``COPY`` of the short texts' rows
+   (``embed_short_bare_copy``): the ceiling the index insert leaves, without the library.
 3. All-cache-hit ingest: ``remember_many`` of texts whose vectors are all in the PostgreSQL
    cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
 4. ``--parts bm25`` (not in the default set): bulk ingest of memory-sized texts with the
@@ -117,11 +119,14 @@ def main() -> None:
     texts = _scifact_texts(max(args.embed_texts, args.hit_texts), long=False)
     if "embed" in parts:
         links = [int(m) for m in args.embed_links.split(",")]
-        by_links = _embedding(engine, embedder, texts[: args.embed_texts], args.runs, links)
+        by_links, bare = _embedding(
+            engine, embedder, texts[: args.embed_texts], args.runs, links, ceiling=True
+        )
         results["embed_short"] = by_links.get(HNSW_LINKS, next(iter(by_links.values())))
         results["embed_short_by_links"] = {f"m={m}": summary for m, summary in by_links.items()}
+        results["embed_short_bare_copy"] = bare
         abstracts = _scifact_texts(args.embed_long_texts, long=True)
-        results["embed_long"] = _embedding(engine, embedder, abstracts, args.runs)[HNSW_LINKS]
+        results["embed_long"] = _embedding(engine, embedder, abstracts, args.runs)[0][HNSW_LINKS]
     if "hits" in parts:
         results["cache_hits_no_index"] = _cache_hits(
             engine, embedder, texts[: args.hit_texts], args.runs, indexed=False
@@ -232,28 +237,51 @@ def _embedding(
     texts: list[str],
     runs: int,
     links: list[int] | None = None,
-) -> dict[int, dict[str, Any]]:
-    """Per HNSW ``m``: ingest with embedding against the embedder alone, runs interleaved."""
+    *,
+    ceiling: bool = False,
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any] | None]:
+    """Per HNSW ``m``: ingest with embedding against the embedder alone, runs interleaved.
+
+    With ``ceiling``, each run also times the model followed by a bare binary ``COPY`` of the
+    rows (no cache, no validation) into a fresh graph of the library's ``m``: what the index
+    insert alone leaves of the model's rate."""
     links = links or [HNSW_LINKS]
+    cases: list[int | None] = [*links, None] if ceiling else list(links)  # None: bare COPY
     embedder.embed(texts[:16])  # load the model and warm it up outside the timings
     ours: dict[int, list[float]] = {m: [] for m in links}
+    bare: list[float] = []
     model: list[float] = []
     for run in range(runs):
         began = time.perf_counter()
         embedder.embed(texts)
         model.append(len(texts) / (time.perf_counter() - began))
-        for m in links if run % 2 == 0 else links[::-1]:  # alternate which goes first
+        for case in cases if run % 2 == 0 else cases[::-1]:  # alternate which goes first
             _execute(engine, TRUNCATE)
             _execute(engine, NO_HNSW)
-            _execute(engine, HNSW.format(links=m))
+            _execute(engine, HNSW.format(links=case or HNSW_LINKS))
+            if case is None:
+                began = time.perf_counter()
+                vectors = embedder.embed(texts)
+                _raw_copy(
+                    engine,
+                    [
+                        MemoryInput(text=t, tenant_id=f"run-{run}", embedding=v,
+                                    embedding_model=embedder.model_id)
+                        for t, v in zip(texts, vectors, strict=True)
+                    ],
+                )  # fmt: skip
+                bare.append(len(texts) / (time.perf_counter() - began))
+                continue
             store = MemoryStore(engine, schema="bench", embedder=embedder)
             began = time.perf_counter()
             store.remember_many([{"text": t, "tenant_id": f"run-{run}"} for t in texts])
-            ours[m].append(len(texts) / (time.perf_counter() - began))
+            ours[case].append(len(texts) / (time.perf_counter() - began))
             assert store.cache_stats.embedded == len(set(texts))
     _execute(engine, NO_HNSW)
     _execute(engine, HNSW.format(links=HNSW_LINKS))
-    return {m: _summary(len(texts), ours[m], model, "texts/s", "embedder alone") for m in links}
+    by_links = {m: _summary(len(texts), ours[m], model, "texts/s", "embedder alone") for m in links}
+    bound = _summary(len(texts), bare, model, "texts/s", "embedder alone") if ceiling else None
+    return by_links, bound
 
 
 def _cache_hits(
