@@ -12,13 +12,19 @@
 4. BM25 (``--parts bm25``, not in the default set): the memories' lexical index is built
    (``MemoryStore.index_memories``, timed), then the latency of the semantic source alone with
    the memories' BM25 channel fused by RRF (``memory_bm25``).
+5. Throughput (``--parts throughput``, not in the default set): one retriever shared by 1, 2,
+   4 and 8 client threads (``--clients``), as a service would share it, each thread asking its
+   share of ``--throughput-calls`` claims on the latency part's tenant: calls per second, the
+   latency of each call (medians over ``--runs`` rounds), and whether every call returned what
+   the same claim returned alone.
 
 Data: SciFact titles (embedded once with all-MiniLM-L6-v2; 100,000 memories are those vectors
 with small Gaussian noise, so they cluster like real embeddings), decisions made of abstract
 sentences, tool calls with search parameters drawn from titles; timestamps over 90 days.
 
 Usage: python benchmarks/retrieve.py [--rows 100000] [--runs 3] [--queries 300]
-       [--naive-queries 5] [--data-dir DIR] [--json PATH]
+       [--naive-queries 5] [--parts latency,naive,tenants,bm25,throughput]
+       [--clients 1,2,4,8] [--throughput-calls 600] [--data-dir DIR] [--json PATH]
 ``--data-dir`` keeps the embedded server's data (and the loaded rows) for the next run.
 """
 
@@ -32,8 +38,9 @@ import random
 import re
 import statistics
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,8 +94,11 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="latency,naive,tenants",
-        help="comma-separated subset of latency, naive, tenants, bm25 (default: all but bm25)",
+        help="comma-separated subset of latency, naive, tenants, bm25, throughput "
+        "(default: latency, naive, tenants)",
     )
+    parser.add_argument("--clients", default="1,2,4,8", help="client threads, comma-separated")
+    parser.add_argument("--throughput-calls", type=int, default=600, help="calls per level")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
 
@@ -160,6 +170,14 @@ def main() -> None:
                 memory_bm25=True,
             ),
             access=False,
+        )
+    if "throughput" in parts:
+        results["throughput"] = throughput(
+            store,
+            queries,
+            [int(n) for n in args.clients.split(",")],
+            args.throughput_calls,
+            args.runs,
         )
     if "naive" in parts:
         results["naive"] = naive(engine, embedder, queries[: args.naive_queries])
@@ -349,6 +367,78 @@ def latency(
             sum(s.returned for s in d.sources.values()) for d in diagnostics
         ),
         "with_access_recording": percentiles(with_access) if with_access else None,
+    }
+
+
+def throughput(
+    store: MemoryStore, queries: Sequence[str], levels: Sequence[int], calls: int, runs: int
+) -> dict[str, Any]:
+    """Calls per second and per-call latency with ``levels`` client threads sharing one
+    retriever, medians over ``runs`` rounds of every level; ``mismatches`` counts calls whose
+    results differ from the claim's answer alone."""
+    config = RetrievalConfig(record_access=False)
+    rounds: dict[int, list[dict[str, float]]] = {clients: [] for clients in levels}
+    with HybridRetriever.from_store(store, config=config) as retriever:
+
+        def answer(query: str) -> Answer:
+            response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+            return [(r.source, r.content, round(r.final_score, 9)) for r in response.results]
+
+        alone = {query: answer(query) for query in queries}  # also caches the query vectors
+        for _ in range(runs):
+            for clients in levels:
+                rounds[clients].append(_clients(answer, alone, queries, clients, calls))
+                print(f"{clients} clients: {rounds[clients][-1]}", flush=True)
+    results: dict[str, Any] = {"calls_per_level": calls}
+    for clients, measured in rounds.items():
+        results[str(clients)] = {
+            **{
+                key: statistics.median(m[key] for m in measured)
+                for key in ("calls_per_second", "p50_ms", "p95_ms")
+            },
+            "mismatches": sum(m["mismatches"] for m in measured),
+            "runs": measured,
+        }
+    return results
+
+
+Answer = list[tuple[str, str, float]]
+
+
+def _clients(
+    answer: Callable[[str], Answer],
+    alone: dict[str, Answer],
+    queries: Sequence[str],
+    clients: int,
+    calls: int,
+) -> dict[str, float]:
+    # ``calls`` calls shared by ``clients`` threads, all started at once.
+    times: list[list[float]] = [[] for _ in range(clients)]
+    mismatches = [0] * clients
+    start = threading.Barrier(clients + 1)
+
+    def client(index: int) -> None:
+        start.wait()
+        for call in range(index, calls, clients):
+            query = queries[call % len(queries)]
+            began = time.perf_counter()
+            got = answer(query)
+            times[index].append((time.perf_counter() - began) * 1000)
+            mismatches[index] += got != alone[query]
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    every = [t for per_client in times for t in per_client]
+    return {
+        "calls_per_second": len(every) / wall,
+        **{f"{k}_ms": v for k, v in percentiles(every).items()},
+        "mismatches": sum(mismatches),
     }
 
 
