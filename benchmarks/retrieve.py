@@ -370,6 +370,9 @@ def latency(
     }
 
 
+Answer = list[tuple[str, str, float]]  # source, content, final score of each result
+
+
 def throughput(
     store: MemoryStore, queries: Sequence[str], levels: Sequence[int], calls: int, runs: int
 ) -> dict[str, Any]:
@@ -400,9 +403,6 @@ def throughput(
             "runs": measured,
         }
     return results
-
-
-Answer = list[tuple[str, str, float]]
 
 
 def _clients(
