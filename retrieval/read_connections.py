@@ -12,6 +12,11 @@ about 0.5 ms a call. So each statement is converted once here, kept, and sent th
 :class:`psycopg.RawCursor` with its parameters in order. Results come back in binary format:
 the server skips formatting floats and timestamps as text and the driver parsing them (about
 0.3 ms for the retriever's 40 to 90 rows; the values are the same).
+
+The connections are bounded: at most ``max_connections`` are open at once (each concurrent
+call holds one); a call beyond them waits up to ``wait_seconds`` for one to come free, then
+raises :class:`~retrieval.errors.DatabaseError`. Without the bound a burst of threads would
+open a server connection each and keep them all, up to PostgreSQL's ``max_connections``.
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine
 
-from retrieval.errors import translate_database_errors
+from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
 Connection = psycopg.Connection[Any]
 
 _CONVERTED_LIMIT = 256  # statements kept converted per pool (the retriever has a few shapes)
+DEFAULT_MAX_CONNECTIONS = 10  # open at once per pool: two cores saturate at two to four calls
+DEFAULT_WAIT_SECONDS = 30.0  # a call waits this long for a free connection
+_LONGEST_WAIT_SECONDS = 86_400.0  # a day: threading's timeouts overflow past a few years
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
@@ -70,15 +78,27 @@ class ReadConnections:
     """A small pool of autocommit psycopg connections with ``settings`` applied on open.
 
     ``settings`` are ``(name, value)`` pairs applied with ``set_config`` (session scope). A
-    connection that breaks is dropped and the statement retried once on a new one.
+    connection that breaks is dropped and the statement retried once on a new one. At most
+    ``max_connections`` are open at once; a call finding them all busy waits up to
+    ``wait_seconds`` for one.
     """
 
-    def __init__(self, engine: Engine, settings: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Sequence[tuple[str, str]] = (),
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        wait_seconds: float = DEFAULT_WAIT_SECONDS,
+    ) -> None:
+        check_pool_size(max_connections, wait_seconds)
         self.engine = engine
         self.settings = tuple(settings)
+        self.max_connections = max_connections
+        self.wait_seconds = wait_seconds
         self._idle: list[Connection] = []
         self._lock = threading.Lock()
-        self._closed = False
+        self._slots = threading.BoundedSemaphore(max_connections)
         self._converted: dict[str, PositionalQuery] = {}
 
     def execute(self, query: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
@@ -117,20 +137,29 @@ class ReadConnections:
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
-        with self._lock:
-            connection = self._idle.pop() if self._idle else None
-        if connection is None:
-            connection = self._open()
+        if not self._slots.acquire(timeout=self.wait_seconds):
+            raise DatabaseError(
+                f"all {self.max_connections} read connections stayed busy for "
+                f"{self.wait_seconds:g} s: give the retriever more (max_connections=) or make "
+                "fewer calls at once"
+            )
         try:
-            yield connection
+            with self._lock:
+                connection = self._idle.pop() if self._idle else None
+            if connection is None:
+                connection = self._open()
+            try:
+                yield connection
+            finally:
+                if connection.closed or connection.info.transaction_status not in (
+                    psycopg.pq.TransactionStatus.IDLE,
+                ):
+                    connection.close()
+                else:
+                    with self._lock:
+                        self._idle.append(connection)
         finally:
-            if connection.closed or connection.info.transaction_status not in (
-                psycopg.pq.TransactionStatus.IDLE,
-            ):
-                connection.close()
-            else:
-                with self._lock:
-                    self._idle.append(connection)
+            self._slots.release()
 
     def _open(self) -> Connection:
         proxied = self.engine.raw_connection()
@@ -140,3 +169,17 @@ class ReadConnections:
         for name, value in self.settings:
             connection.execute("SELECT set_config(%s, %s, false)", (name, value))
         return connection
+
+
+def check_pool_size(max_connections: int, wait_seconds: float) -> None:
+    """Refuse a pool bound that is not a positive integer, or a wait that is not positive."""
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise ConfigurationError(f"max_connections must be an integer, got {max_connections!r}")
+    if max_connections < 1:
+        raise ConfigurationError(f"max_connections must be >= 1, got {max_connections}")
+    if isinstance(wait_seconds, bool) or not isinstance(wait_seconds, int | float):
+        raise ConfigurationError(f"wait_seconds must be a number, got {wait_seconds!r}")
+    if not 0 < wait_seconds <= _LONGEST_WAIT_SECONDS:
+        raise ConfigurationError(
+            f"wait_seconds must be > 0 and at most {_LONGEST_WAIT_SECONDS:g}, got {wait_seconds!r}"
+        )

@@ -26,7 +26,11 @@ from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.query_text import clean, expand
-from retrieval.read_connections import ReadConnections
+from retrieval.read_connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_WAIT_SECONDS,
+    ReadConnections,
+)
 from retrieval.results import Diagnostics, RetrievalResponse
 from retrieval.sources.common import SELECT_LIST, Candidate
 from retrieval.sources.documents import documents_ctes
@@ -64,8 +68,10 @@ class HybridRetriever:
     are PostgreSQL settings for the retriever's connections, beside its own
     (``hnsw.iterative_scan = relaxed_order``, ``hnsw.ef_search``, and
     ``plan_cache_mode = force_custom_plan``: the statement is prepared after a few calls, and a
-    generic plan, blind to the query's keywords and vector, is slower). Close the retriever
-    (or use it as a context manager) to release its connections.
+    generic plan, blind to the query's keywords and vector, is slower). At most
+    ``max_connections`` of them are open at once (concurrent calls beyond wait up to
+    ``wait_seconds`` for one, then raise :class:`~retrieval.errors.DatabaseError`). Close the
+    retriever (or use it as a context manager) to release its connections.
     """
 
     def __init__(
@@ -78,6 +84,8 @@ class HybridRetriever:
         cache: EmbeddingCache | None = None,
         background_writes: bool = True,
         session_settings: Mapping[str, str] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        wait_seconds: float = DEFAULT_WAIT_SECONDS,
     ) -> None:
         self.engine = engine
         self.schema = schema
@@ -93,7 +101,12 @@ class HybridRetriever:
         self._embedder_checked = False
         settings = read_settings(self.config)
         settings.update(session_settings or {})
-        self._connections = ReadConnections(engine, settings=list(settings.items()))
+        self._connections = ReadConnections(
+            engine,
+            settings=list(settings.items()),
+            max_connections=max_connections,
+            wait_seconds=wait_seconds,
+        )
         self._access = AccessRecorder(
             schema, self._connections.execute, background=background_writes
         )
