@@ -89,13 +89,19 @@ def translate_database_errors(url: str) -> Iterator[None]:
     """Translate driver errors raised inside the block into this library's errors.
 
     Connection failures become :class:`DatabaseUnavailableError` naming ``url`` with its
-    password masked; other driver errors become :class:`DatabaseError`. Errors of this
-    library pass through unchanged.
+    password masked; other driver errors, and a pool with no connection free in time, become
+    :class:`DatabaseError`. Errors of this library pass through unchanged.
     """
     try:
         yield
     except RetrievalError:
         raise
+    except sa_exc.TimeoutError as error:
+        raise DatabaseError(
+            f"no pooled connection to PostgreSQL at {mask_url(url)} came free in time ({error}): "
+            "more calls at once than the engine's pool holds; give make_engine a larger "
+            "pool_size or max_overflow, or make fewer calls at once"
+        ) from error
     except (sa_exc.OperationalError, psycopg.OperationalError) as error:
         original = getattr(error, "orig", None) or error
         if _is_connection_failure(original):

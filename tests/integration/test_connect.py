@@ -6,8 +6,14 @@ from pgvector import Vector
 from sqlalchemy import text
 
 from retrieval.config import DatabaseConfig
-from retrieval.db import check_embedding_dim, connect, stored_embedding_dim
-from retrieval.errors import DatabaseUnavailableError, DimensionMismatchError, SchemaError
+from retrieval.db import check_embedding_dim, connect, make_engine, stored_embedding_dim
+from retrieval.errors import (
+    DatabaseError,
+    DatabaseUnavailableError,
+    DimensionMismatchError,
+    SchemaError,
+)
+from retrieval.store import MemoryStore
 from tests.conftest import PgDatabase
 
 
@@ -64,3 +70,15 @@ def test_a_model_of_another_dimension_is_refused_naming_both(database: PgDatabas
 def test_an_unmigrated_schema_says_to_run_the_migration(empty_database: PgDatabase) -> None:
     with pytest.raises(SchemaError, match="retrieval db upgrade"):
         stored_embedding_dim(empty_database.engine, "retrieval")
+
+
+def test_a_pool_with_no_connection_free_in_time_is_a_clear_error(database: PgDatabase) -> None:
+    engine = make_engine(database.url, pool_size=1, max_overflow=0, pool_timeout=0.1)
+    store = MemoryStore(engine, schema=database.settings.schema)
+    try:
+        held = pytest.raises(DatabaseError, match=r"no pooled connection .* came free in time")
+        with engine.connect(), held:  # the pool's only connection, held
+            store.forget(tenant_id="acme", memory_ids=[1])
+        assert store.forget(tenant_id="acme", memory_ids=[1]).memory_ids == ()  # free again
+    finally:
+        engine.dispose()
