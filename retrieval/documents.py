@@ -27,7 +27,7 @@ from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.statistics_lock import lock_term_statistics
 from retrieval.store import MemoryStore
-from retrieval.validation import checked_vector
+from retrieval.validation import checked_vector, surrogate_at, surrogate_problem
 
 _FIND = (
     'SELECT id, content_sha256 FROM "{s}".documents '
@@ -434,6 +434,8 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
         value = getattr(document, name)
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"{name} is empty ({value!r})", field=name)
+    for name in ("tenant_id", "doc_id", "filename"):
+        _check_encodable(name, getattr(document, name), None)
     if not document.chunks:
         raise ValidationError(
             f"document {document.doc_id!r} has no chunk: give at least one", field="chunks"
@@ -447,6 +449,8 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
                 item=index,
                 field="text",
             )
+        _check_encodable("text", chunk.text, index)
+        _check_encodable("section_title", chunk.section_title, index)
         if len(chunk.text) > max_chars:
             raise ValidationError(
                 f"chunk {index} has {len(chunk.text)} characters, over the limit of {max_chars}",
@@ -473,8 +477,20 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
                 )
             checked_vector(index, chunk.embedding, dim)
     try:
-        json.dumps(dict(document.metadata))
+        encoded = json.dumps(dict(document.metadata), ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise ValidationError(
             f"metadata of document {document.doc_id!r} is not JSON: {error}", field="metadata"
         ) from None
+    _check_encodable("metadata", encoded, None)
+
+
+def _check_encodable(field: str, value: object, chunk: int | None) -> None:
+    # A string UTF-8 cannot encode (an unpaired surrogate) is refused before any write.
+    if isinstance(value, str) and (position := surrogate_at(value)) is not None:
+        where = "" if chunk is None else f"chunk {chunk}: "
+        raise ValidationError(
+            f"{where}{field} {surrogate_problem(value[position], f' at position {position}')}",
+            item=chunk,
+            field=field,
+        )

@@ -90,12 +90,20 @@ def translate_database_errors(url: str) -> Iterator[None]:
 
     Connection failures become :class:`DatabaseUnavailableError` naming ``url`` with its
     password masked; other driver errors, and a pool with no connection free in time, become
-    :class:`DatabaseError`. Errors of this library pass through unchanged.
+    :class:`DatabaseError`; a string UTF-8 cannot encode becomes :class:`ValidationError`.
+    Errors of this library pass through unchanged.
     """
     try:
         yield
     except RetrievalError:
         raise
+    except UnicodeEncodeError as error:
+        # Checked fields say which one; this covers any other string on its way to the server.
+        raise ValidationError(
+            f"a value cannot be encoded as UTF-8 for PostgreSQL ({error}): it holds an unpaired "
+            "surrogate (text decoded with errors='surrogateescape' or a JSON '\\ud800' escape "
+            "makes one): decode the source with errors='replace', or remove it"
+        ) from error
     except sa_exc.TimeoutError as error:
         raise DatabaseError(
             f"no pooled connection to PostgreSQL at {mask_url(url)} came free in time ({error}): "

@@ -54,7 +54,7 @@ from retrieval.sources.semantic import SemanticQuery, semantic_ctes
 from retrieval.sources.working_state import LexicalOption, score_working_state
 from retrieval.store import MemoryStore
 from retrieval.timeline import TimelineEvent, timeline
-from retrieval.validation import aware_datetime
+from retrieval.validation import aware_datetime, surrogate_at, surrogate_problem
 
 _HOUR = 3600.0
 
@@ -550,3 +550,10 @@ def _check_query(
             f"entities must be a list of non-empty entity ids, got {entities!r}",
             field="entities",
         )
+    named = (("query", query), ("tenant_id", tenant_id), ("task_id", task_id))
+    for field, value in (*named, *(("entities", entity) for entity in entities)):
+        if isinstance(value, str) and (position := surrogate_at(value)) is not None:
+            where = f" at position {position}"
+            raise ValidationError(
+                f"{field} {surrogate_problem(value[position], where)}", field=field
+            )

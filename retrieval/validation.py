@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -23,6 +24,8 @@ from retrieval.errors import ValidationError
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
 
 MAX_NAME_CHARS = 256
+# Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -131,24 +134,29 @@ class _Checker:
         return ValidationError(f"{field}: {message}", item=self.index, field=field)
 
     def text(self, field: str, value: object, limit: int, *, allow_blank: bool = False) -> str:
-        # The common case first, without allocating: a non-blank str within the limit, no NUL.
+        # The common case first, without allocating: a non-blank str within the limit, no NUL,
+        # nothing UTF-8 cannot encode.
         if (
             type(value) is str
             and len(value) <= limit
             and (allow_blank or (value and not value.isspace()))
             and "\x00" not in value
+            and (value.isascii() or _SURROGATE.search(value) is None)
         ):
             return value
         if not isinstance(value, str):
             raise self.fail(field, f"must be a string, got {type(value).__name__}")
         if not allow_blank and not value.strip():
-            raise self.fail(field, "is empty or only whitespace: give the text to store")
+            raise self.fail(field, f"is empty or only whitespace: give a non-empty {field}")
         if "\x00" in value:
             raise self.fail(
                 field,
                 f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
                 "hold NUL bytes: remove them (for example value.replace('\\x00', ''))",
             )
+        position = surrogate_at(value)
+        if position is not None:
+            raise self.fail(field, surrogate_problem(value[position], f" at position {position}"))
         if len(value) > limit:
             raise self.fail(
                 field,
@@ -189,6 +197,9 @@ class _Checker:
             ) from None
         if "\\u0000" in encoded:
             raise self.fail(field, "contains a NUL character, which PostgreSQL jsonb cannot hold")
+        position = surrogate_at(encoded)
+        if position is not None:
+            raise self.fail(field, surrogate_problem(encoded[position], " in a string"))
         return encoded
 
     def unit_interval(self, field: str, value: object) -> float | None:
@@ -280,9 +291,32 @@ def checked_embeddings(items: Sequence[MemoryInput], dim: int) -> npt.NDArray[np
 def _clean_name(value: str) -> str | None:
     # Tenants, kinds and model ids repeat across a batch: check each distinct one once.
     clean = value.strip()
-    if not clean or len(value) > MAX_NAME_CHARS or "\x00" in value:
+    if (
+        not clean
+        or len(value) > MAX_NAME_CHARS
+        or "\x00" in value
+        or surrogate_at(value) is not None
+    ):
         return None
     return clean
+
+
+def surrogate_at(value: str) -> int | None:
+    """Where ``value`` first holds a code point UTF-8 (and so PostgreSQL) cannot encode: half
+    of a surrogate pair, alone. None when it holds none."""
+    if value.isascii():
+        return None
+    found = _SURROGATE.search(value)
+    return None if found is None else found.start()
+
+
+def surrogate_problem(character: str, where: str) -> str:
+    """What is wrong with an unpaired surrogate ``character`` found ``where``, and what to do."""
+    return (
+        f"contains an unpaired surrogate (U+{ord(character):04X}){where}, which UTF-8 and "
+        "PostgreSQL text cannot hold (text decoded with errors='surrogateescape' or a JSON "
+        "'\\ud800' escape makes one): decode the source with errors='replace', or remove it"
+    )
 
 
 Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)

@@ -152,6 +152,28 @@ def test_bad_documents_write_nothing(store: MemoryStore, documents: DocumentStor
         (DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("  ")]), "empty"),
         (DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("a\x00b")]), "NUL"),
         (
+            DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("a\ud800b")]),
+            r"chunk 0: text contains an unpaired surrogate \(U\+D800\) at position 1",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("t", section_title="\udc80")]
+            ),
+            "section_title contains an unpaired surrogate",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("t")], filename="\udfff"
+            ),
+            "filename contains an unpaired surrogate",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("t")], metadata={"k": "\ud83d"}
+            ),
+            "metadata contains an unpaired surrogate",
+        ),
+        (
             DocumentInput(
                 tenant_id="acme", doc_id="d", chunks=[ChunkInput("text", page_start=3, page_end=2)]
             ),

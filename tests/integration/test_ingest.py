@@ -80,6 +80,10 @@ def test_a_bad_line_is_named_and_nothing_is_written(
             '{"type": "tool_call", "tenant_id": "a", "tool_name": "x", "decision_ref": "nope"}\n',
             "line 1: decision_ref 'nope' names no decision on an earlier line",
         ),
+        (  # JSON lets a string hold half of a surrogate pair; UTF-8 (and PostgreSQL) cannot
+            '{"tenant_id": "a", "text": "ok"}\n{"tenant_id": "a", "text": "half \\ud800"}\n',
+            r"line 2: text: contains an unpaired surrogate \(U\+D800\) at position 5",
+        ),
     ],
 )
 def test_malformed_lines_are_named(

@@ -339,6 +339,15 @@ def test_bad_queries_get_clear_errors(retriever: HybridRetriever) -> None:
         retriever.retrieve("data\x00base", tenant_id="acme")
     with pytest.raises(ValidationError, match="entities"):
         retriever.retrieve("database", tenant_id="acme", entities="deploy")
+    # Half of a surrogate pair alone: UTF-8 cannot encode it, whichever string holds it.
+    with pytest.raises(ValidationError, match=r"query contains an unpaired surrogate \(U\+D800\)"):
+        retriever.retrieve("data\ud800base", tenant_id="acme")
+    with pytest.raises(ValidationError, match="tenant_id contains an unpaired surrogate"):
+        retriever.retrieve("database", tenant_id="acme\udc80")
+    with pytest.raises(ValidationError, match="entities contains an unpaired surrogate"):
+        retriever.retrieve("database", tenant_id="acme", entities=["ok", "\udfff"])
+    with pytest.raises(ValidationError, match="cannot be encoded as UTF-8 for PostgreSQL"):
+        retriever.timeline("acme\ud800")
 
 
 def test_threshold_limits_and_a_deterministic_order(

@@ -201,6 +201,12 @@ BAD_MEMORIES: list[tuple[dict[str, Any], str]] = [
     ({"tenant_id": ""}, "tenant_id: is empty"),
     ({"entities": "single-string"}, "entities: must be a list of entity ids"),
     ({"colour": "blue"}, "unknown field"),
+    # Half of a surrogate pair alone (a JSON "\ud800" escape makes one): UTF-8 cannot hold it.
+    ({"text": "half \ud800 pair"}, r"text: contains an unpaired surrogate \(U\+D800\) at position"),
+    ({"metadata": {"note": "\udc80"}}, r"metadata: contains an unpaired surrogate \(U\+DC80\)"),
+    ({"tenant_id": "acme\udfff"}, r"tenant_id: contains an unpaired surrogate \(U\+DFFF\)"),
+    ({"kind": "\ud83d"}, r"kind: contains an unpaired surrogate \(U\+D83D\) at position 0"),
+    ({"entities": ["ok", "x\ud800"]}, r"entities: contains an unpaired surrogate"),
 ]
 
 
@@ -225,6 +231,14 @@ def test_single_writes_are_validated_too(database: PgDatabase, store: MemoryStor
     with pytest.raises(ValidationError, match="content: contains a NUL byte"):
         store.record_decision(
             tenant_id="acme", task_id="T", action_type="a", content="a\x00b", status="s"
+        )
+    with pytest.raises(ValidationError, match="content: contains an unpaired surrogate"):
+        store.record_decision(
+            tenant_id="acme", task_id="T", action_type="a", content="a\ud800b", status="s"
+        )
+    with pytest.raises(ValidationError, match="result: contains an unpaired surrogate"):
+        store.record_tool_call(
+            tenant_id="acme", decision_id=None, tool_name="t", params={}, result="\udc00"
         )
     with pytest.raises(ValidationError, match="params: is not JSON-serializable"):
         store.record_tool_call(
