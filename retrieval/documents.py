@@ -244,8 +244,7 @@ class DocumentStore:
         b: float = scoring.DEFAULT_BM25_B,
     ) -> list[tuple[int, float]]:
         """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25."""
-        if not query.strip():
-            raise ValidationError("query is empty: give the text to search for", field="query")
+        _check_query(query)
         params = {
             "query": query,
             "tenant_id": tenant_id,
@@ -264,8 +263,7 @@ class DocumentStore:
         The HNSW index is walked with ``hnsw.ef_search`` raised to ``limit`` and the iterative
         scan on, so a small tenant still gets ``limit`` chunks.
         """
-        if not query.strip():
-            raise ValidationError("query is empty: give the text to search for", field="query")
+        _check_query(query)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             vector = self.memories.cache.embed(connection, tenant_id, [query])[0]
             connection.execute(
@@ -435,7 +433,7 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"{name} is empty ({value!r})", field=name)
     for name in ("tenant_id", "doc_id", "filename"):
-        _check_encodable(name, getattr(document, name), None)
+        _check_storable(name, getattr(document, name), None)
     if not document.chunks:
         raise ValidationError(
             f"document {document.doc_id!r} has no chunk: give at least one", field="chunks"
@@ -443,14 +441,8 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
     for index, chunk in enumerate(document.chunks):
         if not isinstance(chunk.text, str) or not chunk.text.strip():
             raise ValidationError(f"chunk {index} is empty", item=index, field="text")
-        if "\x00" in chunk.text:
-            raise ValidationError(
-                f"chunk {index} contains a NUL byte, which PostgreSQL text cannot hold",
-                item=index,
-                field="text",
-            )
-        _check_encodable("text", chunk.text, index)
-        _check_encodable("section_title", chunk.section_title, index)
+        _check_storable("text", chunk.text, index)
+        _check_storable("section_title", chunk.section_title, index)
         if len(chunk.text) > max_chars:
             raise ValidationError(
                 f"chunk {index} has {len(chunk.text)} characters, over the limit of {max_chars}",
@@ -482,15 +474,39 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
         raise ValidationError(
             f"metadata of document {document.doc_id!r} is not JSON: {error}", field="metadata"
         ) from None
-    _check_encodable("metadata", encoded, None)
+    if "\\u0000" in encoded:
+        raise ValidationError(
+            "metadata contains a NUL character, which PostgreSQL jsonb cannot hold",
+            field="metadata",
+        )
+    if (position := surrogate_at(encoded)) is not None:
+        raise ValidationError(
+            f"metadata {surrogate_problem(encoded[position], ' in a string')}", field="metadata"
+        )
 
 
-def _check_encodable(field: str, value: object, chunk: int | None) -> None:
-    # A string UTF-8 cannot encode (an unpaired surrogate) is refused before any write.
-    if isinstance(value, str) and (position := surrogate_at(value)) is not None:
-        where = "" if chunk is None else f"chunk {chunk}: "
+def _check_storable(field: str, value: object, chunk: int | None) -> None:
+    # A string PostgreSQL text cannot hold (a NUL byte, or an unpaired surrogate, which UTF-8
+    # cannot encode) is refused before any write or query.
+    if not isinstance(value, str):
+        return
+    where = "" if chunk is None else f"chunk {chunk}: "
+    if "\x00" in value:
+        raise ValidationError(
+            f"{where}{field} contains a NUL byte at position {value.index(chr(0))}, which "
+            "PostgreSQL text cannot hold: remove it",
+            item=chunk,
+            field=field,
+        )
+    if (position := surrogate_at(value)) is not None:
         raise ValidationError(
             f"{where}{field} {surrogate_problem(value[position], f' at position {position}')}",
             item=chunk,
             field=field,
         )
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query is empty: give the text to search for", field="query")
+    _check_storable("query", query, None)

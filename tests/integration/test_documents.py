@@ -174,6 +174,26 @@ def test_bad_documents_write_nothing(store: MemoryStore, documents: DocumentStor
             "metadata contains an unpaired surrogate",
         ),
         (
+            DocumentInput(tenant_id="acme", doc_id="d\x00", chunks=[ChunkInput("t")]),
+            "doc_id contains a NUL byte at position 1",
+        ),
+        (
+            DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("t")], filename="\x00"),
+            "filename contains a NUL byte",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("t", section_title="a\x00")]
+            ),
+            "chunk 0: section_title contains a NUL byte",
+        ),
+        (
+            DocumentInput(
+                tenant_id="acme", doc_id="d", chunks=[ChunkInput("t")], metadata={"k": "\x00"}
+            ),
+            "metadata contains a NUL character",
+        ),
+        (
             DocumentInput(
                 tenant_id="acme", doc_id="d", chunks=[ChunkInput("text", page_start=3, page_end=2)]
             ),
@@ -210,6 +230,14 @@ def test_bad_documents_write_nothing(store: MemoryStore, documents: DocumentStor
             documents.add(document)
     with store.engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM retrieval.documents")).scalar() == 0
+    for query, message in (
+        ("a\x00b", "query contains a NUL byte at position 1"),
+        ("a\ud800", r"query contains an unpaired surrogate \(U\+D800\) at position 1"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            documents.bm25(query, tenant_id="acme")
+        with pytest.raises(ValidationError, match=message):
+            documents.dense(query, tenant_id="acme")
     other = DocumentStore(store, text_search_config="simple")
     documents.add(DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("words")]))
     with pytest.raises(ValidationError, match="text search configuration 'english'"):
