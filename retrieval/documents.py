@@ -27,7 +27,12 @@ from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.statistics_lock import lock_term_statistics
 from retrieval.store import MemoryStore
-from retrieval.validation import checked_vector, surrogate_at, surrogate_problem
+from retrieval.validation import (
+    check_storable,
+    checked_vector,
+    surrogate_at,
+    surrogate_problem,
+)
 
 _FIND = (
     'SELECT id, content_sha256 FROM "{s}".documents '
@@ -486,24 +491,9 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
 
 
 def _check_storable(field: str, value: object, chunk: int | None) -> None:
-    # A string PostgreSQL text cannot hold (a NUL byte, or an unpaired surrogate, which UTF-8
-    # cannot encode) is refused before any write or query.
-    if not isinstance(value, str):
-        return
-    where = "" if chunk is None else f"chunk {chunk}: "
-    if "\x00" in value:
-        raise ValidationError(
-            f"{where}{field} contains a NUL byte at position {value.index(chr(0))}, which "
-            "PostgreSQL text cannot hold: remove it",
-            item=chunk,
-            field=field,
-        )
-    if (position := surrogate_at(value)) is not None:
-        raise ValidationError(
-            f"{where}{field} {surrogate_problem(value[position], f' at position {position}')}",
-            item=chunk,
-            field=field,
-        )
+    # A string PostgreSQL text cannot hold is refused before any write or query.
+    prefix = "" if chunk is None else f"chunk {chunk}: "
+    check_storable(field, value, item=chunk, prefix=prefix)
 
 
 def _check_query(query: object) -> None:

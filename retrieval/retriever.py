@@ -54,7 +54,7 @@ from retrieval.sources.semantic import SemanticQuery, semantic_ctes
 from retrieval.sources.working_state import LexicalOption, score_working_state
 from retrieval.store import MemoryStore
 from retrieval.timeline import TimelineEvent, timeline
-from retrieval.validation import aware_datetime, surrogate_at, surrogate_problem
+from retrieval.validation import aware_datetime, check_storable, check_tenant
 
 _HOUR = 3600.0
 
@@ -529,15 +529,8 @@ def _check_query(
         raise ValidationError(
             f"query is empty ({query!r}): give the text to find context for", field="query"
         )
-    if "\x00" in query:
-        raise ValidationError(
-            "query contains a NUL byte, which PostgreSQL text cannot hold: remove it",
-            field="query",
-        )
-    if not isinstance(tenant_id, str) or not tenant_id.strip():
-        raise ValidationError(
-            f"tenant_id is empty ({tenant_id!r}): every read names its tenant", field="tenant_id"
-        )
+    check_storable("query", query)
+    check_tenant(tenant_id)
     if task_id is not None and (not isinstance(task_id, str) or not task_id.strip()):
         raise ValidationError(
             f"task_id must be a non-empty string or None, got {task_id!r}", field="task_id"
@@ -550,10 +543,6 @@ def _check_query(
             f"entities must be a list of non-empty entity ids, got {entities!r}",
             field="entities",
         )
-    named = (("query", query), ("tenant_id", tenant_id), ("task_id", task_id))
-    for field, value in (*named, *(("entities", entity) for entity in entities)):
-        if isinstance(value, str) and (position := surrogate_at(value)) is not None:
-            where = f" at position {position}"
-            raise ValidationError(
-                f"{field} {surrogate_problem(value[position], where)}", field=field
-            )
+    check_storable("task_id", task_id)
+    for entity in entities:
+        check_storable("entities", entity)

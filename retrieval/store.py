@@ -36,6 +36,8 @@ from retrieval.validation import (
     ValidMemory,
     ValidToolCall,
     as_input,
+    check_storable,
+    check_tenant,
     valid_decision,
     valid_memory,
     valid_tool_call,
@@ -211,17 +213,20 @@ class MemoryStore:
 
     def get_memories(self, memory_ids: Sequence[int], *, tenant_id: str) -> list[Memory]:
         """The memories of ``tenant_id`` among ``memory_ids``, by id."""
+        check_tenant(tenant_id)
         with self._transaction() as connection:
             return self._lookup.memories(connection, tenant_id, memory_ids)
 
     def get_decision(self, decision_id: int, *, tenant_id: str) -> Decision | None:
         """The decision ``decision_id`` of ``tenant_id``, or ``None``."""
+        check_tenant(tenant_id)
         with self._transaction() as connection:
             found = self._lookup.decisions(connection, tenant_id, [decision_id])
         return found[0] if found else None
 
     def get_tool_call(self, tool_call_id: int, *, tenant_id: str) -> ToolCall | None:
         """The tool call ``tool_call_id`` of ``tenant_id``, or ``None``."""
+        check_tenant(tenant_id)
         with self._transaction() as connection:
             found = self._lookup.tool_calls(connection, tenant_id, [tool_call_id])
         return found[0] if found else None
@@ -247,6 +252,8 @@ class MemoryStore:
             raise ValidationError(
                 "forget needs something to remove: ids, a task_id, or everything=True"
             )
+        check_tenant(tenant_id)
+        check_storable("task_id", task_id)
         with self._transaction() as connection:
             forgotten = self._lookup.forget(
                 connection,

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from retrieval.errors import ValidationError, translate_database_errors
-from retrieval.validation import aware_datetime
+from retrieval.validation import aware_datetime, check_storable, check_tenant
 
 _BRANCH_WINDOW = (
     "tenant_id = :tenant_id AND (CAST(:since AS timestamptz) IS NULL OR created_at >= :since) "
@@ -77,6 +77,9 @@ def timeline(
         raise ValidationError(f"limit must be an integer >= 1, got {limit!r}", field="limit")
     if isinstance(kinds, str):
         raise ValidationError("kinds must be a list of kinds, not one string", field="kinds")
+    check_tenant(tenant_id)
+    for kind in kinds or ():
+        check_storable("kinds", kind)
     statement = text(_TIMELINE.format(schema=schema, window=_BRANCH_WINDOW))
     params = {
         "tenant_id": tenant_id,

@@ -301,6 +301,35 @@ def _clean_name(value: str) -> str | None:
     return clean
 
 
+def check_storable(field: str, value: object, *, item: int | None = None, prefix: str = "") -> None:
+    """Raise :class:`ValidationError` if ``value`` is a string PostgreSQL text cannot hold: one
+    with a NUL byte, or with an unpaired surrogate (which UTF-8 cannot encode)."""
+    if not isinstance(value, str):
+        return
+    if "\x00" in value:
+        raise ValidationError(
+            f"{prefix}{field} contains a NUL byte at position {value.index(chr(0))}, which "
+            "PostgreSQL text cannot hold: remove it",
+            item=item,
+            field=field,
+        )
+    if (position := surrogate_at(value)) is not None:
+        raise ValidationError(
+            f"{prefix}{field} {surrogate_problem(value[position], f' at position {position}')}",
+            item=item,
+            field=field,
+        )
+
+
+def check_tenant(tenant_id: object) -> None:
+    """Raise :class:`ValidationError` unless ``tenant_id`` names a tenant PostgreSQL can hold."""
+    if not isinstance(tenant_id, str) or not tenant_id.strip():
+        raise ValidationError(
+            f"tenant_id is empty ({tenant_id!r}): every read names its tenant", field="tenant_id"
+        )
+    check_storable("tenant_id", tenant_id)
+
+
 def surrogate_at(value: str) -> int | None:
     """Where ``value`` first holds a code point UTF-8 (and so PostgreSQL) cannot encode: half
     of a surrogate pair, alone. None when it holds none."""

@@ -346,8 +346,19 @@ def test_bad_queries_get_clear_errors(retriever: HybridRetriever) -> None:
         retriever.retrieve("database", tenant_id="acme\udc80")
     with pytest.raises(ValidationError, match="entities contains an unpaired surrogate"):
         retriever.retrieve("database", tenant_id="acme", entities=["ok", "\udfff"])
-    with pytest.raises(ValidationError, match="cannot be encoded as UTF-8 for PostgreSQL"):
+    for field, options in (
+        ("tenant_id", {"tenant_id": "ac\x00me"}),
+        ("task_id", {"tenant_id": "acme", "task_id": "T\x00"}),
+        ("entities", {"tenant_id": "acme", "entities": ["ok", "e\x00"]}),
+    ):
+        with pytest.raises(ValidationError, match=f"{field} contains a NUL byte at position"):
+            retriever.retrieve("database", **options)
+    with pytest.raises(ValidationError, match="tenant_id contains an unpaired surrogate"):
         retriever.timeline("acme\ud800")
+    with pytest.raises(ValidationError, match="kinds contains a NUL byte at position 4"):
+        retriever.timeline("acme", kinds=["fact\x00"])
+    with pytest.raises(ValidationError, match="tenant_id is empty"):
+        retriever.timeline(" ")
 
 
 def test_threshold_limits_and_a_deterministic_order(

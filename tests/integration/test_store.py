@@ -252,6 +252,30 @@ def test_single_writes_are_validated_too(database: PgDatabase, store: MemoryStor
     assert _counts(database) == before
 
 
+def test_reads_and_forgets_refuse_tenants_postgresql_cannot_hold(
+    database: PgDatabase, store: MemoryStore
+) -> None:
+    memory_id = store.remember("kept", tenant_id="acme")
+    before = _counts(database)
+    for tenant, message in (
+        ("", "tenant_id is empty"),
+        ("ac\x00me", "tenant_id contains a NUL byte at position 2"),
+        ("acme\ud800", r"tenant_id contains an unpaired surrogate \(U\+D800\) at position 4"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            store.get_memories([memory_id], tenant_id=tenant)
+        with pytest.raises(ValidationError, match=message):
+            store.get_decision(1, tenant_id=tenant)
+        with pytest.raises(ValidationError, match=message):
+            store.forget(tenant_id=tenant, everything=True)
+    with pytest.raises(ValidationError, match="task_id contains a NUL byte"):
+        store.forget(tenant_id="acme", task_id="T\x00")
+    # Any other string on its way to PostgreSQL: caught where driver errors are translated.
+    with pytest.raises(ValidationError, match="cannot be encoded as UTF-8 for PostgreSQL"):
+        store.index_memories(tenant_id="acme\udc80")
+    assert _counts(database) == before
+
+
 def test_the_text_limit_is_configurable(
     database: PgDatabase, counting_embedder: CountingEmbedder
 ) -> None:
