@@ -9,6 +9,8 @@ config from its caller.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import math
 import os
 import re
@@ -99,6 +101,7 @@ class DatabaseConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DatabaseConfig:
         """Build a config from ``RETRIEVAL_*`` variables (see :data:`ENVIRONMENT_VARIABLES`)."""
         env = os.environ if environ is None else environ
+        warn_unknown_variables(env)
         url = env.get("RETRIEVAL_DATABASE_URL") or None
         data_dir = env.get("RETRIEVAL_DATA_DIR")
         schema = env.get("RETRIEVAL_SCHEMA") or DEFAULT_SCHEMA
@@ -162,6 +165,7 @@ class WriteConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WriteConfig:
         """Build a config from ``RETRIEVAL_*`` variables (see :data:`WRITE_VARIABLES`)."""
         env = os.environ if environ is None else environ
+        warn_unknown_variables(env)
         return cls(
             embedding_model=env.get("RETRIEVAL_EMBEDDING_MODEL") or None,
             max_text_chars=_int_from_env(env, "RETRIEVAL_MAX_TEXT_CHARS", DEFAULT_MAX_TEXT_CHARS),
@@ -422,6 +426,7 @@ class RetrievalConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RetrievalConfig:
         """Build a config from ``RETRIEVAL_*`` variables; unset ones keep their defaults."""
         env = os.environ if environ is None else environ
+        warn_unknown_variables(env)
         default = cls()
         sources = {name: _source_from_env(env, name, default.source(name)) for name in SOURCES}
         max_distance = (
@@ -570,3 +575,32 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "last_accessed_at; default true).",
 }
 ENVIRONMENT_VARIABLES.update(RETRIEVAL_VARIABLES)
+
+# Read elsewhere: the test suite's server (tests/harness.py).
+_OTHER_VARIABLES = frozenset({"RETRIEVAL_TEST_DATABASE_URL"})
+_warned: set[str] = set()
+logger = logging.getLogger(__name__)
+
+
+def known_variables() -> frozenset[str]:
+    """Every ``RETRIEVAL_*`` name the package reads, each source's spelled out."""
+    names = set(_OTHER_VARIABLES)
+    for name in ENVIRONMENT_VARIABLES:
+        if "<SOURCE>" in name:
+            names.update(name.replace("<SOURCE>", source.upper()) for source in SOURCES)
+        else:
+            names.add(name)
+    return frozenset(names)
+
+
+def warn_unknown_variables(environ: Mapping[str, str]) -> None:
+    """Log a warning, once per name, for each ``RETRIEVAL_*`` variable the package does not
+    read (a typo would otherwise be ignored), naming the closest one it does read."""
+    known = known_variables()
+    for name in sorted(environ):
+        if not name.startswith("RETRIEVAL_") or name in known or name in _warned:
+            continue
+        _warned.add(name)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        logger.warning("%s is set but retrieval reads no such variable%s", name, hint)

@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
-from retrieval.config import DatabaseConfig, default_data_dir
+from retrieval.config import (
+    DatabaseConfig,
+    RetrievalConfig,
+    WriteConfig,
+    default_data_dir,
+    known_variables,
+)
 from retrieval.db import sqlalchemy_url
 from retrieval.errors import ConfigurationError, mask_url
 from retrieval.server_memory import auto_shared_buffers, memory_size_kb, physical_memory
@@ -180,3 +187,39 @@ def test_importing_the_library_does_not_import_torch(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert ran.stdout.strip() == "MemoryStore False"
+
+
+def test_an_unknown_retrieval_variable_is_warned_about_once_with_the_closest_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    environ = {"RETRIEVAL_MIN_FINAL_SCOR": "0.9", "RETRIEVAL_SCHEMA": "s", "HOME": "/root"}
+    with caplog.at_level(logging.WARNING, logger="retrieval.config"):
+        RetrievalConfig.from_env(environ)
+        DatabaseConfig.from_env(environ)
+        WriteConfig.from_env(environ)
+    assert [record.getMessage() for record in caplog.records] == [
+        "RETRIEVAL_MIN_FINAL_SCOR is set but retrieval reads no such variable; "
+        "did you mean RETRIEVAL_MIN_FINAL_SCORE?"
+    ]
+
+
+def test_every_variable_the_package_reads_is_known(caplog: pytest.LogCaptureFixture) -> None:
+    environ = {
+        "RETRIEVAL_EPISODIC_LIMIT": "3",
+        "RETRIEVAL_WORKING_STATE_HALF_LIFE_HOURS": "2",
+        "RETRIEVAL_DOCUMENTS_ENABLED": "false",
+        "RETRIEVAL_DATA_DIR": "/tmp/x",
+        "RETRIEVAL_EMBEDDING_MODEL": "m",
+        "RETRIEVAL_TEST_DATABASE_URL": "postgresql://localhost/t",
+    }
+    with caplog.at_level(logging.WARNING, logger="retrieval.config"):
+        RetrievalConfig.from_env(environ)
+        DatabaseConfig.from_env(environ)
+        WriteConfig.from_env(environ)
+    assert caplog.records == []
+    assert {
+        "RETRIEVAL_SEMANTIC_RELEVANCE",
+        "RETRIEVAL_DOCUMENTS_LIMIT",
+        "RETRIEVAL_MIN_FINAL_SCORE",
+        "RETRIEVAL_DATABASE_URL",
+    } <= known_variables()
