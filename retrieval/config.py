@@ -10,6 +10,7 @@ config from its caller.
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 import math
 import os
@@ -582,8 +583,10 @@ _warned: set[str] = set()
 logger = logging.getLogger(__name__)
 
 
+@functools.cache
 def known_variables() -> frozenset[str]:
-    """Every ``RETRIEVAL_*`` name the package reads, each source's spelled out."""
+    """Every ``RETRIEVAL_*`` name the package reads, each source's spelled out (worked out
+    once: the tables above are complete when the module has loaded)."""
     names = set(_OTHER_VARIABLES)
     for name in ENVIRONMENT_VARIABLES:
         if "<SOURCE>" in name:

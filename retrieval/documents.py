@@ -27,12 +27,7 @@ from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.statistics_lock import lock_term_statistics
 from retrieval.store import MemoryStore
-from retrieval.validation import (
-    check_storable,
-    checked_vector,
-    surrogate_at,
-    surrogate_problem,
-)
+from retrieval.validation import check_storable, checked_vector, json_text_problem
 
 _FIND = (
     'SELECT id, content_sha256 FROM "{s}".documents '
@@ -479,15 +474,9 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
         raise ValidationError(
             f"metadata of document {document.doc_id!r} is not JSON: {error}", field="metadata"
         ) from None
-    if "\\u0000" in encoded:
-        raise ValidationError(
-            "metadata contains a NUL character, which PostgreSQL jsonb cannot hold",
-            field="metadata",
-        )
-    if (position := surrogate_at(encoded)) is not None:
-        raise ValidationError(
-            f"metadata {surrogate_problem(encoded[position], ' in a string')}", field="metadata"
-        )
+    problem = json_text_problem(encoded)
+    if problem is not None:
+        raise ValidationError(f"metadata {problem}", field="metadata")
 
 
 def _check_storable(field: str, value: object, chunk: int | None) -> None:

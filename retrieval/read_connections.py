@@ -91,7 +91,7 @@ class ReadConnections:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
     ) -> None:
-        check_pool_size(max_connections, wait_seconds)
+        _check_pool_size(max_connections, wait_seconds)
         self.engine = engine
         self.settings = tuple(settings)
         self.max_connections = max_connections
@@ -171,7 +171,7 @@ class ReadConnections:
         return connection
 
 
-def check_pool_size(max_connections: int, wait_seconds: float) -> None:
+def _check_pool_size(max_connections: int, wait_seconds: float) -> None:
     """Refuse a pool bound that is not a positive integer, or a wait that is not positive."""
     if isinstance(max_connections, bool) or not isinstance(max_connections, int):
         raise ConfigurationError(f"max_connections must be an integer, got {max_connections!r}")

@@ -141,22 +141,16 @@ class _Checker:
             and len(value) <= limit
             and (allow_blank or (value and not value.isspace()))
             and "\x00" not in value
-            and (value.isascii() or _SURROGATE.search(value) is None)
+            and surrogate_at(value) is None
         ):
             return value
         if not isinstance(value, str):
             raise self.fail(field, f"must be a string, got {type(value).__name__}")
         if not allow_blank and not value.strip():
             raise self.fail(field, f"is empty or only whitespace: give a non-empty {field}")
-        if "\x00" in value:
-            raise self.fail(
-                field,
-                f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
-                "hold NUL bytes: remove them (for example value.replace('\\x00', ''))",
-            )
-        position = surrogate_at(value)
-        if position is not None:
-            raise self.fail(field, surrogate_problem(value[position], f" at position {position}"))
+        problem = storable_problem(value)
+        if problem is not None:
+            raise self.fail(field, problem)
         if len(value) > limit:
             raise self.fail(
                 field,
@@ -195,11 +189,9 @@ class _Checker:
                 f"is not JSON-serializable ({error}): use only str, int, float, bool, None, "
                 "lists and dicts with string keys, and no NaN or infinity",
             ) from None
-        if "\\u0000" in encoded:
-            raise self.fail(field, "contains a NUL character, which PostgreSQL jsonb cannot hold")
-        position = surrogate_at(encoded)
-        if position is not None:
-            raise self.fail(field, surrogate_problem(encoded[position], " in a string"))
+        problem = json_text_problem(encoded)
+        if problem is not None:
+            raise self.fail(field, problem)
         return encoded
 
     def unit_interval(self, field: str, value: object) -> float | None:
@@ -302,23 +294,36 @@ def _clean_name(value: str) -> str | None:
 
 
 def check_storable(field: str, value: object, *, item: int | None = None, prefix: str = "") -> None:
-    """Raise :class:`ValidationError` if ``value`` is a string PostgreSQL text cannot hold: one
-    with a NUL byte, or with an unpaired surrogate (which UTF-8 cannot encode)."""
-    if not isinstance(value, str):
-        return
+    """Raise :class:`ValidationError` if ``value`` is a string PostgreSQL text cannot hold (see
+    :func:`storable_problem`)."""
+    problem = storable_problem(value) if isinstance(value, str) else None
+    if problem is not None:
+        raise ValidationError(f"{prefix}{field} {problem}", item=item, field=field)
+
+
+def storable_problem(value: str) -> str | None:
+    """Why PostgreSQL text cannot hold ``value`` (a NUL byte, or an unpaired surrogate, which
+    UTF-8 cannot encode) and what to do; None when it can."""
     if "\x00" in value:
-        raise ValidationError(
-            f"{prefix}{field} contains a NUL byte at position {value.index(chr(0))}, which "
-            "PostgreSQL text cannot hold: remove it",
-            item=item,
-            field=field,
+        return (
+            f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
+            "hold NUL bytes: remove them (for example value.replace('\\x00', ''))"
         )
-    if (position := surrogate_at(value)) is not None:
-        raise ValidationError(
-            f"{prefix}{field} {surrogate_problem(value[position], f' at position {position}')}",
-            item=item,
-            field=field,
-        )
+    position = surrogate_at(value)
+    if position is not None:
+        return surrogate_problem(value[position], f" at position {position}")
+    return None
+
+
+def json_text_problem(encoded: str) -> str | None:
+    """Why PostgreSQL jsonb cannot hold the JSON text ``encoded`` (made with
+    ``ensure_ascii=False``) and what to do; None when it can."""
+    if "\\u0000" in encoded:
+        return "contains a NUL character, which PostgreSQL jsonb cannot hold"
+    position = surrogate_at(encoded)
+    if position is not None:
+        return surrogate_problem(encoded[position], " in a string")
+    return None
 
 
 def check_tenant(tenant_id: object) -> None:
