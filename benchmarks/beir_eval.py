@@ -15,7 +15,9 @@ test qrels ranks the documents by
   fusion (RRF).
 
 and reports nDCG@10, recall@10 and recall@100 (BEIR's definitions: graded gains, log2 discount,
-recall over the judged relevant documents).
+recall over the judged relevant documents). ``retrieve ...`` rows rank by the documents source
+of ``HybridRetriever.retrieve()`` (``limit=100``, the other sources off): with the defaults
+(threshold and evidence gate on), and by relevance alone for each fusion and BM25 (k1, b).
 
 Usage: python benchmarks/beir_eval.py DATASET_DIR [--json PATH] [--data-dir DIR] [--split test]
 """
@@ -29,6 +31,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,14 +40,19 @@ from sqlalchemy import text
 from tqdm import tqdm
 
 from retrieval import scoring
+from retrieval.config import RetrievalConfig
 from retrieval.db import make_engine
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
 from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
 
 SETTINGS = MigrationSettings(schema="beir", embedding_dim=384)
+AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+FUSIONS = ("convex", "max", "cascade", "rrf")
+BM25_PARAMETERS = ((0.9, 0.4), (1.2, 0.75))
 TENANT = "beir"
 DEPTH = 100
 Ranking = list[tuple[str, float]]  # (doc_id, score), best first
@@ -109,6 +117,7 @@ def main() -> None:
     for name, fuse in fusions.items():
         runs[name] = {q: fuse(channels["bm25"][q], channels["dense"][q]) for q in qrels}
     runs["hybrid"] = runs["rrf"]
+    runs.update(retrieve_runs(store, queries, sorted(qrels), doc_of))
     table: dict[str, Any] = {name: evaluate(run, qrels) for name, run in runs.items()}
     table["_meta"] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -126,6 +135,45 @@ def main() -> None:
     print(json.dumps(table["_meta"], indent=2))
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n")
+
+
+def retrieve_runs(
+    store: MemoryStore, queries: Mapping[str, str], query_ids: Sequence[str], doc_of: dict[int, str]
+) -> dict[str, dict[str, Ranking]]:
+    """The documents source through ``retrieve()``: the defaults, then relevance alone by each
+    fusion and BM25 parameters."""
+    default = RetrievalConfig(record_access=False)
+    default = replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+    )
+    alone = replace(
+        default,
+        documents=replace(default.documents, relevance=1.0, recency=0.0),
+        min_final_score=0.0,
+        max_distance=None,
+    )
+    configs = {"retrieve defaults": default}
+    for fusion in FUSIONS:
+        configs[f"retrieve {fusion}, relevance alone"] = replace(alone, fusion=fusion)
+    for k1, b in BM25_PARAMETERS:
+        configs[f"retrieve {alone.fusion} k1 {k1} b {b}, relevance alone"] = replace(
+            alone, bm25_k1=k1, bm25_b=b
+        )
+    runs: dict[str, dict[str, Ranking]] = {}
+    for name, config in configs.items():
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            runs[name] = {
+                query_id: [
+                    (doc_of[result.metadata["id"]], result.final_score)
+                    for result in retriever.retrieve(
+                        queries[query_id], tenant_id=TENANT, as_of=AS_OF, limit=DEPTH
+                    )
+                ]
+                for query_id in query_ids
+            }
+    return runs
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:

@@ -1,12 +1,17 @@
-"""Calibrate the semantic cut-off and the threshold on labelled data, with the real model.
+"""Calibrate the dense relevance, the semantic cut-off and the threshold on labelled data.
 
-For each (query, memory) pair of a labelled set, the semantic relevance ``1 / (1 + L2)`` that
-all-MiniLM-L6-v2 gives it; then, for a grid of L2 cut-offs, the share of relevant pairs kept
-and of unrelated pairs dropped. Two labelled sets:
+For each (query, memory) pair of a labelled set, the L2 distance all-MiniLM-L6-v2 puts
+between them; then, for a grid of L2 cut-offs, the share of relevant pairs kept and of
+unrelated pairs dropped. Two labelled sets:
 
-* ``tests/data/calibration.json``: an agent's memories and questions, labelled by hand;
+* ``tests/data/calibration.json``: an agent's memories and questions, labelled by hand, and
+  pairs of paraphrases (texts saying the same thing in other words);
 * BEIR SciFact test: each claim against its relevant abstracts and against abstracts drawn at
   random (``--scifact-negatives`` per claim); abstracts are embedded once and cached.
+
+It also gives the model's dense-relevance calibration (``retrieval.calibration``): the
+distance where relevance is 0 (the median of the unrelated pairs of both sets) and where it is
+1 (the median of the paraphrase pairs), and the relevance each set's pairs get with it.
 
 Usage: python benchmarks/calibrate.py [--scifact-negatives 5] [--json PATH]
 """
@@ -23,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.calibration import DenseCalibration
 from retrieval.embedding import SentenceTransformerEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +45,27 @@ def main() -> None:
     args = parser.parse_args()
     embedder = SentenceTransformerEmbedder()
     results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
-    results["fixture"] = summarize(*fixture_pairs(embedder))
-    results["scifact"] = summarize(*scifact_pairs(embedder, args.scifact_negatives, args.cache))
+    fixture = fixture_pairs(embedder)
+    scifact = scifact_pairs(embedder, args.scifact_negatives, args.cache)
+    paraphrases = paraphrase_distances(embedder)
+    unrelated = np.concatenate([fixture[1], scifact[1]])
+    calibration = DenseCalibration(
+        model_id=embedder.model_id,
+        unrelated_distance=round(float(np.median(unrelated)), 3),
+        paraphrase_distance=round(float(np.median(paraphrases)), 3),
+    )
+    results["dense_calibration"] = {
+        "model_id": calibration.model_id,
+        "unrelated_distance": calibration.unrelated_distance,
+        "paraphrase_distance": calibration.paraphrase_distance,
+        "unrelated_pairs": len(unrelated),
+        "paraphrase_pairs": len(paraphrases),
+        "paraphrase_relevance_percentiles_5_25_50_75_95": _percentiles(
+            calibration.relevance(paraphrases)
+        ),
+    }
+    results["fixture"] = summarize(*fixture, calibration)
+    results["scifact"] = summarize(*scifact, calibration)
     print(json.dumps(results, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -56,6 +81,13 @@ def fixture_pairs(embedder: SentenceTransformerEmbedder) -> tuple[np.ndarray, np
         for index, distance in enumerate(distances):
             (relevant if index in query["relevant"] else unrelated).append(distance)
     return np.array(relevant), np.array(unrelated)
+
+
+def paraphrase_distances(embedder: SentenceTransformerEmbedder) -> np.ndarray:
+    pairs = json.loads(FIXTURE.read_text())["paraphrases"]
+    left = embedder.embed([a for a, _ in pairs])
+    right = embedder.embed([b for _, b in pairs])
+    return np.asarray(np.linalg.norm(left - right, axis=1))
 
 
 def scifact_pairs(
@@ -104,21 +136,32 @@ def _cached_vectors(embedder: SentenceTransformerEmbedder, texts: list[str], cac
     return vectors
 
 
-def summarize(relevant: np.ndarray, unrelated: np.ndarray) -> dict[str, Any]:
-    def relevance(distances: np.ndarray) -> list[float]:
-        values = 1.0 / (1.0 + distances)
-        return [round(float(v), 3) for v in np.percentile(values, [5, 25, 50, 75, 95])]
+def _percentiles(values: np.ndarray) -> list[float]:
+    return [round(float(v), 3) for v in np.percentile(values, [5, 25, 50, 75, 95])]
 
+
+def summarize(
+    relevant: np.ndarray, unrelated: np.ndarray, calibration: DenseCalibration
+) -> dict[str, Any]:
     return {
         "relevant_pairs": len(relevant),
         "unrelated_pairs": len(unrelated),
+        "distance_percentiles_5_25_50_75_95": {
+            "relevant": _percentiles(relevant),
+            "unrelated": _percentiles(unrelated),
+        },
+        "inverse_distance_percentiles_5_25_50_75_95": {
+            "relevant": _percentiles(1.0 / (1.0 + relevant)),
+            "unrelated": _percentiles(1.0 / (1.0 + unrelated)),
+        },
         "relevance_percentiles_5_25_50_75_95": {
-            "relevant": relevance(relevant),
-            "unrelated": relevance(unrelated),
+            "relevant": _percentiles(calibration.relevance(relevant)),
+            "unrelated": _percentiles(calibration.relevance(unrelated)),
         },
         "cut_offs": {
             f"{cut:.2f}": {
-                "relevance_at_cut": round(1 / (1 + cut), 4),
+                "inverse_distance_at_cut": round(1 / (1 + cut), 4),
+                "relevance_at_cut": round(float(calibration.relevance(np.array([cut]))[0]), 4),
                 "relevant_kept": round(float(np.mean(relevant <= cut)), 3),
                 "unrelated_dropped": round(float(np.mean(unrelated > cut)), 3),
             }

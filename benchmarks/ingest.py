@@ -12,8 +12,11 @@
    (``embed_short_bare_copy``): the ceiling the index insert leaves, without the library.
 3. All-cache-hit ingest: ``remember_many`` of texts whose vectors are all in the PostgreSQL
    cache (a new store, so the in-process LRU is empty), with and without the HNSW index.
-4. ``--parts bm25`` (not in the default set): bulk ingest of memory-sized texts with the
-   memories' BM25 statistics kept (``RETRIEVAL_MEMORY_BM25``) against the same without them.
+4. ``--parts bm25`` (not in the default set): bulk ingest of memory-sized texts into the
+   memories as migrated (their lexemes, the GIN index on them and the triggers keeping their
+   statistics; revision 0010) against the same table without any of it (schema
+   ``bench_plain``), runs interleaved; and the same with the GIN index's pending list merged
+   at the end of each batch (``gin_clean_pending_list``).
 5. ``--parts history`` (not in the default set): decisions (SciFact sentences) and tool calls
    written in batches (``record_decisions`` / ``record_tool_calls``) and one by one, with the
    episodic word index's triggers (revision 0007) against the same with them disabled, and
@@ -39,7 +42,6 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
-from retrieval.config import WriteConfig
 from retrieval.db import make_engine, sqlalchemy_url
 from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
@@ -57,10 +59,7 @@ HNSW = (
 )
 NO_HNSW = "DROP INDEX IF EXISTS bench.memories_embedding_hnsw_idx"
 # The memories and what refers to them, and with them the embedding cache.
-MEMORY_ROWS = (
-    "TRUNCATE bench.memories, bench.memory_entities, bench.memory_terms, "
-    "bench.memory_term_stats, bench.memory_corpus"
-)
+MEMORY_ROWS = "TRUNCATE bench.memories, bench.memory_entities"
 TRUNCATE = MEMORY_ROWS + ", bench.embedding_cache"
 
 
@@ -175,12 +174,29 @@ def _bulk(
     return _summary(n, ours, raw, "rows/s")
 
 
+PLAIN = MigrationSettings(schema="bench_plain", embedding_dim=384)
+# What revision 0010 adds for the BM25 channel of memories, taken away for the baseline.
+WITHOUT_LEXICAL_INDEX = (
+    "DROP TRIGGER IF EXISTS memories_words_added ON bench_plain.memories",
+    "DROP TRIGGER IF EXISTS memories_words_removed ON bench_plain.memories",
+    "DROP TRIGGER IF EXISTS memories_words_changed ON bench_plain.memories",
+    "DROP TRIGGER IF EXISTS memories_words_truncated ON bench_plain.memories",
+    "DROP INDEX IF EXISTS bench_plain.memories_search_vector_idx",
+    "ALTER TABLE bench_plain.memories DROP COLUMN IF EXISTS search_vector",
+    "DROP INDEX IF EXISTS bench_plain.memories_embedding_hnsw_idx",
+)
+
+
 def _memory_bm25(
     engine: Engine, embedder: SentenceTransformerEmbedder, rows: int, runs: int
 ) -> dict[str, Any]:
     """Bulk ingest of memory-sized texts (SciFact titles) with precomputed vectors, without the
-    HNSW index, with the memories' BM25 statistics (``memory_bm25``) and without."""
+    HNSW index, in batches of 5,000: into the memories with their lexical index (GIN, triggers
+    and generated lexemes) and without it."""
     _execute(engine, NO_HNSW)
+    upgrade(engine, PLAIN)
+    for statement in WITHOUT_LEXICAL_INDEX:
+        _execute(engine, statement)
     titles = _scifact_texts(rows, long=False)
     vectors = np.random.default_rng(3).normal(size=(rows, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -189,22 +205,31 @@ def _memory_bm25(
                     embedding=vectors[i], embedding_model="precomputed")
         for i in range(rows)
     ]  # fmt: skip
-    with_bm25: list[float] = []
-    without: list[float] = []
+    cases = ("without", "with", "with, pending list merged per batch")
+    rates: dict[str, list[float]] = {case: [] for case in cases}
     for run in range(runs):
-        for side in ("without", "with") if run % 2 == 0 else ("with", "without"):
-            _execute(engine, TRUNCATE)
-            store = MemoryStore(
-                engine,
-                schema="bench",
-                embedder=embedder,
-                config=WriteConfig(memory_bm25=side == "with"),
-            )
+        for case in cases if run % 2 == 0 else cases[::-1]:
+            schema = "bench_plain" if case == "without" else "bench"
+            _execute(engine, f"TRUNCATE {schema}.memories, {schema}.memory_entities")
+            _execute(engine, "CHECKPOINT")
+            store = MemoryStore(engine, schema=schema, embedder=embedder)
             began = time.perf_counter()
             for start in range(0, rows, 5000):
                 store.remember_many(items[start : start + 5000])
-            (with_bm25 if side == "with" else without).append(rows / (time.perf_counter() - began))
-    return _summary(rows, with_bm25, without, "rows/s", "without BM25 statistics")
+                if case.endswith("merged per batch"):
+                    _execute(engine, MERGE_PENDING)
+            rates[case].append(rows / (time.perf_counter() - began))
+    summary = _summary(rows, rates["with"], rates["without"], "rows/s", "without the index")
+    merged = rates[cases[2]]
+    summary["merged_per_batch_median"] = statistics.median(merged)
+    summary["merged_per_batch"] = merged
+    summary["merged_per_batch_ratio"] = statistics.median(merged) / statistics.median(
+        rates["without"]
+    )
+    return summary
+
+
+MERGE_PENDING = "SELECT gin_clean_pending_list('bench.memories_search_vector_idx'::regclass)"
 
 
 def _index_build(engine: Engine, rows: int) -> dict[str, Any]:

@@ -1,15 +1,17 @@
-"""Should the BM25 channel of memories be on by default? Its quality, measured two ways.
+"""The BM25 channel of memories, and how it fuses with the vector channel: quality two ways.
 
-Everything goes through the public API (``MemoryStore`` with ``WriteConfig(memory_bm25=True)``,
-``HybridRetriever.retrieve``), with the vector channel alone and with the BM25 channel fused by
-each strategy:
+Everything goes through the public API (``MemoryStore.remember_many``,
+``HybridRetriever.retrieve``), with the vector channel alone, with the defaults (the BM25
+channel fused by ``convex``), and with the other fusions and BM25 parameters:
 
 1. ``fixture``: the hand-labelled agent memory of ``tests/data/calibration.json`` (36 memories,
-   16 questions) with the default config otherwise (threshold, cut-off, limits): the share of
-   relevant (question, memory) pairs returned and of unrelated pairs returned, as in the
-   calibration test. This is what a user of the default config sees.
-2. ``scifact``: BEIR SciFact test as memories (title and abstract as one memory), ranked by the
-   semantic source (limit 100, no threshold, no cut-off): nDCG@10, recall@10, recall@100.
+   16 questions) with the default threshold, cut-off and limits: the relevant (question,
+   memory) pairs returned and the unrelated pairs returned, as in the calibration test. This is
+   what a user of the defaults sees.
+2. ``scifact``: BEIR SciFact test as memories (title and abstract as one memory), the first 100
+   results of the semantic source (``limit=100``): nDCG@10, recall@10, recall@100, with the
+   defaults (threshold, cut-off and gate on) and each variant by relevance alone (no threshold,
+   no cut-off).
 
 Usage: python benchmarks/memory_bm25.py [--data-dir DIR] [--json PATH] [--parts fixture,scifact]
 ``--data-dir`` keeps the server (and the stored SciFact memories) for the next run.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
@@ -32,7 +35,7 @@ from beir_eval import evaluate  # the same metrics as the documents' evaluation
 from sqlalchemy import text
 from tqdm import tqdm
 
-from retrieval.config import RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.config import RetrievalConfig
 from retrieval.db import make_engine
 from retrieval.embedded import start_embedded
 from retrieval.embedding import SentenceTransformerEmbedder
@@ -49,7 +52,10 @@ SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 SETTINGS = MigrationSettings(schema="beir", embedding_dim=384)
 TENANT = "beir"
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
-FUSIONS = ("rrf", "convex", "max", "cascade")
+FUSIONS = ("convex", "max", "cascade", "rrf")
+# Okapi BM25 (k1, b) to compare with the defaults: Lucene/Anserini's 0.9 / 0.4 and the
+# classic 1.2 / 0.75.
+BM25_PARAMETERS = ((0.9, 0.4), (1.2, 0.75))
 
 
 def main() -> None:
@@ -65,13 +71,13 @@ def main() -> None:
     engine = make_engine(server.url())
     upgrade(engine, SETTINGS)
     engine.dispose()
-    store = MemoryStore(
-        engine,
-        schema=SETTINGS.schema,
-        embedder=SentenceTransformerEmbedder(),
-        config=WriteConfig(memory_bm25=True),
-    )
-    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip(),
+    }
     if "fixture" in parts:
         results["fixture"] = fixture(store)
     if "scifact" in parts:
@@ -86,6 +92,10 @@ def _variants(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
     variants = {"dense": replace(base, memory_bm25=False)}
     for fusion in FUSIONS:
         variants[f"bm25+dense {fusion}"] = replace(base, memory_bm25=True, fusion=fusion)
+    for k1, b in BM25_PARAMETERS:
+        variants[f"bm25+dense {base.fusion}, k1 {k1} b {b}"] = replace(
+            base, memory_bm25=True, bm25_k1=k1, bm25_b=b
+        )
     return variants
 
 
@@ -100,7 +110,7 @@ def fixture(store: MemoryStore) -> dict[str, Any]:
     )
     base = RetrievalConfig(record_access=False)
     table = {}
-    for name, config in _variants(base).items():
+    for name, config in {"defaults": base, **_variants(base)}.items():
         relevant_kept = unrelated_kept = relevant_total = unrelated_total = 0
         with HybridRetriever.from_store(store, config=config) as retriever:
             for query in data["queries"]:
@@ -147,25 +157,22 @@ def scifact(store: MemoryStore) -> dict[str, Any]:
                 for doc in corpus[start : start + batch]
             )
     ingest_seconds = time.perf_counter() - started
-    wide = SourceConfig(relevance=1.0, recency=0.0, limit=100, half_life_hours=720)
-    base = RetrievalConfig(
-        semantic=wide,
-        episodic=replace(RetrievalConfig().episodic, enabled=False),
-        documents=replace(RetrievalConfig().documents, enabled=False),
-        total_limit=100,
-        candidate_pool=100,
-        min_final_score=0.0,
-        max_distance=None,
-        record_access=False,
-    )
+    default = _alone(RetrievalConfig(record_access=False))
+    wide = replace(default.semantic, relevance=1.0, recency=0.0)
+    relevance_alone = replace(default, semantic=wide, min_final_score=0.0, max_distance=None)
+    configs = {"defaults": default} | {
+        f"{name}, relevance alone": config for name, config in _variants(relevance_alone).items()
+    }
     table: dict[str, Any] = {}
-    for name, config in _variants(base).items():
+    for name, config in configs.items():
         run: dict[str, list[tuple[str, float]]] = {}
         times = []
         with HybridRetriever.from_store(store, config=config) as retriever:
             for query_id in sorted(qrels):
                 begin = time.perf_counter()
-                response = retriever.retrieve(queries[query_id], tenant_id=TENANT, as_of=AS_OF)
+                response = retriever.retrieve(
+                    queries[query_id], tenant_id=TENANT, as_of=AS_OF, limit=100
+                )
                 times.append((time.perf_counter() - begin) * 1000)
                 run[query_id] = [
                     (r.metadata["metadata"]["doc_id"], r.final_score) for r in response
@@ -173,6 +180,15 @@ def scifact(store: MemoryStore) -> dict[str, Any]:
         table[name] = {**evaluate(run, qrels), "median_ms": statistics.median(times)}
     table["_meta"] = {"memories": len(corpus), "queries": len(qrels), "ingest_s": ingest_seconds}
     return table
+
+
+def _alone(config: RetrievalConfig) -> RetrievalConfig:
+    # Only the semantic source, as every other part of the config is.
+    return replace(
+        config,
+        episodic=replace(config.episodic, enabled=False),
+        documents=replace(config.documents, enabled=False),
+    )
 
 
 def _text(doc: Mapping[str, Any]) -> str:

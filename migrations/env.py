@@ -43,7 +43,9 @@ def _include_name(settings: MigrationSettings) -> Any:
 
 def _configure(settings: MigrationSettings, **options: Any) -> None:
     context.configure(
-        target_metadata=build_metadata(settings.schema, settings.embedding_dim),
+        target_metadata=build_metadata(
+            settings.schema, settings.embedding_dim, settings.text_search_config
+        ),
         version_table_schema=settings.schema,
         include_schemas=True,
         include_name=_include_name(settings),

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 from retrieval.bulk import copy_rows
 from retrieval.errors import DatabaseError
 
-STAGING = "retrieval_memory_staging"
+STAGING = "retrieval_memory_staging_v2"
 # A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
 MEMORY_FIELDS = (
     ("tenant_id", "text"),
@@ -29,24 +29,27 @@ MEMORY_FIELDS = (
     ("importance", "float8"),
     ("created_at", "timestamptz"),
     ("embedding_model", "text"),
+    ("thread_id", "text"),
+    ("position", "int4"),
 )
 COLUMNS = (*MEMORY_FIELDS, ("key", "bytea"))  # key: the embedding cache's key of the text
 _CREATE = """
-CREATE TEMP TABLE IF NOT EXISTS retrieval_memory_staging (
+CREATE TEMP TABLE IF NOT EXISTS retrieval_memory_staging_v2 (
     tenant_id text, id bigint, content text, kind text, metadata jsonb, importance float8,
-    created_at timestamptz, embedding_model text, key bytea
+    created_at timestamptz, embedding_model text, thread_id text, position integer, key bytea
 ) ON COMMIT DELETE ROWS
 """
 # {s}: the validated, quoted schema name.
 _INSERT = """
 INSERT INTO {s}.memories
-    (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model)
+    (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model,
+     thread_id, position)
 SELECT s.tenant_id, s.id, s.content, s.kind, s.metadata, s.importance, s.created_at,
-       c.embedding, s.embedding_model
-FROM pg_temp.retrieval_memory_staging AS s
+       c.embedding, s.embedding_model, s.thread_id, s.position
+FROM pg_temp.retrieval_memory_staging_v2 AS s
 JOIN {s}.embedding_cache AS c ON c.tenant_id = s.tenant_id AND c.key = s.key
 """
-_CLEAR = "DELETE FROM pg_temp.retrieval_memory_staging"
+_CLEAR = "DELETE FROM pg_temp.retrieval_memory_staging_v2"
 
 
 def copy_cached_memories(

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,15 +32,21 @@ INGEST_HELP = """\
 Store the records of a JSON Lines (.jsonl) or CSV (.csv) file, one per line.
 
 Columns (JSON keys or CSV header):
-  type          memory (default), decision or tool_call
+  type          memory (default), decision, tool_call or message (the default of a line
+                with a speaker)
   tenant_id     required unless --tenant is given
   memory:       text (required), kind (default fact), metadata (JSON object),
-                importance (0..1), created_at, entities (JSON list, or a;b;c in CSV)
+                importance (0..1), created_at, entities (JSON list, or a;b;c in CSV),
+                thread_id (a conversation or session) and position (its turn, from 0)
   decision:     action_type, content, status (required), task_id, created_at,
                 ref (a label that later tool calls may name in decision_ref)
   tool_call:    tool_name (required), params (JSON object), result, created_at,
                 decision_id (a stored decision) or decision_ref (a decision line's ref)
-created_at is ISO 8601 with a time zone (2026-11-25T09:30:00+00:00); default: now.
+  message:      a chat transcript's turn: speaker, text (required), time (or created_at),
+                session (the thread; default: the file's name), position (default: counted
+                in file order after the session's stored turns), metadata; stored as a
+                memory of kind message, "speaker: text"
+created_at and time are ISO 8601 with a time zone (2026-11-25T09:30:00+00:00); default: now.
 
 The whole file is checked before anything is written; a bad line stops the run with its
 line number and nothing is stored. Then it is written in batches, one transaction each.
@@ -109,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ingest = commands.add_parser(
         "ingest",
-        help="store memories, decisions and tool calls from a JSON Lines or CSV file",
+        help="store memories, decisions, tool calls and chat transcripts from a JSON Lines or "
+        "CSV file",
         description=INGEST_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -148,18 +154,6 @@ def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     reembed.set_defaults(handler=_reembed)
 
-    index = commands.add_parser(
-        "index-memories",
-        help="write the BM25 statistics of memories stored without them",
-        description="Fill the lexical index of memories (postings, document frequencies, "
-        "corpus size; see RETRIEVAL_MEMORY_BM25) for memories stored while it was off, in "
-        "batches, one transaction each: an interrupted run goes on where it stopped. Uses "
-        "RETRIEVAL_TEXT_SEARCH_CONFIG (default english).",
-    )
-    index.add_argument("--tenant", help="only this tenant's memories")
-    index.add_argument("--batch-size", type=int, default=1000, help="memories per transaction")
-    index.set_defaults(handler=_index_memories)
-
 
 def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     search = commands.add_parser(
@@ -183,6 +177,19 @@ def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "--as-of",
         type=_aware_datetime,
         help="measure recency from this ISO 8601 time with a zone (default: now)",
+    )
+    search.add_argument(
+        "--limit",
+        type=int,
+        help="most results (default: RETRIEVAL_TOTAL_LIMIT, 10); each source's limit scales "
+        "with it",
+    )
+    search.add_argument(
+        "--neighbors",
+        type=int,
+        default=0,
+        help="with each memory of a conversation, up to this many turns before and after it "
+        "(0 to 20; default 0)",
     )
     search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
     search.set_defaults(handler=_search)
@@ -370,33 +377,21 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
     return 0
 
 
-def _index_memories(args: argparse.Namespace, database: Database) -> int:
-    from retrieval.memory_terms import missing_memories
-
-    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
-    with store.engine.connect() as connection:
-        todo = len(missing_memories(connection, store.schema, args.tenant))
-    started = time.perf_counter()
-    with _progress(todo, "index", "memories") as bar:
-        done = store.index_memories(
-            tenant_id=args.tenant, batch_size=args.batch_size, progress=bar.update
-        )
-    print(
-        f"{done} memories indexed for BM25 ({store.config.text_search_config}) in "
-        f"{time.perf_counter() - started:.2f} s"
-    )
-    return 0
-
-
 def _search(args: argparse.Namespace, database: Database) -> int:
-    from retrieval.context import to_table
+    from retrieval.context import to_markdown, to_table
     from retrieval.retriever import HybridRetriever
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     config = RetrievalConfig.from_env()
     with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
         response = retriever.retrieve(
-            args.query, tenant_id=args.tenant, task_id=args.task, mode=args.mode, as_of=args.as_of
+            args.query,
+            tenant_id=args.tenant,
+            task_id=args.task,
+            mode=args.mode,
+            as_of=args.as_of,
+            limit=args.limit,
+            neighbors=args.neighbors,
         )
     if args.json:
         document = {
@@ -417,7 +412,7 @@ def _search(args: argparse.Namespace, database: Database) -> int:
         }
         print(json.dumps(document, indent=2, default=str))
     else:
-        print(to_table(response))
+        print(to_markdown(response) if args.neighbors else to_table(response))
         d = response.diagnostics
         print(
             f"{len(response)} results in {d.total_ms:.1f} ms (embedding {d.embedding_ms:.1f}, "

@@ -34,6 +34,7 @@ from retrieval.server_memory import memory_size_kb
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
+DEFAULT_TEXT_SEARCH_CONFIG = "english"
 # pgvector's HNSW index accepts vectors of at most 2,000 dimensions.
 MAX_INDEXED_DIM = 2000
 
@@ -67,7 +68,8 @@ class DatabaseConfig:
     with ``shared_buffers`` (a PostgreSQL memory size; ``None``: sized to the machine, see
     :mod:`retrieval.server_memory`). ``schema`` is the PostgreSQL schema of the tables and
     ``embedding_dim`` the vector dimension that a migration creates (later the database itself
-    records it).
+    records it); ``text_search_config`` the PostgreSQL text search configuration of the
+    memories' lexemes, likewise fixed when a migration makes their column.
     """
 
     url: str | None = None
@@ -75,8 +77,10 @@ class DatabaseConfig:
     schema: str = DEFAULT_SCHEMA
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     shared_buffers: str | None = None
+    text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
 
     def __post_init__(self) -> None:
+        require_text_search_config(self.text_search_config)
         if self.url is not None and not self.url.strip():
             raise ConfigurationError(
                 "database url is empty: give a postgresql:// URL or None for the embedded server"
@@ -116,10 +120,11 @@ class DatabaseConfig:
             schema=schema,
             embedding_dim=dim,
             shared_buffers=shared_buffers,
+            text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
+            or DEFAULT_TEXT_SEARCH_CONFIG,
         )
 
 
-DEFAULT_TEXT_SEARCH_CONFIG = "english"
 DEFAULT_MAX_TEXT_CHARS = 32_000
 DEFAULT_CACHE_ENTRIES = 10_000
 DEFAULT_BATCH_SIZE = 64
@@ -147,16 +152,11 @@ class WriteConfig:
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     batch_size: int = DEFAULT_BATCH_SIZE
-    # Keep BM25 statistics of memories (retrieval.memory_terms) with this text search
-    # configuration; off by default (see the README: it costs write throughput).
-    memory_bm25: bool = False
-    text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
 
     def __post_init__(self) -> None:
         _require_int("max_text_chars", self.max_text_chars, minimum=1)
         _require_int("cache_entries", self.cache_entries, minimum=0)
         _require_int("batch_size", self.batch_size, minimum=1)
-        _require_text_search_config(self.text_search_config)
         if self.embedding_model is not None and not self.embedding_model.strip():
             raise ConfigurationError(
                 "embedding_model is empty: give a model name or path, or None for the default"
@@ -174,15 +174,11 @@ class WriteConfig:
                 env, "RETRIEVAL_EMBEDDING_CACHE_SIZE", DEFAULT_CACHE_ENTRIES
             ),
             batch_size=_int_from_env(env, "RETRIEVAL_EMBEDDING_BATCH_SIZE", DEFAULT_BATCH_SIZE),
-            memory_bm25=(
-                _flag(env, "RETRIEVAL_MEMORY_BM25") if env.get("RETRIEVAL_MEMORY_BM25") else False
-            ),
-            text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
-            or DEFAULT_TEXT_SEARCH_CONFIG,
         )
 
 
-def _require_text_search_config(name: str) -> None:
+def require_text_search_config(name: str) -> None:
+    """A :class:`ConfigurationError` unless ``name`` looks like a text search configuration."""
     if not re.match(r"^[a-z_][a-z0-9_.]*$", name):
         raise ConfigurationError(
             f"text_search_config {name!r} is not a configuration name "
@@ -208,11 +204,14 @@ def _int_from_env(env: Mapping[str, str], name: str, default: int) -> int:
 # -- retrieval ---------------------------------------------------------------------------
 
 DATABASE_SOURCES = ("semantic", "episodic", "documents")
-DEFAULT_MIN_FINAL_SCORE = 0.4
+DEFAULT_MIN_FINAL_SCORE = 0.25
 DEFAULT_MAX_DISTANCE = 1.2
 FUSIONS = ("rrf", "convex", "max", "cascade")
 # Candidates each database source hands from SQL to Python (pgvector's default ef_search).
 DEFAULT_CANDIDATE_POOL = 40
+# Memories the rarest query terms of the memories' BM25 channel may bring in (their summed
+# document frequencies), beside the vector channel's pool: BENCHMARKS.md, "BM25 for memories".
+DEFAULT_MEMORY_BM25_ROWS = 300
 SOURCES = ("working_state", *DATABASE_SOURCES)
 _WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
 _TOLERANCE = 1e-6
@@ -286,8 +285,9 @@ class RetrievalConfig:
     working_state: SourceConfig = SourceConfig(
         relevance=0.3, recency=0.7, limit=10, half_life_hours=1.0
     )
+    # Relevance is normalized (it spans [0, 1]): recency breaks ties, a year's half-life.
     semantic: SourceConfig = SourceConfig(
-        relevance=0.9, recency=0.1, limit=5, half_life_hours=24.0 * 30
+        relevance=0.95, recency=0.05, limit=10, half_life_hours=24.0 * 365
     )
     episodic: SourceConfig = SourceConfig(
         relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7
@@ -307,12 +307,18 @@ class RetrievalConfig:
     keyword_min_length: int = DEFAULT_MIN_KEYWORD_LENGTH
     stop_words: frozenset[str] = DEFAULT_STOP_WORDS
     modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
+    # At least this many candidates per database source; more when a source's limit is larger
+    # (see ``pool``).
     candidate_pool: int = DEFAULT_CANDIDATE_POOL
     record_access: bool = True
-    fusion: str = "rrf"
-    # A BM25 channel for memories, fused with the vector channel by ``fusion`` (needs the
-    # lexical index of memories: WriteConfig.memory_bm25). Off by default: see the README.
-    memory_bm25: bool = False
+    # How the BM25 and vector channels of memories and documents fuse into one relevance
+    # (sources/relevance.py): convex measured best on the conversational set and on SciFact.
+    fusion: str = "convex"
+    # The BM25 channel of memories, over their lexemes (revision 0010), fused with the vector
+    # channel by ``fusion``; memory_bm25_rows bounds the memories its rarest query terms may
+    # bring in (sources/semantic.py).
+    memory_bm25: bool = True
+    memory_bm25_rows: int = DEFAULT_MEMORY_BM25_ROWS
     rrf_k: int = 60
     # Okapi BM25 of the documents' (and memories') BM25 channel.
     bm25_k1: float = DEFAULT_BM25_K1
@@ -381,14 +387,9 @@ class RetrievalConfig:
                 raise ConfigurationError(f"{name} must be a number, got {value!r}")
             if not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
-        _require_text_search_config(self.text_search_config)
+        require_text_search_config(self.text_search_config)
         _require_int("candidate_pool", self.candidate_pool, minimum=1)
-        widest = max(self.semantic.limit, self.episodic.limit, self.documents.limit)
-        if self.candidate_pool < widest:
-            raise ConfigurationError(
-                f"candidate_pool={self.candidate_pool} is below a source limit ({widest}): "
-                "each source needs at least as many candidates as it may return"
-            )
+        _require_int("memory_bm25_rows", self.memory_bm25_rows, minimum=0)
         if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
             raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")
         if self.total_limit < 1:
@@ -403,6 +404,30 @@ class RetrievalConfig:
             )
         if "semantic" not in self.modes:
             raise ConfigurationError("modes must keep the default mode 'semantic'")
+
+    @property
+    def pool(self) -> int:
+        """Candidates each database source hands to the ranking: ``candidate_pool``, or the
+        largest source limit when that is larger (a source needs at least as many candidates
+        as it may return)."""
+        widest = max(self.semantic.limit, self.episodic.limit, self.documents.limit)
+        return max(self.candidate_pool, widest)
+
+    def with_limit(self, limit: int) -> RetrievalConfig:
+        """A copy returning at most ``limit`` results in all, each source's limit scaled by the
+        same factor (rounded up), so that ``with_limit(total_limit)`` changes nothing."""
+        _require_int("limit", limit, minimum=1)
+        if limit == self.total_limit:
+            return self
+
+        def scaled(source: SourceConfig) -> SourceConfig:
+            return replace(source, limit=math.ceil(source.limit * limit / self.total_limit))
+
+        return replace(
+            self,
+            total_limit=limit,
+            **{name: scaled(self.source(name)) for name in SOURCES},  # type: ignore[arg-type]
+        )
 
     def source(self, name: str) -> SourceConfig:
         """The config of source ``name``."""
@@ -451,6 +476,9 @@ class RetrievalConfig:
                 _flag(env, "RETRIEVAL_MEMORY_BM25")
                 if env.get("RETRIEVAL_MEMORY_BM25")
                 else default.memory_bm25
+            ),
+            memory_bm25_rows=_int_from_env(
+                env, "RETRIEVAL_MEMORY_BM25_ROWS", default.memory_bm25_rows
             ),
             rrf_k=_int_from_env(env, "RETRIEVAL_RRF_K", default.rrf_k),
             bm25_weight=float(_number(env, "RETRIEVAL_BM25_WEIGHT", default.bm25_weight) or 0.0),
@@ -546,8 +574,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "memories).",
     "RETRIEVAL_MAX_DISTANCE": f"Semantic L2 distance cut-off (default {DEFAULT_MAX_DISTANCE}, "
     "calibrated for all-MiniLM-L6-v2; none turns it off); also the documents' evidence gate.",
-    "RETRIEVAL_BM25_K1": "Okapi BM25 k1 of the BM25 channels (default 1.2).",
-    "RETRIEVAL_BM25_B": "Okapi BM25 b of the BM25 channels (default 0.75).",
+    "RETRIEVAL_BM25_K1": "Okapi BM25 k1 of the BM25 channels (default 0.9, Lucene's).",
+    "RETRIEVAL_BM25_B": "Okapi BM25 b of the BM25 channels (default 0.4, Lucene's).",
     "RETRIEVAL_BM25_MIN_COVERAGE": "Documents: a chunk beyond the distance cut-off is still "
     "returned when its lexemes cover this share of the query's idf (default 0.9).",
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",

@@ -15,9 +15,11 @@ def to_messages(
 ) -> list[Mapping[str, Any]]:
     """Chat messages: the retrieved context, best first, then the conversation.
 
-    Each stored result becomes an ``assistant`` message whose ``metadata`` carries its source,
-    scores and ids (strip it if your chat API refuses extra keys); there is never a synthetic
-    ``system`` message. The conversation is ``working_state`` itself, every dict the caller's
+    Each stored result becomes an ``assistant`` message whose content starts with its date
+    (``[2026-11-20 09:30 UTC]``) and holds, for a memory returned with its ``neighbors``, the
+    turns around it in order; its ``metadata`` carries its source, scores and ids (strip it if
+    your chat API refuses extra keys); there is never a synthetic ``system`` message. The
+    conversation is ``working_state`` itself, every dict the caller's
     own object, unchanged and in order; without it, the working-state messages the response
     kept, in conversation order.
     """
@@ -34,14 +36,26 @@ def to_messages(
 
 
 def to_markdown(response: RetrievalResponse, *, title: str = "Previous context") -> str:
-    """A markdown block for a prompt: one entry per result with source, time, scores and text."""
+    """A markdown block for a prompt: one entry per result with source, date, scores and text
+    (a memory returned with its ``neighbors``: the turns around it, in order, each dated)."""
     lines = [f"## {title}", ""]
     if not response.results:
         lines.append("(nothing relevant found)")
     for result in response:
         lines.append(f"- **{_label(result)}** · {_when(result)} · {_scores(result)}")
-        lines.extend(f"  {line}" if line else "" for line in result.content.splitlines())
+        lines.extend(f"  {line}" if line else "" for line in _body(result).splitlines())
     return "\n".join(lines) + "\n"
+
+
+def _body(result: RetrievalResult) -> str:
+    # The result's text; with neighbours, the turns of its thread in order, the hit marked.
+    neighbors = result.metadata.get("neighbors")
+    if not neighbors:
+        return result.content
+    position = result.metadata.get("position")
+    turns = [(n["position"], f"[{_date(n['created_at'])}] {n['content']}") for n in neighbors]
+    turns.append((position, f"» {result.content}"))
+    return "\n".join(text for _, text in sorted(turns, key=lambda turn: turn[0]))
 
 
 def _assistant(result: RetrievalResult) -> dict[str, Any]:
@@ -51,10 +65,14 @@ def _assistant(result: RetrievalResult) -> dict[str, Any]:
         "relevance_score": result.relevance_score,
         "recency_score": result.recency_score,
     }
-    for key in ("item", "id", "kind", "created_at", "distance", "matched_keywords"):
+    for key in ("item", "id", "kind", "created_at", "distance", "matched_keywords", "thread_id"):
         if key in result.metadata:
             metadata[key] = result.metadata[key]
-    return {"role": "assistant", "content": result.content, "metadata": metadata}
+    return {
+        "role": "assistant",
+        "content": f"[{_when(result)}] {_body(result)}",
+        "metadata": metadata,
+    }
 
 
 def _label(result: RetrievalResult) -> str:
@@ -70,7 +88,12 @@ def _when(result: RetrievalResult) -> str:
         position = result.metadata.get("position", 0)
         count = result.metadata.get("of_messages", 0)
         return f"message {int(position) + 1} of {count}"
-    return str(created).replace("T", " ")[:16] + " UTC"
+    return _date(str(created))
+
+
+def _date(created: str) -> str:
+    # An ISO 8601 UTC timestamp as "2026-11-20 09:30 UTC".
+    return created.replace("T", " ")[:16] + " UTC"
 
 
 def _scores(result: RetrievalResult) -> str:

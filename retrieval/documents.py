@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -27,7 +28,12 @@ from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.statistics_lock import lock_term_statistics
 from retrieval.store import MemoryStore
-from retrieval.validation import check_storable, checked_vector, json_text_problem
+from retrieval.validation import (
+    aware_datetime,
+    check_storable,
+    checked_vector,
+    json_text_problem,
+)
 
 _FIND = (
     'SELECT id, content_sha256 FROM "{s}".documents '
@@ -137,6 +143,8 @@ _CHUNK_COLUMNS = (
     ("term_count", "int4"),
     ("embedding", "bytea"),  # binary vector, see retrieval.bulk
     ("embedding_model", "text"),
+    ("created_at", "timestamptz"),
+    ("metadata", "bytea"),  # binary jsonb, see retrieval.bulk
 )
 _DOCUMENT_COLUMNS = (
     ("tenant_id", "text"),
@@ -145,6 +153,7 @@ _DOCUMENT_COLUMNS = (
     ("filename", "text"),
     ("content_sha256", "bytea"),
     ("metadata", "bytea"),  # binary jsonb, see retrieval.bulk
+    ("created_at", "timestamptz"),
 )
 
 
@@ -153,7 +162,9 @@ class ChunkInput:
     """One chunk of a document: its text, and where it sits (section, pages).
 
     ``embedding`` is optional: without it the store embeds ``text`` (through the hashed cache);
-    with it, the vector must have the database's dimension and be finite.
+    with it, the vector must have the database's dimension and be finite. ``metadata`` (a JSON
+    object) is the chunk's own, shown beside the document's; ``created_at`` (aware) is when its
+    content was written, from which its recency counts (default: the document's).
     """
 
     text: str
@@ -163,17 +174,24 @@ class ChunkInput:
     embedding: Sequence[float] | npt.NDArray[Any] | None = field(
         default=None, repr=False, compare=False
     )
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class DocumentInput:
-    """A document to store: its id in the tenant, its chunks in order, and what to keep of it."""
+    """A document to store: its id in the tenant, its chunks in order, and what to keep of it.
+
+    ``created_at`` (aware) is when the document was written, from which its chunks' recency
+    counts (default: now, when it is stored).
+    """
 
     tenant_id: str
     doc_id: str
     chunks: Sequence[ChunkInput]
     filename: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -288,16 +306,17 @@ class DocumentStore:
                 text(_TERM_COUNTS), {"texts": texts, "config": self.text_search_config}
             )
         ]
-        _, (document_id,) = reserve_ids(connection, self.schema, "documents", 1)
+        now, (document_id,) = reserve_ids(connection, self.schema, "documents", 1)
         _, chunk_ids = reserve_ids(connection, self.schema, "document_chunks", len(texts))
         metadata = encode_jsonb(json.dumps(dict(document.metadata)))
+        written = document.created_at or now
         copy_rows(
             connection,
             self.schema,
             "documents",
             [name for name, _ in _DOCUMENT_COLUMNS],
             [kind for _, kind in _DOCUMENT_COLUMNS],
-            [(tenant, document_id, document.doc_id, document.filename, digest, metadata)],
+            [(tenant, document_id, document.doc_id, document.filename, digest, metadata, written)],
         )
         model = self.memories.embedder.model_id
         rows = (
@@ -313,6 +332,8 @@ class DocumentStore:
                 count,
                 blob,
                 model,
+                chunk.created_at or written,
+                encode_jsonb(json.dumps(dict(chunk.metadata))),
             )
             for index, (chunk_id, chunk, count, blob) in enumerate(
                 zip(chunk_ids, document.chunks, counts, encode_vectors(vectors), strict=True)
@@ -413,8 +434,10 @@ def content_digest(document: DocumentInput) -> bytes:
             ]
             for c in document.chunks
         ],
+        "chunk_details": [[c.metadata, c.created_at] for c in document.chunks],
         "filename": document.filename,
         "metadata": document.metadata,
+        "created_at": document.created_at,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
 
@@ -468,15 +491,38 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
                     field="embedding",
                 )
             checked_vector(index, chunk.embedding, dim)
+    _check_metadata(document.metadata, document.doc_id, None)
+    aware_datetime("created_at", document.created_at)
+    for index, chunk in enumerate(document.chunks):
+        _check_metadata(chunk.metadata, document.doc_id, index)
+        try:
+            aware_datetime("created_at", chunk.created_at)
+        except ValidationError as error:
+            raise ValidationError(
+                f"chunk {index}: {error.reason}", item=index, field="created_at"
+            ) from None
+
+
+def _check_metadata(metadata: object, doc_id: str, chunk: int | None) -> None:
+    # A JSON object PostgreSQL jsonb can hold (the document's, or chunk ``chunk``'s).
+    prefix = "" if chunk is None else f"chunk {chunk}: "
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(
+            f"{prefix}metadata must be a JSON object (a dict), got {type(metadata).__name__}",
+            item=chunk,
+            field="metadata",
+        )
     try:
-        encoded = json.dumps(dict(document.metadata), ensure_ascii=False)
+        encoded = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise ValidationError(
-            f"metadata of document {document.doc_id!r} is not JSON: {error}", field="metadata"
+            f"{prefix}metadata of document {doc_id!r} is not JSON: {error}",
+            item=chunk,
+            field="metadata",
         ) from None
     problem = json_text_problem(encoded)
     if problem is not None:
-        raise ValidationError(f"metadata {problem}", field="metadata")
+        raise ValidationError(f"{prefix}metadata {problem}", item=chunk, field="metadata")
 
 
 def _check_storable(field: str, value: object, chunk: int | None) -> None:

@@ -1,10 +1,16 @@
-"""Ingesting files of memories, decisions and tool calls (JSON Lines or CSV).
+"""Ingesting files of memories, decisions, tool calls and chat transcripts (JSON Lines or CSV).
 
 Each line is one record. ``type`` says which (``memory`` by default, ``decision``,
-``tool_call``); the other columns are the fields of :class:`~retrieval.records.MemoryInput`,
-:class:`~retrieval.records.DecisionInput` or :class:`~retrieval.records.ToolCallInput`. A decision
-may carry a ``ref`` that later tool calls name in ``decision_ref``. The whole file is parsed and
-validated before anything is written; then it is written in batches, one transaction each.
+``tool_call``, ``message``); the other columns are the fields of
+:class:`~retrieval.records.MemoryInput`, :class:`~retrieval.records.DecisionInput` or
+:class:`~retrieval.records.ToolCallInput`. A decision may carry a ``ref`` that later tool calls
+name in ``decision_ref``. A ``message`` (the type of a line with a ``speaker`` and no ``type``)
+is one turn of a chat transcript: ``speaker``, ``text``, ``time`` (or ``created_at``) and
+``session`` (the thread; default: the file's name), stored as a memory of kind ``message``
+whose text is ``"{speaker}: {text}"``, with the speaker in its metadata and its place in the
+session as its position (counted in file order after the session's stored turns, unless the
+line gives ``position``). The whole file is parsed and validated before anything is written;
+then it is written in batches, one transaction each.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import ValidationError
+from sqlalchemy import text
+
+from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.store import MemoryStore
 from retrieval.validation import (
@@ -31,8 +39,19 @@ from retrieval.validation import (
     valid_tool_call,
 )
 
-RECORD_TYPES = ("memory", "decision", "tool_call")
+RECORD_TYPES = ("memory", "decision", "tool_call", "message")
 _JSON_FIELDS = ("metadata", "params")
+_MESSAGE_FIELDS = frozenset(
+    {"speaker", "text", "time", "created_at", "session", "position", "tenant_id", "metadata"}
+)
+# {s}: the validated, quoted schema name.
+_NEXT_POSITIONS = """
+SELECT tenant_id, thread_id, max(position) + 1 FROM {s}.memories
+WHERE (tenant_id, thread_id) IN (
+    SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:threads AS text[]))
+)
+GROUP BY tenant_id, thread_id
+"""
 _DEFAULT_BATCH_SIZE = 1000
 
 Valid = ValidMemory | ValidDecision | ValidToolCall
@@ -47,6 +66,7 @@ class Record:
     valid: Valid
     ref: str | None = None
     decision_ref: str | None = None
+    numbered: bool = False  # a message whose position is counted, not given
 
 
 @dataclass(frozen=True)
@@ -91,7 +111,7 @@ def read_file(
     except OSError as error:
         raise ValidationError(f"{path}: cannot read it ({error.strerror})") from None
     _check_refs(records, path)
-    return records
+    return _numbered(records, store)
 
 
 def ingest(
@@ -176,8 +196,9 @@ def _typed_csv_cells(cells: dict[str, Any]) -> dict[str, Any]:
         cells["entities"] = json.loads(raw) if raw.startswith("[") else raw.split(";")
     if "importance" in cells:
         cells["importance"] = float(cells["importance"])
-    if "decision_id" in cells:
-        cells["decision_id"] = int(cells["decision_id"])
+    for name in ("decision_id", "position"):
+        if name in cells:
+            cells[name] = int(cells[name])
     return cells
 
 
@@ -185,16 +206,20 @@ def _record(
     line: int, fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, path: Path
 ) -> Record:
     try:
-        return replace(_parse(fields, store, tenant_id), line=line)
+        return replace(_parse(fields, store, tenant_id, path), line=line)
     except ValidationError as error:
         raise ValidationError(f"{path} line {line}: {error.reason}", field=error.field) from None
 
 
-def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None) -> Record:
+def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, path: Path) -> Record:
     fields = dict(fields)
-    kind = fields.pop("type", "memory")
+    kind = fields.pop("type", "message" if "speaker" in fields else "memory")
     if kind not in RECORD_TYPES:
         raise ValidationError(f"type {kind!r} is not one of {', '.join(RECORD_TYPES)}")
+    numbered = False
+    if kind == "message":
+        numbered = fields.get("position") is None
+        fields, kind = _message(fields, path.name), "memory"
     ref = fields.pop("ref", None) if kind == "decision" else None
     decision_ref = fields.pop("decision_ref", None) if kind == "tool_call" else None
     if decision_ref is not None and fields.get("decision_id") is not None:
@@ -203,6 +228,8 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None) ->
         fields.setdefault("tenant_id", tenant_id)
     if isinstance(fields.get("created_at"), str):
         fields["created_at"] = _timestamp(fields["created_at"])
+    if isinstance(fields.get("thread_id"), int) and not isinstance(fields["thread_id"], bool):
+        fields["thread_id"] = str(fields["thread_id"])  # a session numbered 1, 2, ...
     valid: Valid
     if kind == "memory":
         valid = valid_memory(as_input(fields, MemoryInput), store.limits)
@@ -216,7 +243,43 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None) ->
         valid=valid,
         ref=None if ref is None else str(ref),
         decision_ref=None if decision_ref is None else str(decision_ref),
+        numbered=numbered,
     )
+
+
+def _message(fields: dict[str, Any], default_session: str) -> dict[str, Any]:
+    """A transcript line's fields as a memory's."""
+    unknown = sorted(set(fields) - _MESSAGE_FIELDS)
+    if unknown:
+        raise ValidationError(
+            f"unknown field(s) of a message {', '.join(map(repr, unknown))}; known: "
+            f"{', '.join(sorted(_MESSAGE_FIELDS))}",
+            field=unknown[0],
+        )
+    for name in ("speaker", "text"):
+        value = fields.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(
+                f"{name}: a message needs a non-empty {name}, got {value!r}", field=name
+            )
+    if "time" in fields and "created_at" in fields:
+        raise ValidationError("give time or created_at, not both", field="time")
+    speaker = fields["speaker"].strip()
+    metadata = fields.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValidationError(
+            f"metadata: must be a JSON object, got {type(metadata).__name__}", field="metadata"
+        )
+    tenant = {"tenant_id": fields["tenant_id"]} if "tenant_id" in fields else {}
+    return {
+        **tenant,
+        "text": f"{speaker}: {fields['text']}",
+        "kind": "message",
+        "metadata": {**(metadata or {}), "speaker": speaker},
+        "created_at": fields.get("time", fields.get("created_at")),
+        "thread_id": fields.get("session", default_session),
+        "position": fields.get("position"),
+    }
 
 
 def _timestamp(value: str) -> datetime:
@@ -244,3 +307,33 @@ def _check_refs(records: list[Record], path: Path) -> None:
                 f"{path} line {record.line}: decision_ref {record.decision_ref!r} names no "
                 "decision on an earlier line"
             )
+
+
+def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
+    """``records`` with the messages that gave no position numbered in file order, after the
+    highest position their session holds already."""
+    threads = sorted(
+        {
+            (r.valid.tenant_id, r.valid.thread_id)
+            for r in records
+            if r.numbered and isinstance(r.valid, ValidMemory) and r.valid.thread_id is not None
+        }
+    )
+    if not threads:
+        return records
+    with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        rows = connection.execute(
+            text(_NEXT_POSITIONS.format(s=f'"{store.schema}"')),
+            {"tenants": [t for t, _ in threads], "threads": [h for _, h in threads]},
+        )
+        following = {(tenant, thread): int(next_position) for tenant, thread, next_position in rows}
+    numbered = []
+    for record in records:
+        valid = record.valid
+        if record.numbered and isinstance(valid, ValidMemory) and valid.thread_id is not None:
+            key = (valid.tenant_id, valid.thread_id)
+            position = following.get(key, 0)
+            following[key] = position + 1
+            record = replace(record, valid=valid._replace(position=position))
+        numbered.append(record)
+    return numbered

@@ -15,7 +15,7 @@ from retrieval.statistics_lock import lock_term_statistics
 # {s} is the validated, quoted schema name: identifiers cannot be bound parameters.
 _MEMORIES = """
 SELECT m.id, m.tenant_id, m.content, m.kind, m.metadata, m.importance, m.access_count,
-       m.last_accessed_at, m.created_at, m.embedding_model,
+       m.last_accessed_at, m.created_at, m.embedding_model, m.thread_id, m.position,
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {s}.memory_entities e
                   WHERE e.tenant_id = m.tenant_id AND e.memory_id = m.id), '{{}}') AS entities,
@@ -57,39 +57,11 @@ WITH chosen_decisions AS (
     WHERE tenant_id = :tenant_id AND id IN (SELECT id FROM chosen_decisions)
     RETURNING id
 ), removed_memories AS (
-    -- Their postings go with them (ON DELETE CASCADE); their BM25 statistics are taken back
-    -- below, from the postings as this statement found them.
+    -- Their BM25 statistics are taken back by the memories' triggers (revision 0010).
     DELETE FROM {s}.memories
     WHERE tenant_id = :tenant_id
       AND (:everything OR id = ANY(CAST(:memory_ids AS bigint[])))
     RETURNING id
-), old_memory_terms AS (
-    SELECT term, memory_id, memory_length FROM {s}.memory_terms
-    WHERE tenant_id = :tenant_id AND NOT :everything
-      AND memory_id = ANY(CAST(:memory_ids AS bigint[]))
-), old_term_counts AS (
-    SELECT term, count(*)::int AS n FROM old_memory_terms GROUP BY term
-), lowered_term_stats AS (
-    UPDATE {s}.memory_term_stats AS t SET document_frequency = t.document_frequency - o.n
-    FROM old_term_counts AS o
-    WHERE t.tenant_id = :tenant_id AND t.term = o.term AND t.document_frequency > o.n
-), removed_memory_term_stats AS (
-    DELETE FROM {s}.memory_term_stats AS t
-    WHERE t.tenant_id = :tenant_id
-      AND (:everything OR EXISTS (
-          SELECT 1 FROM old_term_counts AS o
-          WHERE o.term = t.term AND t.document_frequency <= o.n
-      ))
-), lowered_memory_corpus AS (
-    UPDATE {s}.memory_corpus AS c
-    SET memories = c.memories - o.memories, total_terms = c.total_terms - o.terms
-    FROM (
-        SELECT count(*) AS memories, COALESCE(sum(memory_length), 0) AS terms
-        FROM (SELECT DISTINCT memory_id, memory_length FROM old_memory_terms) AS m
-    ) AS o
-    WHERE c.tenant_id = :tenant_id AND NOT :everything AND o.memories > 0
-), removed_memory_corpus AS (
-    DELETE FROM {s}.memory_corpus WHERE tenant_id = :tenant_id AND :everything
 ), removed_cache AS (
     DELETE FROM {s}.embedding_cache WHERE tenant_id = :tenant_id AND :everything
     RETURNING 1
@@ -194,5 +166,7 @@ def _memory(row: Any) -> Memory:
         created_at=row.created_at,
         embedding_model=row.embedding_model,
         entities=tuple(row.entities),
+        thread_id=row.thread_id,
+        position=row.position,
         embedding=array.astype(np.float32),
     )

@@ -17,7 +17,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
-from retrieval.config import DatabaseConfig
+from retrieval.config import (
+    DEFAULT_TEXT_SEARCH_CONFIG,
+    DatabaseConfig,
+    require_text_search_config,
+)
 from retrieval.errors import translate_database_errors
 
 SETTINGS_KEY = "retrieval_settings"
@@ -26,15 +30,24 @@ CONNECTION_KEY = "connection"
 
 @dataclass(frozen=True)
 class MigrationSettings:
-    """What the migration scripts need to know: the schema and the vector dimension."""
+    """What the migration scripts need to know: the schema, the vector dimension and the text
+    search configuration of the memories' lexemes (fixed when their column is made)."""
 
     schema: str
     embedding_dim: int
+    text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
+
+    def __post_init__(self) -> None:
+        require_text_search_config(self.text_search_config)
 
     @classmethod
     def from_config(cls, config: DatabaseConfig) -> MigrationSettings:
         """The settings a :class:`DatabaseConfig` implies."""
-        return cls(schema=config.schema, embedding_dim=config.embedding_dim)
+        return cls(
+            schema=config.schema,
+            embedding_dim=config.embedding_dim,
+            text_search_config=config.text_search_config,
+        )
 
 
 def script_location() -> Path:

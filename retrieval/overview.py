@@ -71,7 +71,7 @@ class DatabaseOverview:
     models: dict[str, int]  # embedding model -> memories it embedded
     cache_bytes: int
     documents: dict[str, tuple[int, int, str | None]]  # tenant -> (documents, chunks, config)
-    # tenant -> (memories with BM25 statistics, text search configuration)
+    # tenant -> (memories holding lexemes, text search configuration of the lexemes)
     memory_bm25: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def total_rows(self, table: str) -> int:
@@ -166,7 +166,7 @@ def render(overview: DatabaseOverview, *, indexes: bool = True) -> str:
             for tenant, (docs, chunks, config) in overview.documents.items()
         ]
     if overview.memory_bm25:
-        lines += ["", "memories with BM25 statistics (RETRIEVAL_MEMORY_BM25) per tenant:"]
+        lines += ["", "memories with words for the BM25 channel, per tenant:"]
         memories = overview.rows.get("memories", {})
         lines += [
             f"  {tenant}: {count} of {memories.get(tenant, 0)} memories (text search: {config})"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -100,12 +101,24 @@ class ReadConnections:
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_connections)
         self._converted: dict[str, PositionalQuery] = {}
+        # Each open connection's session settings, as this pool last set them.
+        self._settings_of: weakref.WeakKeyDictionary[Connection, dict[str, str]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    def execute(self, query: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    def execute(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        *,
+        settings: Mapping[str, str] | None = None,
+    ) -> list[tuple[Any, ...]]:
         """Run one statement and return its rows, if any (one round trip on a warm connection).
 
         ``query`` uses ``%(name)s`` placeholders, bound from ``params``; results are read in
-        binary format.
+        binary format. ``settings`` are session settings the statement needs (a larger
+        ``hnsw.ef_search`` for a larger pool, say): a connection whose value differs is set
+        first, one round trip more, and keeps it.
         """
         converted = self._converted.get(query)
         if converted is None:
@@ -119,6 +132,8 @@ class ReadConnections:
             for attempt in (1, 2):
                 with self._connection() as connection:
                     try:
+                        if settings:
+                            self._apply(connection, settings)
                         with psycopg.RawCursor(connection) as cursor:
                             cursor.execute(converted.text, values, binary=True)
                             return cursor.fetchall() if cursor.description else []
@@ -127,6 +142,13 @@ class ReadConnections:
                             raise
                         # A stale connection (server restarted): retry on a fresh one.
         raise AssertionError("unreachable")
+
+    def _apply(self, connection: Connection, settings: Mapping[str, str]) -> None:
+        current = self._settings_of.setdefault(connection, dict(self.settings))
+        for name, value in settings.items():
+            if current.get(name) != value:
+                connection.execute("SELECT set_config(%s, %s, false)", (name, value))
+                current[name] = value
 
     def close(self) -> None:
         """Close every idle connection; later calls open new ones."""

@@ -16,6 +16,9 @@ class MemoryInput:
     """A memory to store. ``embedding`` is optional: without it the store embeds ``text``.
 
     ``embedding_model`` names the model of a precomputed ``embedding`` (default: the store's).
+    ``thread_id`` names the conversation (or session) the memory belongs to and ``position``
+    its place in it (a turn number, from 0): a retrieve with ``neighbors`` returns the turns
+    around a hit.
     """
 
     text: str
@@ -27,6 +30,8 @@ class MemoryInput:
     entities: Sequence[str] = ()
     embedding: Sequence[float] | npt.NDArray[Any] | None = None
     embedding_model: str | None = None
+    thread_id: str | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,8 @@ class Memory:
     embedding_model: str
     entities: tuple[str, ...]
     embedding: npt.NDArray[np.float32] = field(repr=False, compare=False)
+    thread_id: str | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,13 @@ from sqlalchemy import Engine
 
 from retrieval import lexical_match, ranking, scoring
 from retrieval.access import AccessRecorder
+from retrieval.calibration import DenseCalibration, calibration_for
 from retrieval.config import RetrievalConfig
 from retrieval.db import Database, check_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.neighbors import MAX_NEIGHBORS, neighbors_statement, with_neighbors
 from retrieval.query_text import clean, expand
 from retrieval.read_connections import (
     DEFAULT_MAX_CONNECTIONS,
@@ -112,6 +114,8 @@ class HybridRetriever:
         )
         self._statements: dict[tuple[object, ...], str] = {}
         self._presence = SourcePresence()
+        self._neighbors = neighbors_statement(schema)
+        self._calibration: DenseCalibration | None = None
 
     @classmethod
     def from_store(
@@ -150,6 +154,8 @@ class HybridRetriever:
         config: RetrievalConfig | None = None,
         entities: Sequence[str] = (),
         fusion: str | None = None,
+        limit: int | None = None,
+        neighbors: int = 0,
     ) -> RetrievalResponse:
         """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
 
@@ -157,13 +163,20 @@ class HybridRetriever:
         narrows the episodic source to one task; ``mode`` names a filter preset of the config;
         ``as_of`` (aware datetime, default now) is the time recency is measured from;
         ``entities`` are entity ids for the entity-overlap signal; ``fusion`` overrides the
-        config's fusion of the documents source (``rrf``, ``convex``, ``max``, ``cascade``).
+        config's fusion of BM25 and vectors (``convex``, ``max``, ``cascade``, ``rrf``);
+        ``limit`` is the most results of this call (each source's limit scaled with it, see
+        :meth:`RetrievalConfig.with_limit <retrieval.config.RetrievalConfig.with_limit>`);
+        ``neighbors`` (0 to 20) adds to each memory that belongs to a thread the memories up to
+        that many positions before and after it (``metadata["neighbors"]``).
         """
         started = time.perf_counter()
+        _check_query(query, tenant_id, task_id, as_of, entities)
+        _check_call(limit, neighbors)
         config = config or self.config
         if fusion is not None:
             config = replace(config, fusion=fusion)
-        _check_query(query, tenant_id, task_id, as_of, entities)
+        if limit is not None:
+            config = config.with_limit(limit)
         chosen_mode = config.mode(mode)
         as_of = as_of or datetime.now(UTC)
         # The lexical channels read the query with its expansions (the keywords of the
@@ -236,18 +249,20 @@ class HybridRetriever:
                 entities,
                 episodic_pruning=episodic_lexical is None,
             )
+            params.update(_dense_parameters(self._dense_calibration()))
             if documents_on or memory_bm25:
                 params.update(_document_parameters(config, lexical_query))
             if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
-            candidates, counts = self._run(shape(episodic, documents), params)
+            settings = {"hnsw.ef_search": str(max(config.pool, 40))}
+            candidates, counts = self._run(shape(episodic, documents), params, settings)
             statements = 1
             self._presence.learn(tenant_id, counts)
             if (not episodic and counts.get(EPISODIC, 0) > 0) or (
                 not documents and counts.get(DOCUMENTS, 0) > 0
             ):  # a source left out has its first rows: ask again with every source in
-                candidates, _ = self._run(shape(episodic_on, documents_on), params)
+                candidates, _ = self._run(shape(episodic_on, documents_on), params, settings)
                 statements = 2
         queried = time.perf_counter()
 
@@ -279,6 +294,14 @@ class HybridRetriever:
                 )
             ]
         results, per_source = ranking.select(scored, config)
+        if neighbors:
+            results = with_neighbors(
+                results,
+                tenant_id=tenant_id,
+                neighbors=neighbors,
+                statement=self._neighbors,
+                execute=self._connections.execute,
+            )
         fused = time.perf_counter()
 
         if config.record_access:
@@ -345,16 +368,21 @@ class HybridRetriever:
             vectors = self.cache.embed(connection, tenant_id, [query])
         return vectors[0], self.cache.stats.embedded == before
 
+    def _dense_calibration(self) -> DenseCalibration:
+        if self._calibration is None:
+            self._calibration = calibration_for(self.embedder.model_id)
+        return self._calibration
+
     def _check_embedder(self) -> None:
         if not self._embedder_checked:
             check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
             self._embedder_checked = True
 
     def _run(
-        self, shape: tuple[Any, ...], params: dict[str, Any]
+        self, shape: tuple[Any, ...], params: dict[str, Any], settings: Mapping[str, str]
     ) -> tuple[list[Candidate], dict[str, int]]:
         # The statement's candidates, and what its presence rows counted per source.
-        rows = self._connections.execute(self._statement(shape), params)
+        rows = self._connections.execute(self._statement(shape), params, settings=settings)
         return split_presence([Candidate(*row) for row in rows])
 
     def _statement(self, shape: tuple[Any, ...]) -> str:
@@ -371,7 +399,7 @@ def read_settings(config: RetrievalConfig) -> dict[str, str]:
     execution is planned for its own values (see :class:`HybridRetriever`)."""
     return {
         "hnsw.iterative_scan": "relaxed_order",
-        "hnsw.ef_search": str(max(config.candidate_pool, 40)),
+        "hnsw.ef_search": str(max(config.pool, 40)),
         "plan_cache_mode": "force_custom_plan",
     }
 
@@ -461,13 +489,13 @@ def _parameters(
         "tenant_id": tenant_id,
         "as_of": as_of,
         "query_vector": vector,
-        "semantic_candidates": config.candidate_pool,
+        "semantic_candidates": config.pool,
         "semantic_half_life": config.semantic.half_life_hours * _HOUR,
         "max_distance": config.max_distance,
         "entity_ids": list(dict.fromkeys(entities)),
         "keywords": list(keywords),
         "patterns": [scoring.like_pattern(keyword) for keyword in keywords],
-        "episodic_candidates": config.candidate_pool,
+        "episodic_candidates": config.pool,
         "episodic_half_life": config.episodic.half_life_hours * _HOUR,
         "episodic_relevance": config.episodic.relevance,
         "episodic_recency": config.episodic.recency,
@@ -481,7 +509,8 @@ def _document_parameters(config: RetrievalConfig, lexical_query: str) -> dict[st
     return {
         "query_text": lexical_query,
         "text_search_config": config.text_search_config,
-        "documents_candidates": config.candidate_pool,
+        "documents_candidates": config.pool,
+        "memory_bm25_rows": config.memory_bm25_rows,
         "documents_half_life": config.documents.half_life_hours * _HOUR,
         "bm25_k1": config.bm25_k1,
         "bm25_b": config.bm25_b,
@@ -492,6 +521,13 @@ def _document_parameters(config: RetrievalConfig, lexical_query: str) -> dict[st
         "bm25_weight": config.bm25_weight,
         "dense_weight": 1.0 - config.bm25_weight,
         "cascade_threshold": config.cascade_threshold,
+    }
+
+
+def _dense_parameters(calibration: DenseCalibration) -> dict[str, Any]:
+    return {
+        "dense_zero_squared": calibration.zero_squared,
+        "dense_span_squared": calibration.span_squared,
     }
 
 
@@ -516,6 +552,24 @@ def _mode_parameters(mode: Any) -> dict[str, Any]:
         "include_kinds": sorted(mode.include_kinds) if mode.include_kinds is not None else None,
         "exclude_kinds": sorted(mode.exclude_kinds),
     }
+
+
+def _check_call(limit: object, neighbors: object) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValidationError(
+            f"limit must be a positive integer (the most results) or None, got {limit!r}",
+            field="limit",
+        )
+    if (
+        isinstance(neighbors, bool)
+        or not isinstance(neighbors, int)
+        or not 0 <= neighbors <= MAX_NEIGHBORS
+    ):
+        raise ValidationError(
+            f"neighbors must be an integer from 0 to {MAX_NEIGHBORS} (turns before and after "
+            f"each hit), got {neighbors!r}",
+            field="neighbors",
+        )
 
 
 def _check_query(

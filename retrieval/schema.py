@@ -29,7 +29,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
 MEMORIES = "memories"
 DECISIONS = "decisions"
@@ -46,10 +46,9 @@ DOCUMENT_TABLES = (DOCUMENTS, DOCUMENT_CHUNKS, DOCUMENT_TERMS, DOCUMENT_TERM_STA
 # Links per node of the HNSW graphs (pgvector's ``m``; its default is 16): inserts cost about
 # 0.6x as much with the same recall on the benchmarks (migration 0008, BENCHMARKS.md).
 HNSW_LINKS = 12
-MEMORY_TERMS = "memory_terms"
 MEMORY_TERM_STATS = "memory_term_stats"
 MEMORY_CORPUS = "memory_corpus"
-MEMORY_TERM_TABLES = (MEMORY_TERMS, MEMORY_TERM_STATS, MEMORY_CORPUS)
+MEMORY_TERM_TABLES = (MEMORY_TERM_STATS, MEMORY_CORPUS)
 EPISODIC_VOCABULARY = "episodic_vocabulary"
 EPISODIC_POSTINGS = "episodic_postings"
 EPISODIC_WORD_TABLES = (EPISODIC_VOCABULARY, EPISODIC_POSTINGS)
@@ -58,10 +57,13 @@ ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES + EPISODIC_WORD_TABLE
 SHA256_BYTES = 32
 
 
-def build_metadata(schema: str, embedding_dim: int) -> MetaData:
-    """Return the metadata of every table in ``schema`` with ``vector(embedding_dim)`` columns."""
+def build_metadata(
+    schema: str, embedding_dim: int, text_search_config: str = "english"
+) -> MetaData:
+    """Return the metadata of every table in ``schema`` with ``vector(embedding_dim)`` columns,
+    the memories' lexemes made with ``text_search_config``."""
     metadata = MetaData(schema=schema)
-    _memories(metadata, embedding_dim)
+    _memories(metadata, embedding_dim, text_search_config)
     _memory_entities(metadata)
     _decisions(metadata)
     _tool_calls(metadata)
@@ -69,7 +71,7 @@ def build_metadata(schema: str, embedding_dim: int) -> MetaData:
     _documents(metadata)
     _document_chunks(metadata, embedding_dim)
     _document_terms(metadata)
-    _memory_terms(metadata)
+    _term_statistics(metadata, MEMORY_TERM_STATS, MEMORY_CORPUS, "memories")
     _episodic_words(metadata)
     return metadata
 
@@ -86,7 +88,7 @@ def _created_at() -> Column[object]:
     return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
-def _memories(metadata: MetaData, dim: int) -> Table:
+def _memories(metadata: MetaData, dim: int, text_search_config: str) -> Table:
     return Table(
         MEMORIES,
         metadata,
@@ -101,14 +103,33 @@ def _memories(metadata: MetaData, dim: int) -> Table:
         _created_at(),
         Column("embedding", Vector(dim), nullable=False),
         Column("embedding_model", Text, nullable=False),
+        # The conversation (or session) of a memory and its place in it (revision 0010).
+        Column("thread_id", Text, nullable=True),
+        Column("position", Integer, nullable=True),
+        # The lexemes of the text, for the BM25 channel (revision 0010); its statistics are
+        # kept in memory_term_stats and memory_corpus by triggers.
+        Column(
+            "search_vector",
+            TSVECTOR,
+            Computed(f"to_tsvector('{text_search_config}'::regconfig, content)", persisted=True),
+        ),
         PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
         CheckConstraint(
             "importance IS NULL OR (importance >= 0 AND importance <= 1)",
             name="memories_importance_range",
         ),
         CheckConstraint("access_count >= 0", name="memories_access_count_nonnegative"),
+        CheckConstraint("position >= 0", name="memories_position_nonnegative"),
         Index("memories_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("memories_tenant_kind_idx", "tenant_id", "kind"),
+        Index(
+            "memories_tenant_thread_idx",
+            "tenant_id",
+            "thread_id",
+            "position",
+            postgresql_where=text("thread_id IS NOT NULL"),
+        ),
+        Index("memories_search_vector_idx", "tenant_id", "search_vector", postgresql_using="gin"),
         Index(
             "memories_embedding_hnsw_idx",
             "embedding",
@@ -238,6 +259,7 @@ def _document_chunks(metadata: MetaData, dim: int) -> Table:
         Column("embedding", Vector(dim), nullable=False),
         Column("embedding_model", Text, nullable=False),
         _created_at(),
+        Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         PrimaryKeyConstraint("tenant_id", "id", name="document_chunks_pkey"),
         UniqueConstraint(
             "tenant_id", "document_id", "chunk_index", name="document_chunks_position_key"
@@ -287,35 +309,6 @@ def _document_terms(metadata: MetaData) -> None:
         Index("document_terms_tenant_chunk_idx", "tenant_id", "chunk_id"),
     )
     _term_statistics(metadata, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS, "chunks")
-
-
-def _memory_terms(metadata: MetaData) -> None:
-    memories = f"{metadata.schema}.{MEMORIES}"
-    Table(
-        MEMORY_TERMS,
-        metadata,
-        _tenant(),
-        Column("term", Text, nullable=False),
-        Column("memory_id", BigInteger, nullable=False),
-        Column("term_frequency", Integer, nullable=False),
-        Column("memory_length", Integer, nullable=False),
-        Column("kind", Text, nullable=False),
-        PrimaryKeyConstraint(
-            "tenant_id",
-            "term",
-            "memory_id",
-            name="memory_terms_pkey",
-            postgresql_include=["term_frequency", "memory_length", "kind"],
-        ),
-        ForeignKeyConstraint(
-            ["tenant_id", "memory_id"],
-            [f"{memories}.tenant_id", f"{memories}.id"],
-            name="memory_terms_memory_fkey",
-            ondelete="CASCADE",
-        ),
-        Index("memory_terms_tenant_memory_idx", "tenant_id", "memory_id"),
-    )
-    _term_statistics(metadata, MEMORY_TERM_STATS, MEMORY_CORPUS, "memories")
 
 
 def _episodic_words(metadata: MetaData) -> None:

@@ -105,8 +105,8 @@ def like_pattern(keyword: str) -> str:
 
 # -- lexical relevance: BM25 ------------------------------------------------------------
 
-DEFAULT_BM25_K1 = 1.2
-DEFAULT_BM25_B = 0.75
+DEFAULT_BM25_K1 = 0.9
+DEFAULT_BM25_B = 0.4
 
 
 def bm25_idf(document_frequency: int, documents: int) -> float:
@@ -141,25 +141,43 @@ def bm25_scores(
     *,
     k1: float = DEFAULT_BM25_K1,
     b: float = DEFAULT_BM25_B,
+    distinct_length: bool = False,
 ) -> list[float]:
     """Okapi BM25 of every document (a list of terms) for the distinct ``query_terms``.
 
     The plain-Python reference of the SQL implementation: statistics (document frequency,
-    term frequency, lengths) are computed from ``documents`` themselves.
+    term frequency, lengths) are computed from ``documents`` themselves. A document's length
+    is its number of terms, or with ``distinct_length`` of distinct terms (as for memories).
     """
     counts = [Counter(document) for document in documents]
+    lengths = [len(count) if distinct_length else len(document) for count, document in zip(
+        counts, documents, strict=True
+    )]  # fmt: skip
     total = len(documents)
-    average = sum(len(document) for document in documents) / total if total else 0.0
+    average = sum(lengths) / total if total else 0.0
     frequency = Counter(term for count in counts for term in count)
     scores = []
-    for document, count in zip(documents, counts, strict=True):
+    for count, length in zip(counts, lengths, strict=True):
         scores.append(
             sum(
-                bm25_term(count[t], frequency[t], len(document), average, total, k1=k1, b=b)
+                bm25_term(count[t], frequency[t], length, average, total, k1=k1, b=b)
                 for t in dict.fromkeys(query_terms)
             )
         )
     return scores
+
+
+def query_idf(query_terms: Iterable[str], documents: Sequence[Sequence[str]]) -> float:
+    """The summed idf of the distinct ``query_terms`` over ``documents`` (a term no document
+    holds counts with document frequency 0): what a document of average length holding every
+    query term once scores."""
+    held = Counter(term for document in documents for term in set(document))
+    return sum(bm25_idf(held[term], len(documents)) for term in dict.fromkeys(query_terms))
+
+
+def lexical_relevance(bm25: float, total_idf: float) -> float:
+    """BM25 made absolute: ``min(1, bm25 / total_idf)`` (0 when the query has no terms)."""
+    return min(1.0, bm25 / total_idf) if total_idf > 0 else 0.0
 
 
 # -- fusion of channels -----------------------------------------------------------------
@@ -214,3 +232,29 @@ def cascade(stages: Sequence[tuple[float, float]], fallback: float) -> float:
         if score >= threshold:
             return score
     return fallback
+
+
+def fused_relevance(
+    fusion: str,
+    lexical: float,
+    dense: float,
+    ranks: Mapping[str, int | None],
+    *,
+    bm25_weight: float = 0.5,
+    cascade_threshold: float = 0.7,
+    k: int = DEFAULT_RRF_K,
+) -> float:
+    """One relevance of the absolute ``lexical`` and ``dense`` channel scores by ``fusion``:
+    ``convex`` (``bm25_weight * lexical + (1 - bm25_weight) * dense``), ``max``, ``cascade``
+    (lexical when it reaches ``cascade_threshold``, else dense), or ``rrf`` of the channels'
+    ``ranks`` (``bm25``, ``dense``; None: not ranked)."""
+    if fusion == "convex":
+        return min(1.0, bm25_weight * lexical + (1.0 - bm25_weight) * dense)
+    if fusion == "max":
+        return fuse_max([lexical, dense])
+    if fusion == "cascade":
+        return cascade([(lexical, cascade_threshold)], dense)
+    if fusion == "rrf":
+        weights = {"bm25": bm25_weight, "dense": 1.0 - bm25_weight}
+        return reciprocal_rank_fusion(ranks, k=k, weights=weights)
+    raise ValueError(f"unknown fusion {fusion!r}")

@@ -7,7 +7,7 @@ they stream into it): a batch with one bad row lands nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,6 @@ from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import CacheStats, EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.lookup import Lookup
-from retrieval.memory_terms import index_missing
 from retrieval.records import (
     Decision,
     DecisionInput,
@@ -76,12 +75,7 @@ class MemoryStore:
         )
         self._limits = Limits(max_text_chars=self.config.max_text_chars, dim=self.dim)
         self._lookup = Lookup(schema)
-        self._writer = Writer(
-            schema,
-            self.cache,
-            self._lookup,
-            self.config.text_search_config if self.config.memory_bm25 else None,
-        )
+        self._writer = Writer(schema, self.cache, self._lookup)
         self._embedder_checked = False
 
     @classmethod
@@ -113,8 +107,10 @@ class MemoryStore:
         created_at: datetime | None = None,
         entities: Sequence[str] = (),
         embedding: Sequence[float] | Vectors | None = None,
+        thread_id: str | None = None,
+        position: int | None = None,
     ) -> int:
-        """Store one memory and return its id."""
+        """Store one memory and return its id (see :class:`~retrieval.records.MemoryInput`)."""
         item = MemoryInput(
             text=text,
             tenant_id=tenant_id,
@@ -124,6 +120,8 @@ class MemoryStore:
             created_at=created_at,
             entities=entities,
             embedding=embedding,
+            thread_id=thread_id,
+            position=position,
         )
         with self.batch() as batch:
             return batch.write_memories([valid_memory(item, self._limits)])[0]
@@ -267,29 +265,6 @@ class MemoryStore:
         if everything:
             self.cache.forget_tenant(tenant_id)
         return forgotten
-
-    def index_memories(
-        self,
-        *,
-        tenant_id: str | None = None,
-        batch_size: int = 1000,
-        progress: Callable[[int], object] | None = None,
-    ) -> int:
-        """Write the BM25 statistics of memories stored without them (see
-        :mod:`retrieval.memory_terms`), with ``config.text_search_config``; one transaction per
-        ``batch_size`` memories, resumable. Returns the memories examined."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValidationError(
-                f"batch_size must be an integer >= 1, got {batch_size!r}", field="batch_size"
-            )
-        return index_missing(
-            self._transaction,
-            self.schema,
-            self.config.text_search_config,
-            tenant_id=tenant_id,
-            batch_size=batch_size,
-            progress=progress,
-        )
 
     @contextmanager
     def batch(self) -> Iterator[StoreBatch]:

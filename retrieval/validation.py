@@ -24,6 +24,8 @@ from retrieval.errors import ValidationError
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
 
 MAX_NAME_CHARS = 256
+# The largest position PostgreSQL's integer column holds.
+MAX_POSITION = 2**31 - 1
 # Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -46,6 +48,8 @@ class ValidMemory(NamedTuple):
     entities: tuple[str, ...]
     embedding: npt.NDArray[np.float32] | None
     embedding_model: str | None
+    thread_id: str | None = None
+    position: int | None = None
 
 
 class ValidDecision(NamedTuple):
@@ -92,6 +96,8 @@ def valid_memory(
             else check.vector(item.embedding, limits.dim)
         ),
         embedding_model=check.optional_name("embedding_model", item.embedding_model),
+        thread_id=check.optional_name("thread_id", item.thread_id),
+        position=check.position(item.position),
     )
 
 
@@ -174,6 +180,17 @@ class _Checker:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise self.fail(field, f"must be a positive integer id, got {value!r}")
+        return value
+
+    def position(self, value: object) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POSITION:
+            raise self.fail(
+                "position",
+                f"must be a non-negative integer (a turn's place in its thread, from 0), got "
+                f"{value!r}",
+            )
         return value
 
     def json_object(self, field: str, value: object) -> str:

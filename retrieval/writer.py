@@ -21,7 +21,6 @@ from retrieval.embedding import Vectors
 from retrieval.embedding_cache import EmbeddingCache
 from retrieval.errors import ValidationError
 from retrieval.lookup import Lookup
-from retrieval.memory_terms import index_memories
 from retrieval.records import MemoryInput
 from retrieval.validation import (
     Limits,
@@ -62,13 +61,10 @@ class Writer:
         schema: str,
         cache: EmbeddingCache,
         lookup: Lookup,
-        lexical_index: str | None = None,
     ) -> None:
         self.schema = schema
         self.cache = cache
         self.lookup = lookup
-        # The text search configuration of the memories' BM25 statistics, or None: not kept.
-        self.lexical_index = lexical_index
 
     def memories(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[int]:
         """Embed (through the cache) and copy ``memories`` and their entity links.
@@ -124,7 +120,6 @@ class Writer:
                 for entity in memory.entities
             ],
         )
-        self._index(connection, [memory.tenant_id for memory in memories], ids)
         return ids
 
     def memories_streamed(
@@ -143,23 +138,16 @@ class Writer:
         now, ids = reserve_ids(connection, self.schema, "memories", len(items))
         model_id = self.cache.embedder.model_id
         links: list[tuple[str, int, str]] = []
-        tenants: list[str] = []
 
         def rows() -> Iterator[tuple[Any, ...]]:
             for index, (item, memory_id) in enumerate(zip(items, ids, strict=True)):
                 memory = valid_memory(item, limits, index, checked_embedding=matrix[index])
                 links.extend((memory.tenant_id, memory_id, entity) for entity in memory.entities)
-                tenants.append(memory.tenant_id)
                 yield (*_memory_fields(memory, memory_id, now, model_id), vectors[index])
 
         copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows())
         self._copy_links(connection, links)
-        self._index(connection, tenants, ids)
         return ids
-
-    def _index(self, connection: Connection, tenants: list[str], ids: list[int]) -> None:
-        if self.lexical_index is not None:
-            index_memories(connection, self.schema, self.lexical_index, tenants, ids)
 
     def _copy_links(self, connection: Connection, links: list[tuple[str, int, str]]) -> None:
         if links:
@@ -238,6 +226,8 @@ def _memory_fields(
         memory.importance,
         memory.created_at or now,
         memory.embedding_model or model_id,
+        memory.thread_id,
+        memory.position,
     )
 
 

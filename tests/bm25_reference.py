@@ -3,19 +3,20 @@
 ``lexemes`` asks PostgreSQL for the terms of a text (the same analysis the write path uses);
 ``bm25_reference`` scores rows with ``scoring.bm25_scores`` on those terms; ``term_statistics``
 reads the document frequencies the write path keeps beside a recount from the postings;
-``exact_distances`` ranks rows by their stored vectors; ``fused`` fuses two channels with
-``scoring.py``, as the SQL should.
+``exact_distances`` ranks rows by their stored vectors; ``fused`` fuses the two absolute
+channels with ``scoring.py``, as the SQL should.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, text
 
 from retrieval import scoring
+from retrieval.calibration import DenseCalibration
 
 Ranking = Sequence[tuple[int, float]]  # (row id, score or distance), best first
 
@@ -31,32 +32,58 @@ def lexemes(engine: Engine, body: str) -> list[str]:
 
 
 def bm25_reference(
-    engine: Engine, table: str, tenant: str, query: str, *, corpus_of_lexical_rows: bool = False
+    engine: Engine, table: str, tenant: str, query: str, *, memories: bool = False
 ) -> dict[int, float]:
     """BM25 of ``query`` for every row of ``retrieval.<table>`` of ``tenant`` with a score.
 
-    ``corpus_of_lexical_rows``: the corpus is the rows holding at least one lexeme (memories);
-    otherwise every row counts (document chunks).
+    ``memories``: the corpus is the rows holding at least one lexeme, and a row's length is its
+    number of distinct lexemes (memories); otherwise every row counts, with all its lexemes
+    (document chunks).
     """
+    corpus = _corpus(engine, table, tenant, memories=memories)
+    scores = scoring.bm25_scores(
+        list(dict.fromkeys(lexemes(engine, query))),
+        [terms for _, terms in corpus],
+        distinct_length=memories,
+    )
+    return {row_id: score for (row_id, _), score in zip(corpus, scores, strict=True) if score}
+
+
+def total_idf(
+    engine: Engine, table: str, tenant: str, query: str, *, memories: bool = False
+) -> float:
+    """The query's summed idf over the tenant's rows (as :func:`bm25_reference` counts them)."""
+    corpus = _corpus(engine, table, tenant, memories=memories)
+    return scoring.query_idf(lexemes(engine, query), [terms for _, terms in corpus])
+
+
+def _corpus(
+    engine: Engine, table: str, tenant: str, *, memories: bool
+) -> list[tuple[int, list[str]]]:
     with engine.connect() as connection:
         rows = connection.execute(
             text(f"SELECT id, content FROM retrieval.{table} WHERE tenant_id = :t ORDER BY id"),
             {"t": tenant},
         ).all()
     corpus = [(int(row_id), lexemes(engine, content)) for row_id, content in rows]
-    if corpus_of_lexical_rows:
-        corpus = [(row_id, terms) for row_id, terms in corpus if terms]
-    scores = scoring.bm25_scores(
-        list(dict.fromkeys(lexemes(engine, query))), [terms for _, terms in corpus]
-    )
-    return {row_id: score for (row_id, _), score in zip(corpus, scores, strict=True) if score}
+    return [(row_id, terms) for row_id, terms in corpus if terms] if memories else corpus
+
+
+# How each table's document frequencies are recounted from the rows themselves.
+_RECOUNT = {
+    "document": "SELECT term, count(*) FROM retrieval.document_terms WHERE tenant_id = :t "
+    "GROUP BY term ORDER BY term",
+    "memory": "SELECT lexeme, count(*) FROM retrieval.memories, "
+    "unnest(tsvector_to_array(search_vector)) AS lexeme WHERE tenant_id = :t "
+    "GROUP BY lexeme ORDER BY lexeme",
+}
 
 
 def term_statistics(
     engine: Engine, prefix: str, tenant: str
 ) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """(document frequencies kept in ``<prefix>_term_stats``, the same recounted from
-    ``<prefix>_terms``) of ``tenant``."""
+    """(document frequencies kept in ``<prefix>_term_stats``, the same recounted from the rows
+    themselves) of ``tenant``."""
     with engine.connect() as connection:
         kept = connection.execute(
             text(
@@ -65,13 +92,7 @@ def term_statistics(
             ),
             {"t": tenant},
         ).all()
-        recount = connection.execute(
-            text(
-                f"SELECT term, count(*) FROM retrieval.{prefix}_terms WHERE tenant_id = :t "
-                "GROUP BY term ORDER BY term"
-            ),
-            {"t": tenant},
-        ).all()
+        recount = connection.execute(text(_RECOUNT[prefix]), {"t": tenant}).all()
     return [(str(t), int(n)) for t, n in kept], [(str(t), int(n)) for t, n in recount]
 
 
@@ -89,28 +110,30 @@ def exact_distances(
     )
 
 
-def fused(bm25: Ranking, dense: Ranking, fusion: str) -> dict[int, float]:
-    """The fused relevance of every row of the two channels (BM25 scores, L2 distances), by
-    ``fusion`` with equal channel weights, RRF k = 60 and the cascade threshold 0.7."""
-    bm25_norm = dict(zip([i for i, _ in bm25], scoring.min_max([s for _, s in bm25]), strict=True))
-    similarity = [scoring.distance_relevance(d) for _, d in dense]
-    dense_norm = dict(zip([i for i, _ in dense], scoring.min_max(similarity), strict=True))
-    bm25_rank = {row: rank for rank, (row, _) in enumerate(bm25, start=1)}
-    dense_rank = {row: rank for rank, (row, _) in enumerate(dense, start=1)}
-    result = {}
-    for row in set(bm25_norm) | set(dense_norm):
-        lexical, semantic = bm25_norm.get(row, 0.0), dense_norm.get(row, 0.0)
-        if fusion == "rrf":
-            result[row] = scoring.reciprocal_rank_fusion(
-                {"bm25": bm25_rank.get(row), "dense": dense_rank.get(row)},
-                weights={"bm25": 0.5, "dense": 0.5},
-            )
-        elif fusion == "convex":
-            result[row] = scoring.weighted_sum(
-                {"bm25": lexical, "dense": semantic}, {"bm25": 0.5, "dense": 0.5}
-            )
-        elif fusion == "max":
-            result[row] = scoring.fuse_max([lexical, semantic])
-        else:
-            result[row] = scoring.cascade([(lexical, 0.7)], semantic)
-    return result
+def fused(
+    bm25: Mapping[int, float],
+    distances: Mapping[int, float],
+    query_idf: float,
+    calibration: DenseCalibration,
+    fusion: str,
+) -> dict[int, float]:
+    """The fused relevance of every row of ``distances`` (its L2 distance) with its BM25 score
+    (0 when absent), both channels absolute, by ``fusion`` (equal channel weights, RRF k = 60,
+    cascade threshold 0.7), the ranks taken among these rows, as the SQL should."""
+    rows = sorted(distances)
+    dense = dict(
+        zip(rows, calibration.relevance(np.array([distances[r] for r in rows])), strict=True)
+    )
+    by_bm25 = sorted((r for r in rows if bm25.get(r, 0.0) > 0), key=lambda r: (-bm25[r], r))
+    by_distance = sorted(rows, key=lambda r: (distances[r], r))
+    bm25_rank = {row: rank for rank, row in enumerate(by_bm25, start=1)}
+    dense_rank = {row: rank for rank, row in enumerate(by_distance, start=1)}
+    return {
+        row: scoring.fused_relevance(
+            fusion,
+            scoring.lexical_relevance(bm25.get(row, 0.0), query_idf),
+            float(dense[row]),
+            {"bm25": bm25_rank.get(row), "dense": dense_rank[row]},
+        )
+        for row in rows
+    }

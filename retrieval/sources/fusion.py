@@ -1,20 +1,12 @@
-"""BM25 and vector channels fused into one relevance in SQL (documents, and memories).
+"""Okapi BM25 in SQL over a table's postings, exact and pruned (the documents' BM25 channel).
 
 The BM25 channel reads the postings and statistics the write path keeps (``*_terms``,
-``*_term_stats``, ``*_corpus``); the vector channel is an HNSW scan. Each channel's scores are
-min-max normalized over its candidates (a row a channel did not find scores 0 there), then
-fused by the strategy of the ``fusion`` parameter:
-
-* ``rrf``: ``sum(w_c / (k + rank_c)) / sum(w_c / (k + 1))``
-  (:func:`~retrieval.scoring.reciprocal_rank_fusion`);
-* ``convex``: ``w_bm25 * bm25 + w_dense * dense`` of the normalized scores;
-* ``max``: the larger normalized score;
-* ``cascade``: the normalized BM25 score when it reaches ``cascade_threshold``, else the dense one.
+``*_term_stats``, ``*_corpus``) and returns the best candidates by exact BM25; the sources fuse
+it with their vector channel (:mod:`retrieval.sources.relevance`). ``FUSIONS`` names the
+fusion strategies.
 
 Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
-``bm25_common_share``, ``fusion``,
-``rrf_k``, ``bm25_weight``, ``dense_weight``, ``cascade_threshold``, and the query text and
-candidate count named by the caller.
+``bm25_common_share``, and the query text and candidate count named by the caller.
 """
 
 from __future__ import annotations
@@ -176,58 +168,3 @@ def bm25_ctes(
     LIMIT %({candidates})s
 )""",
     ]
-
-
-def fusion_ctes(prefix: str, key: str) -> list[str]:
-    """CTEs fusing ``{prefix}_bm25 (<key>, bm25)`` and ``{prefix}_dense (<key>, distance)``
-    into ``{prefix}_fused``: ``<key>``, both channels' raw scores, ranks and normalized
-    scores, and ``relevance``."""
-    return [
-        f"""{prefix}_channels AS (
-    SELECT COALESCE(b.{key}, d.{key}) AS {key}, b.bm25, b.bm25_rank, b.bm25_norm,
-           d.distance, d.dense_rank, d.dense_norm
-    FROM (
-        SELECT {key}, bm25, row_number() OVER (ORDER BY bm25 DESC, {key}) AS bm25_rank,
-               CASE WHEN max(bm25) OVER () = min(bm25) OVER () THEN 1.0::float8
-                    ELSE (bm25 - min(bm25) OVER ()) / (max(bm25) OVER () - min(bm25) OVER ())
-               END AS bm25_norm
-        FROM {prefix}_bm25
-    ) AS b
-    FULL JOIN (
-        SELECT {key}, distance,
-               row_number() OVER (ORDER BY distance, {key}) AS dense_rank,
-               CASE WHEN max(distance) OVER () = min(distance) OVER () THEN 1.0::float8
-                    ELSE (1.0 / (1.0 + distance) - 1.0 / (1.0 + max(distance) OVER ()))
-                         / (1.0 / (1.0 + min(distance) OVER ())
-                            - 1.0 / (1.0 + max(distance) OVER ()))
-               END AS dense_norm
-        FROM {prefix}_dense
-    ) AS d ON d.{key} = b.{key}
-)""",
-        f"""{prefix}_fused AS (
-    SELECT x.*,
-           CASE %(fusion)s
-               WHEN 'rrf' THEN LEAST(1.0::float8,
-                   (COALESCE(%(bm25_weight)s::float8 / (%(rrf_k)s + x.bm25_rank), 0.0)
-                    + COALESCE(%(dense_weight)s::float8 / (%(rrf_k)s + x.dense_rank), 0.0))
-                   / ((%(bm25_weight)s::float8 + %(dense_weight)s::float8) / (%(rrf_k)s + 1)))
-               WHEN 'convex' THEN LEAST(1.0::float8,
-                   %(bm25_weight)s::float8 * COALESCE(x.bm25_norm, 0.0)
-                   + %(dense_weight)s::float8 * COALESCE(x.dense_norm, 0.0))
-               WHEN 'max' THEN GREATEST(COALESCE(x.bm25_norm, 0.0), COALESCE(x.dense_norm, 0.0))
-               WHEN 'cascade' THEN CASE
-                   WHEN COALESCE(x.bm25_norm, 0.0) >= %(cascade_threshold)s::float8
-                   THEN x.bm25_norm ELSE COALESCE(x.dense_norm, 0.0) END
-           END AS relevance
-    FROM {prefix}_channels AS x
-)""",
-    ]
-
-
-def channel_evidence(alias: str) -> str:
-    """``jsonb_build_object`` arguments with both channels' scores and ranks of ``alias``."""
-    return (
-        f"'fusion', %(fusion)s::text, 'bm25', {alias}.bm25, 'bm25_rank', {alias}.bm25_rank, "
-        f"'bm25_normalized', {alias}.bm25_norm, 'dense_distance', {alias}.distance, "
-        f"'dense_rank', {alias}.dense_rank, 'dense_normalized', {alias}.dense_norm"
-    )

@@ -1,15 +1,28 @@
-"""The semantic source: memories nearest the query by L2 distance on the HNSW index.
+"""The semantic source: memories found by meaning (HNSW) and by their words (GIN).
 
-Relevance is ``1 / (1 + d)``; recency ``0.5 ^ (age / half_life)``; the optional signals are
-the stored importance (unset counts as a neutral 0.5), popularity
+Two channels, each absolute (:mod:`retrieval.sources.relevance`):
+
+* dense: the tenant's ``semantic_candidates`` memories nearest the query by L2 distance on the
+  HNSW index (the tenant and the mode's kinds filter the scan itself; with
+  ``hnsw.iterative_scan`` on, a small tenant still gets its full pool); relevance is the
+  embedding model's calibrated relevance of the distance;
+* lexical (``bm25``): Okapi BM25 over the memories' lexemes (``search_vector``, revision 0010).
+  The query's lexemes are looked up in the tenant's statistics (``memory_term_stats``,
+  ``memory_corpus``, kept by triggers); the rarest of them, up to ``memory_bm25_rows`` memories
+  in all (the sum of their document frequencies), are searched in the GIN index on
+  ``(tenant_id, search_vector)``. Every memory either channel found is scored with every query
+  term from its own lexemes, so each candidate carries both exact channel scores; a memory
+  that holds only the query's commoner terms is found only if it is near by meaning too. When
+  the rarest terms cover every query term (``bm25_complete`` in the metadata), the channel is
+  exact BM25 over the tenant. A memory's length is its number of distinct lexemes.
+
+The channels are fused by ``fusion``; a memory is returned only with absolute evidence (when
+the cut-off is on): its vector within ``max_distance`` of the query's, or its lexemes covering
+``bm25_min_coverage`` of the query's idf. Recency is ``0.5 ^ (age / half_life)``; the optional
+signals are the stored importance (unset counts as a neutral 0.5), popularity
 ``log10(access_count + 1) / log10(101)`` and entity overlap (query entity ids the memory links
-to / query entity ids). The tenant and the mode's kinds filter the index scan itself; with
-``hnsw.iterative_scan`` on, a tenant holding few rows still gets its full candidate pool.
-
-With the BM25 channel on (``memory_bm25``), the memories' postings (:mod:`retrieval.memory_terms`)
-give a second candidate pool, and relevance is the fusion of the two channels
-(:mod:`retrieval.sources.fusion`, the documents' strategies) instead of ``1 / (1 + d)``; the
-distance cut-off then applies to the vector channel only.
+to / query entity ids). The metadata keeps the seed's ``1 / (1 + d)`` (``inverse_distance``),
+the raw distance and both channels' scores and ranks.
 """
 
 from __future__ import annotations
@@ -18,42 +31,77 @@ from dataclasses import dataclass
 
 from retrieval.config import Mode
 from retrieval.sources.common import recency_sql
-from retrieval.sources.fusion import Postings, bm25_ctes, channel_evidence, fusion_ctes
 from retrieval.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
+from retrieval.sources.relevance import (
+    dense_relevance_sql,
+    fused_relevance_sql,
+    lexical_relevance_sql,
+)
 
 SOURCE = "semantic"
 NEUTRAL_IMPORTANCE = 0.5
+# The columns a memory candidate carries from its row.
+_ROW = (
+    "m.id, m.content, m.kind, m.metadata, m.importance, m.access_count, m.last_accessed_at, "
+    "m.created_at, m.embedding_model, m.thread_id, m.position"
+)
 
 
 @dataclass(frozen=True)
 class SemanticQuery:
-    """The shape of the semantic CTE: which filters it carries."""
+    """The shape of the semantic CTE: which filters and channels it carries."""
 
     mode: Mode
     with_max_distance: bool
     with_entities: bool
     lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
-    bm25: bool = False  # fuse a BM25 channel over the memories' postings
+    bm25: bool = False  # the BM25 channel over the memories' lexemes, fused by ``fusion``
 
 
 def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     """The CTEs of the semantic source, the last named ``semantic``.
 
     Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``, ``semantic_half_life``,
-    ``as_of``, and when used ``include_kinds``, ``exclude_kinds``, ``max_distance``,
-    ``entity_ids``, and with ``query.bm25`` the BM25 and fusion parameters
-    (:mod:`retrieval.sources.fusion`, with ``query_text``).
+    ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when used ``include_kinds``,
+    ``exclude_kinds``, ``max_distance``, ``entity_ids``; with ``query.bm25`` ``query_text``,
+    ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``, ``bm25_min_coverage`` and the fusion's
+    (:mod:`retrieval.sources.relevance`).
     """
     filters = ["m.tenant_id = %(tenant_id)s", *_kind_filters(query.mode, "m")]
-    nearest = f"""semantic_nearest AS MATERIALIZED (
-    SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.access_count,
-           m.last_accessed_at, m.created_at, m.embedding_model,
-           m.embedding <-> %(query_vector)s::vector AS distance
+    vector_column = ", m.search_vector" if query.bm25 else ""
+    ctes = [
+        f"""semantic_nearest AS MATERIALIZED (
+    SELECT {_ROW}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance
     FROM "{schema}".memories AS m
     WHERE {" AND ".join(filters)}
     ORDER BY distance
     LIMIT %(semantic_candidates)s
 )"""
+    ]
+    dense = dense_relevance_sql("n.distance")
+    if query.bm25:
+        ctes += _bm25_channel(schema, query)
+        found = "semantic_found"
+        own = fused_relevance_sql(
+            lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"),
+            dense,
+            "n.bm25_rank",
+            "n.dense_rank",
+        )
+        evidence = ", " + _bm25_evidence()
+        cut = (
+            "n.distance <= %(max_distance)s::float8 OR n.coverage >= %(bm25_min_coverage)s::float8"
+            if query.with_max_distance
+            else ""
+        )
+    else:
+        found, own, evidence = "semantic_nearest", dense, ""
+        cut = "n.distance <= %(max_distance)s::float8" if query.with_max_distance else ""
+    relevance, lexical_join, lexical_details = own, "", ""
+    if query.lexical is not None:
+        relevance = lexical_relevance(query.lexical, own)
+        lexical_join = lexical_scores("n.content")
+        lexical_details = ", " + lexical_evidence(query.lexical, "semantic", own)
     if query.with_entities:
         linked = (
             f'SELECT e.entity_id FROM "{schema}".memory_entities AS e '
@@ -64,20 +112,8 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
         entity = f"cardinality({entities})::float8 / cardinality(%(entity_ids)s::text[])"
     else:
         entities, entity = "NULL::text[]", "0.0::float8"
-    cut = "n.distance <= %(max_distance)s::float8" if query.with_max_distance else ""
-    ctes = [nearest]
-    found, evidence = "semantic_nearest", ""
-    semantic_relevance = "1.0::float8 / (1.0::float8 + n.distance)"
-    if query.bm25:
-        ctes += _bm25_channel(schema, query)
-        found, evidence, cut = "semantic_found", ", " + channel_evidence("n"), ""
-        semantic_relevance = "n.fused"
-    relevance, lexical_join, lexical_details = semantic_relevance, "", ""
-    if query.lexical is not None:
-        relevance = lexical_relevance(query.lexical, semantic_relevance)
-        lexical_join = lexical_scores("n.content")
-        lexical_details = ", " + lexical_evidence(query.lexical, "semantic", semantic_relevance)
-    scored = f"""semantic AS (
+    ctes.append(
+        f"""semantic AS (
     SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
            n.created_at,
            {relevance} AS relevance,
@@ -90,17 +126,21 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
            jsonb_build_object(
                'metadata', n.metadata, 'importance', n.importance,
                'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
-               'embedding_model', n.embedding_model{lexical_details}{evidence}
+               'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
+               'position', n.position,
+               'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
+               'dense_relevance', {dense}{lexical_details}{evidence}
            ) AS details
     FROM {found} AS n
     {lexical_join}
     {"WHERE " + cut if cut else ""}
 )"""
-    return [*ctes, scored]
+    )
+    return ctes
 
 
 def _kind_filters(mode: Mode, alias: str) -> list[str]:
-    # The mode's kinds, on the ``kind`` column of ``alias`` (memories, or their postings).
+    # The mode's kinds, on the ``kind`` column of ``alias``.
     filters = []
     if mode.include_kinds is not None:
         filters.append(f"{alias}.kind = ANY(%(include_kinds)s::text[])")
@@ -110,31 +150,101 @@ def _kind_filters(mode: Mode, alias: str) -> list[str]:
 
 
 def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
-    # The vector channel is the HNSW pool (within the cut-off); the BM25 channel reads the
-    # postings, filtered by the mode's kinds (kept in the postings); the fused rows are joined
-    # back to their memories, with the distance of those only BM25 found.
-    cut = "WHERE distance <= %(max_distance)s::float8" if query.with_max_distance else ""
-    kinds = _kind_filters(query.mode, "p")
-    postings = Postings(
-        terms=f'"{schema}".memory_terms',
-        stats=f'"{schema}".memory_term_stats',
-        corpus=f'"{schema}".memory_corpus',
-        key="memory_id",
-        length="memory_length",
-        count="memories",
+    # The query's lexemes (in the text search configuration the tenant's memories were indexed
+    # with) and their weights; the rarest ones within the row budget probe the GIN index; the
+    # memories both channels found are scored with every query term from their own lexemes,
+    # and the lexical channel keeps its best ``semantic_candidates``.
+    s = f'"{schema}"'
+    filters = " AND ".join(
+        [
+            "m.tenant_id = %(tenant_id)s",
+            "m.search_vector @@ (SELECT probe FROM mem_probe)",
+            *_kind_filters(query.mode, "m"),
+        ]
     )
     return [
-        *bm25_ctes("mem", postings, "query_text", "semantic_candidates", " AND ".join(kinds)),
-        f"""mem_dense AS (
-    SELECT id AS memory_id, distance FROM semantic_nearest {cut}
+        f"""mem_corpus AS MATERIALIZED (
+    SELECT memories::float8 AS n, total_terms::float8 / NULLIF(memories, 0) AS average_length,
+           text_search_config
+    FROM {s}.memory_corpus WHERE tenant_id = %(tenant_id)s
 )""",
-        *fusion_ctes("mem", "memory_id"),
-        f"""semantic_found AS (
-    SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.access_count,
-           m.last_accessed_at, m.created_at, m.embedding_model,
-           COALESCE(f.distance, m.embedding <-> %(query_vector)s::vector) AS distance,
-           f.relevance AS fused, f.bm25, f.bm25_rank, f.bm25_norm, f.dense_rank, f.dense_norm
-    FROM mem_fused AS f
-    JOIN "{schema}".memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = f.memory_id
+        # BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length);
+        # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
+        f"""mem_weights AS MATERIALIZED (
+    SELECT q.term, COALESCE(t.document_frequency, 0) AS document_frequency,
+           ln(1.0 + (c.n - COALESCE(t.document_frequency, 0) + 0.5)
+                    / (COALESCE(t.document_frequency, 0) + 0.5)) AS idf,
+           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
+           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
+    FROM mem_corpus AS c
+    CROSS JOIN LATERAL (
+        SELECT DISTINCT lexeme AS term
+        FROM unnest(to_tsvector(CAST(c.text_search_config AS regconfig), %(query_text)s))
+    ) AS q
+    LEFT JOIN {s}.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+)""",
+        """mem_total AS MATERIALIZED (
+    SELECT sum(idf) AS total_idf, array_agg(term) AS terms,
+           count(*) FILTER (WHERE document_frequency > 0) AS held
+    FROM mem_weights
+)""",
+        # The rarest held terms whose memories, together, stay within the budget.
+        """mem_probe AS MATERIALIZED (
+    SELECT string_agg(array_to_tsvector(ARRAY[term])::text, ' | ')::tsquery AS probe,
+           count(*) AS probed
+    FROM (
+        SELECT term, sum(document_frequency) OVER (ORDER BY document_frequency, term) AS rows
+        FROM mem_weights WHERE document_frequency > 0
+    ) AS x
+    WHERE rows <= %(memory_bm25_rows)s
+)""",
+        f"""mem_matched AS MATERIALIZED (
+    SELECT {_ROW}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
+    FROM {s}.memories AS m
+    WHERE {filters} AND m.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
+)""",
+        """mem_pool AS MATERIALIZED (
+    SELECT *, true AS near FROM semantic_nearest
+    UNION ALL
+    SELECT *, false AS near FROM mem_matched
+)""",
+        # Each candidate's query lexemes (ts_filter keeps the lexemes setweight marked), and
+        # from them its BM25 score and the idf it covers.
+        """mem_scores AS MATERIALIZED (
+    SELECT p.id,
+           sum(w.idf * (%(bm25_k1)s::float8 + 1.0) * cardinality(u.positions)
+               / (cardinality(u.positions) + w.base
+                  + w.per_length * length(p.search_vector))) AS bm25,
+           sum(w.idf) AS covered
+    FROM mem_pool AS p
+    CROSS JOIN LATERAL unnest(
+        ts_filter(setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)), '{a}')
+    ) AS u
+    JOIN mem_weights AS w ON w.term = u.lexeme
+    GROUP BY p.id
+)""",
+        """mem_ranked AS MATERIALIZED (
+    SELECT p.*, COALESCE(s.bm25, 0.0) AS bm25,
+           COALESCE(s.covered, 0.0) / NULLIF((SELECT total_idf FROM mem_total), 0.0)
+               AS coverage,
+           CASE WHEN s.bm25 > 0.0 THEN
+               row_number() OVER (ORDER BY COALESCE(s.bm25, 0.0) DESC, p.id) END AS bm25_rank,
+           row_number() OVER (ORDER BY p.distance, p.id) AS dense_rank
+    FROM mem_pool AS p LEFT JOIN mem_scores AS s ON s.id = p.id
+)""",
+        """semantic_found AS (
+    SELECT * FROM mem_ranked
+    WHERE near OR bm25_rank <= %(semantic_candidates)s
 )""",
     ]
+
+
+def _bm25_evidence() -> str:
+    # Both channels' scores and ranks, for the metadata.
+    lexical = lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)")
+    return (
+        f"'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, "
+        f"'bm25_relevance', {lexical}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, "
+        "'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, "
+        "'bm25_complete', (SELECT probed FROM mem_probe) = (SELECT held FROM mem_total)"
+    )

@@ -191,25 +191,43 @@ def test_timeline_lists_a_window_newest_first(
     assert "limit must be an integer >= 1" in capsys.readouterr().err
 
 
-def test_index_memories_then_search_with_the_memories_bm25_channel(
-    database: PgDatabase, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_search_with_the_memories_bm25_channel_limit_and_neighbors(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     url = ["--database-url", database.url]
     assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
     capsys.readouterr()
-    assert main([*url, "index-memories", "--batch-size", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "memories indexed for BM25 (english)" in out and not out.startswith("0 ")
-    assert main([*url, "index-memories"]) == 0  # nothing left to index
-    assert capsys.readouterr().out.startswith("0 memories")
     assert main([*url, "stats"]) == 0
     stats = capsys.readouterr().out
-    assert "memories with BM25 statistics (RETRIEVAL_MEMORY_BM25) per tenant:" in stats
+    assert "memories with words for the BM25 channel, per tenant:" in stats
     assert re.search(r"  acme: (\d+) of \1 memories \(text search: english\)", stats)
-    assert main([*url, "index-memories", "--batch-size", "0"]) == 1
-    assert "batch_size must be an integer >= 1" in capsys.readouterr().err
-    monkeypatch.setenv("RETRIEVAL_MEMORY_BM25", "true")
     assert main([*url, "search", "database migration", "--tenant", "acme", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
     memories = [r for r in results if r["source"] == "semantic"]
     assert memories and all("bm25_rank" in r["metadata"] for r in memories)
+    transcript = tmp_path / "chat.jsonl"
+    turns = (
+        ("Ana", "Shall we move the standup?"),
+        ("Bo", "Yes, to Thursday at ten."),
+        ("Ana", "Fine, I will tell the team."),
+    )
+    transcript.write_text(
+        "".join(
+            json.dumps(
+                {"speaker": who, "text": body, "time": "2026-11-20T09:00:00+00:00", "session": 1}
+            )
+            + "\n"
+            for who, body in turns
+        )
+    )
+    assert main([*url, "ingest", str(transcript), "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    query = ["search", "When is the standup now?", "--tenant", "acme"]
+    assert main([*url, *query, "--limit", "1", "--neighbors", "1", "--json"]) == 0
+    (top,) = json.loads(capsys.readouterr().out)["results"]
+    assert top["metadata"]["thread_id"] == "1"
+    assert top["metadata"]["neighbors"]
+    assert main([*url, *query, "--limit", "2", "--neighbors", "1"]) == 0
+    assert "» " in capsys.readouterr().out  # the hit among its turns
+    assert main([*url, *query, "--neighbors", "21"]) == 1
+    assert "neighbors must be an integer from 0 to 20" in capsys.readouterr().err

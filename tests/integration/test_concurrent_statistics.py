@@ -7,7 +7,6 @@ term statistics in opposite orders. Afterwards the kept document frequencies equ
 
 from __future__ import annotations
 
-from retrieval.config import WriteConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.store import MemoryStore
 from tests.bm25_reference import term_statistics
@@ -51,9 +50,7 @@ def test_documents_written_and_forgotten_at_once(store: MemoryStore) -> None:
 def test_memories_written_and_forgotten_at_once(
     database: PgDatabase, counting_embedder: CountingEmbedder
 ) -> None:
-    store = MemoryStore(
-        database.engine, embedder=counting_embedder, config=WriteConfig(memory_bm25=True)
-    )
+    store = MemoryStore(database.engine, embedder=counting_embedder)
     counting_embedder.embed(list(TEXTS))
 
     def work(worker: int) -> None:

@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from retrieval.calibration import calibration_for
 from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ConfigurationError
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
-from tests.bm25_reference import exact_distances, fused
+from tests.bm25_reference import bm25_reference, exact_distances, fused, total_idf
 
 AS_OF = datetime(2026, 11, 26, tzinfo=UTC)
 QUERY = "how do I restore a database backup"
@@ -54,9 +55,15 @@ def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
 
 
 def _oracle(store: MemoryStore, fusion: str) -> dict[int, float]:
-    bm25 = DocumentStore(store).bm25(QUERY, tenant_id="acme", limit=40)
+    # Every chunk of the small tenant is in both channels' pools.
     vector = store.embedder.embed([QUERY])[0]
-    return fused(bm25, exact_distances(store.engine, "document_chunks", "acme", vector), fusion)
+    return fused(
+        bm25_reference(store.engine, "document_chunks", "acme", QUERY),
+        dict(exact_distances(store.engine, "document_chunks", "acme", vector)),
+        total_idf(store.engine, "document_chunks", "acme", QUERY),
+        calibration_for(store.embedder.model_id),
+        fusion,
+    )
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "convex", "max", "cascade"])
@@ -72,7 +79,16 @@ def test_each_fusion_in_sql_equals_scoring_py(
     best = response[0]
     assert best.content == CHUNKS[0][2]
     assert best.metadata["fusion"] == fusion
-    for key in ("bm25", "bm25_rank", "dense_distance", "dense_rank", "doc_id", "section_title"):
+    for key in (
+        "bm25",
+        "bm25_rank",
+        "bm25_relevance",
+        "dense_distance",
+        "dense_rank",
+        "dense_relevance",
+        "doc_id",
+        "section_title",
+    ):
         assert key in best.metadata
     assert best.metadata["filename"] == "runbook.md"
 
@@ -110,8 +126,7 @@ def test_query_expansions_reach_the_bm25_channel(
     def bm25_hit(config: RetrievalConfig) -> bool:
         response = retriever.retrieve("UAV", tenant_id="acme", as_of=AS_OF, config=config)
         return any(
-            r.metadata.get("doc_id") == "drones.md" and r.metadata["bm25"] is not None
-            for r in response
+            r.metadata.get("doc_id") == "drones.md" and r.metadata["bm25"] > 0 for r in response
         )
 
     assert not bm25_hit(DOCS_ONLY)  # "uav" is in no chunk: only the vector channel finds it
@@ -224,3 +239,33 @@ def test_another_tenant_s_documents_do_not_bring_back_the_documents_ctes(
     response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
     assert response[0].content == CHUNKS[0][2]
     assert retriever._presence.may_hold("acme", "documents") is True
+
+
+def test_scores_of_memories_and_chunks_are_comparable(store: MemoryStore) -> None:
+    # An architecture document mentions checkout everywhere; the memory answers the question.
+    # Fused relevance relative to the query ranked the best chunk near 1 whatever it said.
+    documents = DocumentStore(store)
+    documents.add(
+        DocumentInput(
+            tenant_id="shop",
+            doc_id="architecture.md",
+            chunks=[
+                ChunkInput(
+                    "The checkout service renders the cart, applies vouchers and hands the "
+                    "order to the payments service; checkout runs three replicas.",
+                    section_title="Architecture > Checkout",
+                ),
+                ChunkInput("The catalog service serves product pages from a read replica."),
+            ],
+        )
+    )
+    answer = store.remember(
+        "Checkout times out because the payment provider takes 30 seconds to answer under load.",
+        tenant_id="shop",
+    )
+    with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as r:
+        response = r.retrieve("Why does checkout time out?", tenant_id="shop", as_of=AS_OF)
+    assert response[0].metadata["id"] == answer and response[0].source == "semantic"
+    chunks = [result for result in response if result.source == "documents"]
+    assert all(chunk.relevance_score < response[0].relevance_score for chunk in chunks)
+    assert all(chunk.relevance_score < 0.9 for chunk in chunks)

@@ -202,8 +202,8 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
     key = cache_key(store.cache.embedder.model_id, "kept")
     gone = cache_key(store.cache.embedder.model_id, "forgotten meanwhile")
     rows = [
-        ("t1", 9_001, "kept", "fact", b"\x01{}", None, now, "m", key),
-        ("t1", 9_002, "forgotten meanwhile", "fact", b"\x01{}", None, now, "m", gone),
+        ("t1", 9_001, "kept", "fact", b"\x01{}", None, now, "m", None, None, key),
+        ("t1", 9_002, "forgotten meanwhile", "fact", b"\x01{}", None, now, "m", None, None, gone),
     ]
     with (
         pytest.raises(DatabaseError, match="1 of 2 cached embeddings disappeared"),

@@ -11,40 +11,37 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.config import RetrievalConfig, SourceConfig, WriteConfig
-from retrieval.errors import ValidationError
+from retrieval.calibration import calibration_for
+from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
-from tests.bm25_reference import bm25_reference, exact_distances, fused, term_statistics
-from tests.conftest import CountingEmbedder, PgDatabase
+from tests.bm25_reference import (
+    bm25_reference,
+    exact_distances,
+    fused,
+    term_statistics,
+    total_idf,
+)
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
 AS_OF = datetime(2026, 11, 26, tzinfo=UTC)
 QUERY = "gene expression in cancer cells"
+POOL = 100
+# Relevance alone, every memory of the small tenant in the pool, no threshold nor cut-off.
 WITH_BM25 = RetrievalConfig(
-    semantic=SourceConfig(relevance=1.0, recency=0.0, limit=100, half_life_hours=720),
+    semantic=SourceConfig(relevance=1.0, recency=0.0, limit=POOL, half_life_hours=720),
     episodic=SourceConfig(relevance=0.7, recency=0.3, limit=5, half_life_hours=168, enabled=False),
     documents=SourceConfig(
         relevance=0.9, recency=0.1, limit=5, half_life_hours=8760, enabled=False
     ),
     total_limit=200,
     min_final_score=0.0,
-    candidate_pool=100,
+    candidate_pool=POOL,
     max_distance=None,
     record_access=False,
     memory_bm25=True,
+    memory_bm25_rows=10_000,
 )
-POOL = 100
-
-
-@pytest.fixture
-def indexed(database: PgDatabase, counting_embedder: CountingEmbedder) -> MemoryStore:
-    """A store keeping the lexical index of memories."""
-    return MemoryStore(
-        database.engine,
-        embedder=counting_embedder,
-        config=WriteConfig(memory_bm25=True),
-    )
 
 
 @pytest.fixture
@@ -53,80 +50,125 @@ def titles() -> list[str]:
 
 
 @pytest.fixture
-def retriever(indexed: MemoryStore, titles: list[str]) -> Iterator[HybridRetriever]:
+def retriever(store: MemoryStore, titles: list[str]) -> Iterator[HybridRetriever]:
     kinds = ("fact", "episteme", "synthesized_insight")
-    indexed.remember_many(
+    store.remember_many(
         {"text": title, "tenant_id": "acme", "kind": kinds[i % 3], "created_at": AS_OF}
         for i, title in enumerate(titles[:100])
     )
-    indexed.remember_many(
+    store.remember_many(
         {"text": title, "tenant_id": "globex", "created_at": AS_OF} for title in titles[100:]
     )
-    with HybridRetriever.from_store(indexed, config=WITH_BM25) as retriever:
+    with HybridRetriever.from_store(store, config=WITH_BM25) as retriever:
         yield retriever
 
 
 def _reference(store: MemoryStore, tenant: str, query: str) -> dict[int, float]:
-    """BM25 in Python over the tenant's memories that hold at least one lexeme."""
-    return bm25_reference(store.engine, "memories", tenant, query, corpus_of_lexical_rows=True)
+    """BM25 in Python over the tenant's memories that hold a lexeme, distinct-lexeme lengths."""
+    return bm25_reference(store.engine, "memories", tenant, query, memories=True)
 
 
 def _stats(store: MemoryStore, tenant: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     return term_statistics(store.engine, "memory", tenant)
 
 
+def _corpus(store: MemoryStore, tenant: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(memories, total distinct lexemes) kept in memory_corpus, and recounted."""
+    with store.engine.connect() as connection:
+        kept = connection.execute(
+            text("SELECT memories, total_terms FROM retrieval.memory_corpus WHERE tenant_id = :t"),
+            {"t": tenant},
+        ).one_or_none()
+        recount = connection.execute(
+            text(
+                "SELECT count(*), COALESCE(sum(length(search_vector)), 0) "
+                "FROM retrieval.memories WHERE tenant_id = :t AND search_vector <> ''"
+            ),
+            {"t": tenant},
+        ).one()
+    return (tuple(kept) if kept else (0, 0)), tuple(recount)  # type: ignore[return-value]
+
+
 def test_bm25_of_memories_equals_the_python_reference(
-    indexed: MemoryStore, retriever: HybridRetriever
+    store: MemoryStore, retriever: HybridRetriever
 ) -> None:
     response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
-    reference = _reference(indexed, "acme", QUERY)
-    found = {r.metadata["id"]: r.metadata["bm25"] for r in response if r.metadata["bm25"]}
-    best = sorted(reference.items(), key=lambda item: (-item[1], item[0]))[:POOL]
-    assert set(found) == {memory_id for memory_id, score in best if score > 0}
-    for memory_id, score in found.items():
-        assert score == pytest.approx(reference[memory_id], abs=1e-6)
+    reference = _reference(store, "acme", QUERY)
+    assert len(response) == 100  # every memory is a candidate of the dense pool
+    for result in response:
+        expected = reference.get(result.metadata["id"], 0.0)
+        assert result.metadata["bm25"] == pytest.approx(expected, abs=1e-9)
+    assert any(result.metadata["bm25"] > 0 for result in response)
+    assert response[0].metadata["bm25_complete"] is True
 
 
-def _oracle(store: MemoryStore, fusion: str) -> dict[int, float]:
-    bm25 = sorted(_reference(store, "acme", QUERY).items(), key=lambda item: (-item[1], item[0]))[
-        :POOL
-    ]
-    vector = store.embedder.embed([QUERY])[0]
-    dense = exact_distances(store.engine, "memories", "acme", vector)[:POOL]
-    return fused(bm25, dense, fusion)
-
-
-@pytest.mark.parametrize("fusion", ["rrf", "convex", "max", "cascade"])
+@pytest.mark.parametrize("fusion", ["convex", "max", "cascade", "rrf"])
 def test_each_fusion_of_memories_equals_scoring_py(
-    indexed: MemoryStore, retriever: HybridRetriever, fusion: str
+    store: MemoryStore, retriever: HybridRetriever, fusion: str
 ) -> None:
     response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF, fusion=fusion)
     got = {r.metadata["id"]: r.relevance_score for r in response}
-    expected = _oracle(indexed, fusion)
+    vector = store.embedder.embed([QUERY])[0]
+    distances = dict(exact_distances(store.engine, "memories", "acme", vector))
+    expected = fused(
+        _reference(store, "acme", QUERY),
+        distances,
+        total_idf(store.engine, "memories", "acme", QUERY, memories=True),
+        calibration_for(store.embedder.model_id),
+        fusion,
+    )
     assert got.keys() == expected.keys()
     for memory, score in expected.items():
         assert got[memory] == pytest.approx(score, abs=1e-6), (fusion, memory)
-    for key in ("fusion", "bm25", "bm25_rank", "dense_distance", "dense_rank"):
+    for key in ("fusion", "bm25", "bm25_rank", "bm25_relevance", "dense_rank", "dense_relevance"):
         assert key in response[0].metadata
+    assert {"distance", "inverse_distance", "coverage"} <= set(response[0].metadata)
+
+
+def test_relevance_is_absolute_an_unrelated_question_scores_low(
+    retriever: HybridRetriever,
+) -> None:
+    related = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF, fusion="convex")
+    unrelated = retriever.retrieve(
+        "Who approves a refund over 500 euros?", tenant_id="acme", as_of=AS_OF, fusion="convex"
+    )
+    # Min-max or rank fusion would give both questions a best memory near 1.
+    assert related[0].relevance_score > 0.3
+    assert unrelated[0].relevance_score < 0.15, unrelated[0].relevance_score
 
 
 def test_the_bm25_channel_finds_exact_words_the_vectors_miss(
-    indexed: MemoryStore, retriever: HybridRetriever
+    store: MemoryStore, retriever: HybridRetriever
 ) -> None:
-    code = indexed.remember(
-        "Deploy failed with error E4012 on the staging cluster", tenant_id="acme"
-    )
+    code = store.remember("Deploy failed with error E4012 on the staging cluster", tenant_id="acme")
     narrow = replace(WITH_BM25.semantic, limit=5)
     plain = replace(
         WITH_BM25, semantic=narrow, memory_bm25=False, candidate_pool=5, max_distance=1.0
     )
-    fused = replace(WITH_BM25, semantic=narrow, candidate_pool=5, max_distance=1.0)
+    gated = replace(WITH_BM25, semantic=narrow, candidate_pool=5, max_distance=1.0)
     query = "E4012"
     without = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=plain)
     assert code not in [r.metadata["id"] for r in without]
-    found = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=fused)
+    found = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=gated)
     top = next(iter(found))
     assert top.metadata["id"] == code and top.metadata["bm25_rank"] == 1
+    # Beyond the distance cut-off, the exact code passes the gate by its coverage.
+    assert top.metadata["distance"] > 1.0 and top.metadata["coverage"] == pytest.approx(1.0)
+
+
+def test_the_row_budget_probes_the_rarest_terms_only(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    code = store.remember("cancer cells with marker Q77X", tenant_id="acme")
+    narrow = replace(WITH_BM25, semantic=replace(WITH_BM25.semantic, limit=3), candidate_pool=3)
+    budget = replace(narrow, memory_bm25_rows=1)
+    response = retriever.retrieve("cancer Q77X", tenant_id="acme", as_of=AS_OF, config=budget)
+    # "q77x" (one memory) fits the budget, "cancer" (several) does not: the rare word is
+    # searched, the common one only scores what the channels found.
+    assert response[0].metadata["id"] == code
+    assert response[0].metadata["bm25_complete"] is False
+    whole = retriever.retrieve("cancer Q77X", tenant_id="acme", as_of=AS_OF, config=narrow)
+    assert whole[0].metadata["bm25_complete"] is True
 
 
 def test_modes_and_tenants_filter_the_bm25_channel(retriever: HybridRetriever) -> None:
@@ -140,59 +182,37 @@ def test_modes_and_tenants_filter_the_bm25_channel(retriever: HybridRetriever) -
     assert not retriever.retrieve(QUERY, tenant_id="nobody", as_of=AS_OF).results
 
 
-def test_statistics_follow_writes_and_forgetting(
-    indexed: MemoryStore, retriever: HybridRetriever
+def test_statistics_follow_every_write_whoever_writes(
+    store: MemoryStore, retriever: HybridRetriever
 ) -> None:
-    kept, recount = _stats(indexed, "acme")
+    kept, recount = _stats(store, "acme")
     assert kept == recount and kept
-    with indexed.engine.connect() as connection:
-        corpus = connection.execute(
-            text(
-                "SELECT memories, total_terms FROM retrieval.memory_corpus WHERE tenant_id = 'acme'"
-            )
-        ).one()
-        lengths = connection.execute(
-            text(
-                "SELECT count(DISTINCT memory_id), sum(term_frequency) FROM retrieval.memory_terms "
-                "WHERE tenant_id = 'acme'"
-            )
-        ).one()
-    assert tuple(corpus) == tuple(lengths)
+    assert _corpus(store, "acme")[0] == _corpus(store, "acme")[1]
     ids = [r.metadata["id"] for r in retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)]
-    indexed.forget(tenant_id="acme", memory_ids=ids[:7])
-    kept, recount = _stats(indexed, "acme")
+    store.forget(tenant_id="acme", memory_ids=ids[:7])
+    store.remember("the of and", tenant_id="acme")  # only stop words: no lexeme, not counted
+    with store.engine.begin() as connection:  # another writer, in plain SQL
+        connection.execute(
+            text(
+                "UPDATE retrieval.memories SET content = 'gene therapy for rare cancers' "
+                "WHERE tenant_id = 'acme' AND id = :id"
+            ),
+            {"id": ids[8]},
+        )
+        connection.execute(
+            text("UPDATE retrieval.memories SET access_count = access_count + 1")
+        )  # words unchanged: the statistics too
+    kept, recount = _stats(store, "acme")
     assert kept == recount
+    assert _corpus(store, "acme")[0] == _corpus(store, "acme")[1]
     response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
-    reference = _reference(indexed, "acme", QUERY)
+    reference = _reference(store, "acme", QUERY)
     for result in response:
-        if result.metadata["bm25"]:
-            assert result.metadata["bm25"] == pytest.approx(reference[result.metadata["id"]])
-    indexed.forget(tenant_id="acme", everything=True)
-    assert _stats(indexed, "acme") == ([], [])
-    assert _stats(indexed, "globex")[0]
-
-
-def test_memories_stored_before_are_indexed_later(
-    database: PgDatabase, counting_embedder: CountingEmbedder, titles: list[str]
-) -> None:
-    plain = MemoryStore(database.engine, embedder=counting_embedder)
-    plain.remember_many({"text": title, "tenant_id": "acme"} for title in titles[:40])
-    plain.remember("the of and", tenant_id="acme")  # only stop words: never indexed
-    assert _stats(plain, "acme") == ([], [])
-    indexed = MemoryStore(
-        database.engine, embedder=counting_embedder, config=WriteConfig(memory_bm25=True)
-    )
-    seen: list[int] = []
-    assert indexed.index_memories(batch_size=16, progress=seen.append) == 41
-    assert seen == [16, 16, 9]
-    kept, recount = _stats(indexed, "acme")
-    assert kept == recount and kept
-    assert indexed.index_memories() == 1  # the stop-word memory is examined again, no more
-    assert _stats(indexed, "acme") == (kept, recount)
-    other = MemoryStore(
-        database.engine,
-        embedder=counting_embedder,
-        config=WriteConfig(memory_bm25=True, text_search_config="simple"),
-    )
-    with pytest.raises(ValidationError, match="text search configuration 'english'"):
-        other.remember("more words", tenant_id="acme")
+        assert result.metadata["bm25"] == pytest.approx(reference.get(result.metadata["id"], 0.0))
+    store.forget(tenant_id="acme", everything=True)
+    assert _stats(store, "acme") == ([], [])
+    assert _corpus(store, "acme") == ((0, 0), (0, 0))
+    assert _stats(store, "globex")[0]
+    with store.engine.begin() as connection:
+        connection.execute(text("TRUNCATE retrieval.memories CASCADE"))
+    assert _stats(store, "globex") == ([], [])

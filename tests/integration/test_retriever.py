@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from retrieval import scoring
+from retrieval.calibration import calibration_for
 from retrieval.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.context import to_markdown, to_messages
 from retrieval.errors import ConfigurationError, ValidationError
@@ -31,6 +32,7 @@ OPEN = RetrievalConfig(
     total_limit=50,
     min_final_score=0.0,
     max_distance=None,
+    memory_bm25=False,  # the dense channel alone (tests/integration/test_memory_bm25.py: fused)
 )
 
 
@@ -104,7 +106,12 @@ def test_sql_scores_equal_the_python_oracle(store: MemoryStore, retriever: Hybri
         assert memory is not None
         distance = float(np.linalg.norm(memory.embedding - query_vector))
         assert result.metadata["distance"] == pytest.approx(distance, abs=1e-5)
+        calibration = calibration_for(store.embedder.model_id)
         assert result.relevance_score == pytest.approx(
+            float(calibration.relevance(np.array([distance]))[0]), abs=1e-5
+        )
+        # The seed's relevance stays in the evidence.
+        assert result.metadata["inverse_distance"] == pytest.approx(
             scoring.distance_relevance(distance), abs=1e-5
         )
         age = (AS_OF - memory.created_at).total_seconds()

@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from retrieval.errors import ValidationError
 from retrieval.records import MemoryInput
+from retrieval.reembed import pending
 from retrieval.schema import TABLES
 from retrieval.store import MemoryStore
 from tests.conftest import CountingEmbedder, PgDatabase
@@ -272,7 +273,7 @@ def test_reads_and_forgets_refuse_tenants_postgresql_cannot_hold(
         store.forget(tenant_id="acme", task_id="T\x00")
     # Any other string on its way to PostgreSQL: caught where driver errors are translated.
     with pytest.raises(ValidationError, match="cannot be encoded as UTF-8 for PostgreSQL"):
-        store.index_memories(tenant_id="acme\udc80")
+        pending(store, tenant_id="acme\udc80")
     assert _counts(database) == before
 
 

@@ -165,12 +165,11 @@ def test_write_config_from_env() -> None:
         WriteConfig.from_env({"RETRIEVAL_MAX_TEXT_CHARS": "many"})
     with pytest.raises(ConfigurationError, match="batch_size must be an integer >= 1, got 0"):
         WriteConfig(batch_size=0)
-    bm25 = WriteConfig.from_env(
-        {"RETRIEVAL_MEMORY_BM25": "true", "RETRIEVAL_TEXT_SEARCH_CONFIG": "simple"}
-    )
-    assert (bm25.memory_bm25, bm25.text_search_config) == (True, "simple")
+    # The memories' lexemes are made in the configuration of the migration: a database setting.
+    database = DatabaseConfig.from_env({"RETRIEVAL_TEXT_SEARCH_CONFIG": "simple"})
+    assert database.text_search_config == "simple"
     with pytest.raises(ConfigurationError, match="text_search_config 'english; drop'"):
-        WriteConfig(text_search_config="english; drop")
+        DatabaseConfig(text_search_config="english; drop")
 
 
 def test_importing_the_library_does_not_import_torch(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from retrieval.context import to_markdown, to_messages, to_table
@@ -82,7 +83,9 @@ def test_messages_keep_the_callers_dicts_and_carry_scores_in_metadata() -> None:
         "name": "ana",
     }
     context = messages[0]
-    assert context["content"] == "Migration 0042 timed out on the orders table."
+    assert (
+        context["content"] == "[2026-11-21 14:12 UTC] Migration 0042 timed out on the orders table."
+    )
     assert context["metadata"]["source"] == "semantic"
     assert context["metadata"]["final_score"] == 0.63
     assert context["metadata"]["distance"] == 0.6667
@@ -106,6 +109,42 @@ def test_markdown_block_names_source_time_scores_and_text() -> None:
     assert "**working_state/user** · message 3 of 3" in block
     empty = RetrievalResponse(results=(), diagnostics=_response().diagnostics)
     assert "(nothing relevant found)" in to_markdown(empty)
+
+
+def test_a_memory_with_neighbors_shows_its_turns_in_order_each_dated() -> None:
+    hit = _response().results[1]
+    metadata = {
+        **hit.metadata,
+        "position": 4,
+        "thread_id": "session_2",
+        "neighbors": [
+            _turn(9, "Bob: and after?", 5, "2026-11-21T14:13:00+00:00"),
+            _turn(7, "Bob: what happened?", 3, "2026-11-21T14:11:00+00:00"),
+        ],
+    }
+    response = RetrievalResponse(
+        results=(replace(hit, metadata=metadata),), diagnostics=_response().diagnostics
+    )
+    content = to_messages(response)[0]["content"]
+    assert content == (
+        "[2026-11-21 14:12 UTC] [2026-11-21 14:11 UTC] Bob: what happened?\n"
+        "» Migration 0042 timed out on the orders table.\n"
+        "[2026-11-21 14:13 UTC] Bob: and after?"
+    )
+    assert "  [2026-11-21 14:11 UTC] Bob: what happened?\n  » Migration 0042" in to_markdown(
+        response
+    )
+
+
+def _turn(memory_id: int, content: str, position: int, created_at: str) -> dict[str, object]:
+    return {
+        "id": memory_id,
+        "content": content,
+        "position": position,
+        "created_at": created_at,
+        "kind": "message",
+        "metadata": {},
+    }
 
 
 def test_table_lists_results_in_rank_order() -> None:

@@ -11,6 +11,9 @@ def test_bm25_term_matches_the_formula_by_hand() -> None:
     # N = 4 documents, the term in 1 of them, tf = 2, dl = 10, avgdl = 8.
     idf = math.log(1 + (4 - 1 + 0.5) / (1 + 0.5))
     expected = idf * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 10 / 8))
+    assert scoring.bm25_term(2, 1, 10, 8.0, 4, k1=1.2, b=0.75) == pytest.approx(expected, abs=1e-12)
+    # The defaults are Lucene's (and Anserini's): k1 = 0.9, b = 0.4.
+    expected = idf * 2 * 1.9 / (2 + 0.9 * (1 - 0.4 + 0.4 * 10 / 8))
     assert scoring.bm25_term(2, 1, 10, 8.0, 4) == pytest.approx(expected, abs=1e-12)
     assert scoring.bm25_term(0, 1, 10, 8.0, 4) == 0.0
     assert scoring.bm25_idf(4, 4) > 0  # a term in every document still scores a little
@@ -30,6 +33,39 @@ def test_bm25_scores_rank_the_document_that_repeats_a_rare_term_first() -> None:
     )
     with pytest.raises(ValueError, match="df <= N"):
         scoring.bm25_idf(5, 4)
+
+
+def test_memories_count_their_distinct_terms_as_their_length() -> None:
+    documents = [["gene", "gene", "gene", "cell"], ["gene", "cell", "tissu", "organ"]]
+    # Distinct lengths: 2 and 4 (average 3); total lengths: 4 and 4.
+    distinct = scoring.bm25_scores(["gene"], documents, distinct_length=True)
+    total = scoring.bm25_scores(["gene"], documents)
+    assert distinct[0] == pytest.approx(scoring.bm25_term(3, 2, 2, 3.0, 2))
+    assert total[0] == pytest.approx(scoring.bm25_term(3, 2, 4, 4.0, 2))
+
+
+def test_lexical_relevance_is_bm25_over_the_querys_idf() -> None:
+    documents = [["gene", "cell"], ["cell", "tissu"], ["organ"]]
+    idf = scoring.query_idf(["gene", "cell", "unseen"], documents)
+    assert idf == pytest.approx(
+        scoring.bm25_idf(1, 3) + scoring.bm25_idf(2, 3) + scoring.bm25_idf(0, 3)
+    )
+    assert scoring.lexical_relevance(idf, idf) == 1.0
+    assert scoring.lexical_relevance(2 * idf, idf) == 1.0  # capped
+    assert scoring.lexical_relevance(1.0, 0.0) == 0.0  # a query without terms
+
+
+@pytest.mark.parametrize(
+    ("fusion", "expected"),
+    [("convex", 0.5), ("max", 0.8), ("cascade", 0.8), ("rrf", (0.5 / 61 + 0.5 / 62) / (1 / 61))],
+)
+def test_absolute_fusions(fusion: str, expected: float) -> None:
+    ranks = {"bm25": 1, "dense": 2}
+    got = scoring.fused_relevance(fusion, 0.8, 0.2, ranks)
+    assert got == pytest.approx(expected)
+    assert scoring.fused_relevance("cascade", 0.6, 0.2, ranks) == 0.2  # under the threshold
+    with pytest.raises(ValueError, match="unknown fusion"):
+        scoring.fused_relevance("best", 0.8, 0.2, ranks)
 
 
 def test_rrf_is_normalized_by_its_maximum() -> None:

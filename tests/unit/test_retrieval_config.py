@@ -1,21 +1,48 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from retrieval.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.errors import ConfigurationError
 
 
-def test_defaults_are_the_original_design_with_a_calibrated_threshold() -> None:
+def test_defaults_are_measured_and_calibrated() -> None:
     config = RetrievalConfig()
     assert (config.working_state.relevance, config.working_state.recency) == (0.3, 0.7)
-    assert (config.semantic.relevance, config.semantic.recency) == (0.9, 0.1)
+    # Relevance spans [0, 1] (retrieval.calibration): recency breaks ties, over a year.
+    assert (config.semantic.relevance, config.semantic.recency) == (0.95, 0.05)
+    assert config.semantic.half_life_hours == 24 * 365
     assert (config.episodic.relevance, config.episodic.recency) == (0.7, 0.3)
-    assert (config.semantic.limit, config.episodic.limit, config.working_state.limit) == (5, 5, 10)
+    assert (config.semantic.limit, config.episodic.limit, config.working_state.limit) == (10, 5, 10)
     assert config.total_limit == 10
     # Calibrated on the real model (see tests/integration/test_calibration.py).
-    assert (config.min_final_score, config.max_distance) == (0.4, 1.2)
-    assert config.semantic.weights == {"relevance": 0.9, "recency": 0.1}
+    assert (config.min_final_score, config.max_distance) == (0.25, 1.2)
+    assert config.semantic.weights == {"relevance": 0.95, "recency": 0.05}
+    # The BM25 channel of memories is on, fused by convex (BENCHMARKS.md).
+    assert (config.memory_bm25, config.fusion) == (True, "convex")
+
+
+def test_the_pool_follows_the_widest_limit() -> None:
+    config = RetrievalConfig()
+    assert config.pool == 40
+    wide = replace(config, semantic=replace(config.semantic, limit=50))
+    assert wide.pool == 50  # a limit of 50 needs no candidate_pool of its own
+
+
+def test_a_limit_scales_every_source() -> None:
+    config = RetrievalConfig()
+    assert config.with_limit(10) is config
+    fifty = config.with_limit(50)
+    assert fifty.total_limit == 50
+    assert (fifty.semantic.limit, fifty.episodic.limit, fifty.documents.limit) == (50, 25, 25)
+    assert fifty.working_state.limit == 50
+    assert fifty.pool == 50
+    three = config.with_limit(3)
+    assert (three.total_limit, three.semantic.limit, three.episodic.limit) == (3, 3, 2)
+    with pytest.raises(ConfigurationError, match="limit must be an integer >= 1"):
+        config.with_limit(0)
 
 
 @pytest.mark.parametrize(
