@@ -218,10 +218,8 @@ def load(
     started = time.perf_counter()
     with engine.begin() as connection:
         connection.execute(
-            text(
-                f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls, "
-                f"{schema}.episodic_postings, {schema}.episodic_vocabulary CASCADE"
-            )
+            # The word index and the memories' statistics follow, by their triggers.
+            text(f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls CASCADE")
         )
     drop_vector_index(engine, schema)
     store = MemoryStore(engine, schema=schema, embedder=embedder)

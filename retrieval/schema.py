@@ -71,7 +71,15 @@ def build_metadata(
     _documents(metadata)
     _document_chunks(metadata, embedding_dim)
     _document_terms(metadata)
-    _term_statistics(metadata, MEMORY_TERM_STATS, MEMORY_CORPUS, "memories")
+    # Memories: the document frequencies count a sample of the memories (one in eight, by a
+    # hash of the id; revision 0010), and the corpus how many are sampled.
+    _term_statistics(
+        metadata,
+        MEMORY_TERM_STATS,
+        MEMORY_CORPUS,
+        "memories",
+        Column("sampled_memories", BigInteger, nullable=False),
+    )
     _episodic_words(metadata)
     return metadata
 
@@ -353,7 +361,9 @@ def _episodic_words(metadata: MetaData) -> None:
     )
 
 
-def _term_statistics(metadata: MetaData, stats: str, corpus: str, count: str) -> None:
+def _term_statistics(
+    metadata: MetaData, stats: str, corpus: str, count: str, *extra: Column[object]
+) -> None:
     # BM25's document frequency per term, and the corpus size (``count`` rows, total length)
     # with the text search configuration its lexemes were made with.
     Table(
@@ -372,6 +382,7 @@ def _term_statistics(metadata: MetaData, stats: str, corpus: str, count: str) ->
         Column("text_search_config", Text, nullable=False),
         Column(count, BigInteger, nullable=False),
         Column("total_terms", BigInteger, nullable=False),
+        *extra,
         PrimaryKeyConstraint("tenant_id", name=f"{corpus}_pkey"),
         CheckConstraint(f"{count} >= 0 AND total_terms >= 0", name=f"{corpus}_nonnegative"),
     )

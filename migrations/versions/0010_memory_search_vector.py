@@ -38,40 +38,56 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-# The distinct lexemes of each row of relation {rows} that has any.
+# The memories that feed the term statistics: one in SAMPLE, chosen by a hash of the id (so
+# that no way of interleaving tenants' ids can leave one out). retrieval.sources.semantic
+# counts the rarer terms exactly; the sample estimates the common ones.
+SAMPLE = 8
+SAMPLED = f"(hashint8({{alias}}.id) & {SAMPLE - 1}) = 0"
+
+# The distinct lexemes of each sampled row of relation {rows} that has any.
 LEXEMES = """
-    SELECT r.tenant_id, r.id, u.lexeme
+    SELECT r.tenant_id, u.lexeme
     FROM {rows} AS r, unnest(tsvector_to_array(r.search_vector)) AS u(lexeme)
+    WHERE r.search_vector <> ''::tsvector AND {sampled}
+"""
+
+# Each tenant's rows of relation {rows} that hold lexemes, their distinct lexemes, and how
+# many of them are sampled.
+SIZES = """
+    SELECT r.tenant_id, count(*) AS memories, sum(length(r.search_vector)) AS total_terms,
+           count(*) FILTER (WHERE {sampled}) AS sampled
+    FROM {rows} AS r
     WHERE r.search_vector <> ''::tsvector
+    GROUP BY r.tenant_id
 """
 
 # Adds the statistics of the rows of {rows}; terms and tenants in key order, so that
 # concurrent writers lock the same rows in the same order.
 ADD = """
-    WITH lexemes AS MATERIALIZED ({lexemes}),
-    terms AS (
+    WITH terms AS (
         INSERT INTO {schema}.memory_term_stats AS t (tenant_id, term, document_frequency)
-        SELECT tenant_id, lexeme, count(*) FROM lexemes
+        SELECT tenant_id, lexeme, count(*) FROM ({lexemes}) AS l
         GROUP BY tenant_id, lexeme ORDER BY tenant_id, lexeme
         ON CONFLICT (tenant_id, term)
         DO UPDATE SET document_frequency = t.document_frequency + excluded.document_frequency
     )
-    INSERT INTO {schema}.memory_corpus AS c (tenant_id, text_search_config, memories, total_terms)
-    SELECT tenant_id, {config}, count(DISTINCT id), count(*) FROM lexemes
-    GROUP BY tenant_id ORDER BY tenant_id
+    INSERT INTO {schema}.memory_corpus AS c
+        (tenant_id, text_search_config, memories, total_terms, sampled_memories)
+    SELECT tenant_id, {config}, memories, total_terms, sampled FROM ({sizes}) AS z
+    ORDER BY tenant_id
     ON CONFLICT (tenant_id)
     DO UPDATE SET memories = c.memories + excluded.memories,
-                  total_terms = c.total_terms + excluded.total_terms
+                  total_terms = c.total_terms + excluded.total_terms,
+                  sampled_memories = c.sampled_memories + excluded.sampled_memories
 """
 
 # Takes back the statistics of the rows of {rows}; a term or tenant left at zero goes (the
 # rows updated and the rows deleted are distinct: one statement may not touch a row twice).
 REMOVE = """
-    WITH lexemes AS MATERIALIZED ({lexemes}),
-    terms AS MATERIALIZED (
+    WITH terms AS MATERIALIZED (
         SELECT t.tenant_id, t.term, t.document_frequency - r.n AS document_frequency
-        FROM (SELECT tenant_id, lexeme, count(*) AS n FROM lexemes GROUP BY tenant_id, lexeme)
-             AS r
+        FROM (SELECT tenant_id, lexeme, count(*) AS n FROM ({lexemes}) AS l
+              GROUP BY tenant_id, lexeme) AS r
         JOIN {schema}.memory_term_stats AS t ON t.tenant_id = r.tenant_id AND t.term = r.lexeme
     ),
     lowered_terms AS (
@@ -85,15 +101,15 @@ REMOVE = """
         WHERE u.document_frequency <= 0 AND t.tenant_id = u.tenant_id AND t.term = u.term
     ),
     corpus AS MATERIALIZED (
-        SELECT c.tenant_id, c.memories - r.memories AS memories,
-               c.total_terms - r.total_terms AS total_terms
-        FROM (SELECT tenant_id, count(DISTINCT id) AS memories, count(*) AS total_terms
-              FROM lexemes GROUP BY tenant_id) AS r
-        JOIN {schema}.memory_corpus AS c ON c.tenant_id = r.tenant_id
+        SELECT c.tenant_id, c.memories - z.memories AS memories,
+               c.total_terms - z.total_terms AS total_terms,
+               c.sampled_memories - z.sampled AS sampled
+        FROM ({sizes}) AS z
+        JOIN {schema}.memory_corpus AS c ON c.tenant_id = z.tenant_id
     ),
     lowered_corpus AS (
         UPDATE {schema}.memory_corpus AS c
-        SET memories = u.memories, total_terms = u.total_terms
+        SET memories = u.memories, total_terms = u.total_terms, sampled_memories = u.sampled
         FROM corpus AS u
         WHERE u.memories > 0 AND c.tenant_id = u.tenant_id
     )
@@ -149,11 +165,19 @@ def upgrade_sql(schema: str, text_search_config: str) -> str:
     name = schema.strip('"')
     config = f"'{text_search_config}'"
 
+    def pieces(rows: str) -> dict[str, str]:
+        sampled = SAMPLED.format(alias="r")
+        return {
+            "schema": schema,
+            "lexemes": LEXEMES.format(rows=rows, sampled=sampled),
+            "sizes": SIZES.format(rows=rows, sampled=sampled),
+        }
+
     def add(rows: str) -> str:
-        return ADD.format(schema=schema, config=config, lexemes=LEXEMES.format(rows=rows))
+        return ADD.format(config=config, **pieces(rows))
 
     def remove(rows: str) -> str:
-        return REMOVE.format(schema=schema, lexemes=LEXEMES.format(rows=rows))
+        return REMOVE.format(**pieces(rows))
 
     def lock(tenants: str) -> str:
         return LOCK.format(schema_name=name, tenants=tenants)
@@ -175,6 +199,7 @@ def upgrade_sql(schema: str, text_search_config: str) -> str:
     parts = [
         f"DROP TABLE {schema}.memory_terms;",
         f"TRUNCATE {schema}.memory_term_stats, {schema}.memory_corpus;",
+        f"ALTER TABLE {schema}.memory_corpus ADD COLUMN sampled_memories bigint NOT NULL;",
         f"ALTER TABLE {schema}.memories "
         "ADD COLUMN thread_id text, "
         "ADD COLUMN position integer, "
@@ -206,6 +231,7 @@ def downgrade_sql(schema: str) -> str:
         f"ALTER TABLE {schema}.memories DROP CONSTRAINT memories_position_nonnegative, "
         "DROP COLUMN search_vector, DROP COLUMN position, DROP COLUMN thread_id;",
         f"TRUNCATE {schema}.memory_term_stats, {schema}.memory_corpus;",
+        f"ALTER TABLE {schema}.memory_corpus DROP COLUMN sampled_memories;",
         f"""CREATE TABLE {schema}.memory_terms (
     tenant_id text NOT NULL,
     term text NOT NULL,

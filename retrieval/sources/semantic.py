@@ -6,14 +6,17 @@ Two channels, each absolute (:mod:`retrieval.sources.relevance`):
   HNSW index (the tenant and the mode's kinds filter the scan itself; with
   ``hnsw.iterative_scan`` on, a small tenant still gets its full pool); relevance is the
   embedding model's calibrated relevance of the distance;
-* lexical (``bm25``): Okapi BM25 over the memories' lexemes (``search_vector``, revision 0010).
-  The query's lexemes are looked up in the tenant's statistics (``memory_term_stats``,
-  ``memory_corpus``, kept by triggers); the rarest of them, up to ``memory_bm25_rows`` memories
-  in all (the sum of their document frequencies), are searched in the GIN index on
-  ``(tenant_id, search_vector)``. Every memory either channel found is scored with every query
-  term from its own lexemes, so each candidate carries both exact channel scores; a memory
-  that holds only the query's commoner terms is found only if it is near by meaning too. When
-  the rarest terms cover every query term (``bm25_complete`` in the metadata), the channel is
+* lexical (``bm25``): Okapi BM25 over the memories' lexemes (``search_vector``, revision 0010,
+  with a GIN index on ``(tenant_id, search_vector)``). The tenant's statistics are the number
+  of memories and of their lexemes (``memory_corpus``) and, for one memory in eight (by a hash
+  of its id), the terms they hold (``memory_term_stats``), all kept by triggers. A query term
+  that fewer than ``COMMON_SAMPLED`` sampled memories hold is rare: the GIN index finds its
+  memories, and their number is its exact document frequency (up to ``COUNT_CAP``); a common
+  term's document frequency is the sample's estimate. The rarest terms' memories, up to
+  ``memory_bm25_rows`` in all, join the dense pool. Every candidate is then scored with every
+  query term from its own lexemes, so each carries both exact channel scores; a memory that
+  holds only the query's commoner terms is found only if it is near by meaning too. When every
+  query term was counted and searched (``bm25_complete`` in the metadata), the channel is
   exact BM25 over the tenant. A memory's length is its number of distinct lexemes.
 
 The channels are fused by ``fusion``; a memory is returned only with absolute evidence (when
@@ -40,6 +43,11 @@ from retrieval.sources.relevance import (
 
 SOURCE = "semantic"
 NEUTRAL_IMPORTANCE = 0.5
+# A query term held by fewer sampled memories than this (one in eight memories feeds the
+# statistics; revision 0010) is rare: its memories are counted exactly, up to COUNT_CAP.
+# Above it, the sample's estimate stands (with 16 sampled, within about 25%).
+COMMON_SAMPLED = 16
+COUNT_CAP = 512
 # The columns a memory candidate carries from its row.
 _ROW = (
     "m.id, m.content, m.kind, m.metadata, m.importance, m.access_count, m.last_accessed_at, "
@@ -151,31 +159,21 @@ def _kind_filters(mode: Mode, alias: str) -> list[str]:
 
 def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # The query's lexemes (in the text search configuration the tenant's memories were indexed
-    # with) and their weights; the rarest ones within the row budget probe the GIN index; the
-    # memories both channels found are scored with every query term from their own lexemes,
-    # and the lexical channel keeps its best ``semantic_candidates``.
+    # with), each rare one's memories counted (and kept) through the GIN index, the common ones
+    # estimated from the sampled statistics; the rarest terms' memories within the row budget
+    # join the dense pool; every candidate is scored with every query term from its own
+    # lexemes, and the lexical channel keeps its best ``semantic_candidates``.
     s = f'"{schema}"'
-    filters = " AND ".join(
-        [
-            "m.tenant_id = %(tenant_id)s",
-            "m.search_vector @@ (SELECT probe FROM mem_probe)",
-            *_kind_filters(query.mode, "m"),
-        ]
-    )
+    kinds = " AND ".join(["TRUE", *_kind_filters(query.mode, "r")])
     return [
         f"""mem_corpus AS MATERIALIZED (
     SELECT memories::float8 AS n, total_terms::float8 / NULLIF(memories, 0) AS average_length,
-           text_search_config
+           sampled_memories::float8 AS sampled_n, text_search_config
     FROM {s}.memory_corpus WHERE tenant_id = %(tenant_id)s
 )""",
-        # BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length);
-        # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
-        f"""mem_weights AS MATERIALIZED (
-    SELECT q.term, COALESCE(t.document_frequency, 0) AS document_frequency,
-           ln(1.0 + (c.n - COALESCE(t.document_frequency, 0) + 0.5)
-                    / (COALESCE(t.document_frequency, 0) + 0.5)) AS idf,
-           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
-           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
+        f"""mem_terms AS MATERIALIZED (
+    SELECT q.term, COALESCE(t.document_frequency, 0) AS sampled,
+           COALESCE(t.document_frequency, 0) * c.n / NULLIF(c.sampled_n, 0.0) AS estimate
     FROM mem_corpus AS c
     CROSS JOIN LATERAL (
         SELECT DISTINCT lexeme AS term
@@ -183,25 +181,60 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     ) AS q
     LEFT JOIN {s}.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
 )""",
+        # The memories of each rare term (fewer than COMMON_SAMPLED sampled), at most
+        # COUNT_CAP + 1: the GIN index finds them, their number is the term's document frequency.
+        f"""mem_rare AS MATERIALIZED (
+    SELECT w.term, r.id, r.kind
+    FROM mem_terms AS w
+    CROSS JOIN LATERAL (
+        SELECT m.id, m.kind FROM {s}.memories AS m
+        WHERE m.tenant_id = %(tenant_id)s
+          AND m.search_vector @@ CAST(array_to_tsvector(ARRAY[w.term])::text AS tsquery)
+        LIMIT {COUNT_CAP + 1}
+    ) AS r
+    WHERE w.sampled < {COMMON_SAMPLED}
+)""",
+        # BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length);
+        # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
+        f"""mem_weights AS MATERIALIZED (
+    SELECT w.term, x.document_frequency, x.counted,
+           ln(1.0 + (c.n - x.document_frequency + 0.5) / (x.document_frequency + 0.5)) AS idf,
+           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
+           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
+    FROM mem_terms AS w
+    CROSS JOIN mem_corpus AS c
+    LEFT JOIN (SELECT term, count(*) AS rows FROM mem_rare GROUP BY term) AS r
+           ON r.term = w.term
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN w.sampled >= {COMMON_SAMPLED} THEN LEAST(w.estimate, c.n)
+                    WHEN r.rows > {COUNT_CAP} THEN GREATEST(r.rows, LEAST(w.estimate, c.n))
+                    ELSE COALESCE(r.rows, 0)
+               END AS document_frequency,
+               w.sampled < {COMMON_SAMPLED} AND COALESCE(r.rows, 0) <= {COUNT_CAP} AS counted
+    ) AS x
+)""",
         """mem_total AS MATERIALIZED (
     SELECT sum(idf) AS total_idf, array_agg(term) AS terms,
            count(*) FILTER (WHERE document_frequency > 0) AS held
     FROM mem_weights
 )""",
-        # The rarest held terms whose memories, together, stay within the budget.
-        """mem_probe AS MATERIALIZED (
-    SELECT string_agg(array_to_tsvector(ARRAY[term])::text, ' | ')::tsquery AS probe,
-           count(*) AS probed
-    FROM (
+        # The rarest counted terms whose memories, together, stay within the budget.
+        """mem_probed AS MATERIALIZED (
+    SELECT term FROM (
         SELECT term, sum(document_frequency) OVER (ORDER BY document_frequency, term) AS rows
-        FROM mem_weights WHERE document_frequency > 0
+        FROM mem_weights WHERE counted AND document_frequency > 0
     ) AS x
     WHERE rows <= %(memory_bm25_rows)s
 )""",
         f"""mem_matched AS MATERIALIZED (
     SELECT {_ROW}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
     FROM {s}.memories AS m
-    WHERE {filters} AND m.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
+    WHERE m.tenant_id = %(tenant_id)s
+      AND m.id = ANY (ARRAY(
+          SELECT DISTINCT r.id FROM mem_rare AS r JOIN mem_probed AS p ON p.term = r.term
+          WHERE {kinds}
+      ))
+      AND m.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
 )""",
         """mem_pool AS MATERIALIZED (
     SELECT *, true AS near FROM semantic_nearest
@@ -246,5 +279,5 @@ def _bm25_evidence() -> str:
         f"'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, "
         f"'bm25_relevance', {lexical}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, "
         "'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, "
-        "'bm25_complete', (SELECT probed FROM mem_probe) = (SELECT held FROM mem_total)"
+        "'bm25_complete', (SELECT count(*) FROM mem_probed) = (SELECT held FROM mem_total)"
     )

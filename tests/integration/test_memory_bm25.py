@@ -72,21 +72,26 @@ def _stats(store: MemoryStore, tenant: str) -> tuple[list[tuple[str, int]], list
     return term_statistics(store.engine, "memory", tenant)
 
 
-def _corpus(store: MemoryStore, tenant: str) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(memories, total distinct lexemes) kept in memory_corpus, and recounted."""
+def _corpus(store: MemoryStore, tenant: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(memories, total distinct lexemes, sampled memories) kept in memory_corpus, and
+    recounted."""
     with store.engine.connect() as connection:
         kept = connection.execute(
-            text("SELECT memories, total_terms FROM retrieval.memory_corpus WHERE tenant_id = :t"),
+            text(
+                "SELECT memories, total_terms, sampled_memories FROM retrieval.memory_corpus "
+                "WHERE tenant_id = :t"
+            ),
             {"t": tenant},
         ).one_or_none()
         recount = connection.execute(
             text(
-                "SELECT count(*), COALESCE(sum(length(search_vector)), 0) "
+                "SELECT count(*), COALESCE(sum(length(search_vector)), 0), "
+                "count(*) FILTER (WHERE hashint8(id) & 7 = 0) "
                 "FROM retrieval.memories WHERE tenant_id = :t AND search_vector <> ''"
             ),
             {"t": tenant},
         ).one()
-    return (tuple(kept) if kept else (0, 0)), tuple(recount)  # type: ignore[return-value]
+    return (tuple(kept) if kept else (0, 0, 0)), tuple(recount)
 
 
 def test_bm25_of_memories_equals_the_python_reference(
@@ -211,7 +216,7 @@ def test_statistics_follow_every_write_whoever_writes(
         assert result.metadata["bm25"] == pytest.approx(reference.get(result.metadata["id"], 0.0))
     store.forget(tenant_id="acme", everything=True)
     assert _stats(store, "acme") == ([], [])
-    assert _corpus(store, "acme") == ((0, 0), (0, 0))
+    assert _corpus(store, "acme") == ((0, 0, 0), (0, 0, 0))
     assert _stats(store, "globex")[0]
     with store.engine.begin() as connection:
         connection.execute(text("TRUNCATE retrieval.memories CASCADE"))
