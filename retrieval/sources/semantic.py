@@ -172,7 +172,8 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     FROM {s}.memory_corpus WHERE tenant_id = %(tenant_id)s
 )""",
         f"""mem_terms AS MATERIALIZED (
-    SELECT q.term, COALESCE(t.document_frequency, 0) AS sampled,
+    SELECT q.term, CAST(array_to_tsvector(ARRAY[q.term])::text AS tsquery) AS query,
+           COALESCE(t.document_frequency, 0) AS sampled,
            COALESCE(t.document_frequency, 0) * c.n / NULLIF(c.sampled_n, 0.0) AS estimate
     FROM mem_corpus AS c
     CROSS JOIN LATERAL (
@@ -181,19 +182,29 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     ) AS q
     LEFT JOIN {s}.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
 )""",
-        # The memories of each rare term (fewer than COMMON_SAMPLED sampled), at most
-        # COUNT_CAP + 1: the GIN index finds them, their number is the term's document frequency.
-        f"""mem_rare AS MATERIALIZED (
-    SELECT w.term, r.id, r.kind
-    FROM mem_terms AS w
+        # The rarest terms (fewer than COMMON_SAMPLED sampled), in ascending estimate, while
+        # their estimated memories stay within the row budget: their memories are fetched
+        # (at most COUNT_CAP + 1 each), with what a candidate needs.
+        f"""mem_probed AS MATERIALIZED (
+    SELECT term, query FROM (
+        SELECT term, query,
+               sum(GREATEST(estimate, 1.0)) OVER (ORDER BY estimate, term) AS rows
+        FROM mem_terms WHERE sampled < {COMMON_SAMPLED}
+    ) AS x
+    WHERE rows <= %(memory_bm25_rows)s
+)""",
+        f"""mem_fetched AS MATERIALIZED (
+    SELECT w.term, r.*
+    FROM mem_probed AS w
     CROSS JOIN LATERAL (
-        SELECT m.id, m.kind FROM {s}.memories AS m
-        WHERE m.tenant_id = %(tenant_id)s
-          AND m.search_vector @@ CAST(array_to_tsvector(ARRAY[w.term])::text AS tsquery)
+        SELECT {_ROW}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
+        FROM {s}.memories AS m
+        WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query
         LIMIT {COUNT_CAP + 1}
     ) AS r
-    WHERE w.sampled < {COMMON_SAMPLED}
 )""",
+        # A probed term's document frequency is the number of its memories (exact below the
+        # cap), any other term's the sample's estimate.
         # BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length);
         # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
         f"""mem_weights AS MATERIALIZED (
@@ -203,38 +214,28 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
            %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
     FROM mem_terms AS w
     CROSS JOIN mem_corpus AS c
-    LEFT JOIN (SELECT term, count(*) AS rows FROM mem_rare GROUP BY term) AS r
+    LEFT JOIN (SELECT term, count(*) AS rows FROM mem_fetched GROUP BY term) AS r
            ON r.term = w.term
     CROSS JOIN LATERAL (
-        SELECT CASE WHEN w.sampled >= {COMMON_SAMPLED} THEN LEAST(w.estimate, c.n)
-                    WHEN r.rows > {COUNT_CAP} THEN GREATEST(r.rows, LEAST(w.estimate, c.n))
-                    ELSE COALESCE(r.rows, 0)
+        SELECT CASE WHEN w.term IN (SELECT term FROM mem_probed)
+                         AND COALESCE(r.rows, 0) <= {COUNT_CAP}
+                    THEN COALESCE(r.rows, 0)
+                    ELSE GREATEST(LEAST(w.estimate, c.n), COALESCE(r.rows, 0))
                END AS document_frequency,
-               w.sampled < {COMMON_SAMPLED} AND COALESCE(r.rows, 0) <= {COUNT_CAP} AS counted
+               w.term IN (SELECT term FROM mem_probed) AND COALESCE(r.rows, 0) <= {COUNT_CAP}
+                   AS counted
     ) AS x
 )""",
         """mem_total AS MATERIALIZED (
     SELECT sum(idf) AS total_idf, array_agg(term) AS terms,
-           count(*) FILTER (WHERE document_frequency > 0) AS held
+           count(*) FILTER (WHERE NOT counted) AS unprobed
     FROM mem_weights
 )""",
-        # The rarest counted terms whose memories, together, stay within the budget.
-        """mem_probed AS MATERIALIZED (
-    SELECT term FROM (
-        SELECT term, sum(document_frequency) OVER (ORDER BY document_frequency, term) AS rows
-        FROM mem_weights WHERE counted AND document_frequency > 0
-    ) AS x
-    WHERE rows <= %(memory_bm25_rows)s
-)""",
         f"""mem_matched AS MATERIALIZED (
-    SELECT {_ROW}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
-    FROM {s}.memories AS m
-    WHERE m.tenant_id = %(tenant_id)s
-      AND m.id = ANY (ARRAY(
-          SELECT DISTINCT r.id FROM mem_rare AS r JOIN mem_probed AS p ON p.term = r.term
-          WHERE {kinds}
-      ))
-      AND m.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
+    SELECT DISTINCT ON (r.id) {_ROW.replace("m.", "r.")}, r.search_vector, r.distance
+    FROM mem_fetched AS r
+    WHERE {kinds} AND r.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
+    ORDER BY r.id
 )""",
         """mem_pool AS MATERIALIZED (
     SELECT *, true AS near FROM semantic_nearest
@@ -279,5 +280,5 @@ def _bm25_evidence() -> str:
         f"'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, "
         f"'bm25_relevance', {lexical}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, "
         "'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, "
-        "'bm25_complete', (SELECT count(*) FROM mem_probed) = (SELECT held FROM mem_total)"
+        "'bm25_complete', (SELECT unprobed FROM mem_total) = 0"
     )

@@ -164,15 +164,15 @@ def test_the_bm25_channel_finds_exact_words_the_vectors_miss(
 def test_the_row_budget_probes_the_rarest_terms_only(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
-    code = store.remember("cancer cells with marker Q77X", tenant_id="acme")
+    code = store.remember("cancer cells with marker AB12", tenant_id="acme")
     narrow = replace(WITH_BM25, semantic=replace(WITH_BM25.semantic, limit=3), candidate_pool=3)
     budget = replace(narrow, memory_bm25_rows=1)
-    response = retriever.retrieve("cancer Q77X", tenant_id="acme", as_of=AS_OF, config=budget)
-    # "q77x" (one memory) fits the budget, "cancer" (several) does not: the rare word is
-    # searched, the common one only scores what the channels found.
+    response = retriever.retrieve("cancer AB12", tenant_id="acme", as_of=AS_OF, config=budget)
+    # "ab12" (one memory, estimated at most as many as "cancer") fits the budget, "cancer"
+    # does not: the rare word is searched, the other only scores what the channels found.
     assert response[0].metadata["id"] == code
     assert response[0].metadata["bm25_complete"] is False
-    whole = retriever.retrieve("cancer Q77X", tenant_id="acme", as_of=AS_OF, config=narrow)
+    whole = retriever.retrieve("cancer AB12", tenant_id="acme", as_of=AS_OF, config=narrow)
     assert whole[0].metadata["bm25_complete"] is True
 
 

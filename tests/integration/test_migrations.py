@@ -192,3 +192,40 @@ def test_the_wheel_ships_the_migrations_and_they_run_from_it(
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == migrate.head_revision()
     assert _tables(empty_database) == set(TABLES)
+
+
+def test_memories_stored_before_get_their_lexemes_and_statistics(
+    empty_database: PgDatabase,
+) -> None:
+    db = empty_database
+    migrate.upgrade(db.engine, db.settings, "0009")
+    with db.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO retrieval.memories (tenant_id, content, embedding, embedding_model) "
+                "SELECT 'acme', 'Deploy number ' || i || ' failed on the staging cluster', "
+                "array_fill(0.1, ARRAY[384])::vector, 'm' FROM generate_series(1, 40) AS i"
+            )
+        )
+    simple = MigrationSettings(schema="retrieval", embedding_dim=384, text_search_config="simple")
+    migrate.upgrade(db.engine, simple)  # the lexemes of the migration's configuration
+    with db.engine.connect() as connection:
+        corpus = connection.execute(
+            text(
+                "SELECT memories, sampled_memories, text_search_config FROM retrieval.memory_corpus"
+            )
+        ).one()
+        lexemes = connection.execute(
+            text("SELECT search_vector::text FROM retrieval.memories ORDER BY id LIMIT 1")
+        ).scalar_one()
+        sampled = connection.execute(
+            text("SELECT count(*) FROM retrieval.memories WHERE hashint8(id) & 7 = 0")
+        ).scalar_one()
+        on = connection.execute(
+            text("SELECT document_frequency FROM retrieval.memory_term_stats WHERE term = 'on'")
+        ).scalar_one_or_none()
+    assert tuple(corpus) == (40, sampled, "simple")
+    assert "'deploy'" in lexemes and "'on'" in lexemes  # simple: no stemming, no stop words
+    assert on == (sampled or None)
+    with pytest.raises(ValueError, match="text_search_config"):
+        MigrationSettings(schema="retrieval", embedding_dim=384, text_search_config="x; drop")
