@@ -559,40 +559,43 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 
 RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_<SOURCE>_RELEVANCE": "Relevance weight of a source (SOURCE: WORKING_STATE, "
-    "SEMANTIC, EPISODIC, DOCUMENTS); defaults 0.3, 0.9, 0.7, 0.9.",
-    "RETRIEVAL_<SOURCE>_RECENCY": "Recency weight of a source; defaults 0.7, 0.1, 0.3, 0.1.",
+    "SEMANTIC, EPISODIC, DOCUMENTS); defaults 0.3, 0.95, 0.7, 0.9.",
+    "RETRIEVAL_<SOURCE>_RECENCY": "Recency weight of a source; defaults 0.7, 0.05, 0.3, 0.1.",
     "RETRIEVAL_<SOURCE>_IMPORTANCE": "Weight of the stored importance (default 0).",
     "RETRIEVAL_<SOURCE>_POPULARITY": "Weight of log10(access_count + 1) / log10(101) (default 0).",
     "RETRIEVAL_<SOURCE>_ENTITY": "Weight of the entity overlap with the query (default 0).",
-    "RETRIEVAL_<SOURCE>_LIMIT": "Most results of a source; defaults 10, 5, 5, 5.",
-    "RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS": "Recency half-life; defaults 1, 720 (30 days), "
-    "168 (7 days), 8760 (a year).",
+    "RETRIEVAL_<SOURCE>_LIMIT": "Most results of a source; defaults 10, 10, 5, 5.",
+    "RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS": "Recency half-life; defaults 1, 8760 (a year), "
+    "168 (7 days), 8760.",
     "RETRIEVAL_<SOURCE>_ENABLED": "Switch a source off with false.",
     "RETRIEVAL_TOTAL_LIMIT": "Most results in all (default 10).",
     "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default "
-    f"{DEFAULT_MIN_FINAL_SCORE}, calibrated; the original design's 0.5 drops older relevant "
-    "memories).",
-    "RETRIEVAL_MAX_DISTANCE": f"Semantic L2 distance cut-off (default {DEFAULT_MAX_DISTANCE}, "
-    "calibrated for all-MiniLM-L6-v2; none turns it off); also the documents' evidence gate.",
+    f"{DEFAULT_MIN_FINAL_SCORE}, calibrated on the labelled fixture: about the relevance of a "
+    "memory at the distance cut-off).",
+    "RETRIEVAL_MAX_DISTANCE": f"Evidence gate of memories and documents: a result must lie "
+    f"within this L2 distance (default {DEFAULT_MAX_DISTANCE}, calibrated for "
+    "all-MiniLM-L6-v2; none turns it off) or cover RETRIEVAL_BM25_MIN_COVERAGE of the query.",
     "RETRIEVAL_BM25_K1": "Okapi BM25 k1 of the BM25 channels (default 0.9, Lucene's).",
     "RETRIEVAL_BM25_B": "Okapi BM25 b of the BM25 channels (default 0.4, Lucene's).",
-    "RETRIEVAL_BM25_MIN_COVERAGE": "Documents: a chunk beyond the distance cut-off is still "
+    "RETRIEVAL_BM25_MIN_COVERAGE": "A memory or chunk beyond the distance cut-off is still "
     "returned when its lexemes cover this share of the query's idf (default 0.9).",
     "RETRIEVAL_KEYWORD_MIN_LENGTH": "Shortest keyword, in letters (default 4).",
-    "RETRIEVAL_CANDIDATE_POOL": "Candidates each database source hands from SQL to the "
-    f"ranking (default {DEFAULT_CANDIDATE_POOL}; at least the largest source limit).",
-    "RETRIEVAL_FUSION": "How the documents source fuses BM25 and vector: rrf (default), "
-    "convex, max or cascade.",
-    "RETRIEVAL_MEMORY_BM25": "Keep BM25 statistics of memories when writing, and fuse a BM25 "
-    "channel with the vector channel of the semantic source by RETRIEVAL_FUSION (default false; "
-    "retrieval index-memories indexes memories stored before).",
+    "RETRIEVAL_CANDIDATE_POOL": "Least candidates each database source hands from SQL to the "
+    f"ranking (default {DEFAULT_CANDIDATE_POOL}; a larger source limit raises it).",
+    "RETRIEVAL_FUSION": "How memories and documents fuse their BM25 and vector channels: "
+    "convex (default), max, cascade or rrf (relative to the query).",
+    "RETRIEVAL_MEMORY_BM25": "Fuse a BM25 channel over the memories' words with their vector "
+    "channel (default true).",
+    "RETRIEVAL_MEMORY_BM25_ROWS": "Memories the rarest query terms may add to the BM25 channel "
+    f"of memories (default {DEFAULT_MEMORY_BM25_ROWS}).",
     "RETRIEVAL_RRF_K": "The k of reciprocal rank fusion (default 60).",
-    "RETRIEVAL_BM25_WEIGHT": "Weight of the BM25 channel in rrf and convex fusion; the vector "
+    "RETRIEVAL_BM25_WEIGHT": "Weight of the BM25 channel in convex and rrf fusion; the vector "
     "channel gets 1 minus it (default 0.5).",
-    "RETRIEVAL_CASCADE_THRESHOLD": "cascade fusion: the normalized BM25 score that wins over "
-    "the vector score (default 0.7).",
-    "RETRIEVAL_TEXT_SEARCH_CONFIG": "PostgreSQL text search configuration of the documents' "
-    "BM25 (default english; must be the one the documents were stored with).",
+    "RETRIEVAL_CASCADE_THRESHOLD": "cascade fusion: the lexical relevance (BM25 over the "
+    "query's idf) that wins over the vector channel's (default 0.7).",
+    "RETRIEVAL_TEXT_SEARCH_CONFIG": "PostgreSQL text search configuration of the BM25 "
+    "channels (default english): the memories' is fixed when the tables are migrated, the "
+    "documents' must be the one they were stored with.",
     "RETRIEVAL_LEXICAL_MATCH": "Exact and fuzzy matching of memories combined with the "
     "semantic relevance: max, weighted or cascade (default: none, off).",
     "RETRIEVAL_LEXICAL_SOURCES": "Sources the lexical match applies to, comma-separated: "

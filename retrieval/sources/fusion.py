@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FUSIONS = ("rrf", "convex", "max", "cascade")
+from retrieval.config import FUSIONS
+
+__all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes"]
+
 SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
 PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
 
