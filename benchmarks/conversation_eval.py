@@ -82,11 +82,13 @@ def main() -> None:
     parser.add_argument("--neighbors", type=int, default=1, help="turns around each hit")
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--migrations", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     dialogues = load(args.data)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-conv-")) / "pg"
 
     if args.worker:  # run by --against, importing the other revision's package
+        _use_migrations(args.migrations)
         print(json.dumps(run_baseline(dialogues, data_dir)))
         return
 
@@ -269,17 +271,40 @@ def against(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     _git("worktree", "add", "--detach", str(worktree), args.against)
     try:
         environment = dict(os.environ, PYTHONPATH=str(worktree))
-        output = subprocess.run(
-            [sys.executable, __file__, str(args.data), "--worker", "--data-dir", str(data_dir)],
-            env=environment,
-            cwd=worktree,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        return dict(json.loads(output.strip().splitlines()[-1]))
+        command = [
+            sys.executable,
+            __file__,
+            str(args.data.resolve()),
+            "--worker",
+            "--data-dir",
+            str(data_dir.resolve()),
+            "--migrations",
+            str(worktree / "migrations"),
+        ]
+        done = subprocess.run(
+            command, env=environment, cwd=worktree, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"the run of {args.against} failed:\n{done.stderr[-3000:]}")
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
     finally:
         _git("worktree", "remove", "--force", str(worktree))
+
+
+def _use_migrations(folder: Path | None) -> None:
+    """Make ``retrieval.migrations`` the revision's own folder: an editable install of this
+    checkout maps the name to this checkout's migrations, whatever ``PYTHONPATH`` says."""
+    if folder is None:
+        return
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "retrieval.migrations", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["retrieval.migrations"] = module
+    spec.loader.exec_module(module)
 
 
 def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any]:

@@ -545,13 +545,15 @@ def tenant_recall(
     episodic = SourceConfig(
         relevance=0.7, recency=0.3, limit=5, half_life_hours=168.0, enabled=False
     )
-    # Every one of the k nearest: no threshold, no distance cut-off.
+    # Every one of the k nearest by the vector channel alone (the tenant filter's effect on
+    # the HNSW search): no BM25 channel, no threshold, no distance cut-off.
     config = RetrievalConfig(
         semantic=semantic,
         episodic=episodic,
         min_final_score=0.0,
         max_distance=None,
         record_access=False,
+        memory_bm25=False,
     )
     recalls, returned = [], []
     with HybridRetriever.from_store(store, config=config, session_settings=settings) as retriever:

@@ -220,7 +220,8 @@ _TOLERANCE = 1e-6
 @dataclass(frozen=True)
 class SourceConfig:
     """How one source is scored: its weights (summing to 1), result limit, recency half-life
-    (hours; the working state's recency is by position instead) and on/off switch."""
+    (hours; the working state's recency is by position instead), on/off switch, and its own
+    threshold (``None``: the config's ``min_final_score``)."""
 
     relevance: float
     recency: float
@@ -230,6 +231,7 @@ class SourceConfig:
     popularity: float = 0.0
     entity: float = 0.0
     enabled: bool = True
+    min_final_score: float | None = None
 
     def __post_init__(self) -> None:
         for name in _WEIGHTS:
@@ -246,6 +248,14 @@ class SourceConfig:
             raise ConfigurationError(f"limit must be an integer >= 0, got {self.limit!r}")
         if not self.half_life_hours > 0:
             raise ConfigurationError(f"half_life_hours must be > 0, got {self.half_life_hours!r}")
+        if self.min_final_score is not None and (
+            isinstance(self.min_final_score, bool)
+            or not isinstance(self.min_final_score, int | float)
+            or not 0.0 <= self.min_final_score <= 1.0
+        ):
+            raise ConfigurationError(
+                f"min_final_score={self.min_final_score!r} must be in [0, 1] or None"
+            )
 
     @property
     def weights(self) -> dict[str, float]:
@@ -282,15 +292,18 @@ DEFAULT_MODES: Mapping[str, Mode] = MappingProxyType(
 class RetrievalConfig:
     """Everything retrieval can be told. The defaults are the original design's weights."""
 
+    # The working state and the episodic source keep the threshold their keyword scores were
+    # calibrated with (0.4): below it, weak keyword matches of old rows pass and the episodic
+    # source reads many more postings (BENCHMARKS.md, 2026-11-27).
     working_state: SourceConfig = SourceConfig(
-        relevance=0.3, recency=0.7, limit=10, half_life_hours=1.0
+        relevance=0.3, recency=0.7, limit=10, half_life_hours=1.0, min_final_score=0.4
     )
     # Relevance is normalized (it spans [0, 1]): recency breaks ties, a year's half-life.
     semantic: SourceConfig = SourceConfig(
         relevance=0.95, recency=0.05, limit=10, half_life_hours=24.0 * 365
     )
     episodic: SourceConfig = SourceConfig(
-        relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7
+        relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7, min_final_score=0.4
     )
     # Not in the original design: chunks of files, where age matters little (a year's
     # half-life); relevance is the fusion of BM25 and vector (see ``fusion``).
@@ -436,6 +449,12 @@ class RetrievalConfig:
         config: SourceConfig = getattr(self, name)
         return config
 
+    def threshold(self, name: str) -> float:
+        """The final score a result of source ``name`` needs: its own ``min_final_score``, or
+        the config's."""
+        own = self.source(name).min_final_score
+        return self.min_final_score if own is None else own
+
     def mode(self, name: str) -> Mode:
         """The mode ``name``; an unknown one is a :class:`ConfigurationError` listing the known."""
         try:
@@ -528,6 +547,8 @@ def _source_from_env(env: Mapping[str, str], name: str, default: SourceConfig) -
             continue
         if item.name == "enabled":
             changes["enabled"] = _flag(env, variable)
+        elif item.name == "min_final_score" and env[variable].strip().lower() in ("none", "off"):
+            changes["min_final_score"] = None
         elif item.name == "limit":
             changes["limit"] = _int_from_env(env, variable, 0)
         else:
@@ -568,8 +589,12 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS": "Recency half-life; defaults 1, 8760 (a year), "
     "168 (7 days), 8760.",
     "RETRIEVAL_<SOURCE>_ENABLED": "Switch a source off with false.",
+    "RETRIEVAL_<SOURCE>_MIN_FINAL_SCORE": "A source's own threshold (none: "
+    "RETRIEVAL_MIN_FINAL_SCORE); defaults 0.4 for the working state and the episodic source, "
+    "none for memories and documents.",
     "RETRIEVAL_TOTAL_LIMIT": "Most results in all (default 10).",
-    "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped (default "
+    "RETRIEVAL_MIN_FINAL_SCORE": "Results below this final score are dropped, unless their "
+    "source has its own threshold (default "
     f"{DEFAULT_MIN_FINAL_SCORE}, calibrated on the labelled fixture: about the relevance of a "
     "memory at the distance cut-off).",
     "RETRIEVAL_MAX_DISTANCE": f"Evidence gate of memories and documents: a result must lie "

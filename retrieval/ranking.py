@@ -1,7 +1,8 @@
 """Python's half of the scoring contract: weights, threshold, ranking and limits.
 
 SQL hands over candidates with their relevance and recency (and the optional signals); here
-``final = sum(weight * signal)`` with the source's weights, then ``final >= min_final_score``,
+``final = sum(weight * signal)`` with the source's weights, then ``final >= min_final_score``
+(the source's own, if it has one),
 then a deterministic ranking, then the per-source and total limits.
 
 Ranking works on :class:`Scored` records (the scores and the identity that breaks ties); a
@@ -139,7 +140,8 @@ def select(
     chosen: list[Scored] = []
     kept_count: dict[str, int] = {}
     for name, results in scored.items():
-        kept = sorted((r for r in results if r.final_score >= config.min_final_score), key=rank_key)
+        threshold = config.threshold(name)
+        kept = sorted((r for r in results if r.final_score >= threshold), key=rank_key)
         kept_count[name] = len(kept)
         chosen.extend(kept[: config.source(name).limit])
     final = sorted(chosen, key=rank_key)[: config.total_limit]

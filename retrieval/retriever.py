@@ -477,7 +477,7 @@ def _parameters(
             len(keywords),
             relevance_weight=config.episodic.relevance,
             recency_weight=config.episodic.recency,
-            threshold=config.min_final_score,
+            threshold=config.threshold("episodic"),
             half_life_seconds=config.episodic.half_life_hours * _HOUR,
             as_of=as_of,
         )

@@ -27,6 +27,7 @@ AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 HOUR = 3600.0
 # Every candidate visible: no threshold, generous limits.
 OPEN = RetrievalConfig(
+    working_state=SourceConfig(relevance=0.3, recency=0.7, limit=10, half_life_hours=1.0),
     semantic=SourceConfig(relevance=0.9, recency=0.1, limit=20, half_life_hours=720.0),
     episodic=SourceConfig(relevance=0.7, recency=0.3, limit=20, half_life_hours=168.0),
     total_limit=50,

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from retrieval.config import Mode, RetrievalConfig, SourceConfig
+from retrieval.config import SOURCES, Mode, RetrievalConfig, SourceConfig
 from retrieval.errors import ConfigurationError
 
 
@@ -22,6 +22,23 @@ def test_defaults_are_measured_and_calibrated() -> None:
     assert config.semantic.weights == {"relevance": 0.95, "recency": 0.05}
     # The BM25 channel of memories is on, fused by convex (BENCHMARKS.md).
     assert (config.memory_bm25, config.fusion) == (True, "convex")
+    # Keyword scores keep the threshold they were calibrated with.
+    assert [config.threshold(name) for name in SOURCES] == [0.4, 0.25, 0.4, 0.25]
+
+
+def test_a_source_may_have_its_own_threshold() -> None:
+    config = RetrievalConfig.from_env(
+        {
+            "RETRIEVAL_MIN_FINAL_SCORE": "0.3",
+            "RETRIEVAL_EPISODIC_MIN_FINAL_SCORE": "none",
+            "RETRIEVAL_DOCUMENTS_MIN_FINAL_SCORE": "0.5",
+        }
+    )
+    assert config.threshold("episodic") == 0.3  # none: the config's
+    assert config.threshold("documents") == 0.5
+    assert config.threshold("working_state") == 0.4
+    with pytest.raises(ConfigurationError, match=r"min_final_score=1.5 must be in \[0, 1\]"):
+        SourceConfig(relevance=1.0, recency=0.0, limit=5, half_life_hours=1, min_final_score=1.5)
 
 
 def test_the_pool_follows_the_widest_limit() -> None:
