@@ -49,10 +49,23 @@ NEUTRAL_IMPORTANCE = 0.5
 COMMON_SAMPLED = 16
 COUNT_CAP = 512
 # The columns a memory candidate carries from its row.
-_ROW = (
-    "m.id, m.content, m.kind, m.metadata, m.importance, m.access_count, m.last_accessed_at, "
-    "m.created_at, m.embedding_model, m.thread_id, m.position"
+_COLUMNS = (
+    "id",
+    "content",
+    "kind",
+    "metadata",
+    "importance",
+    "access_count",
+    "last_accessed_at",
+    "created_at",
+    "embedding_model",
+    "thread_id",
+    "position",
 )
+
+
+def _row(alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in _COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     vector_column = ", m.search_vector" if query.bm25 else ""
     ctes = [
         f"""semantic_nearest AS MATERIALIZED (
-    SELECT {_ROW}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance
+    SELECT {_row("m")}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance
     FROM "{schema}".memories AS m
     WHERE {" AND ".join(filters)}
     ORDER BY distance
@@ -159,10 +172,10 @@ def _kind_filters(mode: Mode, alias: str) -> list[str]:
 
 def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # The query's lexemes (in the text search configuration the tenant's memories were indexed
-    # with), each rare one's memories counted (and kept) through the GIN index, the common ones
-    # estimated from the sampled statistics; the rarest terms' memories within the row budget
-    # join the dense pool; every candidate is scored with every query term from its own
-    # lexemes, and the lexical channel keeps its best ``semantic_candidates``.
+    # with) and the sample's estimate of their document frequencies; the rarest terms' memories,
+    # within the row budget, fetched through the GIN index (which counts them exactly) and
+    # joined to the dense pool; every candidate scored with every query term from its own
+    # lexemes; the lexical channel keeps its best ``semantic_candidates``.
     s = f'"{schema}"'
     kinds = " AND ".join(["TRUE", *_kind_filters(query.mode, "r")])
     return [
@@ -197,7 +210,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     SELECT w.term, r.*
     FROM mem_probed AS w
     CROSS JOIN LATERAL (
-        SELECT {_ROW}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
+        SELECT {_row("m")}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
         FROM {s}.memories AS m
         WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query
         LIMIT {COUNT_CAP + 1}
@@ -232,7 +245,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     FROM mem_weights
 )""",
         f"""mem_matched AS MATERIALIZED (
-    SELECT DISTINCT ON (r.id) {_ROW.replace("m.", "r.")}, r.search_vector, r.distance
+    SELECT DISTINCT ON (r.id) {_row("r")}, r.search_vector, r.distance
     FROM mem_fetched AS r
     WHERE {kinds} AND r.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
     ORDER BY r.id
