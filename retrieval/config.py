@@ -55,6 +55,17 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
 }
 
 
+def require_schema(schema: object) -> str:
+    """``schema`` if it is a plain PostgreSQL identifier (it is written into SQL, quoted), else a
+    :class:`ConfigurationError`."""
+    if not isinstance(schema, str) or not _IDENTIFIER.match(schema):
+        raise ConfigurationError(
+            f"schema {schema!r} is not a plain PostgreSQL identifier: use lower-case "
+            "letters, digits and underscores, starting with a letter (at most 63 characters)"
+        )
+    return schema
+
+
 def default_data_dir() -> Path:
     """The per-user directory where the embedded server keeps its data."""
     return Path(platformdirs.user_data_dir("retrieval")) / "pg"
@@ -85,11 +96,7 @@ class DatabaseConfig:
             raise ConfigurationError(
                 "database url is empty: give a postgresql:// URL or None for the embedded server"
             )
-        if not _IDENTIFIER.match(self.schema):
-            raise ConfigurationError(
-                f"schema {self.schema!r} is not a plain PostgreSQL identifier: use lower-case "
-                "letters, digits and underscores, starting with a letter (at most 63 characters)"
-            )
+        require_schema(self.schema)
         if isinstance(self.embedding_dim, bool) or not isinstance(self.embedding_dim, int):
             raise ConfigurationError(
                 f"embedding_dim must be an integer, got {self.embedding_dim!r}"

@@ -31,6 +31,7 @@ from retrieval.store import MemoryStore
 from retrieval.validation import (
     aware_datetime,
     check_storable,
+    check_tenant,
     checked_vector,
     json_text_problem,
 )
@@ -242,6 +243,7 @@ class DocumentStore:
 
     def forget(self, *, tenant_id: str, doc_id: str) -> bool:
         """Remove a document, its chunks and their statistics; False if there was none."""
+        check_tenant(tenant_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             lock_term_statistics(connection, self.schema, [tenant_id])
             found = connection.execute(
@@ -263,6 +265,7 @@ class DocumentStore:
     ) -> list[tuple[int, float]]:
         """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25."""
         _check_query(query)
+        check_tenant(tenant_id)
         params = {
             "query": query,
             "tenant_id": tenant_id,
@@ -282,6 +285,7 @@ class DocumentStore:
         scan on, so a small tenant still gets ``limit`` chunks.
         """
         _check_query(query)
+        check_tenant(tenant_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             vector = self.memories.cache.embed(connection, tenant_id, [query])[0]
             connection.execute(
@@ -451,11 +455,10 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
 
     ``dim`` is the database's vector dimension, to check given chunk embeddings against.
     """
-    for name in ("tenant_id", "doc_id"):
-        value = getattr(document, name)
-        if not isinstance(value, str) or not value.strip():
-            raise ValidationError(f"{name} is empty ({value!r})", field=name)
-    for name in ("tenant_id", "doc_id", "filename"):
+    check_tenant(document.tenant_id)
+    if not isinstance(document.doc_id, str) or not document.doc_id.strip():
+        raise ValidationError(f"doc_id is empty ({document.doc_id!r})", field="doc_id")
+    for name in ("doc_id", "filename"):
         _check_storable(name, getattr(document, name), None)
     if not document.chunks:
         raise ValidationError(

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from retrieval import lexical_match, ranking, scoring
 from retrieval.access import AccessRecorder
 from retrieval.calibration import DenseCalibration, calibration_for
-from retrieval.config import RetrievalConfig
+from retrieval.config import RetrievalConfig, require_schema
 from retrieval.db import Database, check_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import EmbeddingCache
@@ -90,7 +90,7 @@ class HybridRetriever:
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
     ) -> None:
         self.engine = engine
-        self.schema = schema
+        self.schema = require_schema(schema)
         self.config = config or RetrievalConfig()
         if cache is None:
             cache = EmbeddingCache(

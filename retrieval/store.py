@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from retrieval.config import WriteConfig
+from retrieval.config import WriteConfig, require_schema
 from retrieval.db import Database, check_embedding_dim, stored_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import CacheStats, EmbeddingCache
@@ -35,6 +35,7 @@ from retrieval.validation import (
     ValidMemory,
     ValidToolCall,
     as_input,
+    check_ids,
     check_storable,
     check_tenant,
     valid_decision,
@@ -61,7 +62,7 @@ class MemoryStore:
         config: WriteConfig | None = None,
     ) -> None:
         self.engine = engine
-        self.schema = schema
+        self.schema = require_schema(schema)
         self.config = config or WriteConfig()
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder(
             self.config.embedding_model, batch_size=self.config.batch_size
@@ -212,6 +213,7 @@ class MemoryStore:
     def get_memories(self, memory_ids: Sequence[int], *, tenant_id: str) -> list[Memory]:
         """The memories of ``tenant_id`` among ``memory_ids``, by id."""
         check_tenant(tenant_id)
+        memory_ids = check_ids("memory_ids", memory_ids)
         with self._transaction() as connection:
             return self._lookup.memories(connection, tenant_id, memory_ids)
 
@@ -252,6 +254,9 @@ class MemoryStore:
             )
         check_tenant(tenant_id)
         check_storable("task_id", task_id)
+        memory_ids = check_ids("memory_ids", memory_ids)
+        decision_ids = check_ids("decision_ids", decision_ids)
+        tool_call_ids = check_ids("tool_call_ids", tool_call_ids)
         with self._transaction() as connection:
             forgotten = self._lookup.forget(
                 connection,

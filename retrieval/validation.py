@@ -11,9 +11,10 @@ import functools
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from numbers import Real
 from typing import NamedTuple, TypeVar
 
@@ -24,6 +25,8 @@ from retrieval.errors import ValidationError
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
 
 MAX_NAME_CHARS = 256
+# The longest tenant id: far below what a B-tree entry holds (about 2,700 bytes).
+MAX_TENANT_CHARS = 256
 # The largest position PostgreSQL's integer column holds.
 MAX_POSITION = 2**31 - 1
 # Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
@@ -83,7 +86,7 @@ def valid_memory(
     """
     check = _Checker(index)
     return ValidMemory(
-        tenant_id=check.name("tenant_id", item.tenant_id),
+        tenant_id=check.tenant(item.tenant_id),
         text=check.text("text", item.text, limits.max_text_chars),
         kind=check.name("kind", item.kind),
         metadata_json=check.json_object("metadata", item.metadata),
@@ -105,7 +108,7 @@ def valid_decision(item: DecisionInput, limits: Limits, index: int | None = None
     """Check one decision; raise :class:`ValidationError` naming ``index`` and the field."""
     check = _Checker(index)
     return ValidDecision(
-        tenant_id=check.name("tenant_id", item.tenant_id),
+        tenant_id=check.tenant(item.tenant_id),
         task_id=check.optional_name("task_id", item.task_id),
         action_type=check.name("action_type", item.action_type),
         content=check.text("content", item.content, limits.max_text_chars),
@@ -121,7 +124,7 @@ def valid_tool_call(item: ToolCallInput, limits: Limits, index: int | None = Non
     if item.result is not None:
         result = check.text("result", item.result, limits.max_text_chars, allow_blank=True)
     return ValidToolCall(
-        tenant_id=check.name("tenant_id", item.tenant_id),
+        tenant_id=check.tenant(item.tenant_id),
         decision_id=check.optional_id("decision_id", item.decision_id),
         tool_name=check.name("tool_name", item.tool_name),
         params_json=check.json_object("params", item.params),
@@ -171,6 +174,13 @@ class _Checker:
             if clean is not None:
                 return clean
         return self.text(field, value, MAX_NAME_CHARS).strip()  # raises with the reason
+
+    def tenant(self, value: object) -> str:
+        if type(value) is str and _plain_tenant(value):
+            return value
+        problem = tenant_problem(value)
+        assert problem is not None
+        raise self.fail("tenant_id", problem)
 
     def optional_name(self, field: str, value: object) -> str | None:
         return None if value is None else self.name(field, value)
@@ -232,6 +242,14 @@ class _Checker:
                 f"{value.isoformat()} has no time zone: pass an aware datetime, for example "
                 "datetime.now(timezone.utc) or value.replace(tzinfo=timezone.utc)",
             )
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise self.fail(
+                field,
+                f"{value.isoformat()} is outside the years 1 to 9999 in UTC, which is where "
+                "timestamps are read back: give a time within them",
+            ) from None
         return value
 
     def entities(self, value: object) -> tuple[str, ...]:
@@ -343,13 +361,68 @@ def json_text_problem(encoded: str) -> str | None:
     return None
 
 
-def check_tenant(tenant_id: object) -> None:
-    """Raise :class:`ValidationError` unless ``tenant_id`` names a tenant PostgreSQL can hold."""
-    if not isinstance(tenant_id, str) or not tenant_id.strip():
+def check_tenant(tenant_id: object) -> str:
+    """``tenant_id`` if it names a tenant, else a :class:`ValidationError` saying why.
+
+    One rule for every read and write: a non-empty string of at most ``MAX_TENANT_CHARS``
+    characters, without leading or trailing whitespace (a tenant id is never stripped: "beta "
+    is not "beta") and without control characters, NUL bytes or unpaired surrogates.
+    """
+    if type(tenant_id) is str and _plain_tenant(tenant_id):
+        return tenant_id
+    problem = tenant_problem(tenant_id)
+    assert problem is not None
+    raise ValidationError(f"tenant_id {problem}", field="tenant_id")
+
+
+def check_ids(field: str, ids: object) -> list[int]:
+    """``ids`` as a list of row ids, else a :class:`ValidationError` naming ``field``: a list,
+    tuple or set of integers (a string is not a sequence of ids: ``"12"`` is not [1, 2])."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence | set | frozenset):
         raise ValidationError(
-            f"tenant_id is empty ({tenant_id!r}): every read names its tenant", field="tenant_id"
+            f"{field} must be a list of integer ids, got {type(ids).__name__} {ids!r:.40}",
+            field=field,
         )
-    check_storable("tenant_id", tenant_id)
+    bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, int)), None)
+    if bad is not None:
+        raise ValidationError(f"{field} must hold integer ids, got {bad!r:.40}", field=field)
+    if any(not -(2**63) <= i < 2**63 for i in ids):
+        raise ValidationError(f"{field} holds an id outside PostgreSQL's bigint", field=field)
+    return list(ids)
+
+
+def tenant_problem(tenant_id: object) -> str | None:
+    """What is wrong with ``tenant_id`` as a tenant id, and what to do; None when nothing."""
+    if not isinstance(tenant_id, str):
+        return f"must be a string, got {type(tenant_id).__name__}"
+    if not tenant_id.strip():
+        return f"is empty ({tenant_id!r}): every row and every read names its tenant"
+    if len(tenant_id) > MAX_TENANT_CHARS:
+        return (
+            f"has {len(tenant_id):,} characters, over the limit of {MAX_TENANT_CHARS}: use a "
+            "shorter id (a UUID or a hash of a longer one)"
+        )
+    if tenant_id != tenant_id.strip():
+        return (
+            f"{tenant_id!r} has leading or trailing whitespace: tenant ids are compared exactly, "
+            "so remove it"
+        )
+    problem = storable_problem(tenant_id)
+    if problem is not None:
+        return problem
+    control = next((c for c in tenant_id if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        return (
+            f"contains a control character (U+{ord(control):04X}) at position "
+            f"{tenant_id.index(control)}: remove it"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_tenant(tenant_id: str) -> bool:
+    # Tenants repeat across a batch: check each distinct one once.
+    return tenant_problem(tenant_id) is None
 
 
 def surrogate_at(value: str) -> int | None:
