@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 import platformdirs
 
-from retrieval.errors import ConfigurationError
+from retrieval.errors import ConfigurationError, mask_url
 from retrieval.query_text import load_expansions
 from retrieval.scoring import (
     DEFAULT_BM25_B,
@@ -89,6 +89,15 @@ class DatabaseConfig:
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     shared_buffers: str | None = None
     text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
+
+    def __repr__(self) -> str:
+        url = None if self.url is None else mask_url(self.url)
+        return (
+            f"DatabaseConfig(url={url!r}, data_dir={str(self.data_dir)!r}, "
+            f"schema={self.schema!r}, embedding_dim={self.embedding_dim}, "
+            f"shared_buffers={self.shared_buffers!r}, "
+            f"text_search_config={self.text_search_config!r})"
+        )
 
     def __post_init__(self) -> None:
         require_text_search_config(self.text_search_config)

@@ -19,6 +19,7 @@ from retrieval.errors import (
     ConfigurationError,
     DimensionMismatchError,
     SchemaError,
+    mask_url,
     translate_database_errors,
 )
 
@@ -37,8 +38,11 @@ class Database:
 
     @property
     def url(self) -> str:
-        """The engine's URL, password masked."""
-        return self.engine.url.render_as_string(hide_password=True)
+        """The engine's URL, every password masked."""
+        return mask_url(self.engine.url.render_as_string(hide_password=False))
+
+    def __repr__(self) -> str:
+        return f"Database(url={self.url!r}, embedded={self.embedded is not None})"
 
     def dispose(self) -> None:
         """Close the engine's pooled connections."""
@@ -73,14 +77,15 @@ def sqlalchemy_url(url: str) -> str:
     """
     try:
         parsed = make_url(url)
-    except ArgumentError as error:
+    except ArgumentError:
         raise ConfigurationError(
-            f"{url!r} is not a database URL: expected postgresql://user:password@host:5432/dbname"
-        ) from error
+            f"{mask_url(url)!r} is not a database URL: expected "
+            "postgresql://user:password@host:5432/dbname"
+        ) from None
     backend = parsed.get_backend_name()
     if backend not in ("postgresql", "postgres"):
         raise ConfigurationError(
-            f"{parsed.render_as_string(hide_password=True)} is not a PostgreSQL URL: "
+            f"{mask_url(url)} is not a PostgreSQL URL: "
             "retrieval needs PostgreSQL with pgvector (postgresql://...)"
         )
     return parsed.set(drivername=_DRIVER).render_as_string(hide_password=False)

@@ -6,12 +6,12 @@ are translated in one place, :func:`translate_database_errors`, and re-raised ``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import make_url
 
 
 class RetrievalError(Exception):
@@ -65,12 +65,31 @@ class EmbeddingError(RetrievalError):
     """The embedding model could not be loaded or produced unusable vectors."""
 
 
-def mask_url(url: str) -> str:
-    """Return ``url`` with its password replaced by ``***``."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except sa_exc.ArgumentError:
-        return "<unparseable database URL>"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*:/*)(.*)$", re.DOTALL)
+_SECRET_PARAMETER = re.compile(r"password", re.IGNORECASE)
+_DSN_SECRET = re.compile(r"(\w*password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def mask_url(url: object) -> str:
+    """Return ``url`` with every password in it replaced by ``***``: the user's (even one
+    holding an unencoded ``@``), and any query parameter named like ``password``
+    (``?password=...``, ``sslpassword=...``). Works on malformed URLs too."""
+    text = str(url)
+    if "://" not in text and ":/" not in text:  # a libpq keyword/value string
+        return _DSN_SECRET.sub(r"\1***", text)
+    match = _SCHEME.match(text)
+    head, rest = (match.group(1), match.group(2)) if match else ("", text)
+    address, mark, query = rest.partition("?")
+    at = address.rfind("@")
+    if at >= 0 and ":" in address[:at]:
+        user = address[:at].split(":", 1)[0]
+        address = f"{user}:***{address[at:]}"
+    if mark:
+        query = "&".join(
+            f"{name}=***" if _SECRET_PARAMETER.search(name) else f"{name}{sep}{value}"
+            for name, sep, value in (part.partition("=") for part in query.split("&"))
+        )
+    return f"{head}{address}{mark}{query}"
 
 
 def unavailable_error(url: str, cause: BaseException) -> DatabaseUnavailableError:

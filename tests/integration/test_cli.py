@@ -231,3 +231,28 @@ def test_search_with_the_memories_bm25_channel_limit_and_neighbors(
     assert "» " in capsys.readouterr().out  # the hit among its turns
     assert main([*url, *query, "--neighbors", "21"]) == 1
     assert "neighbors must be an integer from 0 to 20" in capsys.readouterr().err
+
+
+def test_no_password_reaches_the_output(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The embedded server trusts its socket: a password in the query string is never asked for.
+    url = database.url + "&password=s3cret"
+    assert main(["--database-url", url, "db", "upgrade"]) == 0  # prints the URL it migrated
+    out = capsys.readouterr().out
+    assert "password=***" in out and "s3cret" not in out
+    unreachable = "postgresql://alice:s3cret@/nowhere?host=/nonexistent&password=s3cret"
+    assert main(["--database-url", unreachable, "db", "current"]) == 1
+    captured = capsys.readouterr()
+    assert "s3cret" not in captured.out + captured.err
+    assert main(["--database-url", "postgres:/alice:s3cret@host/db", "db", "current"]) == 1
+    assert "s3cret" not in capsys.readouterr().err
+    from retrieval import connect
+    from retrieval.config import DatabaseConfig
+
+    connected = connect(DatabaseConfig(url=url))
+    try:
+        assert "s3cret" not in repr(connected) and "s3cret" not in repr(connected.config)
+        assert "s3cret" not in connected.url
+    finally:
+        connected.dispose()

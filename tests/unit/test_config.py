@@ -148,6 +148,29 @@ def test_mask_url_hides_the_password() -> None:
     assert mask_url("postgresql://alice:s3cret@db/x") == "postgresql://alice:***@db/x"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://alice@/db?host=/x&password=s3cret",
+        "postgresql://alice@db/x?sslmode=require&sslpassword=s3cret",
+        "postgresql://alice:p@s3cret@db/x",  # an unencoded @ in the password
+        "postgres:/alice:s3cret@db/x",  # a typo in the scheme
+        "postgresql+psycopg://alice:s3cret@db:5432/x?application_name=a",
+        "host=db user=alice password=s3cret dbname=x",
+        "host=db password='s3 cret' dbname=x",
+    ],
+)
+def test_every_form_of_password_is_masked(url: str) -> None:
+    masked = mask_url(url)
+    assert "s3cret" not in masked and "cret" not in masked and "***" in masked
+    config = DatabaseConfig(url=url) if "://" in url or ":/" in url else None
+    if config is not None:
+        assert "s3cret" not in repr(config)
+        with pytest.raises(ConfigurationError) as raised:
+            sqlalchemy_url("postgres:/alice:s3cret@db/x")
+        assert "s3cret" not in str(raised.value)
+
+
 def test_write_config_from_env() -> None:
     from retrieval.config import WriteConfig
 
