@@ -287,7 +287,7 @@ class DocumentStore:
         _check_query(query)
         check_tenant(tenant_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
-            vector = self.memories.cache.embed(connection, tenant_id, [query])[0]
+            vector = self.memories.cache.embed(connection, tenant_id, [query], store=False)[0]
             connection.execute(
                 text("SELECT set_config('hnsw.ef_search', :n, true)"), {"n": str(max(limit, 40))}
             )

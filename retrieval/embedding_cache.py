@@ -121,10 +121,14 @@ class EmbeddingCache:
         self._lru_entries = lru_entries
         self._lock = threading.Lock()
 
-    def embed(self, connection: Connection, tenant_id: str, texts: Sequence[str]) -> Vectors:
+    def embed(
+        self, connection: Connection, tenant_id: str, texts: Sequence[str], *, store: bool = True
+    ) -> Vectors:
         """Vectors of ``texts`` for ``tenant_id``, from the LRU, the table, or the model.
 
-        New vectors are inserted on ``connection`` (in the caller's transaction).
+        New vectors are inserted on ``connection`` (in the caller's transaction), unless
+        ``store`` is false (a read, such as a query's vector, never writes: it stays in the
+        in-process LRU).
         """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -132,7 +136,8 @@ class EmbeddingCache:
         if plan.missing:
             self.prepare_model()
             self.add(plan, plan.missing, self.model([item for _, item in plan.missing]))
-            self.save(connection, plan)
+            if store:
+                self.save(connection, plan)
         return plan.vectors()
 
     def remembered(self, tenant_id: str, content: str) -> Vectors | None:

@@ -364,8 +364,10 @@ class HybridRetriever:
         if vector is not None:
             return vector, True
         before = self.cache.stats.embedded
-        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
-            vectors = self.cache.embed(connection, tenant_id, [query])
+        # A read never writes: the query's vector is looked up in the cache table, and a new
+        # one is kept in the in-process LRU only.
+        with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
+            vectors = self.cache.embed(connection, tenant_id, [query], store=False)
         return vectors[0], self.cache.stats.embedded == before
 
     def _dense_calibration(self) -> DenseCalibration:

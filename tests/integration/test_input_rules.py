@@ -158,3 +158,24 @@ def test_a_schema_name_is_never_pasted_into_sql_unchecked(store: MemoryStore) ->
         HybridRetriever(store.engine, schema=hostile, embedder=store.embedder)
     with pytest.raises(ConfigurationError, match="not a plain PostgreSQL identifier"):
         MemoryStore(store.engine, schema=hostile, embedder=store.embedder)
+
+
+def test_reads_never_grow_the_database(
+    database: PgDatabase, store: MemoryStore, counting_embedder: object
+) -> None:
+    store.remember("the only stored text", tenant_id="acme")
+
+    def cache_rows() -> int:
+        with database.engine.connect() as connection:
+            query = text("SELECT count(*) FROM retrieval.embedding_cache")
+            return int(connection.execute(query).scalar_one())
+
+    before = cache_rows()
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        for index in range(30):
+            retriever.retrieve(f"question number {index}", tenant_id=f"empty-{index}")
+        embedded = len(store.embedder.embedded)  # type: ignore[attr-defined]
+        retriever.retrieve("question number 3", tenant_id="empty-3")  # from the LRU
+        assert len(store.embedder.embedded) == embedded  # type: ignore[attr-defined]
+    DocumentStore(store).dense("question", tenant_id="empty-0")
+    assert cache_rows() == before
