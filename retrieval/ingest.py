@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import text
 
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.lookup import Lookup
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.store import MemoryStore
 from retrieval.validation import (
@@ -111,6 +112,7 @@ def read_file(
     except OSError as error:
         raise ValidationError(f"{path}: cannot read it ({error.strerror})") from None
     _check_refs(records, path)
+    _check_decisions(records, store, path)
     return _numbered(records, store)
 
 
@@ -337,3 +339,27 @@ def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
             record = replace(record, valid=valid._replace(position=position))
         numbered.append(record)
     return numbered
+
+
+def _check_decisions(records: list[Record], store: MemoryStore, path: Path) -> None:
+    """Refuse, before anything is written, a tool call naming a decision its tenant does not
+    hold (the write would fail in a later batch, after earlier batches committed)."""
+    wanted: dict[str, dict[int, int]] = {}  # tenant -> decision id -> first line naming it
+    for record in records:
+        valid = record.valid
+        if isinstance(valid, ValidToolCall) and valid.decision_id is not None:
+            wanted.setdefault(valid.tenant_id, {}).setdefault(valid.decision_id, record.line)
+    if not wanted:
+        return
+    lookup = Lookup(store.schema)
+    with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        for tenant, ids in wanted.items():
+            missing = set(ids) - lookup.existing_decisions(connection, tenant, sorted(ids))
+            if missing:
+                decision_id = min(missing, key=ids.__getitem__)
+                raise ValidationError(
+                    f"{path} line {ids[decision_id]}: decision_id: decision {decision_id} does "
+                    f"not exist for tenant {tenant!r}: record the decision first, name a "
+                    "decision line of the file in decision_ref, or leave decision_id empty",
+                    field="decision_id",
+                )

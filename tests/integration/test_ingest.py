@@ -226,3 +226,20 @@ def test_defer_index_rebuilds_the_index_even_when_the_load_fails(
     assert code == 1
     assert "decision 999 does not exist" in capsys.readouterr().err
     assert has_vector_index(database.engine, "retrieval")
+
+
+def test_a_missing_decision_late_in_a_file_writes_nothing(
+    database: PgDatabase, store: MemoryStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = tmp_path / "history.jsonl"
+    lines = [json.dumps({"text": f"memory {i}", "embedding": [0.01] * 384}) for i in range(1500)]
+    lines.append(json.dumps({"type": "tool_call", "tool_name": "t", "decision_id": 999999999}))
+    history.write_text("\n".join(lines) + "\n")
+    url = database.url
+    code = main(
+        ["--database-url", url, "ingest", str(history), "--tenant", "acme", "--batch-size", "1000"]
+    )
+    assert code == 1
+    error = capsys.readouterr().err
+    assert "line 1501: decision_id: decision 999999999 does not exist for tenant 'acme'" in error
+    assert _count(database, "memories") == 0
