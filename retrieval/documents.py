@@ -266,6 +266,15 @@ class DocumentStore:
         """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25."""
         _check_query(query)
         check_tenant(tenant_id)
+        for name, value, top in (("k1", k1, 10.0), ("b", b, 1.0)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0.0 <= value <= top
+            ):
+                raise ValidationError(
+                    f"{name} must be a number in [0, {top:g}], got {value!r}", field=name
+                )
         params = {
             "query": query,
             "tenant_id": tenant_id,
@@ -517,6 +526,12 @@ def _check_metadata(metadata: object, doc_id: str, chunk: int | None) -> None:
         )
     try:
         encoded = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise ValidationError(
+            f"{prefix}metadata is nested too deeply to be stored: flatten it",
+            item=chunk,
+            field="metadata",
+        ) from None
     except (TypeError, ValueError) as error:
         raise ValidationError(
             f"{prefix}metadata of document {doc_id!r} is not JSON: {error}",

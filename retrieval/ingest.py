@@ -109,6 +109,10 @@ def read_file(
             records = [_record(line, fields, store, tenant_id, path) for line, fields in rows]
     except UnicodeDecodeError as error:
         raise ValidationError(f"{path}: not UTF-8 text ({error})") from None
+    except ValidationError as error:
+        if error.reason.startswith(str(path)):
+            raise
+        raise ValidationError(f"{path} {error.reason}", field=error.field) from None
     except OSError as error:
         raise ValidationError(f"{path}: cannot read it ({error.strerror})") from None
     _check_refs(records, path)
@@ -170,7 +174,11 @@ def _jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             fields = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise ValidationError(f"line {line}: not valid JSON ({error.msg})") from None
+            raise ValidationError(
+                f"line {line}: not valid JSON ({error.msg} at column {error.colno})"
+            ) from None
+        except RecursionError:
+            raise ValidationError(f"line {line}: JSON nested too deeply: flatten it") from None
         if not isinstance(fields, dict):
             raise ValidationError(f"line {line}: expected a JSON object, got {raw.strip()[:40]}")
         yield line, fields
@@ -178,6 +186,16 @@ def _jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _csv_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     reader = csv.DictReader(handle)
+    try:
+        yield from _csv_records(reader)
+    except csv.Error as error:
+        raise ValidationError(
+            f"line {reader.line_num + 1}: not valid CSV ({error}); a field over "
+            f"{csv.field_size_limit():,} characters is refused: use JSON Lines for long texts"
+        ) from None
+
+
+def _csv_records(reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     for fields in reader:
         line = reader.line_num
         if None in fields:

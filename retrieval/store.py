@@ -35,6 +35,7 @@ from retrieval.validation import (
     ValidMemory,
     ValidToolCall,
     as_input,
+    batch_items,
     check_ids,
     check_storable,
     check_tenant,
@@ -297,7 +298,10 @@ class StoreBatch:
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
         """Validate every memory, then write them all; return their ids in order."""
-        inputs = [as_input(item, MemoryInput, index) for index, item in enumerate(items)]
+        inputs = [
+            as_input(item, MemoryInput, index)
+            for index, item in enumerate(batch_items(items, "remember_many"))
+        ]
         if inputs and all(item.embedding is not None for item in inputs):
             return self._writer.memories_streamed(self.connection, inputs, self._limits)
         return self.write_memories(
@@ -306,14 +310,20 @@ class StoreBatch:
 
     def record_decisions(self, items: Iterable[DecisionInput | Mapping[str, Any]]) -> list[int]:
         """Validate every decision, then write them all; return their ids in order."""
-        inputs = [as_input(item, DecisionInput, index) for index, item in enumerate(items)]
+        inputs = [
+            as_input(item, DecisionInput, index)
+            for index, item in enumerate(batch_items(items, "record_decisions"))
+        ]
         return self.write_decisions(
             [valid_decision(item, self._limits, index) for index, item in enumerate(inputs)]
         )
 
     def record_tool_calls(self, items: Iterable[ToolCallInput | Mapping[str, Any]]) -> list[int]:
         """Validate every tool call, then write them all; return their ids in order."""
-        inputs = [as_input(item, ToolCallInput, index) for index, item in enumerate(items)]
+        inputs = [
+            as_input(item, ToolCallInput, index)
+            for index, item in enumerate(batch_items(items, "record_tool_calls"))
+        ]
         return self.write_tool_calls(
             [valid_tool_call(item, self._limits, index) for index, item in enumerate(inputs)]
         )

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from numbers import Real
@@ -210,6 +210,8 @@ class _Checker:
             raise self.fail(field, f"must be a JSON object (a dict), got {type(value).__name__}")
         try:
             encoded = json.dumps(value, allow_nan=False, ensure_ascii=False, sort_keys=True)
+        except RecursionError:
+            raise self.fail(field, "is nested too deeply to be stored: flatten it") from None
         except (TypeError, ValueError) as error:
             raise self.fail(
                 field,
@@ -226,7 +228,12 @@ class _Checker:
             return None
         if isinstance(value, bool) or not isinstance(value, Real):
             raise self.fail(field, f"must be a number in [0, 1], got {value!r}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise self.fail(
+                field, f"must be in [0, 1], got a number of {len(str(value))} digits"
+            ) from None
         if not (math.isfinite(number) and 0.0 <= number <= 1.0):
             raise self.fail(field, f"must be in [0, 1], got {number!r}")
         return number
@@ -450,6 +457,16 @@ _FIELD_NAMES: dict[type, frozenset[str]] = {
     kind: frozenset(field.name for field in fields(kind))
     for kind in (MemoryInput, DecisionInput, ToolCallInput)
 }
+
+
+def batch_items(items: object, what: str) -> list[object]:
+    """``items`` as a list, else a :class:`ValidationError` saying a batch is an iterable."""
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise ValidationError(
+            f"{what} takes an iterable of items (a list of dicts or inputs), got "
+            f"{type(items).__name__}"
+        )
+    return list(items)
 
 
 def as_input(item: object, kind: type[Input], index: int | None = None) -> Input:

@@ -71,8 +71,8 @@ def test_demo_on_a_url_stores_the_history_and_prints_what_the_database_holds(
     # Run again: the demo tenant is replaced, not doubled.
     assert main([*url, "demo"]) == 0
     again = capsys.readouterr().out
-    # 9 memories, 5 decisions, 4 tool calls, 12 cached vectors (9 texts, 3 questions).
-    assert "(replaced the 30 rows of the previous demo run)" in again
+    # 9 memories, 5 decisions, 4 tool calls, 9 cached vectors (a read never caches its question).
+    assert "(replaced the 27 rows of the previous demo run)" in again
     demo_row = next(line for line in again.splitlines() if line.startswith("demo "))
     assert demo_row.split()[1:] == ["9", "14", "5", "4", "9"]
 
@@ -127,7 +127,7 @@ def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}
     env["RETRIEVAL_DATA_DIR"] = str(parent / "pg")
     try:
-        for expected in ("embedded PostgreSQL started", "replaced the 30 rows"):
+        for expected in ("embedded PostgreSQL started", "replaced the 27 rows"):
             ran = subprocess.run(
                 [sys.executable, "-m", "retrieval", "demo"],
                 env=env, capture_output=True, text=True, check=False, timeout=120,

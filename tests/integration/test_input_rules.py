@@ -179,3 +179,54 @@ def test_reads_never_grow_the_database(
         assert len(store.embedder.embedded) == embedded  # type: ignore[attr-defined]
     DocumentStore(store).dense("question", tenant_id="empty-0")
     assert cache_rows() == before
+
+
+def _deep(levels: int) -> dict[str, object]:
+    nested: dict[str, object] = {}
+    for _ in range(levels):
+        nested = {"x": nested}
+    return nested
+
+
+def test_hostile_inputs_get_a_validation_error_not_a_traceback(
+    database: PgDatabase, store: MemoryStore, tmp_path: Path
+) -> None:
+    before = _rows(database)
+    deep = _deep(5000)
+    calls = [
+        (lambda: store.remember("x", tenant_id="acme", metadata=deep), "nested too deeply"),
+        (lambda: store.remember_many([{"text": "x", "tenant_id": "acme", "metadata": deep}]),
+         "nested too deeply"),
+        (lambda: store.record_tool_call(tenant_id="acme", decision_id=None, tool_name="t",
+                                        params=deep, result=None), "nested too deeply"),
+        (lambda: DocumentStore(store).add(DocumentInput(tenant_id="acme", doc_id="d",
+                                                        chunks=[ChunkInput("t")], metadata=deep)),
+         "nested too deeply"),
+        (lambda: store.remember("x", tenant_id="acme", importance=10**400), "must be in"),
+        (lambda: store.remember_many(None), "takes an iterable"),  # type: ignore[arg-type]
+        (lambda: store.remember_many("text"), "takes an iterable"),  # type: ignore[arg-type]
+        (lambda: DocumentStore(store).bm25("x", tenant_id="acme", k1=float("nan")),
+         "k1 must be a number"),
+        (lambda: DocumentStore(store).add(DocumentInput(
+            tenant_id="acme", doc_id="d", chunks=[ChunkInput("t")], metadata={"v": float("inf")})),
+         "not JSON"),
+    ]  # fmt: skip
+    for call, message in calls:
+        with pytest.raises(ValidationError, match=message):
+            call()
+    deep_line = tmp_path / "deep.jsonl"
+    deep_line.write_text('{"text": "x", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(ValidationError, match="line 1: JSON nested too deeply"):
+        read_file(deep_line, store, tenant_id="acme")
+    wide = tmp_path / "wide.csv"
+    wide.write_text("text,tenant_id\n" + "x" * 200_000 + ",acme\n")
+    with pytest.raises(ValidationError, match="line 2: not valid CSV"):
+        read_file(wide, store)
+    assert _rows(database) == before
+
+
+def test_an_unknown_revision_is_a_configuration_error(database: PgDatabase) -> None:
+    from retrieval.cli import main
+
+    assert main(["--database-url", database.url, "db", "upgrade", "9999"]) == 1
+    assert main(["--database-url", database.url, "db", "downgrade", "nonsense"]) == 1
