@@ -115,7 +115,8 @@ class HybridRetriever:
         self._statements: dict[tuple[object, ...], str] = {}
         self._presence = SourcePresence()
         self._neighbors = neighbors_statement(schema)
-        self._calibration: DenseCalibration | None = None
+        # The embedding model's relevance scale (its id needs no model load).
+        self._dense = _dense_parameters(calibration_for(self.embedder.model_id))
 
     @classmethod
     def from_store(
@@ -249,13 +250,13 @@ class HybridRetriever:
                 entities,
                 episodic_pruning=episodic_lexical is None,
             )
-            params.update(_dense_parameters(self._dense_calibration()))
+            params.update(self._dense)
             if documents_on or memory_bm25:
                 params.update(_document_parameters(config, lexical_query))
             if semantic_lexical is not None or episodic_lexical is not None:
                 params.update(_lexical_parameters(config, query))
             params.update(_mode_parameters(chosen_mode))
-            settings = {"hnsw.ef_search": str(max(config.pool, 40))}
+            settings = {"hnsw.ef_search": _ef_search(config)}
             candidates, counts = self._run(shape(episodic, documents), params, settings)
             statements = 1
             self._presence.learn(tenant_id, counts)
@@ -370,11 +371,6 @@ class HybridRetriever:
             vectors = self.cache.embed(connection, tenant_id, [query], store=False)
         return vectors[0], self.cache.stats.embedded == before
 
-    def _dense_calibration(self) -> DenseCalibration:
-        if self._calibration is None:
-            self._calibration = calibration_for(self.embedder.model_id)
-        return self._calibration
-
     def _check_embedder(self) -> None:
         if not self._embedder_checked:
             check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
@@ -401,7 +397,7 @@ def read_settings(config: RetrievalConfig) -> dict[str, str]:
     execution is planned for its own values (see :class:`HybridRetriever`)."""
     return {
         "hnsw.iterative_scan": "relaxed_order",
-        "hnsw.ef_search": str(max(config.pool, 40)),
+        "hnsw.ef_search": _ef_search(config),
         "plan_cache_mode": "force_custom_plan",
     }
 
@@ -524,6 +520,11 @@ def _document_parameters(config: RetrievalConfig, lexical_query: str) -> dict[st
         "dense_weight": 1.0 - config.bm25_weight,
         "cascade_threshold": config.cascade_threshold,
     }
+
+
+def _ef_search(config: RetrievalConfig) -> str:
+    # The HNSW search covers the candidate pool (pgvector's default, 40, at least).
+    return str(max(config.pool, 40))
 
 
 def _dense_parameters(calibration: DenseCalibration) -> dict[str, Any]:

@@ -169,17 +169,16 @@ class _Checker:
         return value
 
     def name(self, field: str, value: object) -> str:
-        if type(value) is str:
+        if type(value) is str and len(value) <= MAX_NAME_CHARS:
             clean = _clean_name(value)
             if clean is not None:
                 return clean
         return self.text(field, value, MAX_NAME_CHARS).strip()  # raises with the reason
 
     def tenant(self, value: object) -> str:
-        if type(value) is str and _plain_tenant(value):
-            return value
-        problem = tenant_problem(value)
-        assert problem is not None
+        problem = _tenant_check(value)
+        if problem is None:
+            return value  # type: ignore[return-value]
         raise self.fail("tenant_id", problem)
 
     def optional_name(self, field: str, value: object) -> str | None:
@@ -323,7 +322,8 @@ def checked_embeddings(items: Sequence[MemoryInput], dim: int) -> npt.NDArray[np
 
 @functools.lru_cache(maxsize=4096)
 def _clean_name(value: str) -> str | None:
-    # Tenants, kinds and model ids repeat across a batch: check each distinct one once.
+    # Kinds and model ids repeat across a batch: check each distinct one once (callers pass
+    # only strings within MAX_NAME_CHARS, so the cache never keeps a huge key).
     clean = value.strip()
     if (
         not clean
@@ -375,10 +375,9 @@ def check_tenant(tenant_id: object) -> str:
     characters, without leading or trailing whitespace (a tenant id is never stripped: "beta "
     is not "beta") and without control characters, NUL bytes or unpaired surrogates.
     """
-    if type(tenant_id) is str and _plain_tenant(tenant_id):
-        return tenant_id
-    problem = tenant_problem(tenant_id)
-    assert problem is not None
+    problem = _tenant_check(tenant_id)
+    if problem is None:
+        return tenant_id  # type: ignore[return-value]
     raise ValidationError(f"tenant_id {problem}", field="tenant_id")
 
 
@@ -426,10 +425,17 @@ def tenant_problem(tenant_id: object) -> str | None:
     return None
 
 
+def _tenant_check(tenant_id: object) -> str | None:
+    # Tenants repeat across a batch: each distinct short one is checked once (a long one is
+    # refused without being cached).
+    if type(tenant_id) is str and len(tenant_id) <= MAX_TENANT_CHARS:
+        return _cached_tenant_problem(tenant_id)
+    return tenant_problem(tenant_id)
+
+
 @functools.lru_cache(maxsize=4096)
-def _plain_tenant(tenant_id: str) -> bool:
-    # Tenants repeat across a batch: check each distinct one once.
-    return tenant_problem(tenant_id) is None
+def _cached_tenant_problem(tenant_id: str) -> str | None:
+    return tenant_problem(tenant_id)
 
 
 def surrogate_at(value: str) -> int | None:

@@ -16,7 +16,7 @@ of the chunk. The metadata carries both channels' raw scores and ranks.
 from __future__ import annotations
 
 from retrieval.sources.common import recency_sql
-from retrieval.sources.fusion import FUSIONS, Postings, bm25_ctes
+from retrieval.sources.fusion import FUSIONS, Postings, bm25_ctes, bm25_factors
 from retrieval.sources.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
@@ -65,10 +65,7 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
     SELECT chunk_id FROM doc_bm25 UNION SELECT chunk_id FROM doc_dense
 )""",
         f"""doc_idf AS MATERIALIZED (
-    SELECT q.term, ln(1.0 + (c.n - COALESCE(t.document_frequency, 0) + 0.5)
-                          / (COALESCE(t.document_frequency, 0) + 0.5)) AS idf,
-           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
-           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
+    SELECT q.term, {bm25_factors("COALESCE(t.document_frequency, 0)", "c")}
     FROM doc_terms AS q
     CROSS JOIN doc_corpus AS c
     LEFT JOIN {s}.document_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term

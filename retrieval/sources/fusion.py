@@ -15,10 +15,24 @@ from dataclasses import dataclass
 
 from retrieval.config import FUSIONS
 
-__all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes"]
+__all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes", "bm25_factors"]
 
 SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
 PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
+
+
+def bm25_factors(document_frequency: str, corpus: str) -> str:
+    """A query term's BM25 factors as select-list columns, from the SQL expression of its
+    document frequency and the alias of a corpus row (``n``, ``average_length``): ``idf``
+    (Lucene's), ``base`` and ``per_length``, so that a posting adds
+    ``idf * (k1 + 1) * tf / (tf + base + per_length * length)``."""
+    return (
+        f"ln(1.0 + ({corpus}.n - {document_frequency} + 0.5) / ({document_frequency} + 0.5))"
+        " AS idf,\n"
+        "           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,\n"
+        f"           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / {corpus}.average_length"
+        " AS per_length"
+    )
 
 
 @dataclass(frozen=True)

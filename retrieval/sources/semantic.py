@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from retrieval.config import Mode
 from retrieval.sources.common import recency_sql
+from retrieval.sources.fusion import bm25_factors
 from retrieval.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.sources.relevance import (
     dense_relevance_sql,
@@ -222,9 +223,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
         # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
         f"""mem_weights AS MATERIALIZED (
     SELECT w.term, x.document_frequency, x.counted,
-           ln(1.0 + (c.n - x.document_frequency + 0.5) / (x.document_frequency + 0.5)) AS idf,
-           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
-           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length
+           {bm25_factors("x.document_frequency", "c")}
     FROM mem_terms AS w
     CROSS JOIN mem_corpus AS c
     LEFT JOIN (SELECT term, count(*) AS rows FROM mem_fetched GROUP BY term) AS r
