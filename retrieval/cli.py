@@ -22,7 +22,7 @@ from retrieval.config import (
     WriteConfig,
 )
 from retrieval.db import Database, connect
-from retrieval.errors import RetrievalError, ValidationError
+from retrieval.errors import RetrievalError, SchemaError, ValidationError
 from retrieval.store import MemoryStore
 from retrieval.vector_index import build_vector_index, drop_vector_index
 
@@ -353,7 +353,13 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
 def _stats(args: argparse.Namespace, database: Database) -> int:
     from retrieval.overview import describe, render
 
-    print(render(describe(database.engine, _settings(database)), indexes=False))
+    overview = describe(database.engine, _settings(database))
+    if overview.revision is None:
+        raise SchemaError(
+            f"schema {overview.schema!r} in {database.url} is not migrated (PostgreSQL "
+            f"{overview.server_version}, no retrieval tables): run `retrieval db upgrade` first"
+        )
+    print(render(overview, indexes=False))
     return 0
 
 

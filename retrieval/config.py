@@ -35,6 +35,9 @@ from retrieval.server_memory import memory_size_kb
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
+# Seconds a connection attempt may take before it fails (a host that drops packets would
+# otherwise hang for the operating system's TCP timeout, minutes).
+DEFAULT_CONNECT_TIMEOUT = 10
 # pgvector's HNSW index accepts vectors of at most 2,000 dimensions.
 MAX_INDEXED_DIM = 2000
 
@@ -81,6 +84,8 @@ class DatabaseConfig:
     ``embedding_dim`` the vector dimension that a migration creates (later the database itself
     records it); ``text_search_config`` the PostgreSQL text search configuration of the
     memories' lexemes, likewise fixed when a migration makes their column.
+    ``connect_timeout`` is how many seconds a connection attempt may take (libpq's
+    ``connect_timeout``; a ``connect_timeout`` in the URL wins).
     """
 
     url: str | None = None
@@ -89,6 +94,7 @@ class DatabaseConfig:
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     shared_buffers: str | None = None
     text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
 
     def __repr__(self) -> str:
         url = None if self.url is None else mask_url(self.url)
@@ -96,7 +102,8 @@ class DatabaseConfig:
             f"DatabaseConfig(url={url!r}, data_dir={str(self.data_dir)!r}, "
             f"schema={self.schema!r}, embedding_dim={self.embedding_dim}, "
             f"shared_buffers={self.shared_buffers!r}, "
-            f"text_search_config={self.text_search_config!r})"
+            f"text_search_config={self.text_search_config!r}, "
+            f"connect_timeout={self.connect_timeout})"
         )
 
     def __post_init__(self) -> None:
@@ -117,6 +124,8 @@ class DatabaseConfig:
             )
         if self.shared_buffers is not None:
             memory_size_kb(self.shared_buffers)
+        # libpq takes whole seconds and treats 1 as 2 (its minimum); 0 would wait forever.
+        _require_int("connect_timeout", self.connect_timeout, minimum=2)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DatabaseConfig:
@@ -138,6 +147,9 @@ class DatabaseConfig:
             shared_buffers=shared_buffers,
             text_search_config=env.get("RETRIEVAL_TEXT_SEARCH_CONFIG")
             or DEFAULT_TEXT_SEARCH_CONFIG,
+            connect_timeout=_int_from_env(
+                env, "RETRIEVAL_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT
+            ),
         )
 
 
@@ -152,6 +164,10 @@ WRITE_VARIABLES: dict[str, str] = {
     "RETRIEVAL_EMBEDDING_CACHE_SIZE": "Entries of the in-process LRU in front of the "
     f"PostgreSQL embedding cache (default: {DEFAULT_CACHE_ENTRIES}; 0 turns it off).",
     "RETRIEVAL_EMBEDDING_BATCH_SIZE": f"Texts per model call (default: {DEFAULT_BATCH_SIZE}).",
+    "RETRIEVAL_MEMORY_KINDS": (
+        "Memory kinds to accept besides the built-in ones, comma-separated (default: none; "
+        "the built-in kinds are listed in the README)."
+    ),
 }
 ENVIRONMENT_VARIABLES.update(WRITE_VARIABLES)
 
@@ -162,12 +178,14 @@ class WriteConfig:
 
     ``embedding_model`` is ``None`` for the bundled all-MiniLM-L6-v2, else a sentence-transformers
     name or path. ``cache_entries`` bounds the in-process LRU of embeddings (0: none).
+    ``extra_kinds`` are memory kinds accepted besides :data:`retrieval.kinds.MEMORY_KINDS`.
     """
 
     embedding_model: str | None = None
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     batch_size: int = DEFAULT_BATCH_SIZE
+    extra_kinds: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         _require_int("max_text_chars", self.max_text_chars, minimum=1)
@@ -177,6 +195,15 @@ class WriteConfig:
             raise ConfigurationError(
                 "embedding_model is empty: give a model name or path, or None for the default"
             )
+        if isinstance(self.extra_kinds, str) or not all(
+            isinstance(kind, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,63}", kind)
+            for kind in self.extra_kinds
+        ):
+            raise ConfigurationError(
+                f"extra_kinds={self.extra_kinds!r} must be a set of lowercase names "
+                "(letters, digits, _; at most 64 characters), for example {'runbook'}"
+            )
+        object.__setattr__(self, "extra_kinds", frozenset(self.extra_kinds))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WriteConfig:
@@ -190,6 +217,11 @@ class WriteConfig:
                 env, "RETRIEVAL_EMBEDDING_CACHE_SIZE", DEFAULT_CACHE_ENTRIES
             ),
             batch_size=_int_from_env(env, "RETRIEVAL_EMBEDDING_BATCH_SIZE", DEFAULT_BATCH_SIZE),
+            extra_kinds=frozenset(
+                kind.strip()
+                for kind in env.get("RETRIEVAL_MEMORY_KINDS", "").split(",")
+                if kind.strip()
+            ),
         )
 
 
@@ -634,6 +666,8 @@ RETRIEVAL_VARIABLES: dict[str, str] = {
     "channel gets 1 minus it (default 0.5).",
     "RETRIEVAL_CASCADE_THRESHOLD": "cascade fusion: the lexical relevance (BM25 over the "
     "query's idf) that wins over the vector channel's (default 0.7).",
+    "RETRIEVAL_CONNECT_TIMEOUT": f"Seconds a connection attempt may take (default "
+    f"{DEFAULT_CONNECT_TIMEOUT}; at least 2); a connect_timeout in the URL wins.",
     "RETRIEVAL_TEXT_SEARCH_CONFIG": "PostgreSQL text search configuration of the BM25 "
     "channels (default english): the memories' is fixed when the tables are migrated, the "
     "documents' must be the one they were stored with.",

@@ -63,6 +63,9 @@ def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Data
         url = embedded.url()
     else:
         url = sqlalchemy_url(config.url)
+    if "connect_timeout" not in make_url(url).query:
+        connect_args = {"connect_timeout": config.connect_timeout}
+        engine_options["connect_args"] = connect_args | engine_options.get("connect_args", {})
     engine = make_engine(url, **engine_options)
     with translate_database_errors(url), engine.connect() as connection:
         connection.execute(text("SELECT 1"))

@@ -95,6 +95,11 @@ def mask_url(url: object) -> str:
 def unavailable_error(url: str, cause: BaseException) -> DatabaseUnavailableError:
     """Build the error for a server that cannot be reached at ``url`` (password masked)."""
     reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    if "timeout expired" in reason:
+        reason += (
+            " (no answer within the connect timeout: RETRIEVAL_CONNECT_TIMEOUT, or "
+            "connect_timeout in the URL, sets it)"
+        )
     return DatabaseUnavailableError(
         f"Cannot connect to PostgreSQL at {mask_url(url)}: {reason}. "
         "Check that the server is running and reachable from this machine, that the host, port, "

@@ -172,16 +172,24 @@ def _jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         if not raw.strip():
             continue
         try:
-            fields = json.loads(raw)
+            fields = json.loads(raw.rstrip("\r\n"))
         except json.JSONDecodeError as error:
-            raise ValidationError(
-                f"line {line}: not valid JSON ({error.msg} at column {error.colno})"
-            ) from None
+            problem = _json_problem(error)
+            raise ValidationError(f"line {line}, column {error.colno}: {problem}") from None
         except RecursionError:
             raise ValidationError(f"line {line}: JSON nested too deeply: flatten it") from None
         if not isinstance(fields, dict):
             raise ValidationError(f"line {line}: expected a JSON object, got {raw.strip()[:40]}")
         yield line, fields
+
+
+def _json_problem(error: json.JSONDecodeError) -> str:
+    if error.msg.startswith("Invalid control character"):
+        return (
+            "not valid JSON: a control character (a tab or a line break) inside a string; "
+            "write it escaped, as \\t or \\n"
+        )
+    return f"not valid JSON: {error.msg[:1].lower()}{error.msg[1:]}"
 
 
 def _csv_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -237,8 +245,10 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
     if kind not in RECORD_TYPES:
         raise ValidationError(f"type {kind!r} is not one of {', '.join(RECORD_TYPES)}")
     numbered = False
+    time_field = "created_at"
     if kind == "message":
         numbered = fields.get("position") is None
+        time_field = "time" if "time" in fields else "created_at"
         fields, kind = _message(fields, path.name), "memory"
     ref = fields.pop("ref", None) if kind == "decision" else None
     decision_ref = fields.pop("decision_ref", None) if kind == "tool_call" else None
@@ -246,8 +256,12 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
         raise ValidationError("give decision_id or decision_ref, not both")
     if tenant_id is not None:
         fields.setdefault("tenant_id", tenant_id)
+    if "tenant_id" not in fields:
+        raise ValidationError(
+            "tenant_id is missing: add it to the line or pass --tenant", field="tenant_id"
+        )
     if isinstance(fields.get("created_at"), str):
-        fields["created_at"] = _timestamp(fields["created_at"])
+        fields["created_at"] = _timestamp(fields["created_at"], time_field)
     if isinstance(fields.get("thread_id"), int) and not isinstance(fields["thread_id"], bool):
         fields["thread_id"] = str(fields["thread_id"])  # a session numbered 1, 2, ...
     valid: Valid
@@ -302,14 +316,21 @@ def _message(fields: dict[str, Any], default_session: str) -> dict[str, Any]:
     }
 
 
-def _timestamp(value: str) -> datetime:
+def _timestamp(value: str, field: str) -> datetime:
     try:
-        return datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         raise ValidationError(
-            f"created_at: {value!r} is not an ISO 8601 timestamp (2026-11-25T09:30:00+00:00)",
-            field="created_at",
+            f"{field}: {value!r} is not an ISO 8601 timestamp (2026-11-25T09:30:00+00:00)",
+            field=field,
         ) from None
+    if moment.tzinfo is None:
+        raise ValidationError(
+            f"{field}: {value!r} has no time zone: add +00:00 or Z to it "
+            f"({moment.isoformat()}+00:00 is UTC)",
+            field=field,
+        )
+    return moment
 
 
 def _check_refs(records: list[Record], path: Path) -> None:

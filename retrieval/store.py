@@ -19,6 +19,7 @@ from retrieval.db import Database, check_embedding_dim, stored_embedding_dim
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.embedding_cache import CacheStats, EmbeddingCache
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.kinds import MEMORY_KINDS
 from retrieval.lookup import Lookup
 from retrieval.records import (
     Decision,
@@ -75,7 +76,11 @@ class MemoryStore:
             lru_entries=self.config.cache_entries,
             before_model_call=self.check_embedder,
         )
-        self._limits = Limits(max_text_chars=self.config.max_text_chars, dim=self.dim)
+        self._limits = Limits(
+            max_text_chars=self.config.max_text_chars,
+            dim=self.dim,
+            kinds=frozenset(MEMORY_KINDS) | self.config.extra_kinds,
+        )
         self._lookup = Lookup(schema)
         self._writer = Writer(schema, self.cache, self._lookup)
         self._embedder_checked = False

@@ -13,7 +13,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from datetime import UTC, datetime
 from numbers import Real
 from typing import NamedTuple, TypeVar
@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retrieval.errors import ValidationError
+from retrieval.kinds import describe_kinds
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
 
 MAX_NAME_CHARS = 256
@@ -35,10 +36,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass(frozen=True)
 class Limits:
-    """What the store accepts: the longest text and the vector dimension of the database."""
+    """What the store accepts: the longest text, the vector dimension of the database and the
+    memory kinds (``None``: any name)."""
 
     max_text_chars: int
     dim: int
+    kinds: frozenset[str] | None = None
 
 
 class ValidMemory(NamedTuple):
@@ -88,7 +91,7 @@ def valid_memory(
     return ValidMemory(
         tenant_id=check.tenant(item.tenant_id),
         text=check.text("text", item.text, limits.max_text_chars),
-        kind=check.name("kind", item.kind),
+        kind=check.kind(item.kind, limits.kinds),
         metadata_json=check.json_object("metadata", item.metadata),
         importance=check.unit_interval("importance", item.importance),
         created_at=check.aware("created_at", item.created_at),
@@ -174,6 +177,16 @@ class _Checker:
             if clean is not None:
                 return clean
         return self.text(field, value, MAX_NAME_CHARS).strip()  # raises with the reason
+
+    def kind(self, value: object, known: frozenset[str] | None) -> str:
+        kind = self.name("kind", value)
+        if known is None or kind in known:
+            return kind
+        raise self.fail(
+            "kind",
+            f"{kind!r} is not a memory kind; known: {describe_kinds(known)}. Declare your own "
+            "in WriteConfig(extra_kinds=...) or RETRIEVAL_MEMORY_KINDS",
+        )
 
     def tenant(self, value: object) -> str:
         problem = _tenant_check(value)
@@ -465,6 +478,17 @@ _FIELD_NAMES: dict[type, frozenset[str]] = {
 }
 
 
+_REQUIRED_FIELDS: dict[type, tuple[str, ...]] = {
+    kind: tuple(
+        field.name
+        for field in fields(kind)
+        if field.default is MISSING and field.default_factory is MISSING
+    )
+    for kind in (MemoryInput, DecisionInput, ToolCallInput)
+}
+_INPUT_NAMES = {MemoryInput: "memory", DecisionInput: "decision", ToolCallInput: "tool call"}
+
+
 def batch_items(items: object, what: str) -> list[object]:
     """``items`` as a list, else a :class:`ValidationError` saying a batch is an iterable."""
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
@@ -491,8 +515,12 @@ def as_input(item: object, kind: type[Input], index: int | None = None) -> Input
             item=index,
             field=unknown[0],
         )
-    try:
-        return kind(**item)
-    except TypeError as error:
-        # A required field is missing: "__init__() missing 1 required ... argument: 'text'".
-        raise ValidationError(str(error).replace("__init__()", kind.__name__), item=index) from None
+    missing = [name for name in _REQUIRED_FIELDS[kind] if name not in item]
+    if missing:
+        raise ValidationError(
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing: "
+            f"a {_INPUT_NAMES[kind]} needs {', '.join(_REQUIRED_FIELDS[kind])}",
+            item=index,
+            field=missing[0],
+        )
+    return kind(**item)

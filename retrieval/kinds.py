@@ -1,0 +1,34 @@
+"""The kinds of memory the store accepts, and what each is for.
+
+A memory's kind is what the retrieval modes filter on (``knowledge_lookup`` keeps the kinds of
+knowledge, ``session_recovery`` drops the agent's own syntheses), so a misspelt kind would
+silently fall out of a mode: a kind outside these is refused unless the configuration declares
+it (``WriteConfig.extra_kinds``, ``RETRIEVAL_MEMORY_KINDS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "fact": "a statement about the world or the user (the default)",
+        "message": "one turn of a conversation (what `retrieval ingest` stores for a transcript)",
+        "preference": "what a user likes, dislikes or wants",
+        "event": "something that happened, at its created_at",
+        "episteme": "knowledge of how a system is: its architecture, its behaviour",
+        "techne": "know-how: how to do something, a procedure that worked",
+        "critique": "a problem found, a review, a cause of a failure",
+        "decision": "a choice that was made, and why",
+        "directive": "a rule to follow",
+        "proposal": "a suggestion not yet decided",
+        "synthesized_insight": "the agent's own conclusion drawn from other memories",
+    }
+)
+"""Every built-in kind and what it is for."""
+
+
+def describe_kinds(extra: frozenset[str] = frozenset()) -> str:
+    """The known kinds as one line, for error messages."""
+    return ", ".join([*MEMORY_KINDS, *sorted(extra - set(MEMORY_KINDS))])
