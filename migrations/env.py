@@ -15,7 +15,12 @@ from alembic import context
 from sqlalchemy import Connection, text
 
 from retrieval.config import DatabaseConfig
-from retrieval.migrate import CONNECTION_KEY, SETTINGS_KEY, MigrationSettings
+from retrieval.migrate import (
+    CONNECTION_KEY,
+    SETTINGS_KEY,
+    MigrationSettings,
+    lock_timeout_statement,
+)
 from retrieval.schema import build_metadata
 
 config = context.config
@@ -56,6 +61,7 @@ def _configure(settings: MigrationSettings, **options: Any) -> None:
 
 def _run_on(connection: Connection, settings: MigrationSettings) -> None:
     # The version table lives in our schema, so the schema must exist before Alembic looks.
+    connection.execute(text(lock_timeout_statement(settings)))
     connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{settings.schema}"'))
     _configure(settings, connection=connection)
     with context.begin_transaction():

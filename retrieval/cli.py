@@ -277,10 +277,24 @@ def _add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "downgrade",
         help="migrate down",
         description="Migrate down to REVISION: -1 is one step (the default), base removes "
-        "every table of the schema and its data.",
+        "every table of the schema and its data. A downgrade that would drop stored data "
+        "(memories, documents, entity links, threads, chunk metadata) says what and how many "
+        "rows, and runs only with --yes, or when you type yes at the prompt of a terminal.",
     )
     downgrade.add_argument("revision", nargs="?", default="-1", help="target (default: -1)")
+    downgrade.add_argument(
+        "--yes", action="store_true", help="drop the data the downgrade removes without asking"
+    )
     downgrade.set_defaults(handler=_downgrade)
+    for action in (upgrade, downgrade):
+        action.add_argument(
+            "--lock-timeout",
+            type=float,
+            default=migrate.DEFAULT_LOCK_TIMEOUT,
+            metavar="SECONDS",
+            help="how long to wait for a lock another session holds before giving up and "
+            f"naming it (default: {migrate.DEFAULT_LOCK_TIMEOUT:g}; 0: no limit)",
+        )
     current = actions.add_parser(
         "current",
         help="print the database's revision",
@@ -305,18 +319,49 @@ def _settings(database: Database) -> migrate.MigrationSettings:
     return migrate.MigrationSettings.from_config(database.config)
 
 
+def _migration_settings(args: argparse.Namespace, database: Database) -> migrate.MigrationSettings:
+    return replace(_settings(database), lock_timeout=args.lock_timeout)
+
+
 def _upgrade(args: argparse.Namespace, database: Database) -> int:
-    migrate.upgrade(database.engine, _settings(database), args.revision)
-    revision = migrate.current_revision(database.engine, _settings(database))
+    settings = _migration_settings(args, database)
+    migrate.upgrade(database.engine, settings, args.revision)
+    revision = migrate.current_revision(database.engine, settings)
     print(f"{database.url}: at revision {revision}")
     return 0
 
 
 def _downgrade(args: argparse.Namespace, database: Database) -> int:
-    migrate.downgrade(database.engine, _settings(database), args.revision)
-    revision = migrate.current_revision(database.engine, _settings(database))
+    from retrieval.migration_losses import downgrade_losses
+
+    settings = _migration_settings(args, database)
+    losses = downgrade_losses(database.engine, settings, args.revision)
+    dropped = [loss for loss in losses if not loss.derived]
+    if dropped:
+        listing = "\n".join(f"  {loss}" for loss in losses)
+        print(f"This downgrade of {database.url} drops:\n{listing}", file=sys.stderr)
+        if not args.yes and not _confirmed():
+            print(
+                "error: nothing was changed: pass --yes to drop them (back them up first: "
+                "pg_dump --schema=" + settings.schema + ")",
+                file=sys.stderr,
+            )
+            return 1
+    elif losses:
+        print("\n".join(f"dropping {loss}" for loss in losses), file=sys.stderr)
+    migrate.downgrade(database.engine, settings, args.revision)
+    revision = migrate.current_revision(database.engine, settings)
     print(f"{database.url}: at revision {revision or 'base (no tables)'}")
     return 0
+
+
+def _confirmed() -> bool:
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input("Type yes to drop them: ").strip().lower() == "yes"
+    except EOFError:
+        return False
 
 
 def _current(args: argparse.Namespace, database: Database) -> int:
