@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from retrieval.config import DatabaseConfig
-from retrieval.embedded import EmbeddedServer, start_embedded
+from retrieval.embedded import EmbeddedServer, reconnecting, start_embedded
 from retrieval.errors import (
     ConfigurationError,
     DimensionMismatchError,
@@ -67,6 +67,8 @@ def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Data
         connect_args = {"connect_timeout": config.connect_timeout}
         engine_options["connect_args"] = connect_args | engine_options.get("connect_args", {})
     engine = make_engine(url, **engine_options)
+    if embedded is not None:
+        event.listen(engine, "do_connect", reconnecting(embedded.data_dir, config.shared_buffers))
     with translate_database_errors(url), engine.connect() as connection:
         connection.execute(text("SELECT 1"))
     return Database(engine=engine, config=config, embedded=embedded)

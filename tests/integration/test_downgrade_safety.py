@@ -1,4 +1,4 @@
-"""A downgrade that would drop stored data asks first; a migration behind a lock says who holds it."""
+"""A downgrade that drops stored data asks first; a migration behind a lock names its holder."""
 
 from __future__ import annotations
 

@@ -135,13 +135,84 @@ def test_a_killed_process_does_not_keep_the_server_alive_forever(data_dir: Path)
     killed = Worker(data_dir)
     killed.process.send_signal(signal.SIGKILL)
     killed.process.wait(TIMEOUT)
-    assert psutil.pid_exists(killed.server_pid)  # nobody stopped it
+    # Its only user is gone: the watchdog stops the server, cleanly, with no other process.
+    assert _wait_until_stopped(killed.server_pid), "the server outlived its only user"
+    assert "database system is shut down" in (data_dir / "log").read_text()
+    assert not (data_dir / "postmaster.pid").exists()
+    _wait_for_watchdog_exit(data_dir)
 
-    survivor = Worker(data_dir)
-    assert survivor.reused
-    assert survivor.ask("SELECT 1") == "1"
-    survivor.exit()
-    assert _wait_until_stopped(killed.server_pid)
+    first = Worker(data_dir)
+    assert not first.reused
+    killed_member = Worker(data_dir)
+    assert killed_member.reused
+    killed_member.process.send_signal(signal.SIGKILL)
+    killed_member.process.wait(TIMEOUT)
+    assert first.ask("SELECT 1") == "1"  # the others' server stays up
+    assert psutil.pid_exists(first.server_pid)
+    first.exit()  # the last living user: the server stops though a dead pid was listed
+    assert _wait_until_stopped(first.server_pid)
+
+
+def _wait_for_watchdog_exit(data_dir: Path) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while (data_dir / ".retrieval_watchdog.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (data_dir / ".retrieval_watchdog.pid").exists()
+
+
+# A process on an engine from retrieval.connect: commits rows, reads them, on stdin's commands.
+ENGINE_WORKER = """
+import logging
+import sys
+from pathlib import Path
+
+from sqlalchemy import text
+
+from retrieval.config import DatabaseConfig
+from retrieval.db import connect
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+database = connect(DatabaseConfig(data_dir=Path(sys.argv[1])))
+with database.engine.begin() as connection:
+    connection.execute(text("CREATE TABLE IF NOT EXISTS notes (body text)"))
+print(database.embedded.pid, flush=True)
+for line in sys.stdin:
+    if line.strip() == "exit":
+        break
+    with database.engine.begin() as connection:
+        if line.startswith("add "):
+            connection.execute(text("INSERT INTO notes VALUES (:b)"), {"b": line[4:].strip()})
+        count = connection.execute(text("SELECT count(*) FROM notes")).scalar_one()
+        pid = connection.execute(text("SELECT pg_postmaster_start_time()")).scalar_one()
+    print(count, flush=True)
+database.dispose()
+"""
+
+
+def test_a_client_of_a_crashed_server_starts_it_again(data_dir: Path) -> None:
+    client = subprocess.Popen(
+        [sys.executable, "-c", ENGINE_WORKER, str(data_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    worker = Worker.__new__(Worker)
+    worker.process = client
+    server_pid = int(worker._read())
+    assert worker.ask("add before the crash") == "1"
+
+    os.kill(server_pid, signal.SIGKILL)  # the postmaster dies; the client's pool holds its conns
+    assert _wait_until_stopped(server_pid)
+
+    assert worker.ask("add after the crash") == "2"  # committed rows survived, writes go on
+    restarted = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+    assert restarted != server_pid
+    assert worker.ask("add again") == "3"
+    worker.exit()
+    assert _wait_until_stopped(restarted), "the restarted server outlived its user"
+    assert client.stderr is not None
+    assert "is not running (it crashed or was stopped): starting it again" in client.stderr.read()
 
 
 def test_the_process_that_starts_the_server_sets_its_shared_buffers(data_dir: Path) -> None:
