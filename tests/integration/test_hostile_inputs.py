@@ -1,0 +1,292 @@
+"""Hostile and careless inputs over every public entry point, Python and CLI: each gets a
+``ValidationError`` or ``ConfigurationError`` saying what was wrong (the CLI: exit 1 and the
+message), and the database is left exactly as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from retrieval.cli import main
+from retrieval.config import DatabaseConfig, RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.db import connect
+from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.errors import ConfigurationError, ValidationError
+from retrieval.ingest import read_file
+from retrieval.retriever import HybridRetriever
+from retrieval.store import MemoryStore
+from tests.conftest import PgDatabase
+
+# Every table a write can touch: a refused input changes none of them.
+TABLES = (
+    "memories",
+    "memory_entities",
+    "decisions",
+    "tool_calls",
+    "documents",
+    "document_chunks",
+    "embedding_cache",
+    "memory_corpus",
+)
+
+
+@dataclass
+class Ctx:
+    """What an entry point needs: the store, a retriever, the documents and a scratch folder."""
+
+    store: MemoryStore
+    retriever: HybridRetriever
+    documents: DocumentStore
+    tmp: Path
+    url: str
+    memory_id: int
+
+
+def _file(ctx: Ctx, name: str, content: str) -> str:
+    path = ctx.tmp / name
+    path.write_text(content, encoding="utf-8")
+    return str(path)
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+NAIVE = datetime(2026, 11, 27, 9, 0)
+YEAR_10000 = datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-14)))
+Call = Callable[[Ctx], object]
+
+PYTHON: list[tuple[str, Call, type[Exception], str]] = [
+    ("empty text", lambda c: c.store.remember("  ", tenant_id="acme"), ValidationError,
+     "text: is empty"),
+    ("NUL in text", lambda c: c.store.remember("a\x00b", tenant_id="acme"), ValidationError,
+     "NUL"),
+    ("unpaired surrogate", lambda c: c.store.remember("half \ud800", tenant_id="acme"),
+     ValidationError, "unpaired surrogate"),
+    ("text too long", lambda c: c.store.remember("x" * 32_001, tenant_id="acme"),
+     ValidationError, "32,000"),
+    ("tenant with a trailing space", lambda c: c.store.remember("x", tenant_id="acme "),
+     ValidationError, "tenant_id"),
+    ("a megabyte tenant", lambda c: c.store.remember("x", tenant_id="t" * 1_000_000),
+     ValidationError, "over the limit of 256"),
+    ("tenant not a string", lambda c: c.store.remember("x", tenant_id=7),  # type: ignore[arg-type]
+     ValidationError, "must be a string"),
+    ("unknown kind", lambda c: c.store.remember("x", tenant_id="acme", kind="banana"),
+     ValidationError, "not a memory kind"),
+    ("importance above 1", lambda c: c.store.remember("x", tenant_id="acme", importance=1.5),
+     ValidationError, "must be in"),
+    ("importance NaN", lambda c: c.store.remember("x", tenant_id="acme", importance=float("nan")),
+     ValidationError, "must be in"),
+    ("importance 10**400", lambda c: c.store.remember("x", tenant_id="acme", importance=10**400),
+     ValidationError, "must be in"),
+    ("naive created_at", lambda c: c.store.remember("x", tenant_id="acme", created_at=NAIVE),
+     ValidationError, "no time zone"),
+    ("created_at in year 10000 UTC",
+     lambda c: c.store.remember("x", tenant_id="acme", created_at=YEAR_10000),
+     ValidationError, "outside the years 1 to 9999"),
+    ("metadata a list",
+     lambda c: c.store.remember("x", tenant_id="acme", metadata=[1, 2]),  # type: ignore[arg-type]
+     ValidationError, "metadata"),
+    ("metadata nested 5,000 deep",
+     lambda c: c.store.remember("x", tenant_id="acme", metadata=_deep(5000)),
+     ValidationError, "nested too deeply"),
+    ("metadata holding NaN",
+     lambda c: c.store.remember("x", tenant_id="acme", metadata={"v": float("nan")}),
+     ValidationError, "metadata"),
+    ("entities a string",
+     lambda c: c.store.remember("x", tenant_id="acme", entities="abc"),
+     ValidationError, "entities"),
+    ("embedding of the wrong dimension",
+     lambda c: c.store.remember("x", tenant_id="acme", embedding=[0.1] * 10),
+     ValidationError, "384"),
+    ("embedding holding NaN",
+     lambda c: c.store.remember("x", tenant_id="acme", embedding=[float("nan")] * 384),
+     ValidationError, "NaN or infinity"),
+    ("negative position",
+     lambda c: c.store.remember("x", tenant_id="acme", thread_id="s", position=-1),
+     ValidationError, "position"),
+    ("one bad row in a batch",
+     lambda c: c.store.remember_many(
+         [{"text": "good", "tenant_id": "acme"}, {"text": "", "tenant_id": "acme"}]),
+     ValidationError, "item 1: text"),
+    ("a batch of None", lambda c: c.store.remember_many(None),  # type: ignore[arg-type]
+     ValidationError, "takes an iterable"),
+    ("unknown field in a batch",
+     lambda c: c.store.remember_many([{"text": "x", "tenant_id": "acme", "colour": "red"}]),
+     ValidationError, "unknown field"),
+    ("decision with an empty status",
+     lambda c: c.store.record_decision(tenant_id="acme", task_id=None, action_type="a",
+                                       content="c", status=""),
+     ValidationError, "status"),
+    ("tool call with params that are not JSON",
+     lambda c: c.store.record_tool_call(tenant_id="acme", decision_id=None, tool_name="t",
+                                        params={"x": object()}, result=None),
+     ValidationError, "params"),
+    ("tool call naming a decision id as a string",
+     lambda c: c.store.record_tool_call(tenant_id="acme", decision_id="5",  # type: ignore[arg-type]
+                                        tool_name="t", params={}, result=None),
+     ValidationError, "decision_id"),
+    ("tool call naming a decision that does not exist",
+     lambda c: c.store.record_tool_call(tenant_id="acme", decision_id=999_999, tool_name="t",
+                                        params={}, result=None),
+     ValidationError, "decision"),
+    ("forget ids given as a string",
+     lambda c: c.store.forget(tenant_id="acme", memory_ids="12"),  # type: ignore[arg-type]
+     ValidationError, "memory_ids"),
+    ("forget ids given as an int",
+     lambda c: c.store.forget(tenant_id="acme", memory_ids=5),  # type: ignore[arg-type]
+     ValidationError, "memory_ids"),
+    ("forget with a tenant that breaks the rule",
+     lambda c: c.store.forget(tenant_id="acme\t", memory_ids=[c.memory_id]),
+     ValidationError, "tenant_id"),
+    ("get_memories ids as strings",
+     lambda c: c.store.get_memories(["1"], tenant_id="acme"),  # type: ignore[list-item]
+     ValidationError, "memory_ids"),
+    ("empty query", lambda c: c.retriever.retrieve("   ", tenant_id="acme"), ValidationError,
+     "query"),
+    ("NUL in the query", lambda c: c.retriever.retrieve("a\x00b", tenant_id="acme"),
+     ValidationError, "NUL"),
+    ("retrieve for a tenant with a tab", lambda c: c.retriever.retrieve("x", tenant_id="acme\t"),
+     ValidationError, "tenant_id"),
+    ("retrieve with limit 0", lambda c: c.retriever.retrieve("x", tenant_id="acme", limit=0),
+     ValidationError, "limit"),
+    ("retrieve with 21 neighbors",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", neighbors=21), ValidationError,
+     "neighbors"),
+    ("retrieve as of a naive time",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", as_of=NAIVE), ValidationError,
+     "as_of"),
+    ("retrieve in an unknown mode",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", mode="everything"),
+     ConfigurationError, "mode"),
+    ("retrieve with an unknown fusion",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", fusion="average"),
+     ConfigurationError, "fusion"),
+    ("timeline with a naive since",
+     lambda c: c.retriever.timeline("acme", since=NAIVE), ValidationError, "since"),
+    ("document with an empty chunk",
+     lambda c: c.documents.add(DocumentInput(tenant_id="acme", doc_id="d",
+                                             chunks=[ChunkInput("ok"), ChunkInput("")])),
+     ValidationError, "chunk 1 is empty"),
+    ("document with an empty id",
+     lambda c: c.documents.add(DocumentInput(tenant_id="acme", doc_id=" ",
+                                             chunks=[ChunkInput("ok")])),
+     ValidationError, "doc_id"),
+    ("document metadata holding infinity",
+     lambda c: c.documents.add(DocumentInput(tenant_id="acme", doc_id="d",
+                                             chunks=[ChunkInput("ok")],
+                                             metadata={"v": float("inf")})),
+     ValidationError, "JSON"),
+    ("bm25 with k1 NaN",
+     lambda c: c.documents.bm25("x", tenant_id="acme", k1=float("nan")), ValidationError, "k1"),
+    ("a file with one bad line among good ones",
+     lambda c: read_file(Path(_file(c, "h.jsonl", '{"text": "ok"}\n{"text": ""}\n')), c.store,
+                         tenant_id="acme"),
+     ValidationError, "line 2: text"),
+    ("a schema name that is SQL",
+     lambda c: HybridRetriever(c.store.engine, schema='x".memories; --'), ConfigurationError,
+     "identifier"),
+    ("a declared kind that is not a name", lambda c: WriteConfig(extra_kinds={"Bad Kind"}),
+     ConfigurationError, "extra_kinds"),
+    ("weights that do not sum to 1",
+     lambda c: RetrievalConfig(semantic=SourceConfig(
+         relevance=0.9, recency=0.9, limit=10, half_life_hours=24.0)),
+     ConfigurationError, "sum"),
+    ("a URL with a scheme typo",
+     lambda c: connect(DatabaseConfig(url="postgres:/alice:hunter2@host/db")),
+     ConfigurationError, "not a"),
+]  # fmt: skip
+
+CLI: list[tuple[str, Callable[[Ctx], list[str]], str]] = [
+    ("ingest: a missing tenant", lambda c: ["ingest", _file(c, "a.jsonl", '{"text": "x"}\n')],
+     "tenant_id is missing"),
+    ("ingest: a file that does not exist", lambda c: ["ingest", str(c.tmp / "none.jsonl")],
+     "cannot read it"),
+    ("ingest: a CSV line with more cells than the header",
+     lambda c: ["ingest", _file(c, "b.csv", "text,tenant_id\nx,acme,extra\n")],
+     "more cells than the header"),
+    ("ingest: a transcript line without a speaker's text",
+     lambda c: ["ingest", "--tenant", "acme", _file(c, "c.jsonl", '{"speaker": "ann"}\n')],
+     "a message needs a non-empty text"),
+    ("search: an empty query", lambda c: ["search", "--tenant", "acme", " "], "query"),
+    ("search: limit 0", lambda c: ["search", "--tenant", "acme", "--limit", "0", "x"], "limit"),
+    ("search: a tenant with a trailing space", lambda c: ["search", "--tenant", "acme ", "x"],
+     "tenant_id"),
+    ("timeline: a time that is not ISO 8601",
+     lambda c: ["timeline", "--tenant", "acme", "--since", "yesterday"], "yesterday"),
+    ("db upgrade: an unknown revision", lambda c: ["db", "upgrade", "9999"], "9999"),
+    ("ingest-docs: a path that does not exist",
+     lambda c: ["ingest-docs", "--tenant", "acme", str(c.tmp / "nowhere")], "nowhere"),
+]  # fmt: skip
+
+
+def _snapshot(database: PgDatabase) -> dict[str, int]:
+    with database.engine.connect() as connection:
+        return {
+            table: int(
+                connection.execute(text(f"SELECT count(*) FROM retrieval.{table}")).scalar_one()
+            )
+            for table in TABLES
+        }
+
+
+@pytest.fixture
+def ctx(database: PgDatabase, store: MemoryStore, tmp_path: Path) -> Ctx:
+    memory_id = store.remember(
+        "The deploy key lives in the vault.",
+        tenant_id="acme",
+        created_at=datetime(2026, 11, 1, tzinfo=UTC),
+    )
+    retriever = HybridRetriever.from_store(store, background_writes=False)
+    return Ctx(store, retriever, DocumentStore(store), tmp_path, database.url, memory_id)
+
+
+def test_the_table_holds_at_least_forty_inputs() -> None:
+    assert len(PYTHON) + len(CLI) >= 40
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [pytest.param(call, error, message, id=name) for name, call, error, message in PYTHON],
+)
+def test_a_hostile_python_input_is_refused_and_nothing_changes(
+    database: PgDatabase, ctx: Ctx, call: Call, error: type[Exception], message: str
+) -> None:
+    before = _snapshot(database)
+    with pytest.raises(error, match=message) as raised:
+        call(ctx)
+    assert "Traceback" not in str(raised.value)
+    assert "hunter2" not in str(raised.value)
+    assert _snapshot(database) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), [pytest.param(argv, message, id=name) for name, argv, message in CLI]
+)
+def test_a_hostile_cli_input_exits_1_with_the_reason_and_nothing_changes(
+    database: PgDatabase,
+    ctx: Ctx,
+    capsys: pytest.CaptureFixture[str],
+    argv: Callable[[Ctx], list[str]],
+    message: str,
+) -> None:
+    before = _snapshot(database)
+    capsys.readouterr()
+    try:
+        code = main(["--database-url", database.url, *argv(ctx)])
+    except SystemExit as exit_:  # argparse refused the arguments themselves
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    assert code in (1, 2), err  # 2: argparse refused the arguments themselves
+    assert message in err, err
+    assert "Traceback" not in err
+    assert _snapshot(database) == before
