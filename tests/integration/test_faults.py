@@ -125,8 +125,7 @@ def _batches(data_dir: Path) -> dict[int, int]:
         with database.engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT (metadata->>'batch')::int, count(*) FROM retrieval.memories "
-                    "GROUP BY 1"
+                    "SELECT (metadata->>'batch')::int, count(*) FROM retrieval.memories GROUP BY 1"
                 )
             ).all()
         return {int(batch): int(count) for batch, count in rows}
