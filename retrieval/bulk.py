@@ -11,6 +11,7 @@ psycopg), instead of one adapter call per row.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import sql
 from sqlalchemy import Connection, text
+
+from retrieval.row_security import bind_tenant, row_security_active
 
 # vector's binary format (pgvector vector_send/vector_recv): int16 dim, int16 unused, then dim
 # big-endian float32 values.
@@ -52,8 +55,13 @@ def copy_rows(
     """Write ``rows`` into ``schema.table`` with one binary ``COPY``.
 
     An exception raised while ``rows`` is consumed aborts the ``COPY`` (and so the caller's
-    transaction).
+    transaction). On a connection bound by row-level security (which refuses ``COPY FROM``)
+    the rows go through a temporary table and one ``INSERT`` per tenant
+    (:mod:`retrieval.row_security`).
     """
+    if schema != "pg_temp" and row_security_active(connection, schema):
+        _copy_through_staging(connection, schema, table, columns, types, rows)
+        return
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
         sql.Identifier(schema),
         sql.Identifier(table),
@@ -65,6 +73,40 @@ def copy_rows(
         copy.set_types(list(types))
         for row in rows:
             copy.write_row(row)
+
+
+def _copy_through_staging(
+    connection: Connection,
+    schema: str,
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+) -> None:
+    digest = hashlib.sha256(" ".join(columns).encode()).hexdigest()[:8]
+    staging_name = f"retrieval_rls_{table}_{digest}"
+    staging = sql.Identifier(staging_name)
+    names = sql.SQL(", ").join(sql.Identifier(column) for column in columns)
+    target = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+    driver_connection = connection.connection.driver_connection
+    assert driver_connection is not None
+    driver_connection.execute(
+        sql.SQL(
+            "CREATE TEMP TABLE IF NOT EXISTS {} ON COMMIT DELETE ROWS AS "
+            "SELECT {} FROM {} WITH NO DATA"
+        ).format(staging, names, target)
+    )
+    copy_rows(connection, "pg_temp", staging_name, columns, types, rows)
+    tenants = driver_connection.execute(
+        sql.SQL("SELECT DISTINCT tenant_id FROM pg_temp.{}").format(staging)
+    ).fetchall()
+    insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM pg_temp.{} WHERE tenant_id = %s").format(
+        target, names, names, staging
+    )
+    for (tenant_id,) in tenants:
+        bind_tenant(connection, schema, tenant_id)
+        driver_connection.execute(insert, (tenant_id,))
+    driver_connection.execute(sql.SQL("DELETE FROM pg_temp.{}").format(staging))
 
 
 def encode_vectors(matrix: npt.NDArray[np.float32]) -> list[bytes]:

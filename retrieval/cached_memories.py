@@ -17,6 +17,7 @@ from sqlalchemy import Connection, text
 
 from retrieval.bulk import copy_rows
 from retrieval.errors import DatabaseError
+from retrieval.row_security import bind_tenant, row_security_active
 
 STAGING = "retrieval_memory_staging_v2"
 # A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
@@ -48,6 +49,7 @@ SELECT s.tenant_id, s.id, s.content, s.kind, s.metadata, s.importance, s.created
        c.embedding, s.embedding_model, s.thread_id, s.position
 FROM pg_temp.retrieval_memory_staging_v2 AS s
 JOIN {s}.embedding_cache AS c ON c.tenant_id = s.tenant_id AND c.key = s.key
+{where}
 """
 _CLEAR = "DELETE FROM pg_temp.retrieval_memory_staging_v2"
 
@@ -62,7 +64,19 @@ def copy_cached_memories(
     names = [name for name, _ in COLUMNS]
     types = [kind for _, kind in COLUMNS]
     copy_rows(connection, "pg_temp", STAGING, names, types, rows)
-    written = connection.execute(text(_INSERT.format(s=f'"{schema}"'))).rowcount
+    if row_security_active(connection, schema):  # one tenant at a time, named to the policies
+        tenants = connection.execute(
+            text("SELECT DISTINCT tenant_id FROM pg_temp.retrieval_memory_staging_v2")
+        ).scalars()
+        written = 0
+        for tenant in list(tenants):
+            bind_tenant(connection, schema, tenant)
+            written += connection.execute(
+                text(_INSERT.format(s=f'"{schema}"', where="WHERE s.tenant_id = :tenant")),
+                {"tenant": tenant},
+            ).rowcount
+    else:
+        written = connection.execute(text(_INSERT.format(s=f'"{schema}"', where=""))).rowcount
     connection.execute(text(_CLEAR))
     if written != count:
         raise DatabaseError(

@@ -295,6 +295,16 @@ def _add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
             help="how long to wait for a lock another session holds before giving up and "
             f"naming it (default: {migrate.DEFAULT_LOCK_TIMEOUT:g}; 0: no limit)",
         )
+    grant = actions.add_parser(
+        "grant",
+        help="let an application role read and write, bound by row-level security",
+        description="Grant ROLE what the library needs on the schema (its tables and "
+        "sequences). ROLE must not be a superuser, have BYPASSRLS or own the tables: "
+        "row-level security then lets it see only the tenant each call names. Run it as the "
+        "tables' owner, after `retrieval db upgrade`.",
+    )
+    grant.add_argument("role", help="the application's role (created beforehand)")
+    grant.set_defaults(handler=_grant)
     current = actions.add_parser(
         "current",
         help="print the database's revision",
@@ -352,6 +362,16 @@ def _downgrade(args: argparse.Namespace, database: Database) -> int:
     migrate.downgrade(database.engine, settings, args.revision)
     revision = migrate.current_revision(database.engine, settings)
     print(f"{database.url}: at revision {revision or 'base (no tables)'}")
+    return 0
+
+
+def _grant(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.row_security import grant_application_role
+
+    with database.engine.begin() as connection:
+        grant_application_role(connection, database.config.schema, args.role)
+    schema = database.config.schema
+    print(f"{database.url}: {args.role} may read and write {schema}, one tenant per call")
     return 0
 
 

@@ -26,6 +26,7 @@ from retrieval import scoring
 from retrieval.bulk import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.row_security import bind_tenant
 from retrieval.statistics_lock import lock_term_statistics
 from retrieval.store import MemoryStore
 from retrieval.validation import (
@@ -225,6 +226,7 @@ class DocumentStore:
         validate_document(document, self.memories.config.max_text_chars, self.memories.dim)
         digest = content_digest(document)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            bind_tenant(connection, self.schema, document.tenant_id)
             lock_term_statistics(connection, self.schema, [document.tenant_id])
             self._check_config(connection, document.tenant_id)
             found = connection.execute(
@@ -245,6 +247,7 @@ class DocumentStore:
         """Remove a document, its chunks and their statistics; False if there was none."""
         check_tenant(tenant_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            bind_tenant(connection, self.schema, tenant_id)
             lock_term_statistics(connection, self.schema, [tenant_id])
             found = connection.execute(
                 self._sql(_FIND), {"tenant_id": tenant_id, "doc_id": doc_id}
@@ -284,6 +287,7 @@ class DocumentStore:
             "b": b,
         }
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
+            bind_tenant(connection, self.schema, tenant_id)
             rows = connection.execute(self._sql(_BM25), params).all()
         return [(int(row.chunk_id), float(row.bm25)) for row in rows]
 
@@ -296,6 +300,7 @@ class DocumentStore:
         _check_query(query)
         check_tenant(tenant_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            bind_tenant(connection, self.schema, tenant_id)
             vector = self.memories.cache.embed(connection, tenant_id, [query], store=False)[0]
             connection.execute(
                 text("SELECT set_config('hnsw.ef_search', :n, true)"), {"n": str(max(limit, 40))}

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 from retrieval.bulk import copy_rows, decode_vector, encode_vectors
 from retrieval.embedding import Embedder, Vectors
 from retrieval.errors import EmbeddingError
+from retrieval.row_security import bind_tenant, row_security_active
 
 # vector_send gives the binary encoding: decoding it is ~50x faster than parsing the text form.
 # Sent on the driver connection with the keys as a binary bytea[] (%b) and results in binary:
@@ -42,7 +43,7 @@ _CREATE_STAGING = (
 _INSERT = (
     "INSERT INTO {schema}.embedding_cache (tenant_id, key, model_id, embedding) "
     "SELECT tenant_id, key, :model_id, embedding FROM pg_temp.retrieval_cache_staging "
-    "ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING"
+    "{where} ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING"
 )
 _CLEAR_STAGING = "DELETE FROM pg_temp.retrieval_cache_staging"
 
@@ -116,7 +117,12 @@ class EmbeddingCache:
         self.stats = CacheStats()
         self._lookup = _LOOKUP.format(schema=f'"{schema}"')
         self._stored_keys = _STORED_KEYS.format(schema=f'"{schema}"')
-        self._insert = text(_INSERT.format(schema=f'"{schema}"'))
+        self.schema = schema
+        self._insert = text(_INSERT.format(schema=f'"{schema}"', where=""))
+        # Under row-level security, one tenant's rows at a time (retrieval.row_security).
+        self._insert_tenant = text(
+            _INSERT.format(schema=f'"{schema}"', where="WHERE tenant_id = :tenant")
+        )
         self._lru: OrderedDict[Entry, Vectors] = OrderedDict()
         self._lru_entries = lru_entries
         self._lock = threading.Lock()
@@ -175,6 +181,7 @@ class EmbeddingCache:
         assert driver_connection is not None
         with driver_connection.cursor(binary=True) as cursor:
             for tenant, keys in wanted.items():
+                bind_tenant(connection, self.schema, tenant)
                 if read_stored:
                     rows = cursor.execute(self._lookup, (tenant, keys)).fetchall()
                     from_table.update(((tenant, key), decode_vector(blob)) for key, blob in rows)
@@ -238,7 +245,14 @@ class EmbeddingCache:
             ["text", "bytea", "bytea"],
             rows,
         )
-        connection.execute(self._insert, {"model_id": self.embedder.model_id})
+        if row_security_active(connection, self.schema):
+            for tenant in sorted({tenant for (tenant, _), _ in plan.new}):
+                bind_tenant(connection, self.schema, tenant)
+                connection.execute(
+                    self._insert_tenant, {"model_id": self.embedder.model_id, "tenant": tenant}
+                )
+        else:
+            connection.execute(self._insert, {"model_id": self.embedder.model_id})
         connection.execute(text(_CLEAR_STAGING))
         plan.new.clear()
 

@@ -29,6 +29,7 @@ from sqlalchemy import text
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.lookup import Lookup
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.row_security import bind_tenant
 from retrieval.store import MemoryStore
 from retrieval.validation import (
     ValidDecision,
@@ -362,12 +363,19 @@ def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
     )
     if not threads:
         return records
+    statement = text(_NEXT_POSITIONS.format(s=f'"{store.schema}"'))
+    following: dict[tuple[str, str], int] = {}
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
-        rows = connection.execute(
-            text(_NEXT_POSITIONS.format(s=f'"{store.schema}"')),
-            {"tenants": [t for t, _ in threads], "threads": [h for _, h in threads]},
-        )
-        following = {(tenant, thread): int(next_position) for tenant, thread, next_position in rows}
+        for tenant in sorted({tenant for tenant, _ in threads}):  # one tenant at a time: RLS
+            bind_tenant(connection, store.schema, tenant)
+            rows = connection.execute(
+                statement,
+                {
+                    "tenants": [t for t, _ in threads if t == tenant],
+                    "threads": [h for t, h in threads if t == tenant],
+                },
+            )
+            following.update(((t, h), int(position)) for t, h, position in rows)
     numbered = []
     for record in records:
         valid = record.valid

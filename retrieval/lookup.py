@@ -10,6 +10,7 @@ from pgvector import Vector
 from sqlalchemy import Connection, text
 
 from retrieval.records import Decision, Forgotten, Memory, ToolCall
+from retrieval.row_security import bind_tenant
 from retrieval.statistics_lock import lock_term_statistics
 
 # {s} is the validated, quoted schema name: identifiers cannot be bound parameters.
@@ -95,24 +96,28 @@ class Lookup:
         self._schema = schema
 
     def memories(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[Memory]:
+        bind_tenant(connection, self._schema, tenant_id)
         rows = connection.execute(self._memories, {"tenant_id": tenant_id, "ids": list(ids)})
         return [_memory(row) for row in rows]
 
     def decisions(
         self, connection: Connection, tenant_id: str, ids: Sequence[int]
     ) -> list[Decision]:
+        bind_tenant(connection, self._schema, tenant_id)
         rows = connection.execute(self._decisions, {"tenant_id": tenant_id, "ids": list(ids)})
         return [Decision(*row) for row in rows]
 
     def tool_calls(
         self, connection: Connection, tenant_id: str, ids: Sequence[int]
     ) -> list[ToolCall]:
+        bind_tenant(connection, self._schema, tenant_id)
         rows = connection.execute(self._tool_calls, {"tenant_id": tenant_id, "ids": list(ids)})
         return [ToolCall(*row) for row in rows]
 
     def existing_decisions(
         self, connection: Connection, tenant_id: str, ids: Sequence[int]
     ) -> set[int]:
+        bind_tenant(connection, self._schema, tenant_id)
         rows = connection.execute(
             self._existing_decisions, {"tenant_id": tenant_id, "ids": list(ids)}
         )
@@ -129,6 +134,7 @@ class Lookup:
         task_id: str | None,
         everything: bool,
     ) -> Forgotten:
+        bind_tenant(connection, self._schema, tenant_id)
         # The statistics this statement takes back are shared with the tenant's writers.
         lock_term_statistics(connection, self._schema, [tenant_id])
         memories, decisions, tool_calls, cache, documents = connection.execute(

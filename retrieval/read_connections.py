@@ -33,6 +33,7 @@ import psycopg
 from sqlalchemy import Engine
 
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
+from retrieval.row_security import SETTING, active_sql
 
 Connection = psycopg.Connection[Any]
 
@@ -91,9 +92,14 @@ class ReadConnections:
         *,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
+        schema: str | None = None,
     ) -> None:
         _check_pool_size(max_connections, wait_seconds)
         self.engine = engine
+        # Connections that row-level security binds on ``schema``'s tables name the tenant of
+        # each statement (its ``tenant_id`` parameter) to the policies first.
+        self.schema = schema
+        self._bound: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
         self.settings = tuple(settings)
         self.max_connections = max_connections
         self.wait_seconds = wait_seconds
@@ -132,6 +138,9 @@ class ReadConnections:
             for attempt in (1, 2):
                 with self._connection() as connection:
                     try:
+                        if self._bound.get(connection):
+                            tenant = str(params.get("tenant_id", ""))  # none: sees nothing
+                            settings = {**(settings or {}), SETTING: tenant}
                         if settings:
                             self._apply(connection, settings)
                         with psycopg.RawCursor(connection) as cursor:
@@ -190,6 +199,14 @@ class ReadConnections:
         connection.autocommit = True
         for name, value in self.settings:
             connection.execute("SELECT set_config(%s, %s, false)", (name, value))
+        if self.schema is not None:
+            row = connection.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f'"{self.schema}".memories',)
+            ).fetchone()
+            bound = bool(row and row[0]) and bool(
+                connection.execute(active_sql(self.schema)).fetchone()[0]  # type: ignore[index]
+            )
+            self._bound[connection] = bound
         return connection
 
 

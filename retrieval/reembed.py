@@ -17,6 +17,7 @@ from pgvector import Vector
 from sqlalchemy import text
 
 from retrieval.errors import translate_database_errors
+from retrieval.row_security import bind_tenant
 from retrieval.store import MemoryStore
 
 _PENDING = """
@@ -55,6 +56,8 @@ def pending(store: MemoryStore, tenant_id: str | None = None) -> int:
     query = text(_PENDING.format(s=f'"{store.schema}"'))
     params = {"model": store.embedder.model_id, "tenant_id": tenant_id}
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        if tenant_id is not None:
+            bind_tenant(connection, store.schema, tenant_id)
         return int(connection.execute(query, params).scalar_one())
 
 
@@ -77,6 +80,8 @@ def reembed(
     updated = 0
     while True:
         with store.batch() as batch:
+            if tenant_id is not None:  # a role bound by row-level security sees this tenant
+                bind_tenant(batch.connection, store.schema, tenant_id)
             rows = batch.connection.execute(
                 next_batch,
                 {
@@ -96,6 +101,7 @@ def reembed(
                 vectors = store.cache.embed(
                     batch.connection, row_tenant, [content for _, content in items]
                 )
+                bind_tenant(batch.connection, store.schema, row_tenant)
                 batch.connection.execute(
                     update,
                     {

@@ -108,6 +108,7 @@ class HybridRetriever:
             settings=list(settings.items()),
             max_connections=max_connections,
             wait_seconds=wait_seconds,
+            schema=self.schema,
         )
         self._access = AccessRecorder(
             schema, self._connections.execute, background=background_writes

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.row_security import bind_tenant
 from retrieval.validation import aware_datetime, check_storable, check_tenant
 
 _BRANCH_WINDOW = (
@@ -89,5 +90,6 @@ def timeline(
         "limit": limit,
     }
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        bind_tenant(connection, schema, tenant_id)
         rows = connection.execute(statement, params).all()
     return [TimelineEvent(*row) for row in rows]

@@ -7,12 +7,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
-from sqlalchemy import Engine
+from psycopg import sql
+from sqlalchemy import Engine, text
 
+from retrieval.db import make_engine
 from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.row_security import grant_application_role
 from retrieval.store import MemoryStore
-from tests.harness import PgServer, engine_for, open_server
+from tests.harness import PgServer, engine_for, open_server, unique_name
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
 
@@ -74,6 +77,35 @@ def empty_database(pg_server: PgServer) -> Iterator[PgDatabase]:
     yield PgDatabase(name=name, engine=engine, server=pg_server, settings=SETTINGS)
     engine.dispose()
     pg_server.drop_database(name)
+
+
+APP_PASSWORD = "app-password"
+
+
+@pytest.fixture(scope="session")
+def app_role(pg_server: PgServer) -> Iterator[str]:
+    """A login role that is not a superuser, has no BYPASSRLS and owns nothing: row-level
+    security binds it, as it binds an application's role."""
+    role = unique_name("rtv_app")
+    pg_server.execute(
+        sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            sql.Identifier(role), sql.Literal(APP_PASSWORD)
+        )
+    )
+    yield role
+    pg_server.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+@pytest.fixture
+def app_engine(database: PgDatabase, app_role: str) -> Iterator[Engine]:
+    """An engine on this test's database as the application role, granted what it needs."""
+    with database.engine.begin() as connection:
+        grant_application_role(connection, "retrieval", app_role)
+    engine = make_engine(database.server.url(database.name, user=app_role, password=APP_PASSWORD))
+    yield engine
+    engine.dispose()
+    with database.engine.begin() as connection:  # the role can be dropped once tests end
+        connection.execute(text(f'DROP OWNED BY "{app_role}"'))
 
 
 @pytest.fixture(scope="session")

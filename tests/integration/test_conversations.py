@@ -201,7 +201,7 @@ def test_a_transcript_is_stored_as_numbered_turns_of_its_sessions(
         ({"speaker": "Ana", "text": " "}, "line 2: text: a message needs a non-empty text"),
         ({"speaker": "Ana", "text": "x", "mood": "happy"}, "line 2: unknown field.*'mood'"),
         ({"speaker": "Ana", "text": "x", "position": -2}, "line 2: position: must be a non-neg"),
-        ({"speaker": "Ana", "text": "x", "time": "yesterday"}, "line 2: created_at: 'yesterday'"),
+        ({"speaker": "Ana", "text": "x", "time": "yesterday"}, "line 2: time: 'yesterday'"),
     ],
 )
 def test_a_bad_transcript_line_is_named_and_nothing_is_written(

@@ -42,19 +42,19 @@ def test_a_step_down_asks_only_when_it_drops_the_users_data(
     database: PgDatabase, store: MemoryStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store.remember("No thread here.", tenant_id="acme")
-    losses = downgrade_losses(database.engine, database.settings, "-1")
+    losses = downgrade_losses(database.engine, database.settings, "0009")
     assert [(loss.revision, loss.derived) for loss in losses] == [("0010", True)]
     store.remember("Ann: hello", tenant_id="acme", kind="message", thread_id="s1", position=0)
 
-    assert main(["--database-url", database.url, "db", "downgrade"]) == 1
+    assert main(["--database-url", database.url, "db", "downgrade", "0009"]) == 1
     err = capsys.readouterr().err
     assert "1 memories' threads and positions (undoing revision 0010)" in err
     assert "BM25 statistics of memories (undoing revision 0010; made again by the next" in err
-    assert _revision(database) == "0010"
+    assert _revision(database) == migrate.head_revision()
 
     with database.engine.begin() as connection:
         connection.execute(text("UPDATE retrieval.memories SET thread_id = NULL, position = NULL"))
-    assert main(["--database-url", database.url, "db", "downgrade"]) == 0
+    assert main(["--database-url", database.url, "db", "downgrade", "0009"]) == 0
     captured = capsys.readouterr()
     assert "dropping 1 tenants' BM25 statistics of memories" in captured.err
     assert _revision(database) == "0009"
@@ -84,6 +84,6 @@ def test_a_migration_behind_a_lock_gives_up_and_names_the_holder(
         with pytest.raises(DatabaseError, match="nothing was changed"):
             migrate.downgrade(database.engine, settings, "-1")
         holder.rollback()
-    assert _revision(database) == "0010"
-    assert main(["--database-url", database.url, "db", "downgrade", "--yes"]) == 0
+    assert _revision(database) == migrate.head_revision()
+    assert main(["--database-url", database.url, "db", "downgrade", "0009", "--yes"]) == 0
     assert _revision(database) == "0009"

@@ -1,5 +1,6 @@
 """Isolation as a property: random tenants (whitespace, case, Unicode look-alikes and forms)
-through every read, write and forget call; no call ever sees or removes another tenant's row.
+through every read, write and forget call; no call ever sees or removes another tenant's row,
+as the tables' owner and as an application role bound by row-level security.
 
 Each example runs a random sequence of calls against a model of which rows each tenant holds,
 and checks after each call that the database still holds exactly the model's rows.
@@ -21,7 +22,7 @@ from retrieval.errors import ValidationError
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
 from retrieval.validation import tenant_problem
-from tests.conftest import PgDatabase
+from tests.conftest import CountingEmbedder, PgDatabase
 
 # Look-alikes of one tenant: equal to the eye, or after stripping, folding or normalizing.
 # Each valid one is a tenant of its own; the others must be refused by every call.
@@ -182,7 +183,18 @@ def _chunk_ids(store: MemoryStore, tenant: str) -> set[int]:
         return {int(row[0]) for row in rows}
 
 
-def test_no_call_ever_crosses_tenants(database: PgDatabase, store: MemoryStore) -> None:
+@pytest.mark.parametrize("role", ["owner", "application"])
+def test_no_call_ever_crosses_tenants(
+    database: PgDatabase,
+    store: MemoryStore,
+    counting_embedder: CountingEmbedder,
+    request: pytest.FixtureRequest,
+    role: str,
+) -> None:
+    # The owner is not bound by row-level security (the WHERE clauses alone isolate); the
+    # application's role is bound by it too.
+    if role == "application":
+        store = MemoryStore(request.getfixturevalue("app_engine"), embedder=counting_embedder)
     retriever = HybridRetriever.from_store(store, background_writes=False)
     documents = DocumentStore(store)
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from retrieval import lexical_match, scoring
-from retrieval.config import RetrievalConfig, SourceConfig
+from retrieval.config import RetrievalConfig, SourceConfig, WriteConfig
 from retrieval.retriever import HybridRetriever
 from retrieval.store import MemoryStore
 
@@ -34,6 +34,10 @@ ONLY_SEMANTIC = RetrievalConfig(
 
 @pytest.fixture
 def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    # "trigger" is a kind of the design study's own, declared as a user would.
+    store = MemoryStore(
+        store.engine, embedder=store.embedder, config=WriteConfig(extra_kinds={"trigger"})
+    )
     for question in QUESTIONS:
         store.remember(question, tenant_id="acme", kind="trigger", created_at=AS_OF)
     with HybridRetriever.from_store(store, config=ONLY_SEMANTIC) as retriever:

@@ -1,0 +1,97 @@
+"""Row-level security from the library's side: name the tenant of each statement to PostgreSQL.
+
+Revision 0011 gives every table a policy that lets a bound role (not the tables' owner, not a
+superuser, without ``BYPASSRLS``) see and change only the rows whose ``tenant_id`` equals the
+session setting ``retrieval.tenant_id``. Every statement of the library already filters by
+tenant; on a connection that PostgreSQL binds, the library also sets that setting to the
+tenant of the call, so a statement that forgot its filter would find nothing of another
+tenant.
+
+Whether a connection is bound is asked once per connection (``row_security_active``) and
+kept with it; on an unbound one (the owner, a superuser such as the embedded server's
+``postgres``) nothing is sent and nothing costs more.
+
+``COPY FROM`` is refused by PostgreSQL on a table whose policies bind the role, so on a bound
+connection rows are copied into a temporary table first and inserted from it, one ``INSERT``
+per tenant, each after the tenant is set.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+SETTING = "retrieval.tenant_id"
+
+_ACTIVE = text("SELECT row_security_active(CAST(:table AS regclass))")
+_SET_LOCAL = text(f"SELECT set_config('{SETTING}', :tenant, true)")
+_INFO_KEY = "retrieval_row_security"
+
+
+def row_security_active(connection: Connection, schema: str) -> bool:
+    """Whether PostgreSQL binds this connection's role by the policies of ``schema`` (asked
+    once per connection; ``False`` before the tables exist)."""
+    known: dict[str, bool] = connection.info.setdefault(_INFO_KEY, {})
+    if schema not in known:
+        exists = connection.execute(
+            text("SELECT to_regclass(:table) IS NOT NULL"), {"table": f'"{schema}".memories'}
+        ).scalar_one()
+        known[schema] = bool(
+            exists and connection.execute(_ACTIVE, {"table": f'"{schema}".memories'}).scalar_one()
+        )
+    return known[schema]
+
+
+def bind_tenant(connection: Connection, schema: str, tenant_id: str) -> None:
+    """Name ``tenant_id`` to the policies for the rest of the transaction, on a bound
+    connection; nothing on an unbound one."""
+    if row_security_active(connection, schema):
+        connection.execute(_SET_LOCAL, {"tenant": tenant_id})
+
+
+def active_sql(schema: str) -> str:
+    """The probe as plain SQL for a psycopg connection (the schema is a checked identifier)."""
+    return f"SELECT row_security_active('\"{schema}\".memories'::regclass)"
+
+
+def grant_statements(schema: str, role: str) -> list[str]:
+    """What an application role needs on ``schema``: reading and writing every table and
+    taking ids from their sequences; row-level security then limits it to the tenant it names.
+    Identifiers are quoted by psycopg, so neither name can carry SQL."""
+    from psycopg import sql
+
+    names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
+    templates = (
+        "GRANT USAGE ON SCHEMA {schema} TO {role}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}",
+        "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
+    )
+    return [sql.SQL(template).format(**names).as_string() for template in templates]
+
+
+def grant_application_role(connection: Connection, schema: str, role: str) -> None:
+    """Give ``role`` what :func:`grant_statements` lists, after checking that row-level security
+    will bind it (it must not be a superuser, have ``BYPASSRLS`` or own the tables)."""
+    from retrieval.errors import ConfigurationError
+
+    found = connection.execute(
+        text(
+            "SELECT r.rolsuper, r.rolbypassrls, r.rolname = t.tableowner "
+            "FROM pg_roles AS r, pg_tables AS t "
+            "WHERE r.rolname = :role AND t.schemaname = :schema AND t.tablename = 'memories'"
+        ),
+        {"role": role, "schema": schema},
+    ).one_or_none()
+    if found is None:
+        raise ConfigurationError(
+            f"role {role!r} or table {schema}.memories does not exist: create the role "
+            f"(CREATE ROLE {role} LOGIN PASSWORD '...') and run `retrieval db upgrade` first"
+        )
+    superuser, bypass, owner = found
+    if superuser or bypass or owner:
+        why = "a superuser" if superuser else "BYPASSRLS" if bypass else "the tables' owner"
+        raise ConfigurationError(
+            f"role {role!r} is {why}: row-level security would not bind it; give the "
+            "application a role of its own (CREATE ROLE app LOGIN PASSWORD '...')"
+        )
+    for statement in grant_statements(schema, role):
+        connection.execute(text(statement))

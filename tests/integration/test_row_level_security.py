@@ -1,0 +1,196 @@
+"""Row-level security: an application role sees and changes only the tenant its call names,
+even with a statement that forgot its tenant filter; every call of the library works as it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import ProgrammingError
+
+from retrieval.cli import main
+from retrieval.config import RetrievalConfig
+from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.errors import ConfigurationError
+from retrieval.ingest import ingest, read_file
+from retrieval.reembed import pending
+from retrieval.retriever import HybridRetriever
+from retrieval.row_security import bind_tenant, grant_application_role, row_security_active
+from retrieval.store import MemoryStore
+from tests.conftest import CountingEmbedder, PgDatabase
+
+WHEN = datetime(2026, 11, 20, tzinfo=UTC)
+
+
+def _seed(store: MemoryStore) -> dict[str, int]:
+    return {
+        tenant: store.remember(f"The {tenant} deploy key lives in the vault.", tenant_id=tenant)
+        for tenant in ("alpha", "beta")
+    }
+
+
+def test_a_statement_without_a_tenant_filter_sees_only_the_named_tenant(
+    database: PgDatabase, store: MemoryStore, app_engine: Engine
+) -> None:
+    _seed(store)
+    with app_engine.begin() as connection:
+        assert row_security_active(connection, "retrieval")
+        everything = "SELECT tenant_id FROM retrieval.memories"
+        assert connection.execute(text(everything)).all() == []  # no tenant named: nothing
+        bind_tenant(connection, "retrieval", "alpha")
+        assert connection.execute(text(everything)).scalars().all() == ["alpha"]
+        # An UPDATE and a DELETE that forgot the filter touch the named tenant only.
+        updated = connection.execute(text("UPDATE retrieval.memories SET importance = 1"))
+        assert updated.rowcount == 1
+        deleted = connection.execute(text("DELETE FROM retrieval.decisions"))
+        assert deleted.rowcount == 0
+    with pytest.raises(Exception, match="row-level security"), app_engine.begin() as connection:
+        bind_tenant(connection, "retrieval", "alpha")
+        connection.execute(
+            text(
+                "INSERT INTO retrieval.decisions (tenant_id, action_type, content, status) "
+                "VALUES ('beta', 'a', 'written into another tenant', 's')"
+            )
+        )
+    with database.engine.connect() as connection:  # the owner sees both, unchanged for beta
+        rows = connection.execute(
+            text("SELECT tenant_id, importance FROM retrieval.memories ORDER BY tenant_id")
+        ).all()
+    assert rows == [("alpha", 1.0), ("beta", None)]
+    with store.engine.connect() as connection:
+        assert not row_security_active(connection, "retrieval")  # the owner is not bound
+
+
+def test_every_call_works_as_the_application_role_and_keeps_to_its_tenant(
+    database: PgDatabase,
+    store: MemoryStore,
+    app_engine: Engine,
+    counting_embedder: CountingEmbedder,
+    tmp_path: Path,
+) -> None:
+    owner_ids = _seed(store)
+    app = MemoryStore(app_engine, embedder=counting_embedder)
+    # Writes: through the model, with vectors (COPY is refused under RLS: staged), mixed
+    # tenants in one batch, entity links, threads, decisions and tool calls.
+    first = app.remember("Ann prefers tea.", tenant_id="alpha", entities=["ann"], created_at=WHEN)
+    vectors = np.random.default_rng(1).standard_normal((3, 384)).astype(np.float32)
+    batch = app.remember_many(
+        [
+            {"text": "alpha vector one", "tenant_id": "alpha", "embedding": vectors[0]},
+            {"text": "beta vector", "tenant_id": "beta", "embedding": vectors[1]},
+            {"text": "alpha vector two", "tenant_id": "alpha", "embedding": vectors[2]},
+        ]
+    )
+    mixed = app.remember_many(
+        [
+            {"text": "Bob: the deploy key rotates monthly.", "tenant_id": "alpha",
+             "thread_id": "s1", "position": 0},
+            {"text": "Cy: checkout times out.", "tenant_id": "beta"},
+            {"text": "Ann prefers tea.", "tenant_id": "beta"},  # the cache, per tenant
+        ]
+    )  # fmt: skip
+    decision = app.record_decision(
+        tenant_id="alpha", task_id="t1", action_type="plan", content="Rotate the key", status="ok"
+    )
+    app.record_tool_call(
+        tenant_id="alpha", decision_id=decision, tool_name="vault", params={}, result=None
+    )
+    with pytest.raises(Exception, match="decision"):  # beta cannot name alpha's decision
+        app.record_tool_call(
+            tenant_id="beta", decision_id=decision, tool_name="vault", params={}, result=None
+        )
+
+    # Reads by id, timeline, forget: each sees its tenant.
+    assert [m.id for m in app.get_memories([owner_ids["alpha"], owner_ids["beta"]],
+                                           tenant_id="alpha")] == [owner_ids["alpha"]]  # fmt: skip
+    assert app.get_memory(first, tenant_id="beta") is None
+    assert app.get_memory(first, tenant_id="alpha") is not None
+    retriever = HybridRetriever.from_store(
+        app, config=RetrievalConfig(record_access=True), background_writes=False
+    )
+    events = retriever.timeline("alpha", limit=100)
+    assert {e.item for e in events} == {"memory", "decision", "tool_call"}
+    assert all("beta" not in e.content for e in events)
+
+    # Retrieve: all sources, neighbours, access counts written back under the policies.
+    response = retriever.retrieve("Where is the deploy key?", tenant_id="alpha", neighbors=1)
+    ids = {r.metadata["id"] for r in response.results if r.source == "semantic"}
+    assert owner_ids["alpha"] in ids and owner_ids["beta"] not in ids
+    with database.engine.connect() as connection:
+        counted = connection.execute(
+            text("SELECT tenant_id, sum(access_count) FROM retrieval.memories GROUP BY 1")
+        ).all()
+    assert dict(counted)["alpha"] >= 1 and dict(counted)["beta"] == 0
+    owner_retriever = HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False))
+    as_owner = owner_retriever.retrieve("Where is the deploy key?", tenant_id="alpha")
+    as_app = retriever.retrieve("Where is the deploy key?", tenant_id="alpha")
+    assert [r.metadata.get("id") for r in as_app.results] == [
+        r.metadata.get("id") for r in as_owner.results
+    ]
+
+    # Documents: add, BM25, dense, forget.
+    documents = DocumentStore(app)
+    runbook = [ChunkInput("Checkout times out when payments lag.")]
+    documents.add(DocumentInput(tenant_id="beta", doc_id="runbook", chunks=runbook))
+    assert documents.bm25("checkout times out", tenant_id="alpha") == []
+    assert documents.bm25("checkout times out", tenant_id="beta") != []
+    assert documents.dense("checkout", tenant_id="beta") != []
+    assert documents.forget(tenant_id="beta", doc_id="runbook")
+
+    # A file of two tenants, threads numbered after the stored turns.
+    path = tmp_path / "history.jsonl"
+    path.write_text(
+        '{"speaker": "Bob", "text": "It rotates on Mondays.", "tenant_id": "alpha", '
+        '"session": "s1"}\n{"text": "beta from a file", "tenant_id": "beta"}\n'
+    )
+    ingest(app, read_file(path, app))
+    with database.engine.connect() as connection:
+        position = connection.execute(
+            text("SELECT position FROM retrieval.memories WHERE content LIKE 'Bob: It rotates%'")
+        ).scalar_one()
+    assert position == 1
+    assert pending(app, tenant_id="alpha") == 0
+
+    beta_ids, alpha_ids = _ids_of(database, "beta"), _ids_of(database, "alpha")
+    assert {owner_ids["beta"], batch[1], mixed[1], mixed[2]} < beta_ids
+    forgotten = app.forget(tenant_id="beta", everything=True)
+    assert set(forgotten.memory_ids) == beta_ids
+    assert _ids_of(database, "beta") == set()
+    assert _ids_of(database, "alpha") == alpha_ids
+    retriever.close()
+    owner_retriever.close()
+
+
+def _ids_of(database: PgDatabase, tenant: str) -> set[int]:
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT id FROM retrieval.memories WHERE tenant_id = :t"), {"t": tenant}
+        )
+        return {int(r[0]) for r in rows}
+
+
+def test_grant_refuses_a_role_that_row_level_security_would_not_bind(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with (
+        database.engine.begin() as connection,
+        pytest.raises(ConfigurationError, match="superuser"),
+    ):
+        grant_application_role(connection, "retrieval", "postgres")
+    assert main(["--database-url", database.url, "db", "grant", "no_such_role"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_application_role_cannot_truncate_or_lift_the_policies(
+    database: PgDatabase, app_engine: Engine
+) -> None:
+    for statement in (
+        "TRUNCATE retrieval.memories",
+        "ALTER TABLE retrieval.memories DISABLE ROW LEVEL SECURITY",
+        "DROP POLICY tenant_isolation ON retrieval.memories",
+    ):
+        with pytest.raises(ProgrammingError), app_engine.begin() as connection:
+            connection.execute(text(statement))
