@@ -100,6 +100,7 @@ class ReadConnections:
         # each statement (its ``tenant_id`` parameter) to the policies first.
         self.schema = schema
         self._bound: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
+        self._row_security: bool | None = None
         self.settings = tuple(settings)
         self.max_connections = max_connections
         self.wait_seconds = wait_seconds
@@ -151,6 +152,14 @@ class ReadConnections:
                             raise
                         # A stale connection (server restarted): retry on a fresh one.
         raise AssertionError("unreachable")
+
+    def row_security_active(self) -> bool:
+        """Whether row-level security binds this pool's role on ``schema`` (asked once, on the
+        first connection; all of them share the engine's role)."""
+        if self._row_security is None:
+            with translate_database_errors(str(self.engine.url)), self._connection() as connection:
+                self._row_security = bool(self._bound.get(connection))
+        return self._row_security
 
     def _apply(self, connection: Connection, settings: Mapping[str, str]) -> None:
         current = self._settings_of.setdefault(connection, dict(self.settings))

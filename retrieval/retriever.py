@@ -236,6 +236,7 @@ class HybridRetriever:
                 memory_bm25,
                 len(keywords) > MAX_BITS,
                 tuple(probed),
+                self._connections.row_security_active(),
             )
 
         candidates: list[Candidate] = []
@@ -418,6 +419,7 @@ def build_statement(
     memory_bm25: bool = False,
     many_keywords: bool = False,
     presence: tuple[str, ...] = (),
+    bound: bool = False,
 ) -> str:
     """The one statement: a CTE per enabled source, their rows in one ``UNION ALL``, and a
     presence row for each source named in ``presence`` (see :mod:`retrieval.sources.presence`)."""
@@ -432,6 +434,7 @@ def build_statement(
                 with_entities=with_entities,
                 lexical=lexical,
                 bm25=memory_bm25,
+                bound=bound,
             ),
         )
         selects.append("semantic")
@@ -444,6 +447,7 @@ def build_statement(
                 with_task=with_task,
                 lexical=episodic_lexical,
                 many_keywords=many_keywords,
+                bound=bound,
             ),
         )
         ctes += episodic

@@ -64,6 +64,8 @@ def grant_statements(schema: str, role: str) -> list[str]:
         "GRANT USAGE ON SCHEMA {schema} TO {role}",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}",
         "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
+        # The index lookups that run as the owner (revision 0011), for the role's tenant only.
+        "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {role}",
     )
     return [sql.SQL(template).format(**names).as_string() for template in templates]
 

@@ -30,6 +30,35 @@ POLICY = "tenant_isolation"
 SETTING = "retrieval.tenant_id"
 
 
+# Under a policy PostgreSQL evaluates a statement's own conditions after the policy's, and may
+# use one for an index only if its operator is leakproof: the memories' ``@@`` (GIN) and the
+# vocabulary's ``LIKE`` (trigram GIN) are not, so a bound role would scan the tenant's rows
+# (20x the read path's p50 on 100,000 memories). These two lookups run as the tables' owner
+# instead, inside functions that return only rows of the tenant the session names, as the
+# policies would.
+FUNCTIONS = """
+CREATE FUNCTION {schema}.memories_matching(p_tenant text, p_query tsquery, p_limit integer)
+RETURNS SETOF bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT m.id FROM {schema}.memories AS m
+    WHERE m.tenant_id = p_tenant AND m.search_vector @@ p_query
+      AND p_tenant = current_setting('{setting}', true)
+    LIMIT p_limit
+$$;
+CREATE FUNCTION {schema}.episodic_tokens_like(p_tenant text, p_pattern text)
+RETURNS TABLE (id bigint, rows bigint)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT v.id, v.rows FROM {schema}.episodic_vocabulary AS v
+    WHERE v.tenant_id = p_tenant AND v.token LIKE p_pattern
+      AND p_tenant = current_setting('{setting}', true)
+$$;
+REVOKE ALL ON FUNCTION {schema}.memories_matching(text, tsquery, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION {schema}.episodic_tokens_like(text, text) FROM PUBLIC;
+"""
+
+
 def upgrade_sql(schema: str) -> str:
     """The whole upgrade for ``schema`` (quoted)."""
     parts = []
@@ -40,12 +69,16 @@ def upgrade_sql(schema: str) -> str:
             f"USING (tenant_id = current_setting('{SETTING}', true)) "
             f"WITH CHECK (tenant_id = current_setting('{SETTING}', true));"
         )
+    parts.append(FUNCTIONS.format(schema=schema, setting=SETTING))
     return "\n".join(parts)
 
 
 def downgrade_sql(schema: str) -> str:
     """The whole downgrade for ``schema`` (quoted)."""
-    parts = []
+    parts = [
+        f"DROP FUNCTION {schema}.memories_matching(text, tsquery, integer);",
+        f"DROP FUNCTION {schema}.episodic_tokens_like(text, text);",
+    ]
     for table in ALL_TABLES:
         parts.append(f"DROP POLICY {POLICY} ON {schema}.{table};")
         parts.append(f"ALTER TABLE {schema}.{table} DISABLE ROW LEVEL SECURITY;")

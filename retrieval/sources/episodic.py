@@ -40,6 +40,7 @@ class EpisodicQuery:
     with_task: bool
     lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
     many_keywords: bool = False  # more than MAX_BITS keywords: counted without a bit set
+    bound: bool = False  # the connection's role is bound by row-level security
 
 
 # A row's keywords are counted as a bit set in a bigint up to this many keywords.
@@ -56,7 +57,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     a tool call's tool name are then compared with the whole query, and the scores combined
     with the keyword relevance.
     """
-    ctes, names = [_PATTERNS, *_found(schema, query.many_keywords)], []
+    ctes, names = [_PATTERNS, *_found(schema, query.many_keywords, query.bound)], []
     if query.decisions:
         task = "AND x.task_id = %(task_id)s" if query.with_task else ""
         ctes += [
@@ -137,7 +138,7 @@ def band_parameters(bands: list[Band]) -> dict[str, list[object]]:
     }
 
 
-def _found(schema: str, many_keywords: bool) -> list[str]:
+def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
     # Each keyword's tokens and how many rows hold them; the keywords ranked rarest first;
     # then, per band, the postings of its rarest keywords in its time range: the rows that
     # can pass the threshold (and some that cannot), each once.
@@ -146,8 +147,7 @@ def _found(schema: str, many_keywords: bool) -> list[str]:
     SELECT k.position, v.id AS token_id, v.rows
     FROM episodic_patterns AS k
     CROSS JOIN LATERAL (
-        SELECT v.id, v.rows FROM "{schema}".episodic_vocabulary AS v
-        WHERE v.tenant_id = %(tenant_id)s AND v.token LIKE k.pattern
+        {_tokens(schema, bound)}
         OFFSET 0
     ) AS v
 )""",
@@ -189,6 +189,21 @@ def _found(schema: str, many_keywords: bool) -> list[str]:
     HAVING {_seen(many_keywords)} >= min(h.read) - min(h.lists) + 1
 )""",
     ]
+
+
+def _tokens(schema: str, bound: bool) -> str:
+    # A keyword's tokens in the tenant's vocabulary, through the trigram index. A role bound by
+    # row-level security cannot use the index for LIKE (not leakproof): the owner's function
+    # looks them up for the tenant the session names (revision 0011).
+    if bound:
+        return (
+            f'SELECT v.id, v.rows FROM "{schema}".episodic_tokens_like(%(tenant_id)s, k.pattern)'
+            " AS v"
+        )
+    return (
+        f'SELECT v.id, v.rows FROM "{schema}".episodic_vocabulary AS v\n'
+        "        WHERE v.tenant_id = %(tenant_id)s AND v.token LIKE k.pattern"
+    )
 
 
 def _seen(many_keywords: bool) -> str:

@@ -78,6 +78,7 @@ class SemanticQuery:
     with_entities: bool
     lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
     bm25: bool = False  # the BM25 channel over the memories' lexemes, fused by ``fusion``
+    bound: bool = False  # the connection's role is bound by row-level security
 
 
 def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
@@ -212,8 +213,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     FROM mem_probed AS w
     CROSS JOIN LATERAL (
         SELECT {_row("m")}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
-        FROM {s}.memories AS m
-        WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query
+        FROM {_matching(s, query.bound)}
         LIMIT {COUNT_CAP + 1}
     ) AS r
 )""",
@@ -283,6 +283,18 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     WHERE near OR bm25_rank <= %(semantic_candidates)s
 )""",
     ]
+
+
+def _matching(s: str, bound: bool) -> str:
+    # The tenant's memories holding a probed term, through the GIN index. A role bound by
+    # row-level security cannot use the index for @@ (not leakproof): the owner's function
+    # looks the ids up for the tenant the session names (revision 0011).
+    if not bound:
+        return f"{s}.memories AS m WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query"
+    return (
+        f"{s}.memories_matching(%(tenant_id)s, w.query, {COUNT_CAP + 1}) AS f(id) "
+        f"JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = f.id"
+    )
 
 
 def _bm25_evidence() -> str:

@@ -194,3 +194,18 @@ def test_the_application_role_cannot_truncate_or_lift_the_policies(
     ):
         with pytest.raises(ProgrammingError), app_engine.begin() as connection:
             connection.execute(text(statement))
+
+
+def test_the_owners_index_lookups_return_only_the_named_tenant(
+    store: MemoryStore, app_engine: Engine
+) -> None:
+    ids = _seed(store)
+    match = text(
+        "SELECT retrieval.memories_matching(:tenant, to_tsquery('english', 'vault'), 10)"
+    )
+    with app_engine.begin() as connection:
+        bind_tenant(connection, "retrieval", "alpha")
+        assert connection.execute(match, {"tenant": "alpha"}).scalars().all() == [ids["alpha"]]
+        assert connection.execute(match, {"tenant": "beta"}).scalars().all() == []
+    with app_engine.begin() as connection:  # no tenant named: nothing
+        assert connection.execute(match, {"tenant": "alpha"}).scalars().all() == []
