@@ -38,10 +38,10 @@ SETTING = "retrieval.tenant_id"
 # policies would.
 FUNCTIONS = """
 CREATE FUNCTION {schema}.memories_matching(p_tenant text, p_query tsquery, p_limit integer)
-RETURNS SETOF bigint
+RETURNS SETOF {schema}.memories
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT m.id FROM {schema}.memories AS m
+    SELECT m.* FROM {schema}.memories AS m
     WHERE m.tenant_id = p_tenant AND m.search_vector @@ p_query
       AND p_tenant = current_setting('{setting}', true)
     LIMIT p_limit

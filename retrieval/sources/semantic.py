@@ -291,10 +291,7 @@ def _matching(s: str, bound: bool) -> str:
     # looks the ids up for the tenant the session names (revision 0011).
     if not bound:
         return f"{s}.memories AS m WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query"
-    return (
-        f"{s}.memories_matching(%(tenant_id)s, w.query, {COUNT_CAP + 1}) AS f(id) "
-        f"JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = f.id"
-    )
+    return f"{s}.memories_matching(%(tenant_id)s, w.query, {COUNT_CAP + 1}) AS m"
 
 
 def _bm25_evidence() -> str:

@@ -201,7 +201,8 @@ def test_the_owners_index_lookups_return_only_the_named_tenant(
 ) -> None:
     ids = _seed(store)
     match = text(
-        "SELECT retrieval.memories_matching(:tenant, to_tsquery('english', 'vault'), 10)"
+        "SELECT m.id FROM retrieval.memories_matching(:tenant, to_tsquery('english', 'vault'), 10)"
+        " AS m"
     )
     with app_engine.begin() as connection:
         bind_tenant(connection, "retrieval", "alpha")
