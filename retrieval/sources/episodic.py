@@ -169,19 +169,23 @@ def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
     FROM (
         SELECT p.item, p.row_id, t.position, b.read, b.lists
         FROM (
-            SELECT lists, since, until,
+            -- Open ends as infinities here, not in the postings' condition: under row-level
+            -- security an index condition must be leakproof, and PostgreSQL counts COALESCE
+            -- as leaky (OFFSET 0 keeps it from being pulled up into the condition).
+            SELECT lists, COALESCE(since, '-infinity'::timestamptz) AS since,
+                   COALESCE(until, 'infinity'::timestamptz) AS until,
                    LEAST(lists + 1, cardinality(%(keywords)s::text[])) AS read
             FROM unnest(%(episodic_band_lists)s::int[],
                         %(episodic_band_since)s::timestamptz[],
                         %(episodic_band_until)s::timestamptz[]) AS b(lists, since, until)
+            OFFSET 0
         ) AS b
         JOIN episodic_rarity AS r ON r.rarity <= b.read
         JOIN episodic_tokens AS t ON t.position = r.position
         CROSS JOIN LATERAL (
             SELECT p.item, p.row_id FROM "{schema}".episodic_postings AS p
             WHERE p.tenant_id = %(tenant_id)s AND p.token_id = t.token_id
-              AND p.created_at >= COALESCE(b.since, '-infinity'::timestamptz)
-              AND p.created_at < COALESCE(b.until, 'infinity'::timestamptz)
+              AND p.created_at >= b.since AND p.created_at < b.until
             OFFSET 0
         ) AS p
     ) AS h
