@@ -24,7 +24,6 @@ import json
 import multiprocessing
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,7 +37,7 @@ import numpy as np
 from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieve import AS_OF, TENANT, cpus, load_corpus, noisy_copies, percentiles
+from retrieve import AS_OF, TENANT, commit, cpus, load_corpus, noisy_copies, percentiles
 
 from retrieval.config import DatabaseConfig, RetrievalConfig
 from retrieval.db import connect
@@ -77,7 +76,7 @@ def main() -> None:
 
     results: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
         "runs": [],
@@ -300,15 +299,6 @@ def _brief(outcome: dict[str, Any]) -> dict[str, Any]:
         "write_errors": outcome["write_errors"],
         "read_errors": outcome["idle"]["errors"] + outcome["load"]["errors"],
     }
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -611,6 +611,18 @@ def summary_ms(times: Sequence[float]) -> dict[str, float]:
     }
 
 
+def commit() -> str:
+    """The short hash of the checked-out commit the figures come from ("unknown" outside git)."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def cpus() -> int:
     import os
 

@@ -22,7 +22,6 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieve import (
     AS_OF,
     TENANT,
+    commit,
     count,
     cpus,
     load,
@@ -91,7 +91,7 @@ def main() -> None:
 
     results: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
     }
@@ -211,15 +211,6 @@ def _brief(result: dict[str, Any]) -> dict[str, Any]:
         "p95_ratio": round(result["p95_ratio"], 3),
         "same_results_first_50": result["same_results_first_50"],
     }
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 if __name__ == "__main__":

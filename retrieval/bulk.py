@@ -21,7 +21,7 @@ import numpy.typing as npt
 from psycopg import sql
 from sqlalchemy import Connection, text
 
-from retrieval.row_security import bind_tenant, row_security_active
+from retrieval.row_security import insert_each_tenant, row_security_active
 
 # vector's binary format (pgvector vector_send/vector_recv): int16 dim, int16 unused, then dim
 # big-endian float32 values.
@@ -97,15 +97,13 @@ def _copy_through_staging(
         ).format(staging, names, target)
     )
     copy_rows(connection, "pg_temp", staging_name, columns, types, rows)
-    tenants = driver_connection.execute(
-        sql.SQL("SELECT DISTINCT tenant_id FROM pg_temp.{}").format(staging)
-    ).fetchall()
-    insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM pg_temp.{} WHERE tenant_id = %s").format(
-        target, names, names, staging
+    insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM pg_temp.{} WHERE tenant_id = :tenant")
+    insert_each_tenant(
+        connection,
+        schema,
+        staging.as_string(driver_connection),
+        insert.format(target, names, names, staging).as_string(driver_connection),
     )
-    for (tenant_id,) in tenants:
-        bind_tenant(connection, schema, tenant_id)
-        driver_connection.execute(insert, (tenant_id,))
     driver_connection.execute(sql.SQL("DELETE FROM pg_temp.{}").format(staging))
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 
 from retrieval.bulk import copy_rows
 from retrieval.errors import DatabaseError
-from retrieval.row_security import bind_tenant, row_security_active
+from retrieval.row_security import insert_each_tenant, row_security_active
 
 STAGING = "retrieval_memory_staging_v2"
 # A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
@@ -65,16 +65,8 @@ def copy_cached_memories(
     types = [kind for _, kind in COLUMNS]
     copy_rows(connection, "pg_temp", STAGING, names, types, rows)
     if row_security_active(connection, schema):  # one tenant at a time, named to the policies
-        tenants = connection.execute(
-            text("SELECT DISTINCT tenant_id FROM pg_temp.retrieval_memory_staging_v2")
-        ).scalars()
-        written = 0
-        for tenant in list(tenants):
-            bind_tenant(connection, schema, tenant)
-            written += connection.execute(
-                text(_INSERT.format(s=f'"{schema}"', where="WHERE s.tenant_id = :tenant")),
-                {"tenant": tenant},
-            ).rowcount
+        insert = _INSERT.format(s=f'"{schema}"', where="WHERE s.tenant_id = :tenant")
+        written = insert_each_tenant(connection, schema, STAGING, insert)
     else:
         written = connection.execute(text(_INSERT.format(s=f'"{schema}"', where=""))).rowcount
     connection.execute(text(_CLEAR))

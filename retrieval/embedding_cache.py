@@ -21,7 +21,7 @@ from sqlalchemy import Connection, text
 from retrieval.bulk import copy_rows, decode_vector, encode_vectors
 from retrieval.embedding import Embedder, Vectors
 from retrieval.errors import EmbeddingError
-from retrieval.row_security import bind_tenant, row_security_active
+from retrieval.row_security import bind_tenant, insert_each_tenant, row_security_active
 
 # vector_send gives the binary encoding: decoding it is ~50x faster than parsing the text form.
 # Sent on the driver connection with the keys as a binary bytea[] (%b) and results in binary:
@@ -46,6 +46,7 @@ _INSERT = (
     "{where} ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING"
 )
 _CLEAR_STAGING = "DELETE FROM pg_temp.retrieval_cache_staging"
+_STAGING = "retrieval_cache_staging"
 
 Entry = tuple[str, bytes]  # (tenant_id, cache key)
 
@@ -120,8 +121,8 @@ class EmbeddingCache:
         self.schema = schema
         self._insert = text(_INSERT.format(schema=f'"{schema}"', where=""))
         # Under row-level security, one tenant's rows at a time (retrieval.row_security).
-        self._insert_tenant = text(
-            _INSERT.format(schema=f'"{schema}"', where="WHERE tenant_id = :tenant")
+        self._insert_tenant = _INSERT.format(
+            schema=f'"{schema}"', where="WHERE tenant_id = :tenant"
         )
         self._lru: OrderedDict[Entry, Vectors] = OrderedDict()
         self._lru_entries = lru_entries
@@ -240,17 +241,14 @@ class EmbeddingCache:
         copy_rows(
             connection,
             "pg_temp",
-            "retrieval_cache_staging",
+            _STAGING,
             columns,
             ["text", "bytea", "bytea"],
             rows,
         )
-        if row_security_active(connection, self.schema):
-            for tenant in sorted({tenant for (tenant, _), _ in plan.new}):
-                bind_tenant(connection, self.schema, tenant)
-                connection.execute(
-                    self._insert_tenant, {"model_id": self.embedder.model_id, "tenant": tenant}
-                )
+        if row_security_active(connection, self.schema):  # one tenant at a time
+            model = {"model_id": self.embedder.model_id}
+            insert_each_tenant(connection, self.schema, _STAGING, self._insert_tenant, model)
         else:
             connection.execute(self._insert, {"model_id": self.embedder.model_id})
         connection.execute(text(_CLEAR_STAGING))

@@ -29,7 +29,7 @@ from sqlalchemy import text
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.lookup import Lookup
 from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
-from retrieval.row_security import bind_tenant
+from retrieval.row_security import bind_tenant, row_security_active
 from retrieval.store import MemoryStore
 from retrieval.validation import (
     ValidDecision,
@@ -366,14 +366,14 @@ def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
     statement = text(_NEXT_POSITIONS.format(s=f'"{store.schema}"'))
     following: dict[tuple[str, str], int] = {}
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
-        for tenant in sorted({tenant for tenant, _ in threads}):  # one tenant at a time: RLS
-            bind_tenant(connection, store.schema, tenant)
+        # One query; one per tenant where row-level security binds the role to one at a time.
+        groups = [threads]
+        if row_security_active(connection, store.schema):
+            groups = [[p for p in threads if p[0] == t] for t in sorted({t for t, _ in threads})]
+        for group in groups:
+            bind_tenant(connection, store.schema, group[0][0])
             rows = connection.execute(
-                statement,
-                {
-                    "tenants": [t for t, _ in threads if t == tenant],
-                    "threads": [h for t, h in threads if t == tenant],
-                },
+                statement, {"tenants": [t for t, _ in group], "threads": [h for _, h in group]}
             )
             following.update(((t, h), int(position)) for t, h, position in rows)
     numbered = []

@@ -33,7 +33,7 @@ import psycopg
 from sqlalchemy import Engine
 
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
-from retrieval.row_security import SETTING, active_sql
+from retrieval.row_security import PROBE, SETTING, probe_parameters
 
 Connection = psycopg.Connection[Any]
 
@@ -209,13 +209,8 @@ class ReadConnections:
         for name, value in self.settings:
             connection.execute("SELECT set_config(%s, %s, false)", (name, value))
         if self.schema is not None:
-            row = connection.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (f'"{self.schema}".memories',)
-            ).fetchone()
-            bound = bool(row and row[0]) and bool(
-                connection.execute(active_sql(self.schema)).fetchone()[0]  # type: ignore[index]
-            )
-            self._bound[connection] = bound
+            probe = connection.execute(PROBE, probe_parameters(self.schema)).fetchone()
+            self._bound[connection] = bool(probe and probe[0])
         return connection
 
 

@@ -18,13 +18,24 @@ per tenant, each after the tenant is set.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sqlalchemy import Connection, text
 
 SETTING = "retrieval.tenant_id"
 
-_ACTIVE = text("SELECT row_security_active(CAST(:table AS regclass))")
+# One round trip: NULL (no such table yet, before the migrations) counts as not bound. In the
+# driver's placeholder style, so the retriever's own psycopg connections send it as it is.
+PROBE = "SELECT COALESCE(row_security_active(to_regclass(%(table)s)), false)"
 _SET_LOCAL = text(f"SELECT set_config('{SETTING}', :tenant, true)")
+_STAGED_TENANTS = "SELECT DISTINCT tenant_id FROM pg_temp.{staging}"
 _INFO_KEY = "retrieval_row_security"
+
+
+def probe_parameters(schema: str) -> dict[str, str]:
+    """The parameters of :data:`PROBE` for ``schema`` (its memories table stands for all)."""
+    return {"table": f'"{schema}".memories'}
 
 
 def row_security_active(connection: Connection, schema: str) -> bool:
@@ -32,12 +43,8 @@ def row_security_active(connection: Connection, schema: str) -> bool:
     once per connection; ``False`` before the tables exist)."""
     known: dict[str, bool] = connection.info.setdefault(_INFO_KEY, {})
     if schema not in known:
-        exists = connection.execute(
-            text("SELECT to_regclass(:table) IS NOT NULL"), {"table": f'"{schema}".memories'}
-        ).scalar_one()
-        known[schema] = bool(
-            exists and connection.execute(_ACTIVE, {"table": f'"{schema}".memories'}).scalar_one()
-        )
+        probe = connection.exec_driver_sql(PROBE, probe_parameters(schema))
+        known[schema] = bool(probe.scalar_one())
     return known[schema]
 
 
@@ -48,9 +55,24 @@ def bind_tenant(connection: Connection, schema: str, tenant_id: str) -> None:
         connection.execute(_SET_LOCAL, {"tenant": tenant_id})
 
 
-def active_sql(schema: str) -> str:
-    """The probe as plain SQL for a psycopg connection (the schema is a checked identifier)."""
-    return f"SELECT row_security_active('\"{schema}\".memories'::regclass)"
+def insert_each_tenant(
+    connection: Connection,
+    schema: str,
+    staging: str,
+    insert: str,
+    params: Mapping[str, Any] | None = None,
+) -> int:
+    """Run ``insert`` (an ``INSERT ... SELECT`` from ``pg_temp.<staging>`` limited by a
+    ``:tenant`` condition, with ``params`` besides) once per tenant of the staged rows, each
+    named to the policies first; return the rows inserted. ``staging`` is a fixed name of the
+    library's."""
+    tenants = connection.execute(text(_STAGED_TENANTS.format(staging=staging))).scalars().all()
+    statement = text(insert)
+    inserted = 0
+    for tenant in tenants:
+        bind_tenant(connection, schema, tenant)
+        inserted += connection.execute(statement, {**(params or {}), "tenant": tenant}).rowcount
+    return inserted
 
 
 def grant_statements(schema: str, role: str) -> list[str]:
