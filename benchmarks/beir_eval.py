@@ -39,15 +39,15 @@ from typing import Any
 from sqlalchemy import text
 from tqdm import tqdm
 
-from retrieval import scoring
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.store import MemoryStore
+from retrieval.search import scoring
+from retrieval.search.retriever import HybridRetriever
 
 SETTINGS = MigrationSettings(schema="beir", embedding_dim=384)
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ unrelated pairs dropped. Two labelled sets:
 * BEIR SciFact test: each claim against its relevant abstracts and against abstracts drawn at
   random (``--scifact-negatives`` per claim); abstracts are embedded once and cached.
 
-It also gives the model's dense-relevance calibration (``retrieval.calibration``): the
+It also gives the model's dense-relevance calibration (``retrieval.embedding.calibration``): the
 distance where relevance is 0 (the median of the unrelated pairs of both sets) and where it is
 1 (the median of the paraphrase pairs), and the relevance each set's pairs get with it.
 
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.calibration import DenseCalibration
-from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.embedding.calibration import DenseCalibration
+from retrieval.embedding.models import SentenceTransformerEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"

@@ -92,7 +92,7 @@ def main() -> None:
         print(json.dumps(run_baseline(dialogues, data_dir)))
         return
 
-    from retrieval.embedded import start_embedded
+    from retrieval.db.embedded import start_embedded
 
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
     results: dict[str, Any] = {
@@ -162,9 +162,9 @@ def session_date(text: str) -> datetime:
 def run_current(dialogues: Sequence[Dialogue], url: str, neighbors: int) -> dict[str, Any]:
     """Store the dialogues and ask every question with the defaults (and neighbours)."""
     from retrieval.config import RetrievalConfig
-    from retrieval.db import make_engine
-    from retrieval.migrate import MigrationSettings, upgrade
-    from retrieval.retriever import HybridRetriever
+    from retrieval.db.engine import make_engine
+    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.search.retriever import HybridRetriever
 
     engine = make_engine(url)
     upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
@@ -230,7 +230,7 @@ def _turn_ids(results: Sequence[Any], *, with_neighbors: bool) -> Iterator[str]:
 
 def _store(engine: Any, schema: str, *, bm25: bool) -> Any:
     from retrieval.config import WriteConfig
-    from retrieval.store import MemoryStore
+    from retrieval.memory.store import MemoryStore
 
     names = {f.name for f in dataclasses.fields(WriteConfig)}
     config = WriteConfig(memory_bm25=True) if bm25 and "memory_bm25" in names else WriteConfig()
@@ -239,7 +239,7 @@ def _store(engine: Any, schema: str, *, bm25: bool) -> Any:
 
 def store_dialogues(store: Any, dialogues: Sequence[Dialogue]) -> None:
     """Each dialogue as one tenant (replacing what the tenant held), turn by turn."""
-    from retrieval.records import MemoryInput
+    from retrieval.memory.records import MemoryInput
 
     fields = {f.name for f in dataclasses.fields(MemoryInput)}
     for dialogue in dialogues:
@@ -279,7 +279,7 @@ def against(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             "--data-dir",
             str(data_dir.resolve()),
             "--migrations",
-            str(worktree / "migrations"),
+            str(_migrations_folder(worktree)),
         ]
         done = subprocess.run(
             command, env=environment, cwd=worktree, capture_output=True, text=True, check=False
@@ -289,6 +289,12 @@ def against(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
     finally:
         _git("worktree", "remove", "--force", str(worktree))
+
+
+def _migrations_folder(worktree: Path) -> Path:
+    """The revision's migrations: inside the package, or (older revisions) at the top level."""
+    inside = worktree / "retrieval" / "migrations"
+    return inside if inside.is_dir() else worktree / "migrations"
 
 
 def _use_migrations(folder: Path | None) -> None:
@@ -312,10 +318,10 @@ def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any
     ``convex``, relevance alone, no threshold, no cut-off, the limits at k."""
     import retrieval
     from retrieval.config import RetrievalConfig, SourceConfig
-    from retrieval.db import make_engine
-    from retrieval.embedded import start_embedded
-    from retrieval.migrate import MigrationSettings, upgrade
-    from retrieval.retriever import HybridRetriever
+    from retrieval.db.embedded import start_embedded
+    from retrieval.db.engine import make_engine
+    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.search.retriever import HybridRetriever
 
     engine = make_engine(start_embedded(data_dir).url())
     upgrade(engine, MigrationSettings(schema=BASELINE_SCHEMA, embedding_dim=384))

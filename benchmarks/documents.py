@@ -43,14 +43,14 @@ from sqlalchemy import Engine, text
 from tqdm import tqdm
 
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.read_connections import ReadConnections
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.read_pool import ReadConnections
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 SETTINGS = MigrationSettings(schema="bench_docs", embedding_dim=384)

@@ -90,11 +90,11 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     from retrieve import AS_OF, ONE, TENANT
 
     from retrieval.config import RetrievalConfig
-    from retrieval.db import make_engine
-    from retrieval.embedded import start_embedded
-    from retrieval.embedding import SentenceTransformerEmbedder
-    from retrieval.retriever import HybridRetriever
-    from retrieval.store import MemoryStore
+    from retrieval.db.embedded import start_embedded
+    from retrieval.db.engine import make_engine
+    from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.memory.store import MemoryStore
+    from retrieval.search.retriever import HybridRetriever
 
     server = start_embedded(data_dir, shared_buffers=size)
     if server.reused:

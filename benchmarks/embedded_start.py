@@ -25,7 +25,7 @@ from pathlib import Path
 PROBE = """
 import json, sys, time
 from pathlib import Path
-from retrieval.embedded import start_embedded
+from retrieval.db.embedded import start_embedded
 server = start_embedded(Path(sys.argv[1]))
 print(json.dumps({"seconds": server.seconds_to_ready, "reused": server.reused}), flush=True)
 if len(sys.argv) > 2:

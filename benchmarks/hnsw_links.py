@@ -36,9 +36,9 @@ from ingest import _scifact_sentences, _scifact_texts
 from pgvector.psycopg import register_vector
 from retrieve import cpus, load_corpus
 
-from retrieval.bulk import encode_vectors
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.db.copy_rows import encode_vectors
+from retrieval.db.embedded import start_embedded
+from retrieval.embedding.models import SentenceTransformerEmbedder
 
 SCHEMA = "bench_hnsw"
 

@@ -42,14 +42,14 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
-from retrieval.db import make_engine, sqlalchemy_url
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.records import MemoryInput
-from retrieval.schema import HNSW_LINKS
-from retrieval.store import MemoryStore
-from retrieval.vector_index import build_vector_index
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine, sqlalchemy_url
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.vector_index import build_vector_index
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl"
 SETTINGS = MigrationSettings(schema="bench", embedding_dim=384)

@@ -41,10 +41,10 @@ import torch
 from ingest import _scifact_texts
 from psycopg.copy import QueuedLibpqWriter
 
-from retrieval.bulk import encode_vectors
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.schema import HNSW_LINKS
+from retrieval.db.copy_rows import encode_vectors
+from retrieval.db.embedded import start_embedded
+from retrieval.db.schema import HNSW_LINKS
+from retrieval.embedding.models import SentenceTransformerEmbedder
 
 BATCH = 64
 TABLES = f"""

@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieve import AS_OF, TENANT, commit, cpus, load_corpus, noisy_copies, percentiles
 
 from retrieval.config import DatabaseConfig, RetrievalConfig
-from retrieval.db import connect
-from retrieval.embedding import SentenceTransformerEmbedder
+from retrieval.db.engine import connect
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import RetrievalError
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 
 SCHEMA = "bench_load"
 

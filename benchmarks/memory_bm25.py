@@ -36,13 +36,13 @@ from sqlalchemy import text
 from tqdm import tqdm
 
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.records import MemoryInput
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"

@@ -46,17 +46,17 @@ from documents import read_queries
 from retrieve import AS_OF, ONE, TENANT, load_corpus, summary_ms
 from sqlalchemy import text
 
-from retrieval import scoring
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.read_connections import ReadConnections
-from retrieval.records import DecisionInput
-from retrieval.retriever import HybridRetriever, read_settings
-from retrieval.sources.fusion import SEED
-from retrieval.store import MemoryStore
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.read_pool import ReadConnections
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import DecisionInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search import scoring
+from retrieval.search.retriever import HybridRetriever, read_settings
+from retrieval.search.sources.fusion import SEED
 
 TENANTS = MigrationSettings(schema="bench_tenants", embedding_dim=384)
 MODES = ("force_custom_plan", "force_generic_plan")

@@ -49,16 +49,16 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
-from retrieval import scoring
 from retrieval.config import RetrievalConfig, SourceConfig
-from retrieval.db import make_engine
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.records import DecisionInput, MemoryInput, ToolCallInput
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
-from retrieval.vector_index import build_vector_index, drop_vector_index
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search import scoring
+from retrieval.search.retriever import HybridRetriever
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 ONE = MigrationSettings(schema="bench_one", embedding_dim=384)

@@ -43,11 +43,11 @@ sys.path.insert(1, sys.argv[2])  # the benchmarks folder, for retrieve.py's cons
 from retrieve import AS_OF, ONE, SPREAD, TENANT
 from documents import SETTINGS as DOCUMENTS
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.db.engine import make_engine
+from retrieval.db.embedded import start_embedded
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.search.retriever import HybridRetriever
+from retrieval.memory.store import MemoryStore
 
 server = start_embedded(Path(sys.argv[1]))
 config = RetrievalConfig(record_access=False)

@@ -48,13 +48,13 @@ from retrieve import (
 )
 
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.retriever import HybridRetriever
-from retrieval.row_security import grant_application_role, row_security_active
-from retrieval.store import MemoryStore
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.row_security import grant_application_role, row_security_active
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 
 SETTINGS = MigrationSettings(schema="bench_rls", embedding_dim=384)
 APP_ROLE = "bench_app"

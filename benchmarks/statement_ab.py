@@ -35,12 +35,12 @@ from documents import SETTINGS as DOCUMENTS
 from documents import read_queries
 from retrieve import AS_OF, ONE, TENANT, summary_ms
 
-from retrieval import retriever, scoring
 from retrieval.config import RetrievalConfig
-from retrieval.db import make_engine
-from retrieval.embedded import start_embedded
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.read_connections import ReadConnections
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine
+from retrieval.db.read_pool import ReadConnections
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.search import retriever, scoring
 
 ROOT = Path(__file__).resolve().parents[1]
 Params = Callable[[str, Any], dict[str, Any] | None]  # None: nothing to ask
@@ -182,14 +182,14 @@ def _comparable(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def _modules_at(revision: str, names: list[str]) -> dict[str, ModuleType]:
-    """``retrieval/sources/<name>.py`` of ``revision``, loaded as ``<name>_before`` modules
+    """``retrieval/search/sources/<name>.py`` of ``revision``, loaded as ``<name>_before`` modules
     that import each other (in the order given) instead of today's."""
     folder = Path(tempfile.mkdtemp(prefix="statement-ab-"))
     modules = {}
     for name in names:
-        text = _show(revision, f"retrieval/sources/{name}.py")
+        text = _show(revision, f"retrieval/search/sources/{name}.py")
         for other in names:
-            today = f"from retrieval.sources.{other} import"
+            today = f"from retrieval.search.sources.{other} import"
             text = text.replace(today, f"from {other}_before import")
         path = folder / f"{name}_before.py"
         path.write_text(text)

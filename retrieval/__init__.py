@@ -4,12 +4,11 @@ The public API is re-exported here; each name lives in a module of its own.
 """
 
 from retrieval.config import DatabaseConfig, Mode, RetrievalConfig, SourceConfig, WriteConfig
-from retrieval.context import to_markdown, to_messages
-from retrieval.db import Database, check_embedding_dim, connect, stored_embedding_dim
-from retrieval.embedded import EmbeddedServer, start_embedded
-from retrieval.embedding import Embedder, SentenceTransformerEmbedder
-from retrieval.migrate import MigrationSettings, current_revision, downgrade, upgrade
-from retrieval.records import (
+from retrieval.db.embedded import EmbeddedServer, start_embedded
+from retrieval.db.engine import Database, check_embedding_dim, connect, stored_embedding_dim
+from retrieval.db.migrate import MigrationSettings, current_revision, downgrade, upgrade
+from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder
+from retrieval.memory.records import (
     Decision,
     DecisionInput,
     Forgotten,
@@ -18,10 +17,16 @@ from retrieval.records import (
     ToolCall,
     ToolCallInput,
 )
-from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult, SourceDiagnostics
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
-from retrieval.timeline import TimelineEvent
+from retrieval.memory.store import MemoryStore
+from retrieval.search.context import to_markdown, to_messages
+from retrieval.search.results import (
+    Diagnostics,
+    RetrievalResponse,
+    RetrievalResult,
+    SourceDiagnostics,
+)
+from retrieval.search.retriever import HybridRetriever
+from retrieval.search.timeline import TimelineEvent
 
 __version__ = "0.1.0"
 

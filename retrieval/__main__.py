@@ -2,6 +2,6 @@
 
 import sys
 
-from retrieval.cli import main
+from retrieval.cli.commands import main
 
 sys.exit(main())

@@ -22,15 +22,15 @@ from types import MappingProxyType
 
 import platformdirs
 
+from retrieval.db.embedded_sizing import memory_size_kb
 from retrieval.errors import ConfigurationError, mask_url
-from retrieval.query_text import load_expansions
-from retrieval.scoring import (
+from retrieval.search.query import load_expansions
+from retrieval.search.scoring import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
     DEFAULT_MIN_KEYWORD_LENGTH,
     DEFAULT_STOP_WORDS,
 )
-from retrieval.server_memory import memory_size_kb
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
@@ -80,7 +80,7 @@ class DatabaseConfig:
 
     ``url`` is an existing PostgreSQL; ``None`` means the embedded server in ``data_dir``, started
     with ``shared_buffers`` (a PostgreSQL memory size; ``None``: sized to the machine, see
-    :mod:`retrieval.server_memory`). ``schema`` is the PostgreSQL schema of the tables and
+    :mod:`retrieval.db.embedded_sizing`). ``schema`` is the PostgreSQL schema of the tables and
     ``embedding_dim`` the vector dimension that a migration creates (later the database itself
     records it); ``text_search_config`` the PostgreSQL text search configuration of the
     memories' lexemes, likewise fixed when a migration makes their column.
@@ -178,7 +178,7 @@ class WriteConfig:
 
     ``embedding_model`` is ``None`` for the bundled all-MiniLM-L6-v2, else a sentence-transformers
     name or path. ``cache_entries`` bounds the in-process LRU of embeddings (0: none).
-    ``extra_kinds`` are memory kinds accepted besides :data:`retrieval.kinds.MEMORY_KINDS`.
+    ``extra_kinds`` are memory kinds accepted besides :data:`retrieval.memory.kinds.MEMORY_KINDS`.
     """
 
     embedding_model: str | None = None

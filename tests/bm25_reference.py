@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine, text
 
-from retrieval import scoring
-from retrieval.calibration import DenseCalibration
+from retrieval.embedding.calibration import DenseCalibration
+from retrieval.search import scoring
 
 Ranking = Sequence[tuple[int, float]]  # (row id, score or distance), best first
 

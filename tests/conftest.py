@@ -10,11 +10,11 @@ import pytest
 from psycopg import sql
 from sqlalchemy import Engine, text
 
-from retrieval.db import make_engine
-from retrieval.embedding import Embedder, SentenceTransformerEmbedder, Vectors
-from retrieval.migrate import MigrationSettings, upgrade
-from retrieval.row_security import grant_application_role
-from retrieval.store import MemoryStore
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.row_security import grant_application_role
+from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
+from retrieval.memory.store import MemoryStore
 from tests.harness import PgServer, engine_for, open_server, unique_name
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)

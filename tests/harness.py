@@ -22,8 +22,8 @@ from psycopg import sql
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from retrieval.db import make_engine, sqlalchemy_url
-from retrieval.embedded import start_embedded
+from retrieval.db.embedded import start_embedded
+from retrieval.db.engine import make_engine, sqlalchemy_url
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from retrieval.config import RetrievalConfig
-from retrieval.records import MemoryInput
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "calibration.json"
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect
 
-from retrieval import migrate
-from retrieval.cli import build_parser, main
-from retrieval.schema import ALL_TABLES as TABLES
+from retrieval.cli.commands import build_parser, main
+from retrieval.db import migrate
+from retrieval.db.schema import ALL_TABLES as TABLES
 from tests.conftest import PgDatabase
 
 ROOT = Path(__file__).resolve().parents[2]

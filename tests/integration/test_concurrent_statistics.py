@@ -7,8 +7,8 @@ term statistics in opposite orders. Afterwards the kept document frequencies equ
 
 from __future__ import annotations
 
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
-from retrieval.store import MemoryStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.memory.store import MemoryStore
 from tests.bm25_reference import term_statistics
 from tests.conftest import CountingEmbedder, PgDatabase
 from tests.threads import run_together

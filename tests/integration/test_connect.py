@@ -6,14 +6,19 @@ from pgvector import Vector
 from sqlalchemy import text
 
 from retrieval.config import DatabaseConfig
-from retrieval.db import check_embedding_dim, connect, make_engine, stored_embedding_dim
+from retrieval.db.engine import (
+    check_embedding_dim,
+    connect,
+    make_engine,
+    stored_embedding_dim,
+)
 from retrieval.errors import (
     DatabaseError,
     DatabaseUnavailableError,
     DimensionMismatchError,
     SchemaError,
 )
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
 from tests.conftest import PgDatabase
 
 

@@ -12,13 +12,13 @@ import pytest
 from sqlalchemy import text
 
 from retrieval.config import RetrievalConfig
-from retrieval.context import to_markdown
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
-from retrieval.ingest import ingest, read_file
-from retrieval.records import MemoryInput
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.file_ingest import ingest, read_file
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.context import to_markdown
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 
 AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval import scoring
 from retrieval.config import RetrievalConfig
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
-from retrieval.retriever import HybridRetriever
-from retrieval.sources import fusion
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
+from retrieval.search import scoring
+from retrieval.search.retriever import HybridRetriever
+from retrieval.search.sources import fusion
 from tests.bm25_reference import bm25_reference, lexemes, term_statistics
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"

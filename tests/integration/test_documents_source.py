@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval.calibration import calibration_for
 from retrieval.config import RetrievalConfig, SourceConfig
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.embedding.calibration import calibration_for
 from retrieval.errors import ConfigurationError
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 from tests.bm25_reference import bm25_reference, exact_distances, fused, total_idf
 
 AS_OF = datetime(2026, 11, 26, tzinfo=UTC)

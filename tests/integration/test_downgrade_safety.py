@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from retrieval import migrate
-from retrieval.cli import main
+from retrieval.cli.commands import main
+from retrieval.db import migrate
+from retrieval.db.downgrade_losses import downgrade_losses
 from retrieval.errors import DatabaseError
-from retrieval.migration_losses import downgrade_losses
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
 from tests.conftest import PgDatabase
 
 

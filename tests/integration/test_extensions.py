@@ -8,8 +8,8 @@ import pytest
 from psycopg import sql
 from sqlalchemy import inspect, text
 
-from retrieval import migrate
-from retrieval.db import make_engine
+from retrieval.db import migrate
+from retrieval.db.engine import make_engine
 from retrieval.errors import ExtensionError
 from tests.conftest import SETTINGS, PgDatabase
 from tests.harness import PgServer, engine_for, unique_name
@@ -76,7 +76,7 @@ def test_an_extension_the_server_lacks_says_what_to_install(database: PgDatabase
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
 
-    from retrieval.extensions import ensure_extension
+    from retrieval.db.extensions import ensure_extension
 
     with database.engine.begin() as connection:
         version = connection.execute(text("SHOW server_version")).scalar()

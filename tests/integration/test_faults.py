@@ -21,9 +21,9 @@ import pytest
 from sqlalchemy import text
 
 from retrieval.config import DatabaseConfig
-from retrieval.db import connect
-from retrieval.embedded_watchdog import postmaster_pid
-from retrieval.migrate import MigrationSettings, upgrade
+from retrieval.db.embedded_watchdog import postmaster_pid
+from retrieval.db.engine import connect
+from retrieval.db.migrate import MigrationSettings, upgrade
 
 pytestmark = pytest.mark.slow
 
@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.config import DatabaseConfig
-from retrieval.db import connect
+from retrieval.db.engine import connect
 from retrieval.errors import RetrievalError
-from retrieval.store import MemoryStore
+from retrieval.memory.store import MemoryStore
 
 database = connect(DatabaseConfig(data_dir=Path(sys.argv[1])))
 store = MemoryStore.from_database(database)

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from retrieval.cli import main
+from retrieval.cli.commands import main
 from retrieval.config import DatabaseConfig, RetrievalConfig, SourceConfig, WriteConfig
-from retrieval.db import connect
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.db.engine import connect
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ConfigurationError, ValidationError
-from retrieval.ingest import read_file
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.file_ingest import read_file
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 
 # Every table a write can touch: a refused input changes none of them.

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval.cli import main
+from retrieval.cli.commands import main
 from retrieval.errors import ValidationError
-from retrieval.ingest import ingest, read_file
-from retrieval.reembed import pending, reembed
-from retrieval.store import MemoryStore
+from retrieval.memory.file_ingest import ingest, read_file
+from retrieval.memory.reembed import pending, reembed
+from retrieval.memory.store import MemoryStore
 from tests.conftest import CountingEmbedder, PgDatabase
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -201,8 +201,8 @@ def test_cli_reembed_reports_what_it_did(
 def test_defer_index_drops_and_rebuilds_the_hnsw_index(
     database: PgDatabase, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from retrieval import migrate
-    from retrieval.vector_index import has_vector_index
+    from retrieval.db import migrate
+    from retrieval.db.vector_index import has_vector_index
 
     url = ["--database-url", database.url]
     assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--defer-index"]) == 0
@@ -216,7 +216,7 @@ def test_defer_index_drops_and_rebuilds_the_hnsw_index(
 def test_defer_index_rebuilds_the_index_even_when_the_load_fails(
     database: PgDatabase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from retrieval.vector_index import has_vector_index
+    from retrieval.db.vector_index import has_vector_index
 
     path = tmp_path / "orphan.jsonl"
     # Valid lines, but the decision does not exist: the write fails inside its transaction.

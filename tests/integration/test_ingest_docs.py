@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.cli import main
+from retrieval.cli.commands import main
 from tests.conftest import PgDatabase
 from tests.pdf_fixture import pdf_with_pages
 

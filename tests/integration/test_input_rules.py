@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ConfigurationError, ValidationError
-from retrieval.ingest import read_file
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
-from retrieval.timeline import timeline
+from retrieval.memory.file_ingest import read_file
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
+from retrieval.search.timeline import timeline
 from tests.conftest import PgDatabase
 
 BAD_TENANTS = [
@@ -226,7 +226,7 @@ def test_hostile_inputs_get_a_validation_error_not_a_traceback(
 
 
 def test_an_unknown_revision_is_a_configuration_error(database: PgDatabase) -> None:
-    from retrieval.cli import main
+    from retrieval.cli.commands import main
 
     assert main(["--database-url", database.url, "db", "upgrade", "9999"]) == 1
     assert main(["--database-url", database.url, "db", "downgrade", "nonsense"]) == 1

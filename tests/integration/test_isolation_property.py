@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
-from retrieval.validation import tenant_problem
+from retrieval.memory.store import MemoryStore
+from retrieval.memory.validation import tenant_problem
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import CountingEmbedder, PgDatabase
 
 # Look-alikes of one tenant: equal to the eye, or after stripping, folding or normalizing.

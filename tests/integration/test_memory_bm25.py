@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.calibration import calibration_for
 from retrieval.config import RetrievalConfig, SourceConfig
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.embedding.calibration import calibration_for
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 from tests.bm25_reference import (
     bm25_reference,
     exact_distances,

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.cli import main
+from retrieval.cli.commands import main
 from retrieval.config import DatabaseConfig, WriteConfig
-from retrieval.db import connect
+from retrieval.db.engine import connect
 from retrieval.errors import ConfigurationError, DatabaseUnavailableError, ValidationError
-from retrieval.kinds import MEMORY_KINDS
-from retrieval.store import MemoryStore
+from retrieval.memory.kinds import MEMORY_KINDS
+from retrieval.memory.store import MemoryStore
 from tests.conftest import CountingEmbedder, PgDatabase
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from retrieval.db import make_engine
+from retrieval.db.engine import make_engine
+from retrieval.db.read_pool import ReadConnections
 from retrieval.errors import ConfigurationError, DatabaseError
-from retrieval.read_connections import ReadConnections
-from retrieval.retriever import HybridRetriever
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 from tests.threads import run_together
 

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval import scoring
-from retrieval.calibration import calibration_for
 from retrieval.config import Mode, RetrievalConfig, SourceConfig
-from retrieval.context import to_markdown, to_messages
+from retrieval.embedding.calibration import calibration_for
 from retrieval.errors import ConfigurationError, ValidationError
-from retrieval.records import MemoryInput
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search import scoring
+from retrieval.search.context import to_markdown, to_messages
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -605,9 +605,9 @@ def test_pending_access_counts_are_written_when_the_process_exits(
     # The update is slowed down so that the interpreter reaches its exit while it is queued.
     script = (
         "import time\n"
-        "from retrieval.access import AccessRecorder\n"
-        "from retrieval.db import make_engine\n"
-        "from retrieval.read_connections import ReadConnections\n"
+        "from retrieval.search.access_counts import AccessRecorder\n"
+        "from retrieval.db.engine import make_engine\n"
+        "from retrieval.db.read_pool import ReadConnections\n"
         f"connections = ReadConnections(make_engine({database.url!r}))\n"
         "def slow(query, params):\n"
         "    time.sleep(1.0)\n"

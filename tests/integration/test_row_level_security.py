@@ -11,15 +11,19 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import ProgrammingError
 
-from retrieval.cli import main
+from retrieval.cli.commands import main
 from retrieval.config import RetrievalConfig
-from retrieval.documents import ChunkInput, DocumentInput, DocumentStore
+from retrieval.db.row_security import (
+    bind_tenant,
+    grant_application_role,
+    row_security_active,
+)
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ConfigurationError
-from retrieval.ingest import ingest, read_file
-from retrieval.reembed import pending
-from retrieval.retriever import HybridRetriever
-from retrieval.row_security import bind_tenant, grant_application_role, row_security_active
-from retrieval.store import MemoryStore
+from retrieval.memory.file_ingest import ingest, read_file
+from retrieval.memory.reembed import pending
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import CountingEmbedder, PgDatabase
 
 WHEN = datetime(2026, 11, 20, tzinfo=UTC)

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
+from retrieval.db.schema import TABLES
 from retrieval.errors import ValidationError
-from retrieval.records import MemoryInput
-from retrieval.reembed import pending
-from retrieval.schema import TABLES
-from retrieval.store import MemoryStore
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.reembed import pending
+from retrieval.memory.store import MemoryStore
 from tests.conftest import CountingEmbedder, PgDatabase
 
 WHEN = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from retrieval.config import RetrievalConfig, SourceConfig
-from retrieval.embedding import SentenceTransformerEmbedder
-from retrieval.records import MemoryInput
-from retrieval.retriever import HybridRetriever
-from retrieval.store import MemoryStore
-from retrieval.vector_index import build_vector_index, drop_vector_index
+from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.chunking import (
+from retrieval.documents.chunking import (
     ChunkSizes,
     chunk_sections,
     markdown_sections,

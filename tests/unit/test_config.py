@@ -12,9 +12,9 @@ from retrieval.config import (
     default_data_dir,
     known_variables,
 )
-from retrieval.db import sqlalchemy_url
+from retrieval.db.embedded_sizing import auto_shared_buffers, memory_size_kb, physical_memory
+from retrieval.db.engine import sqlalchemy_url
 from retrieval.errors import ConfigurationError, mask_url
-from retrieval.server_memory import auto_shared_buffers, memory_size_kb, physical_memory
 
 GIB = 1024**3
 
@@ -202,7 +202,7 @@ def test_importing_the_library_does_not_import_torch(tmp_path: Path) -> None:
     # From outside the repository, as an installed user imports it: the regular package (its
     # __init__ runs, so the public API is there), and no PyTorch until something is embedded.
     code = (
-        "import sys, retrieval, retrieval.cli; "
+        "import sys, retrieval, retrieval.cli.commands; "
         "print(retrieval.MemoryStore.__name__, 'torch' in sys.modules)"
     )
     ran = subprocess.run(

@@ -3,8 +3,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from retrieval.context import to_markdown, to_messages, to_table
-from retrieval.results import Diagnostics, RetrievalResponse, RetrievalResult
+from retrieval.search.context import to_markdown, to_messages, to_table
+from retrieval.search.results import Diagnostics, RetrievalResponse, RetrievalResult
 
 CONVERSATION = [
     {"role": "user", "content": "the migration failed again", "name": "ana"},

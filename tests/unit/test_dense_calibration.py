@@ -6,8 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.calibration import CALIBRATIONS, UNCALIBRATED, DenseCalibration, calibration_for
-from retrieval.embedding import DEFAULT_MODEL_ID
+from retrieval.embedding.calibration import (
+    CALIBRATIONS,
+    UNCALIBRATED,
+    DenseCalibration,
+    calibration_for,
+)
+from retrieval.embedding.models import DEFAULT_MODEL_ID
 
 
 def test_relevance_is_zero_for_unrelated_one_for_paraphrases_linear_in_the_cosine() -> None:
@@ -29,7 +34,7 @@ def test_the_default_models_cut_off_sits_at_a_quarter_of_the_scale() -> None:
 def test_an_uncalibrated_model_is_the_cosine_and_says_so_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="retrieval.calibration"):
+    with caplog.at_level(logging.WARNING, logger="retrieval.embedding.calibration"):
         assert calibration_for("acme/unknown-model") is UNCALIBRATED
         assert calibration_for("acme/unknown-model") is UNCALIBRATED
     warnings = [r for r in caplog.records if "acme/unknown-model" in r.getMessage()]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from retrieval import scoring
+from retrieval.search import scoring
 
 
 def test_bm25_term_matches_the_formula_by_hand() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.lexical_match import (
+from retrieval.search.lexical_match import (
     LexicalScores,
     combine,
     exact_tier,

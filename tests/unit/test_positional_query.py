@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.read_connections import positional
+from retrieval.db.read_pool import positional
 
 
 def test_each_name_gets_one_number_in_order_of_first_use() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from retrieval.config import RetrievalConfig
 from retrieval.errors import ConfigurationError
-from retrieval.query_text import clean, expand, load_expansions
+from retrieval.search.query import clean, expand, load_expansions
 
 UAV = {"UAV": "unmanned aerial vehicle", "ML": "machine learning"}
 

@@ -11,7 +11,7 @@ from retrieval.errors import ConfigurationError
 def test_defaults_are_measured_and_calibrated() -> None:
     config = RetrievalConfig()
     assert (config.working_state.relevance, config.working_state.recency) == (0.3, 0.7)
-    # Relevance spans [0, 1] (retrieval.calibration): recency breaks ties, over a year.
+    # Relevance spans [0, 1] (retrieval.embedding.calibration): recency breaks ties, over a year.
     assert (config.semantic.relevance, config.semantic.recency) == (0.95, 0.05)
     assert config.semantic.half_life_hours == 24 * 365
     assert (config.episodic.relevance, config.episodic.recency) == (0.7, 0.3)

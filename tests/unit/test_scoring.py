@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from retrieval import scoring
-from retrieval.results import RetrievalResult
+from retrieval.search import scoring
+from retrieval.search.results import RetrievalResult
 
 
 def test_distance_relevance_is_one_over_one_plus_d() -> None:

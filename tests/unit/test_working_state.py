@@ -4,9 +4,9 @@ import pytest
 
 from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.errors import ValidationError
-from retrieval.lexical_match import Strategy
-from retrieval.scoring import extract_keywords
-from retrieval.sources.working_state import LexicalOption, message_text, score_working_state
+from retrieval.search.lexical_match import Strategy
+from retrieval.search.scoring import extract_keywords
+from retrieval.search.sources.working_state import LexicalOption, message_text, score_working_state
 
 CONFIG = RetrievalConfig().working_state
 

@@ -1,0 +1,1 @@
+"""The ``retrieval`` command: migrations, ingest, search, statistics and the demo."""

@@ -1,0 +1,128 @@
+"""What a downgrade would drop: the rows each revision's undoing loses, counted before it runs.
+
+Some of what a downgrade drops is the user's (memories, documents, entity links, a memory's
+thread); some is derived from it and made again by the next upgrade (BM25 statistics, word
+postings). ``retrieval db downgrade`` asks for confirmation only for the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, text
+
+from retrieval.db.migrate import MigrationSettings, alembic_config, current_revision
+from retrieval.errors import translate_database_errors
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Rows of ``table`` (those matching ``where``) that undoing a revision drops."""
+
+    what: str
+    table: str
+    where: str = "TRUE"
+    # How a derived loss comes back (``None``: the user's data, gone for good).
+    remade: str | None = None
+
+    @property
+    def derived(self) -> bool:
+        """Whether the rows are made again from data that stays."""
+        return self.remade is not None
+
+
+_BY_UPGRADE = "made again by the next upgrade"
+
+
+@dataclass(frozen=True)
+class CountedLoss:
+    """A :class:`Loss` of a given downgrade, with the rows it would drop now."""
+
+    revision: str
+    what: str
+    rows: int
+    remade: str | None
+
+    @property
+    def derived(self) -> bool:
+        """Whether the rows are made again from data that stays."""
+        return self.remade is not None
+
+    def __str__(self) -> str:
+        again = f"; {self.remade}" if self.remade else ""
+        return f"{self.rows:,} {self.what} (undoing revision {self.revision}{again})"
+
+
+# Identifiers and conditions come from LOSSES and a validated schema name: they cannot be bound.
+_COUNT_ROWS = "SELECT count(*) FROM {schema}.{table} WHERE {where}"
+
+# Revision -> what undoing it drops. Table and condition names are fixed here, never input.
+LOSSES: dict[str, tuple[Loss, ...]] = {
+    "0010": (
+        Loss(
+            "memories' threads and positions",
+            "memories",
+            "thread_id IS NOT NULL OR position IS NOT NULL",
+        ),
+        Loss("document chunks' metadata", "document_chunks", "metadata <> '{}'::jsonb"),
+        Loss("tenants' BM25 statistics of memories", "memory_corpus", remade=_BY_UPGRADE),
+    ),
+    "0007": (
+        Loss("decisions' and tool calls' word postings", "episodic_postings", remade=_BY_UPGRADE),
+    ),
+    "0005": (Loss("memories' BM25 postings", "memory_terms", remade=_BY_UPGRADE),),
+    "0004": (
+        Loss("documents", "documents"),
+        Loss("document chunks", "document_chunks"),
+    ),
+    "0002": (Loss("entity links of memories", "memory_entities"),),
+    "0001": (
+        Loss("memories", "memories"),
+        Loss("decisions", "decisions"),
+        Loss("tool calls", "tool_calls"),
+        Loss(
+            "embedding cache entries",
+            "embedding_cache",
+            remade="a cache, filled again as texts are embedded",
+        ),
+    ),
+}
+
+
+def revisions_undone(engine: Engine, settings: MigrationSettings, target: str) -> list[str]:
+    """The revisions a downgrade to ``target`` (an id, ``base`` or ``-N``) would undo, newest
+    first; empty when ``target`` is not below the current revision (Alembic then says why)."""
+    current = current_revision(engine, settings)
+    if current is None:
+        return []
+    script = ScriptDirectory.from_config(alembic_config())
+    chain = [revision.revision for revision in script.walk_revisions("base", current)]
+    if target == "base":
+        return chain
+    if target.startswith("-") and target[1:].isdigit():
+        return chain[: int(target[1:])]
+    if target in chain:
+        return chain[: chain.index(target)]
+    return []
+
+
+def downgrade_losses(engine: Engine, settings: MigrationSettings, target: str) -> list[CountedLoss]:
+    """What a downgrade to ``target`` would drop, counted now; rows of 0 are left out."""
+    schema = f'"{settings.schema}"'
+    counted = []
+    with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        for revision in revisions_undone(engine, settings, target):
+            for loss in LOSSES.get(revision, ()):
+                exists = connection.execute(
+                    text("SELECT to_regclass(:table) IS NOT NULL"),
+                    {"table": f"{schema}.{loss.table}"},
+                ).scalar_one()
+                if not exists:  # made and dropped by revisions above this one
+                    continue
+                rows = connection.execute(
+                    text(_COUNT_ROWS.format(schema=schema, table=loss.table, where=loss.where))
+                ).scalar_one()
+                if rows:
+                    counted.append(CountedLoss(revision, loss.what, int(rows), loss.remade))
+    return counted

@@ -1,0 +1,148 @@
+"""Connecting: one function gives a SQLAlchemy engine for an existing or the embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from retrieval.config import DatabaseConfig
+from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
+from retrieval.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    SchemaError,
+    mask_url,
+    translate_database_errors,
+)
+
+logger = logging.getLogger(__name__)
+
+_DRIVER = "postgresql+psycopg"
+
+
+@dataclass(frozen=True)
+class Database:
+    """An engine with what the library needs to know about it."""
+
+    engine: Engine
+    config: DatabaseConfig
+    embedded: EmbeddedServer | None
+
+    @property
+    def url(self) -> str:
+        """The engine's URL, every password masked."""
+        return mask_url(self.engine.url.render_as_string(hide_password=False))
+
+    def __repr__(self) -> str:
+        return f"Database(url={self.url!r}, embedded={self.embedded is not None})"
+
+    def dispose(self) -> None:
+        """Close the engine's pooled connections."""
+        self.engine.dispose()
+
+
+def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Database:
+    """Return a :class:`Database` for ``config.url``, or for the embedded server when it is unset.
+
+    The engine uses the psycopg 3 driver, has pgvector's types registered on every connection,
+    and is checked with one round trip, so an unreachable server fails here with a clear
+    :class:`~retrieval.errors.DatabaseUnavailableError`.
+    """
+    config = config or DatabaseConfig()
+    embedded = None
+    if config.url is None:
+        embedded = start_embedded(config.data_dir, shared_buffers=config.shared_buffers)
+        url = embedded.url()
+    else:
+        url = sqlalchemy_url(config.url)
+    if "connect_timeout" not in make_url(url).query:
+        connect_args = {"connect_timeout": config.connect_timeout}
+        engine_options["connect_args"] = connect_args | engine_options.get("connect_args", {})
+    engine = make_engine(url, **engine_options)
+    if embedded is not None:
+        event.listen(engine, "do_connect", reconnecting(embedded.data_dir, config.shared_buffers))
+    with translate_database_errors(url), engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+    return Database(engine=engine, config=config, embedded=embedded)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Normalize a PostgreSQL URL to SQLAlchemy's psycopg 3 driver.
+
+    ``postgres://``, ``postgresql://`` and ``postgresql+psycopg2://`` all become
+    ``postgresql+psycopg://``; any other scheme is refused.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigurationError(
+            f"{mask_url(url)!r} is not a database URL: expected "
+            "postgresql://user:password@host:5432/dbname"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in ("postgresql", "postgres"):
+        raise ConfigurationError(
+            f"{mask_url(url)} is not a PostgreSQL URL: "
+            "retrieval needs PostgreSQL with pgvector (postgresql://...)"
+        )
+    return parsed.set(drivername=_DRIVER).render_as_string(hide_password=False)
+
+
+def make_engine(url: str, **engine_options: Any) -> Engine:
+    """Create an engine for ``url`` with pgvector's type registered on each new connection."""
+    engine = create_engine(sqlalchemy_url(url), pool_pre_ping=True, **engine_options)
+    event.listen(engine, "connect", _register_vector)
+    return engine
+
+
+def _register_vector(dbapi_connection: psycopg.Connection[Any], _record: object) -> None:
+    # Before the first migration the type does not exist yet; connections made then work
+    # without the adapter (the migration runner disposes the pool once the type exists).
+    info = TypeInfo.fetch(dbapi_connection, "vector")
+    if info is None:
+        logger.debug("type vector not found: pgvector adapters not registered on this connection")
+        return
+    register_vector_info(dbapi_connection, info)
+    # TypeInfo.fetch opened a transaction; leave the connection idle, as the pool expects.
+    dbapi_connection.rollback()
+
+
+def stored_embedding_dim(engine: Engine, schema: str) -> int:
+    """The vector dimension that the migrated database stores in ``schema``.
+
+    The dimension was fixed by ``RETRIEVAL_EMBEDDING_DIM`` when the schema was migrated; it is
+    read back from the type modifier of ``memories.embedding``.
+    """
+    query = text(
+        "SELECT a.atttypmod FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = :schema AND c.relname = 'memories' AND a.attname = 'embedding' "
+        "AND NOT a.attisdropped"
+    )
+    with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        dim = connection.execute(query, {"schema": schema}).scalar()
+    if dim is None:
+        raise SchemaError(
+            f"schema {schema!r} has no memories table in {engine.url.render_as_string()}: "
+            "run `retrieval db upgrade` (or `alembic upgrade head`) first"
+        )
+    return int(dim)
+
+
+def check_embedding_dim(engine: Engine, schema: str, model_id: str, model_dim: int) -> None:
+    """Refuse a model whose dimension differs from the one the database stores."""
+    stored = stored_embedding_dim(engine, schema)
+    if stored != model_dim:
+        raise DimensionMismatchError(
+            f"model {model_id!r} makes {model_dim}-dimensional embeddings but schema {schema!r} "
+            f"stores vector({stored}). Use a model of dimension {stored}, or migrate a new "
+            f"database (or schema) with RETRIEVAL_EMBEDDING_DIM={model_dim}."
+        )

@@ -1,0 +1,560 @@
+"""Documents: chunked texts with embeddings and the BM25 statistics, written in one transaction.
+
+``DocumentStore.add`` stores a document's chunks (embedded through the hashed cache), their
+postings (term, chunk, term frequency) made by PostgreSQL's own text analysis
+(``to_tsvector`` with the store's text search configuration), and updates the document
+frequency of each term and the tenant's corpus size and length, all in the transaction that
+writes the chunks. Adding a document whose content is unchanged is a no-op; a changed one
+replaces its chunks, and its old statistics are taken back, in one transaction.
+:func:`bm25_search` ranks a tenant's chunks by Okapi BM25 computed in SQL from those statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, text
+
+from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
+from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
+from retrieval.db.row_security import bind_tenant
+from retrieval.db.statistics_lock import lock_term_statistics
+from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.store import MemoryStore
+from retrieval.memory.validation import (
+    aware_datetime,
+    check_storable,
+    check_tenant,
+    checked_vector,
+    json_text_problem,
+)
+from retrieval.search import scoring
+
+_FIND = (
+    'SELECT id, content_sha256 FROM "{s}".documents '
+    "WHERE tenant_id = :tenant_id AND doc_id = :doc_id FOR UPDATE"
+)
+_CORPUS_CONFIG = (
+    'SELECT text_search_config FROM "{s}".document_corpus WHERE tenant_id = :tenant_id FOR UPDATE'
+)
+_TERM_COUNTS = """
+SELECT t.position, COALESCE(sum(cardinality(u.positions)), 0)::int
+FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS t(body, position)
+LEFT JOIN LATERAL unnest(to_tsvector(CAST(:config AS regconfig), t.body)) AS u ON true
+GROUP BY t.position ORDER BY t.position
+"""
+_POSTINGS = """
+INSERT INTO "{s}".document_terms (tenant_id, term, chunk_id, term_frequency, chunk_length)
+SELECT c.tenant_id, u.lexeme, c.id, cardinality(u.positions), c.term_count
+FROM "{s}".document_chunks AS c,
+     unnest(to_tsvector(CAST(:config AS regconfig), c.content)) AS u
+WHERE c.tenant_id = :tenant_id AND c.document_id = :document_id
+"""
+# Terms in sorted order: concurrent writers lock the same rows in the same order (no deadlock).
+_ADD_STATS = """
+INSERT INTO "{s}".document_term_stats AS s (tenant_id, term, document_frequency)
+SELECT tenant_id, term, count(*) FROM "{s}".document_terms
+WHERE tenant_id = :tenant_id AND chunk_id IN (
+    SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id AND document_id = :document_id
+)
+GROUP BY tenant_id, term ORDER BY term
+ON CONFLICT (tenant_id, term)
+DO UPDATE SET document_frequency = s.document_frequency + excluded.document_frequency
+"""
+_ADD_CORPUS = """
+INSERT INTO "{s}".document_corpus AS c (tenant_id, text_search_config, chunks, total_terms)
+VALUES (:tenant_id, :config, :chunks, :terms)
+ON CONFLICT (tenant_id)
+DO UPDATE SET chunks = c.chunks + excluded.chunks,
+              total_terms = c.total_terms + excluded.total_terms
+"""
+_OLD_TERMS = """
+SELECT term, count(*)::int FROM "{s}".document_terms
+WHERE tenant_id = :tenant_id AND chunk_id IN (
+    SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id AND document_id = :document_id
+)
+GROUP BY term ORDER BY term
+"""
+_OLD_SIZE = """
+SELECT count(*), COALESCE(sum(term_count), 0) FROM "{s}".document_chunks
+WHERE tenant_id = :tenant_id AND document_id = :document_id
+"""
+_TAKE_BACK_STATS = """
+WITH old AS (
+    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:counts AS int[])) AS o(term, n)
+), gone AS (
+    DELETE FROM "{s}".document_term_stats AS s USING old
+    WHERE s.tenant_id = :tenant_id AND s.term = old.term AND s.document_frequency <= old.n
+)
+UPDATE "{s}".document_term_stats AS s SET document_frequency = s.document_frequency - old.n
+FROM old WHERE s.tenant_id = :tenant_id AND s.term = old.term AND s.document_frequency > old.n
+"""
+_TAKE_BACK_CORPUS = """
+UPDATE "{s}".document_corpus SET chunks = chunks - :chunks, total_terms = total_terms - :terms
+WHERE tenant_id = :tenant_id
+"""
+_DELETE = 'DELETE FROM "{s}".documents WHERE tenant_id = :tenant_id AND id = :document_id'
+_BM25 = """
+WITH query_terms AS (
+    SELECT DISTINCT lexeme AS term
+    FROM unnest(to_tsvector(CAST(:config AS regconfig), :query))
+), corpus AS (
+    SELECT chunks::float8 AS n, total_terms::float8 / NULLIF(chunks, 0) AS average_length
+    FROM "{s}".document_corpus WHERE tenant_id = :tenant_id
+), weighted AS (
+    SELECT q.term, ln(1.0 + (c.n - s.document_frequency + 0.5) / (s.document_frequency + 0.5))
+               AS idf
+    FROM query_terms AS q
+    JOIN "{s}".document_term_stats AS s ON s.tenant_id = :tenant_id AND s.term = q.term
+    CROSS JOIN corpus AS c
+)
+SELECT p.chunk_id,
+       sum(w.idf * p.term_frequency * (:k1 + 1.0)
+           / (p.term_frequency + :k1 * (1.0 - :b + :b * p.chunk_length / c.average_length)))
+           AS bm25
+FROM weighted AS w
+JOIN "{s}".document_terms AS p ON p.tenant_id = :tenant_id AND p.term = w.term
+CROSS JOIN corpus AS c
+GROUP BY p.chunk_id
+ORDER BY bm25 DESC, p.chunk_id
+LIMIT :limit
+"""
+
+_DENSE = """
+SELECT id, embedding <-> CAST(:vector AS vector) AS distance
+FROM "{s}".document_chunks WHERE tenant_id = :tenant_id
+ORDER BY distance LIMIT :limit
+"""
+
+_CHUNK_COLUMNS = (
+    ("tenant_id", "text"),
+    ("id", "int8"),
+    ("document_id", "int8"),
+    ("chunk_index", "int4"),
+    ("content", "text"),
+    ("section_title", "text"),
+    ("page_start", "int4"),
+    ("page_end", "int4"),
+    ("term_count", "int4"),
+    ("embedding", "bytea"),  # binary vector, see retrieval.db.copy_rows
+    ("embedding_model", "text"),
+    ("created_at", "timestamptz"),
+    ("metadata", "bytea"),  # binary jsonb, see retrieval.db.copy_rows
+)
+_DOCUMENT_COLUMNS = (
+    ("tenant_id", "text"),
+    ("id", "int8"),
+    ("doc_id", "text"),
+    ("filename", "text"),
+    ("content_sha256", "bytea"),
+    ("metadata", "bytea"),  # binary jsonb, see retrieval.db.copy_rows
+    ("created_at", "timestamptz"),
+)
+
+
+@dataclass(frozen=True)
+class ChunkInput:
+    """One chunk of a document: its text, and where it sits (section, pages).
+
+    ``embedding`` is optional: without it the store embeds ``text`` (through the hashed cache);
+    with it, the vector must have the database's dimension and be finite. ``metadata`` (a JSON
+    object) is the chunk's own, shown beside the document's; ``created_at`` (aware) is when its
+    content was written, from which its recency counts (default: the document's).
+    """
+
+    text: str
+    section_title: str | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    embedding: Sequence[float] | npt.NDArray[Any] | None = field(
+        default=None, repr=False, compare=False
+    )
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DocumentInput:
+    """A document to store: its id in the tenant, its chunks in order, and what to keep of it.
+
+    ``created_at`` (aware) is when the document was written, from which its chunks' recency
+    counts (default: now, when it is stored).
+    """
+
+    tenant_id: str
+    doc_id: str
+    chunks: Sequence[ChunkInput]
+    filename: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """What :meth:`DocumentStore.add` did: ``added``, ``replaced`` or ``unchanged``."""
+
+    document_id: int
+    chunk_ids: tuple[int, ...]
+    status: Literal["added", "replaced", "unchanged"]
+
+
+class DocumentStore:
+    """Stores documents as chunks with embeddings and BM25 statistics, beside a memory store.
+
+    It embeds through ``memory_store``'s embedder and hashed cache. ``text_search_config`` is
+    the PostgreSQL configuration that cuts text into lexemes (``english`` stems and drops stop
+    words); a tenant's statistics are made with one configuration, and another is refused.
+    """
+
+    def __init__(
+        self, memory_store: MemoryStore, *, text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
+    ) -> None:
+        self.memories = memory_store
+        self.engine = memory_store.engine
+        self.schema = memory_store.schema
+        self.text_search_config = text_search_config
+
+    def add(self, document: DocumentInput) -> DocumentWrite:
+        """Store ``document`` (or replace the tenant's document of the same ``doc_id``)."""
+        validate_document(document, self.memories.config.max_text_chars, self.memories.dim)
+        digest = content_digest(document)
+        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            bind_tenant(connection, self.schema, document.tenant_id)
+            lock_term_statistics(connection, self.schema, [document.tenant_id])
+            self._check_config(connection, document.tenant_id)
+            found = connection.execute(
+                self._sql(_FIND), {"tenant_id": document.tenant_id, "doc_id": document.doc_id}
+            ).one_or_none()
+            if found is not None and bytes(found.content_sha256) == digest:
+                return DocumentWrite(
+                    found.id, self._chunk_ids(connection, document.tenant_id, found.id), "unchanged"
+                )
+            if found is not None:
+                self._remove(connection, document.tenant_id, found.id)
+            document_id, chunk_ids = self._insert(connection, document, digest)
+        return DocumentWrite(
+            document_id, tuple(chunk_ids), "added" if found is None else "replaced"
+        )
+
+    def forget(self, *, tenant_id: str, doc_id: str) -> bool:
+        """Remove a document, its chunks and their statistics; False if there was none."""
+        check_tenant(tenant_id)
+        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            bind_tenant(connection, self.schema, tenant_id)
+            lock_term_statistics(connection, self.schema, [tenant_id])
+            found = connection.execute(
+                self._sql(_FIND), {"tenant_id": tenant_id, "doc_id": doc_id}
+            ).one_or_none()
+            if found is None:
+                return False
+            self._remove(connection, tenant_id, found.id)
+        return True
+
+    def bm25(
+        self,
+        query: str,
+        *,
+        tenant_id: str,
+        limit: int = 100,
+        k1: float = scoring.DEFAULT_BM25_K1,
+        b: float = scoring.DEFAULT_BM25_B,
+    ) -> list[tuple[int, float]]:
+        """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25."""
+        _check_query(query)
+        check_tenant(tenant_id)
+        for name, value, top in (("k1", k1, 10.0), ("b", b, 1.0)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0.0 <= value <= top
+            ):
+                raise ValidationError(
+                    f"{name} must be a number in [0, {top:g}], got {value!r}", field=name
+                )
+        params = {
+            "query": query,
+            "tenant_id": tenant_id,
+            "config": self.text_search_config,
+            "limit": limit,
+            "k1": k1,
+            "b": b,
+        }
+        with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
+            bind_tenant(connection, self.schema, tenant_id)
+            rows = connection.execute(self._sql(_BM25), params).all()
+        return [(int(row.chunk_id), float(row.bm25)) for row in rows]
+
+    def dense(self, query: str, *, tenant_id: str, limit: int = 100) -> list[tuple[int, float]]:
+        """``(chunk_id, L2 distance)`` of the tenant's chunks nearest ``query``'s embedding.
+
+        The HNSW index is walked with ``hnsw.ef_search`` raised to ``limit`` and the iterative
+        scan on, so a small tenant still gets ``limit`` chunks.
+        """
+        _check_query(query)
+        check_tenant(tenant_id)
+        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            bind_tenant(connection, self.schema, tenant_id)
+            vector = self.memories.cache.embed(connection, tenant_id, [query], store=False)[0]
+            connection.execute(
+                text("SELECT set_config('hnsw.ef_search', :n, true)"), {"n": str(max(limit, 40))}
+            )
+            connection.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+            rows = connection.execute(
+                self._sql(_DENSE),
+                {"vector": str(vector.tolist()), "tenant_id": tenant_id, "limit": limit},
+            ).all()
+        return sorted(((int(r.id), float(r.distance)) for r in rows), key=lambda r: (r[1], r[0]))
+
+    def _insert(
+        self, connection: Connection, document: DocumentInput, digest: bytes
+    ) -> tuple[int, list[int]]:
+        tenant = document.tenant_id
+        texts = [chunk.text for chunk in document.chunks]
+        vectors = self._vectors(connection, tenant, document.chunks)
+        counts = [
+            int(count)
+            for _, count in connection.execute(
+                text(_TERM_COUNTS), {"texts": texts, "config": self.text_search_config}
+            )
+        ]
+        now, (document_id,) = reserve_ids(connection, self.schema, "documents", 1)
+        _, chunk_ids = reserve_ids(connection, self.schema, "document_chunks", len(texts))
+        metadata = encode_jsonb(json.dumps(dict(document.metadata)))
+        written = document.created_at or now
+        copy_rows(
+            connection,
+            self.schema,
+            "documents",
+            [name for name, _ in _DOCUMENT_COLUMNS],
+            [kind for _, kind in _DOCUMENT_COLUMNS],
+            [(tenant, document_id, document.doc_id, document.filename, digest, metadata, written)],
+        )
+        model = self.memories.embedder.model_id
+        rows = (
+            (
+                tenant,
+                chunk_id,
+                document_id,
+                index,
+                chunk.text,
+                chunk.section_title,
+                chunk.page_start,
+                chunk.page_end,
+                count,
+                blob,
+                model,
+                chunk.created_at or written,
+                encode_jsonb(json.dumps(dict(chunk.metadata))),
+            )
+            for index, (chunk_id, chunk, count, blob) in enumerate(
+                zip(chunk_ids, document.chunks, counts, encode_vectors(vectors), strict=True)
+            )
+        )
+        copy_rows(
+            connection,
+            self.schema,
+            "document_chunks",
+            [name for name, _ in _CHUNK_COLUMNS],
+            [kind for _, kind in _CHUNK_COLUMNS],
+            rows,
+        )
+        keys = {"tenant_id": tenant, "document_id": document_id}
+        connection.execute(self._sql(_POSTINGS), {**keys, "config": self.text_search_config})
+        connection.execute(self._sql(_ADD_STATS), keys)
+        connection.execute(
+            self._sql(_ADD_CORPUS),
+            {
+                "tenant_id": tenant,
+                "config": self.text_search_config,
+                "chunks": len(texts),
+                "terms": sum(counts),
+            },
+        )
+        return document_id, chunk_ids
+
+    def _vectors(
+        self, connection: Connection, tenant_id: str, chunks: Sequence[ChunkInput]
+    ) -> npt.NDArray[np.float32]:
+        # The given embeddings (checked by validate_document), the others through the cache.
+        missing = [index for index, chunk in enumerate(chunks) if chunk.embedding is None]
+        vectors = np.zeros((len(chunks), self.memories.dim), dtype=np.float32)
+        if missing:
+            texts = [chunks[index].text for index in missing]
+            vectors[missing] = self.memories.cache.embed(connection, tenant_id, texts)
+        for index, chunk in enumerate(chunks):
+            if chunk.embedding is not None:
+                vectors[index] = np.asarray(chunk.embedding, dtype=np.float32)
+        return vectors
+
+    def _remove(self, connection: Connection, tenant_id: str, document_id: int) -> None:
+        keys = {"tenant_id": tenant_id, "document_id": document_id}
+        old = connection.execute(self._sql(_OLD_TERMS), keys).all()
+        chunks, terms = connection.execute(self._sql(_OLD_SIZE), keys).one()
+        connection.execute(
+            self._sql(_TAKE_BACK_STATS),
+            {
+                "tenant_id": tenant_id,
+                "terms": [row[0] for row in old],
+                "counts": [row[1] for row in old],
+            },
+        )
+        connection.execute(
+            self._sql(_TAKE_BACK_CORPUS), {"tenant_id": tenant_id, "chunks": chunks, "terms": terms}
+        )
+        connection.execute(self._sql(_DELETE), keys)  # chunks and postings cascade
+
+    def _check_config(self, connection: Connection, tenant_id: str) -> None:
+        stored = connection.execute(
+            self._sql(_CORPUS_CONFIG), {"tenant_id": tenant_id}
+        ).scalar_one_or_none()
+        if stored is not None and stored != self.text_search_config:
+            raise ValidationError(
+                f"tenant {tenant_id!r} has documents analysed with text search configuration "
+                f"{stored!r}, not {self.text_search_config!r}: use {stored!r}, or forget the "
+                "tenant's documents first",
+                field="text_search_config",
+            )
+
+    def _chunk_ids(
+        self, connection: Connection, tenant_id: str, document_id: int
+    ) -> tuple[int, ...]:
+        rows = connection.execute(
+            self._sql(
+                'SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id '
+                "AND document_id = :document_id ORDER BY chunk_index"
+            ),
+            {"tenant_id": tenant_id, "document_id": document_id},
+        )
+        return tuple(int(row[0]) for row in rows)
+
+    def _sql(self, statement: str) -> Any:
+        return text(statement.format(s=self.schema))
+
+
+def content_digest(document: DocumentInput) -> bytes:
+    """SHA-256 of what the chunks hold (texts, sections, pages, given embeddings), the filename
+    and metadata."""
+    payload = {
+        "chunks": [
+            [
+                c.text,
+                c.section_title,
+                c.page_start,
+                c.page_end,
+                None if c.embedding is None else _vector_digest(c.embedding),
+            ]
+            for c in document.chunks
+        ],
+        "chunk_details": [[c.metadata, c.created_at] for c in document.chunks],
+        "filename": document.filename,
+        "metadata": document.metadata,
+        "created_at": document.created_at,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
+
+
+def _vector_digest(vector: Sequence[float] | npt.NDArray[Any]) -> str:
+    return hashlib.sha256(np.asarray(vector, dtype=np.float32).tobytes()).hexdigest()
+
+
+def validate_document(document: DocumentInput, max_chars: int, dim: int | None = None) -> None:
+    """Raise :class:`ValidationError` if ``document`` cannot be stored as it is.
+
+    ``dim`` is the database's vector dimension, to check given chunk embeddings against.
+    """
+    check_tenant(document.tenant_id)
+    if not isinstance(document.doc_id, str) or not document.doc_id.strip():
+        raise ValidationError(f"doc_id is empty ({document.doc_id!r})", field="doc_id")
+    for name in ("doc_id", "filename"):
+        _check_storable(name, getattr(document, name), None)
+    if not document.chunks:
+        raise ValidationError(
+            f"document {document.doc_id!r} has no chunk: give at least one", field="chunks"
+        )
+    for index, chunk in enumerate(document.chunks):
+        if not isinstance(chunk.text, str) or not chunk.text.strip():
+            raise ValidationError(f"chunk {index} is empty", item=index, field="text")
+        _check_storable("text", chunk.text, index)
+        _check_storable("section_title", chunk.section_title, index)
+        if len(chunk.text) > max_chars:
+            raise ValidationError(
+                f"chunk {index} has {len(chunk.text)} characters, over the limit of {max_chars}",
+                item=index,
+                field="text",
+            )
+        if (chunk.page_start is None) != (chunk.page_end is None) or (
+            chunk.page_start is not None
+            and chunk.page_end is not None
+            and chunk.page_end < chunk.page_start
+        ):
+            raise ValidationError(
+                f"chunk {index} has pages {chunk.page_start}..{chunk.page_end}: give both, "
+                "start <= end",
+                item=index,
+                field="pages",
+            )
+        if chunk.embedding is not None:
+            if dim is None:
+                raise ValidationError(
+                    f"chunk {index} has an embedding but the database's dimension is unknown",
+                    item=index,
+                    field="embedding",
+                )
+            checked_vector(index, chunk.embedding, dim)
+    _check_metadata(document.metadata, document.doc_id, None)
+    aware_datetime("created_at", document.created_at)
+    for index, chunk in enumerate(document.chunks):
+        _check_metadata(chunk.metadata, document.doc_id, index)
+        try:
+            aware_datetime("created_at", chunk.created_at)
+        except ValidationError as error:
+            raise ValidationError(
+                f"chunk {index}: {error.reason}", item=index, field="created_at"
+            ) from None
+
+
+def _check_metadata(metadata: object, doc_id: str, chunk: int | None) -> None:
+    # A JSON object PostgreSQL jsonb can hold (the document's, or chunk ``chunk``'s).
+    prefix = "" if chunk is None else f"chunk {chunk}: "
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(
+            f"{prefix}metadata must be a JSON object (a dict), got {type(metadata).__name__}",
+            item=chunk,
+            field="metadata",
+        )
+    try:
+        encoded = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise ValidationError(
+            f"{prefix}metadata is nested too deeply to be stored: flatten it",
+            item=chunk,
+            field="metadata",
+        ) from None
+    except (TypeError, ValueError) as error:
+        raise ValidationError(
+            f"{prefix}metadata of document {doc_id!r} is not JSON: {error}",
+            item=chunk,
+            field="metadata",
+        ) from None
+    problem = json_text_problem(encoded)
+    if problem is not None:
+        raise ValidationError(f"{prefix}metadata {problem}", item=chunk, field="metadata")
+
+
+def _check_storable(field: str, value: object, chunk: int | None) -> None:
+    # A string PostgreSQL text cannot hold is refused before any write or query.
+    prefix = "" if chunk is None else f"chunk {chunk}: "
+    check_storable(field, value, item=chunk, prefix=prefix)
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query is empty: give the text to search for", field="query")
+    _check_storable("query", query, None)

@@ -1,0 +1,1 @@
+"""Embedding models, the cache of their vectors, and each model's distance calibration."""

@@ -1,0 +1,413 @@
+"""Ingesting files of memories, decisions, tool calls and chat transcripts (JSON Lines or CSV).
+
+Each line is one record. ``type`` says which (``memory`` by default, ``decision``,
+``tool_call``, ``message``); the other columns are the fields of
+:class:`~retrieval.memory.records.MemoryInput`, :class:`~retrieval.memory.records.DecisionInput` or
+:class:`~retrieval.memory.records.ToolCallInput`. A decision may carry a ``ref`` that later
+tool calls
+name in ``decision_ref``. A ``message`` (the type of a line with a ``speaker`` and no ``type``)
+is one turn of a chat transcript: ``speaker``, ``text``, ``time`` (or ``created_at``) and
+``session`` (the thread; default: the file's name), stored as a memory of kind ``message``
+whose text is ``"{speaker}: {text}"``, with the speaker in its metadata and its place in the
+session as its position (counted in file order after the session's stored turns, unless the
+line gives ``position``). The whole file is parsed and validated before anything is written;
+then it is written in batches, one transaction each.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from retrieval.db.row_security import bind_tenant, row_security_active
+from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.get_and_forget import Lookup
+from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.memory.store import MemoryStore
+from retrieval.memory.validation import (
+    ValidDecision,
+    ValidMemory,
+    ValidToolCall,
+    as_input,
+    valid_decision,
+    valid_memory,
+    valid_tool_call,
+)
+
+RECORD_TYPES = ("memory", "decision", "tool_call", "message")
+_JSON_FIELDS = ("metadata", "params")
+_MESSAGE_FIELDS = frozenset(
+    {"speaker", "text", "time", "created_at", "session", "position", "tenant_id", "metadata"}
+)
+# {s}: the validated, quoted schema name.
+_NEXT_POSITIONS = """
+SELECT tenant_id, thread_id, max(position) + 1 FROM {s}.memories
+WHERE (tenant_id, thread_id) IN (
+    SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:threads AS text[]))
+)
+GROUP BY tenant_id, thread_id
+"""
+_DEFAULT_BATCH_SIZE = 1000
+
+Valid = ValidMemory | ValidDecision | ValidToolCall
+
+
+@dataclass(frozen=True)
+class Record:
+    """One validated line of a file."""
+
+    line: int
+    type: str
+    valid: Valid
+    ref: str | None = None
+    decision_ref: str | None = None
+    numbered: bool = False  # a message whose position is counted, not given
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What an ingest wrote and how fast."""
+
+    memories: int
+    decisions: int
+    tool_calls: int
+    seconds: float
+    cache_hits: int
+    embedded: int
+
+    @property
+    def rows(self) -> int:
+        """Records written."""
+        return self.memories + self.decisions + self.tool_calls
+
+    @property
+    def rows_per_second(self) -> float:
+        """Records written per second of wall time."""
+        return self.rows / self.seconds if self.seconds > 0 else float("inf")
+
+
+def read_file(
+    path: Path, store: MemoryStore, *, tenant_id: str | None = None, file_format: str | None = None
+) -> list[Record]:
+    """Parse and validate every line of ``path``; raise ``ValidationError`` naming the line.
+
+    ``tenant_id`` fills lines that have none. ``file_format`` is ``jsonl`` or ``csv``; by
+    default it follows the file's suffix (``.csv`` is CSV, anything else JSON Lines).
+    """
+    chosen = file_format or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
+    if chosen not in ("jsonl", "csv"):
+        raise ValidationError(f"unknown format {chosen!r}: use jsonl or csv")
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = _csv_rows(handle) if chosen == "csv" else _jsonl_rows(handle)
+            records = [_record(line, fields, store, tenant_id, path) for line, fields in rows]
+    except UnicodeDecodeError as error:
+        raise ValidationError(f"{path}: not UTF-8 text ({error})") from None
+    except ValidationError as error:
+        if error.reason.startswith(str(path)):
+            raise
+        raise ValidationError(f"{path} {error.reason}", field=error.field) from None
+    except OSError as error:
+        raise ValidationError(f"{path}: cannot read it ({error.strerror})") from None
+    _check_refs(records, path)
+    _check_decisions(records, store, path)
+    return _numbered(records, store)
+
+
+def ingest(
+    store: MemoryStore,
+    records: Sequence[Record],
+    *,
+    batch_size: int = _DEFAULT_BATCH_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> IngestSummary:
+    """Write ``records`` in batches of ``batch_size``, one transaction per batch."""
+    if batch_size < 1:
+        raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
+    began = time.perf_counter()
+    hits, embedded = store.cache_stats.hits, store.cache_stats.embedded
+    counts = {name: 0 for name in RECORD_TYPES}
+    decision_ids: dict[str, int] = {}
+    for start in range(0, len(records), batch_size):
+        chunk = records[start : start + batch_size]
+        with store.batch() as batch:
+            memories = [r.valid for r in chunk if r.type == "memory"]
+            batch.write_memories(memories)  # type: ignore[arg-type]
+            decisions = [r for r in chunk if r.type == "decision"]
+            ids = batch.write_decisions([r.valid for r in decisions])  # type: ignore[misc]
+            decision_ids.update(
+                (r.ref, i) for r, i in zip(decisions, ids, strict=True) if r.ref is not None
+            )
+            calls = [_resolved(r, decision_ids) for r in chunk if r.type == "tool_call"]
+            batch.write_tool_calls(calls)
+        for record in chunk:
+            counts[record.type] += 1
+        if progress is not None:
+            progress(len(chunk))
+    return IngestSummary(
+        memories=counts["memory"],
+        decisions=counts["decision"],
+        tool_calls=counts["tool_call"],
+        seconds=time.perf_counter() - began,
+        cache_hits=store.cache_stats.hits - hits,
+        embedded=store.cache_stats.embedded - embedded,
+    )
+
+
+def _resolved(record: Record, decision_ids: Mapping[str, int]) -> ValidToolCall:
+    assert isinstance(record.valid, ValidToolCall)
+    if record.decision_ref is None:
+        return record.valid
+    return record.valid._replace(decision_id=decision_ids[record.decision_ref])
+
+
+def _jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    for line, raw in enumerate(handle, start=1):
+        if not raw.strip():
+            continue
+        try:
+            fields = json.loads(raw.rstrip("\r\n"))
+        except json.JSONDecodeError as error:
+            problem = _json_problem(error)
+            raise ValidationError(f"line {line}, column {error.colno}: {problem}") from None
+        except RecursionError:
+            raise ValidationError(f"line {line}: JSON nested too deeply: flatten it") from None
+        if not isinstance(fields, dict):
+            raise ValidationError(f"line {line}: expected a JSON object, got {raw.strip()[:40]}")
+        yield line, fields
+
+
+def _json_problem(error: json.JSONDecodeError) -> str:
+    if error.msg.startswith("Invalid control character"):
+        return (
+            "not valid JSON: a control character (a tab or a line break) inside a string; "
+            "write it escaped, as \\t or \\n"
+        )
+    return f"not valid JSON: {error.msg[:1].lower()}{error.msg[1:]}"
+
+
+def _csv_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(handle)
+    try:
+        yield from _csv_records(reader)
+    except csv.Error as error:
+        raise ValidationError(
+            f"line {reader.line_num + 1}: not valid CSV ({error}); a field over "
+            f"{csv.field_size_limit():,} characters is refused: use JSON Lines for long texts"
+        ) from None
+
+
+def _csv_records(reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    for fields in reader:
+        line = reader.line_num
+        if None in fields:
+            raise ValidationError(f"line {line}: more cells than the header has columns")
+        cells = {key: value for key, value in fields.items() if value not in (None, "")}
+        try:
+            yield line, _typed_csv_cells(cells)
+        except (ValueError, json.JSONDecodeError) as error:
+            raise ValidationError(f"line {line}: {error}") from None
+
+
+def _typed_csv_cells(cells: dict[str, Any]) -> dict[str, Any]:
+    for name in _JSON_FIELDS:
+        if name in cells:
+            cells[name] = json.loads(cells[name])
+    if "entities" in cells:
+        raw = cells["entities"].strip()
+        cells["entities"] = json.loads(raw) if raw.startswith("[") else raw.split(";")
+    if "importance" in cells:
+        cells["importance"] = float(cells["importance"])
+    for name in ("decision_id", "position"):
+        if name in cells:
+            cells[name] = int(cells[name])
+    return cells
+
+
+def _record(
+    line: int, fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, path: Path
+) -> Record:
+    try:
+        return replace(_parse(fields, store, tenant_id, path), line=line)
+    except ValidationError as error:
+        raise ValidationError(f"{path} line {line}: {error.reason}", field=error.field) from None
+
+
+def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, path: Path) -> Record:
+    fields = dict(fields)
+    kind = fields.pop("type", "message" if "speaker" in fields else "memory")
+    if kind not in RECORD_TYPES:
+        raise ValidationError(f"type {kind!r} is not one of {', '.join(RECORD_TYPES)}")
+    numbered = False
+    time_field = "created_at"
+    if kind == "message":
+        numbered = fields.get("position") is None
+        time_field = "time" if "time" in fields else "created_at"
+        fields, kind = _message(fields, path.name), "memory"
+    ref = fields.pop("ref", None) if kind == "decision" else None
+    decision_ref = fields.pop("decision_ref", None) if kind == "tool_call" else None
+    if decision_ref is not None and fields.get("decision_id") is not None:
+        raise ValidationError("give decision_id or decision_ref, not both")
+    if tenant_id is not None:
+        fields.setdefault("tenant_id", tenant_id)
+    if "tenant_id" not in fields:
+        raise ValidationError(
+            "tenant_id is missing: add it to the line or pass --tenant", field="tenant_id"
+        )
+    if isinstance(fields.get("created_at"), str):
+        fields["created_at"] = _timestamp(fields["created_at"], time_field)
+    if isinstance(fields.get("thread_id"), int) and not isinstance(fields["thread_id"], bool):
+        fields["thread_id"] = str(fields["thread_id"])  # a session numbered 1, 2, ...
+    valid: Valid
+    if kind == "memory":
+        valid = valid_memory(as_input(fields, MemoryInput), store.limits)
+    elif kind == "decision":
+        valid = valid_decision(as_input(fields, DecisionInput), store.limits)
+    else:
+        valid = valid_tool_call(as_input(fields, ToolCallInput), store.limits)
+    return Record(
+        line=0,
+        type=kind,
+        valid=valid,
+        ref=None if ref is None else str(ref),
+        decision_ref=None if decision_ref is None else str(decision_ref),
+        numbered=numbered,
+    )
+
+
+def _message(fields: dict[str, Any], default_session: str) -> dict[str, Any]:
+    """A transcript line's fields as a memory's."""
+    unknown = sorted(set(fields) - _MESSAGE_FIELDS)
+    if unknown:
+        raise ValidationError(
+            f"unknown field(s) of a message {', '.join(map(repr, unknown))}; known: "
+            f"{', '.join(sorted(_MESSAGE_FIELDS))}",
+            field=unknown[0],
+        )
+    for name in ("speaker", "text"):
+        value = fields.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(
+                f"{name}: a message needs a non-empty {name}, got {value!r}", field=name
+            )
+    if "time" in fields and "created_at" in fields:
+        raise ValidationError("give time or created_at, not both", field="time")
+    speaker = fields["speaker"].strip()
+    metadata = fields.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValidationError(
+            f"metadata: must be a JSON object, got {type(metadata).__name__}", field="metadata"
+        )
+    tenant = {"tenant_id": fields["tenant_id"]} if "tenant_id" in fields else {}
+    return {
+        **tenant,
+        "text": f"{speaker}: {fields['text']}",
+        "kind": "message",
+        "metadata": {**(metadata or {}), "speaker": speaker},
+        "created_at": fields.get("time", fields.get("created_at")),
+        "thread_id": fields.get("session", default_session),
+        "position": fields.get("position"),
+    }
+
+
+def _timestamp(value: str, field: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(
+            f"{field}: {value!r} is not an ISO 8601 timestamp (2026-11-25T09:30:00+00:00)",
+            field=field,
+        ) from None
+    if moment.tzinfo is None:
+        raise ValidationError(
+            f"{field}: {value!r} has no time zone: add +00:00 or Z to it "
+            f"({moment.isoformat()}+00:00 is UTC)",
+            field=field,
+        )
+    return moment
+
+
+def _check_refs(records: list[Record], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for record in records:
+        if record.ref is not None:
+            if record.ref in seen:
+                raise ValidationError(
+                    f"{path} line {record.line}: ref {record.ref!r} was already used on line "
+                    f"{seen[record.ref]}"
+                )
+            seen[record.ref] = record.line
+        if record.decision_ref is not None and record.decision_ref not in seen:
+            raise ValidationError(
+                f"{path} line {record.line}: decision_ref {record.decision_ref!r} names no "
+                "decision on an earlier line"
+            )
+
+
+def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
+    """``records`` with the messages that gave no position numbered in file order, after the
+    highest position their session holds already."""
+    threads = sorted(
+        {
+            (r.valid.tenant_id, r.valid.thread_id)
+            for r in records
+            if r.numbered and isinstance(r.valid, ValidMemory) and r.valid.thread_id is not None
+        }
+    )
+    if not threads:
+        return records
+    statement = text(_NEXT_POSITIONS.format(s=f'"{store.schema}"'))
+    following: dict[tuple[str, str], int] = {}
+    with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        # One query; one per tenant where row-level security binds the role to one at a time.
+        groups = [threads]
+        if row_security_active(connection, store.schema):
+            groups = [[p for p in threads if p[0] == t] for t in sorted({t for t, _ in threads})]
+        for group in groups:
+            bind_tenant(connection, store.schema, group[0][0])
+            rows = connection.execute(
+                statement, {"tenants": [t for t, _ in group], "threads": [h for _, h in group]}
+            )
+            following.update(((t, h), int(position)) for t, h, position in rows)
+    numbered = []
+    for record in records:
+        valid = record.valid
+        if record.numbered and isinstance(valid, ValidMemory) and valid.thread_id is not None:
+            key = (valid.tenant_id, valid.thread_id)
+            position = following.get(key, 0)
+            following[key] = position + 1
+            record = replace(record, valid=valid._replace(position=position))
+        numbered.append(record)
+    return numbered
+
+
+def _check_decisions(records: list[Record], store: MemoryStore, path: Path) -> None:
+    """Refuse, before anything is written, a tool call naming a decision its tenant does not
+    hold (the write would fail in a later batch, after earlier batches committed)."""
+    wanted: dict[str, dict[int, int]] = {}  # tenant -> decision id -> first line naming it
+    for record in records:
+        valid = record.valid
+        if isinstance(valid, ValidToolCall) and valid.decision_id is not None:
+            wanted.setdefault(valid.tenant_id, {}).setdefault(valid.decision_id, record.line)
+    if not wanted:
+        return
+    lookup = Lookup(store.schema)
+    with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        for tenant, ids in wanted.items():
+            missing = set(ids) - lookup.existing_decisions(connection, tenant, sorted(ids))
+            if missing:
+                decision_id = min(missing, key=ids.__getitem__)
+                raise ValidationError(
+                    f"{path} line {ids[decision_id]}: decision_id: decision {decision_id} does "
+                    f"not exist for tenant {tenant!r}: record the decision first, name a "
+                    "decision line of the file in decision_ref, or leave decision_id empty",
+                    field="decision_id",
+                )

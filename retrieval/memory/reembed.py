@@ -1,0 +1,124 @@
+"""Re-embedding stored memories with another model, in batches, resumable.
+
+Rows whose ``embedding_model`` differs from the store's embedder are re-embedded (through the
+embedding cache) and updated in batches of one transaction each. An interrupted run loses at
+most the batch in flight: running it again picks up the rows still on the old model.
+A model of another dimension needs a migration instead (see the README).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pgvector import Vector
+from sqlalchemy import text
+
+from retrieval.db.row_security import bind_tenant
+from retrieval.errors import translate_database_errors
+from retrieval.memory.store import MemoryStore
+
+_PENDING = """
+SELECT count(*) FROM {s}.memories
+WHERE embedding_model <> :model AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = :tenant_id)
+"""
+_NEXT_BATCH = """
+SELECT tenant_id, id, content FROM {s}.memories
+WHERE embedding_model <> :model AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = :tenant_id)
+  AND (tenant_id, id) > (:after_tenant, :after_id)
+ORDER BY tenant_id, id
+LIMIT :limit
+FOR UPDATE SKIP LOCKED
+"""
+_UPDATE = """
+UPDATE {s}.memories AS m
+SET embedding = u.embedding, embedding_model = :model
+FROM unnest(CAST(:ids AS bigint[]), CAST(:embeddings AS vector[])) AS u(id, embedding)
+WHERE m.tenant_id = :tenant_id AND m.id = u.id
+"""
+
+
+@dataclass(frozen=True)
+class ReembedSummary:
+    """What a re-embedding run did."""
+
+    model_id: str
+    updated: int
+    seconds: float
+    embedded: int
+    cache_hits: int
+
+
+def pending(store: MemoryStore, tenant_id: str | None = None) -> int:
+    """Memories (of ``tenant_id``, or all) not yet embedded by the store's model."""
+    query = text(_PENDING.format(s=f'"{store.schema}"'))
+    params = {"model": store.embedder.model_id, "tenant_id": tenant_id}
+    with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        if tenant_id is not None:
+            bind_tenant(connection, store.schema, tenant_id)
+        return int(connection.execute(query, params).scalar_one())
+
+
+def reembed(
+    store: MemoryStore,
+    *,
+    batch_size: int = 256,
+    tenant_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReembedSummary:
+    """Re-embed every memory made by another model than ``store.embedder``."""
+    store.check_embedder()
+    schema = f'"{store.schema}"'
+    next_batch = text(_NEXT_BATCH.format(s=schema))
+    update = text(_UPDATE.format(s=schema))
+    model_id = store.embedder.model_id
+    began = time.perf_counter()
+    stats_before = (store.cache_stats.embedded, store.cache_stats.hits)
+    after: tuple[str, int] = ("", 0)
+    updated = 0
+    while True:
+        with store.batch() as batch:
+            if tenant_id is not None:  # a role bound by row-level security sees this tenant
+                bind_tenant(batch.connection, store.schema, tenant_id)
+            rows = batch.connection.execute(
+                next_batch,
+                {
+                    "model": model_id,
+                    "tenant_id": tenant_id,
+                    "after_tenant": after[0],
+                    "after_id": after[1],
+                    "limit": batch_size,
+                },
+            ).all()
+            if not rows:
+                break
+            by_tenant: dict[str, list[tuple[int, str]]] = defaultdict(list)
+            for row_tenant, row_id, content in rows:
+                by_tenant[row_tenant].append((row_id, content))
+            for row_tenant, items in by_tenant.items():
+                vectors = store.cache.embed(
+                    batch.connection, row_tenant, [content for _, content in items]
+                )
+                bind_tenant(batch.connection, store.schema, row_tenant)
+                batch.connection.execute(
+                    update,
+                    {
+                        "model": model_id,
+                        "tenant_id": row_tenant,
+                        "ids": [row_id for row_id, _ in items],
+                        "embeddings": [Vector(vector) for vector in vectors],
+                    },
+                )
+        after = (rows[-1][0], rows[-1][1])
+        updated += len(rows)
+        if progress is not None:
+            progress(len(rows))
+    return ReembedSummary(
+        model_id=model_id,
+        updated=updated,
+        seconds=time.perf_counter() - began,
+        embedded=store.cache_stats.embedded - stats_before[0],
+        cache_hits=store.cache_stats.hits - stats_before[1],
+    )

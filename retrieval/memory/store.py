@@ -1,0 +1,349 @@
+"""The write path: memories, decisions and tool calls, validated, embedded and copied in.
+
+Every batch is one transaction written with binary ``COPY``, and every row is validated before
+that transaction commits (before the ``COPY`` starts, or, for rows that carry their vectors, as
+they stream into it): a batch with one bad row lands nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from retrieval.config import WriteConfig, require_schema
+from retrieval.db.engine import Database, check_embedding_dim, stored_embedding_dim
+from retrieval.embedding.cache import CacheStats, EmbeddingCache
+from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
+from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.get_and_forget import Lookup
+from retrieval.memory.kinds import MEMORY_KINDS
+from retrieval.memory.records import (
+    Decision,
+    DecisionInput,
+    Forgotten,
+    Memory,
+    MemoryInput,
+    ToolCall,
+    ToolCallInput,
+)
+from retrieval.memory.validation import (
+    Limits,
+    ValidDecision,
+    ValidMemory,
+    ValidToolCall,
+    as_input,
+    batch_items,
+    check_ids,
+    check_storable,
+    check_tenant,
+    valid_decision,
+    valid_memory,
+    valid_tool_call,
+)
+from retrieval.memory.writer import Writer
+
+
+class MemoryStore:
+    """Stores an agent's memories, decisions and tool calls in one PostgreSQL schema.
+
+    ``embedder`` defaults to sentence-transformers with ``config.embedding_model`` (the bundled
+    all-MiniLM-L6-v2 unless set); it is loaded on first use, and refused if its dimension is not
+    the database's.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        schema: str = "retrieval",
+        embedder: Embedder | None = None,
+        config: WriteConfig | None = None,
+    ) -> None:
+        self.engine = engine
+        self.schema = require_schema(schema)
+        self.config = config or WriteConfig()
+        self.embedder: Embedder = embedder or SentenceTransformerEmbedder(
+            self.config.embedding_model, batch_size=self.config.batch_size
+        )
+        self.dim = stored_embedding_dim(engine, schema)
+        self.cache = EmbeddingCache(
+            self.embedder,
+            schema,
+            lru_entries=self.config.cache_entries,
+            before_model_call=self.check_embedder,
+        )
+        self._limits = Limits(
+            max_text_chars=self.config.max_text_chars,
+            dim=self.dim,
+            kinds=frozenset(MEMORY_KINDS) | self.config.extra_kinds,
+        )
+        self._lookup = Lookup(schema)
+        self._writer = Writer(schema, self.cache, self._lookup)
+        self._embedder_checked = False
+
+    @classmethod
+    def from_database(
+        cls,
+        database: Database,
+        *,
+        embedder: Embedder | None = None,
+        config: WriteConfig | None = None,
+    ) -> MemoryStore:
+        """A store on a :class:`~retrieval.db.engine.Database` from :func:`retrieval.connect`."""
+        return cls(database.engine, schema=database.config.schema, embedder=embedder, config=config)
+
+    @property
+    def cache_stats(self) -> CacheStats:
+        """Hits and misses of the embedding cache since this store was made."""
+        return self.cache.stats
+
+    # -- memories ---------------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        *,
+        tenant_id: str,
+        kind: str = "fact",
+        metadata: Mapping[str, Any] | None = None,
+        importance: float | None = None,
+        created_at: datetime | None = None,
+        entities: Sequence[str] = (),
+        embedding: Sequence[float] | Vectors | None = None,
+        thread_id: str | None = None,
+        position: int | None = None,
+    ) -> int:
+        """Store one memory and return its id (see
+        :class:`~retrieval.memory.records.MemoryInput`)."""
+        item = MemoryInput(
+            text=text,
+            tenant_id=tenant_id,
+            kind=kind,
+            metadata=metadata,
+            importance=importance,
+            created_at=created_at,
+            entities=entities,
+            embedding=embedding,
+            thread_id=thread_id,
+            position=position,
+        )
+        with self.batch() as batch:
+            return batch.write_memories([valid_memory(item, self._limits)])[0]
+
+    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
+        """Store a batch of memories in one transaction; return their ids in order.
+
+        Items are :class:`MemoryInput` or dicts with the same keys. One bad item refuses the
+        whole batch with a :class:`ValidationError` naming it, and nothing is written.
+        """
+        with self.batch() as batch:
+            return batch.remember_many(items)
+
+    @property
+    def limits(self) -> Limits:
+        """What this store accepts: the longest text and the database's dimension."""
+        return self._limits
+
+    def check_embedder(self) -> None:
+        """Load the embedder and refuse it if its dimension is not the database's."""
+        if not self._embedder_checked:
+            check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
+            self._embedder_checked = True
+
+    # -- decisions and tool calls -----------------------------------------------------------
+
+    def record_decision(
+        self,
+        *,
+        tenant_id: str,
+        task_id: str | None,
+        action_type: str,
+        content: str,
+        status: str,
+        created_at: datetime | None = None,
+    ) -> int:
+        """Store one decision and return its id."""
+        item = DecisionInput(
+            tenant_id=tenant_id,
+            task_id=task_id,
+            action_type=action_type,
+            content=content,
+            status=status,
+            created_at=created_at,
+        )
+        with self.batch() as batch:
+            return batch.write_decisions([valid_decision(item, self._limits)])[0]
+
+    def record_decisions(self, items: Iterable[DecisionInput | Mapping[str, Any]]) -> list[int]:
+        """Store a batch of decisions in one transaction; return their ids in order."""
+        with self.batch() as batch:
+            return batch.record_decisions(items)
+
+    def record_tool_call(
+        self,
+        *,
+        tenant_id: str,
+        decision_id: int | None,
+        tool_name: str,
+        params: Mapping[str, Any],
+        result: str | None,
+        created_at: datetime | None = None,
+    ) -> int:
+        """Store one tool call and return its id."""
+        item = ToolCallInput(
+            tenant_id=tenant_id,
+            decision_id=decision_id,
+            tool_name=tool_name,
+            params=params,
+            result=result,
+            created_at=created_at,
+        )
+        with self.batch() as batch:
+            return batch.write_tool_calls([valid_tool_call(item, self._limits)], single=True)[0]
+
+    def record_tool_calls(self, items: Iterable[ToolCallInput | Mapping[str, Any]]) -> list[int]:
+        """Store a batch of tool calls in one transaction; return their ids in order."""
+        with self.batch() as batch:
+            return batch.record_tool_calls(items)
+
+    # -- reading and forgetting -------------------------------------------------------------
+
+    def get_memory(self, memory_id: int, *, tenant_id: str) -> Memory | None:
+        """The memory ``memory_id`` of ``tenant_id``, or ``None``."""
+        found = self.get_memories([memory_id], tenant_id=tenant_id)
+        return found[0] if found else None
+
+    def get_memories(self, memory_ids: Sequence[int], *, tenant_id: str) -> list[Memory]:
+        """The memories of ``tenant_id`` among ``memory_ids``, by id."""
+        check_tenant(tenant_id)
+        memory_ids = check_ids("memory_ids", memory_ids)
+        with self._transaction() as connection:
+            return self._lookup.memories(connection, tenant_id, memory_ids)
+
+    def get_decision(self, decision_id: int, *, tenant_id: str) -> Decision | None:
+        """The decision ``decision_id`` of ``tenant_id``, or ``None``."""
+        check_tenant(tenant_id)
+        with self._transaction() as connection:
+            found = self._lookup.decisions(connection, tenant_id, [decision_id])
+        return found[0] if found else None
+
+    def get_tool_call(self, tool_call_id: int, *, tenant_id: str) -> ToolCall | None:
+        """The tool call ``tool_call_id`` of ``tenant_id``, or ``None``."""
+        check_tenant(tenant_id)
+        with self._transaction() as connection:
+            found = self._lookup.tool_calls(connection, tenant_id, [tool_call_id])
+        return found[0] if found else None
+
+    def forget(
+        self,
+        *,
+        tenant_id: str,
+        memory_ids: Sequence[int] = (),
+        decision_ids: Sequence[int] = (),
+        tool_call_ids: Sequence[int] = (),
+        task_id: str | None = None,
+        everything: bool = False,
+    ) -> Forgotten:
+        """Remove rows of ``tenant_id`` and return what was removed.
+
+        By id (``memory_ids``, ``decision_ids``, ``tool_call_ids``), by task (``task_id``: its
+        decisions and their tool calls), or ``everything`` the tenant has: embedding cache,
+        documents, their chunks and BM25 statistics included. A decision's tool calls go with
+        it.
+        """
+        if not (memory_ids or decision_ids or tool_call_ids or task_id or everything):
+            raise ValidationError(
+                "forget needs something to remove: ids, a task_id, or everything=True"
+            )
+        check_tenant(tenant_id)
+        check_storable("task_id", task_id)
+        memory_ids = check_ids("memory_ids", memory_ids)
+        decision_ids = check_ids("decision_ids", decision_ids)
+        tool_call_ids = check_ids("tool_call_ids", tool_call_ids)
+        with self._transaction() as connection:
+            forgotten = self._lookup.forget(
+                connection,
+                tenant_id,
+                memory_ids=memory_ids,
+                decision_ids=decision_ids,
+                tool_call_ids=tool_call_ids,
+                task_id=task_id,
+                everything=everything,
+            )
+        if everything:
+            self.cache.forget_tenant(tenant_id)
+        return forgotten
+
+    @contextmanager
+    def batch(self) -> Iterator[StoreBatch]:
+        """One transaction for several writes: everything in it lands, or nothing does.
+
+        ``with store.batch() as batch:`` then ``batch.remember_many(...)``,
+        ``batch.record_decisions(...)``, ``batch.record_tool_calls(...)``.
+        """
+        with self._transaction() as connection:
+            yield StoreBatch(self._writer, self._limits, connection)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+            yield connection
+
+
+class StoreBatch:
+    """Writes that share one transaction (see :meth:`MemoryStore.batch`)."""
+
+    def __init__(self, writer: Writer, limits: Limits, connection: Connection) -> None:
+        self._writer = writer
+        self._limits = limits
+        self.connection = connection
+
+    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
+        """Validate every memory, then write them all; return their ids in order."""
+        inputs = [
+            as_input(item, MemoryInput, index)
+            for index, item in enumerate(batch_items(items, "remember_many"))
+        ]
+        if inputs and all(item.embedding is not None for item in inputs):
+            return self._writer.memories_streamed(self.connection, inputs, self._limits)
+        return self.write_memories(
+            [valid_memory(item, self._limits, index) for index, item in enumerate(inputs)]
+        )
+
+    def record_decisions(self, items: Iterable[DecisionInput | Mapping[str, Any]]) -> list[int]:
+        """Validate every decision, then write them all; return their ids in order."""
+        inputs = [
+            as_input(item, DecisionInput, index)
+            for index, item in enumerate(batch_items(items, "record_decisions"))
+        ]
+        return self.write_decisions(
+            [valid_decision(item, self._limits, index) for index, item in enumerate(inputs)]
+        )
+
+    def record_tool_calls(self, items: Iterable[ToolCallInput | Mapping[str, Any]]) -> list[int]:
+        """Validate every tool call, then write them all; return their ids in order."""
+        inputs = [
+            as_input(item, ToolCallInput, index)
+            for index, item in enumerate(batch_items(items, "record_tool_calls"))
+        ]
+        return self.write_tool_calls(
+            [valid_tool_call(item, self._limits, index) for index, item in enumerate(inputs)]
+        )
+
+    def write_memories(self, memories: Sequence[ValidMemory]) -> list[int]:
+        """Write memories that were already validated."""
+        return self._writer.memories(self.connection, memories)
+
+    def write_decisions(self, decisions: Sequence[ValidDecision]) -> list[int]:
+        """Write decisions that were already validated."""
+        return self._writer.decisions(self.connection, decisions)
+
+    def write_tool_calls(
+        self, calls: Sequence[ValidToolCall], *, single: bool = False
+    ) -> list[int]:
+        """Write tool calls that were already validated."""
+        return self._writer.tool_calls(self.connection, calls, single=single)

@@ -1,0 +1,526 @@
+"""Checks that run before any write: a refused item raises ``ValidationError`` naming it.
+
+Each ``valid_*`` function returns the cleaned values that the store writes, so nothing reaches
+the database unchecked. The results are named tuples: a batch makes one per row, and tuples are
+the cheapest records Python builds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields
+from datetime import UTC, datetime
+from numbers import Real
+from typing import NamedTuple, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from retrieval.errors import ValidationError
+from retrieval.memory.kinds import describe_kinds
+from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
+
+MAX_NAME_CHARS = 256
+# The longest tenant id: far below what a B-tree entry holds (about 2,700 bytes).
+MAX_TENANT_CHARS = 256
+# The largest position PostgreSQL's integer column holds.
+MAX_POSITION = 2**31 - 1
+# Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the store accepts: the longest text, the vector dimension of the database and the
+    memory kinds (``None``: any name)."""
+
+    max_text_chars: int
+    dim: int
+    kinds: frozenset[str] | None = None
+
+
+class ValidMemory(NamedTuple):
+    tenant_id: str
+    text: str
+    kind: str
+    metadata_json: str
+    importance: float | None
+    created_at: datetime | None
+    entities: tuple[str, ...]
+    embedding: npt.NDArray[np.float32] | None
+    embedding_model: str | None
+    thread_id: str | None = None
+    position: int | None = None
+
+
+class ValidDecision(NamedTuple):
+    tenant_id: str
+    task_id: str | None
+    action_type: str
+    content: str
+    status: str
+    created_at: datetime | None
+
+
+class ValidToolCall(NamedTuple):
+    tenant_id: str
+    decision_id: int | None
+    tool_name: str
+    params_json: str
+    result: str | None
+    created_at: datetime | None
+
+
+def valid_memory(
+    item: MemoryInput,
+    limits: Limits,
+    index: int | None = None,
+    *,
+    checked_embedding: npt.NDArray[np.float32] | None = None,
+) -> ValidMemory:
+    """Check one memory; raise :class:`ValidationError` naming ``index`` and the field.
+
+    ``checked_embedding`` is ``item.embedding`` already checked (with its whole batch).
+    """
+    check = _Checker(index)
+    return ValidMemory(
+        tenant_id=check.tenant(item.tenant_id),
+        text=check.text("text", item.text, limits.max_text_chars),
+        kind=check.kind(item.kind, limits.kinds),
+        metadata_json=check.json_object("metadata", item.metadata),
+        importance=check.unit_interval("importance", item.importance),
+        created_at=check.aware("created_at", item.created_at),
+        entities=check.entities(item.entities),
+        embedding=(
+            checked_embedding
+            if checked_embedding is not None
+            else check.vector(item.embedding, limits.dim)
+        ),
+        embedding_model=check.optional_name("embedding_model", item.embedding_model),
+        thread_id=check.optional_name("thread_id", item.thread_id),
+        position=check.position(item.position),
+    )
+
+
+def valid_decision(item: DecisionInput, limits: Limits, index: int | None = None) -> ValidDecision:
+    """Check one decision; raise :class:`ValidationError` naming ``index`` and the field."""
+    check = _Checker(index)
+    return ValidDecision(
+        tenant_id=check.tenant(item.tenant_id),
+        task_id=check.optional_name("task_id", item.task_id),
+        action_type=check.name("action_type", item.action_type),
+        content=check.text("content", item.content, limits.max_text_chars),
+        status=check.name("status", item.status),
+        created_at=check.aware("created_at", item.created_at),
+    )
+
+
+def valid_tool_call(item: ToolCallInput, limits: Limits, index: int | None = None) -> ValidToolCall:
+    """Check one tool call; raise :class:`ValidationError` naming ``index`` and the field."""
+    check = _Checker(index)
+    result = None
+    if item.result is not None:
+        result = check.text("result", item.result, limits.max_text_chars, allow_blank=True)
+    return ValidToolCall(
+        tenant_id=check.tenant(item.tenant_id),
+        decision_id=check.optional_id("decision_id", item.decision_id),
+        tool_name=check.name("tool_name", item.tool_name),
+        params_json=check.json_object("params", item.params),
+        result=result,
+        created_at=check.aware("created_at", item.created_at),
+    )
+
+
+class _Checker:
+    """Field checks for one item; every failure names the item and the field."""
+
+    def __init__(self, index: int | None) -> None:
+        self.index = index
+
+    def fail(self, field: str, message: str) -> ValidationError:
+        return ValidationError(f"{field}: {message}", item=self.index, field=field)
+
+    def text(self, field: str, value: object, limit: int, *, allow_blank: bool = False) -> str:
+        # The common case first, without allocating: a non-blank str within the limit, no NUL,
+        # nothing UTF-8 cannot encode.
+        if (
+            type(value) is str
+            and len(value) <= limit
+            and (allow_blank or (value and not value.isspace()))
+            and "\x00" not in value
+            and surrogate_at(value) is None
+        ):
+            return value
+        if not isinstance(value, str):
+            raise self.fail(field, f"must be a string, got {type(value).__name__}")
+        if not allow_blank and not value.strip():
+            raise self.fail(field, f"is empty or only whitespace: give a non-empty {field}")
+        problem = storable_problem(value)
+        if problem is not None:
+            raise self.fail(field, problem)
+        if len(value) > limit:
+            raise self.fail(
+                field,
+                f"has {len(value):,} characters, over the limit of {limit:,}: split it into "
+                "smaller pieces or raise RETRIEVAL_MAX_TEXT_CHARS",
+            )
+        return value
+
+    def name(self, field: str, value: object) -> str:
+        if type(value) is str and len(value) <= MAX_NAME_CHARS:
+            clean = _clean_name(value)
+            if clean is not None:
+                return clean
+        return self.text(field, value, MAX_NAME_CHARS).strip()  # raises with the reason
+
+    def kind(self, value: object, known: frozenset[str] | None) -> str:
+        kind = self.name("kind", value)
+        if known is None or kind in known:
+            return kind
+        raise self.fail(
+            "kind",
+            f"{kind!r} is not a memory kind; known: {describe_kinds(known)}. Declare your own "
+            "in WriteConfig(extra_kinds=...) or RETRIEVAL_MEMORY_KINDS",
+        )
+
+    def tenant(self, value: object) -> str:
+        problem = _tenant_check(value)
+        if problem is None:
+            return value  # type: ignore[return-value]
+        raise self.fail("tenant_id", problem)
+
+    def optional_name(self, field: str, value: object) -> str | None:
+        return None if value is None else self.name(field, value)
+
+    def optional_id(self, field: str, value: object) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.fail(field, f"must be a positive integer id, got {value!r}")
+        return value
+
+    def position(self, value: object) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POSITION:
+            raise self.fail(
+                "position",
+                f"must be a non-negative integer (a turn's place in its thread, from 0), got "
+                f"{value!r}",
+            )
+        return value
+
+    def json_object(self, field: str, value: object) -> str:
+        if value is None:
+            return "{}"
+        if not isinstance(value, Mapping):
+            raise self.fail(field, f"must be a JSON object (a dict), got {type(value).__name__}")
+        try:
+            encoded = json.dumps(value, allow_nan=False, ensure_ascii=False, sort_keys=True)
+        except RecursionError:
+            raise self.fail(field, "is nested too deeply to be stored: flatten it") from None
+        except (TypeError, ValueError) as error:
+            raise self.fail(
+                field,
+                f"is not JSON-serializable ({error}): use only str, int, float, bool, None, "
+                "lists and dicts with string keys, and no NaN or infinity",
+            ) from None
+        problem = json_text_problem(encoded)
+        if problem is not None:
+            raise self.fail(field, problem)
+        return encoded
+
+    def unit_interval(self, field: str, value: object) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise self.fail(field, f"must be a number in [0, 1], got {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise self.fail(
+                field, f"must be in [0, 1], got a number of {len(str(value))} digits"
+            ) from None
+        if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+            raise self.fail(field, f"must be in [0, 1], got {number!r}")
+        return number
+
+    def aware(self, field: str, value: object) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise self.fail(field, f"must be a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise self.fail(
+                field,
+                f"{value.isoformat()} has no time zone: pass an aware datetime, for example "
+                "datetime.now(timezone.utc) or value.replace(tzinfo=timezone.utc)",
+            )
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise self.fail(
+                field,
+                f"{value.isoformat()} is outside the years 1 to 9999 in UTC, which is where "
+                "timestamps are read back: give a time within them",
+            ) from None
+        return value
+
+    def entities(self, value: object) -> tuple[str, ...]:
+        if value == ():
+            return ()
+        if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+            raise self.fail("entities", f"must be a list of entity ids, got {type(value).__name__}")
+        return tuple(dict.fromkeys(self.name("entities", entity) for entity in value))
+
+    def vector(self, value: object, dim: int) -> npt.NDArray[np.float32] | None:
+        if value is None:
+            return None
+        # Fast path for the usual float32 row. A sum is NaN or infinite when any value is; only
+        # then look closer (a finite vector may overflow the sum).
+        if (
+            type(value) is np.ndarray
+            and value.dtype == np.float32
+            and value.shape == (dim,)
+            and (math.isfinite(float(value.sum())) or np.isfinite(value).all())
+        ):
+            return value
+        try:
+            array = np.asarray(value, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise self.fail("embedding", "must be a sequence of numbers") from None
+        if array.ndim != 1 or array.shape[0] != dim:
+            raise self.fail(
+                "embedding",
+                f"has shape {array.shape}, but the database stores vectors of {dim} "
+                "dimensions: embed with the database's model",
+            )
+        if not np.isfinite(array).all():
+            raise self.fail("embedding", "contains NaN or infinity")
+        return array
+
+
+def checked_vector(index: int | None, value: object, dim: int) -> npt.NDArray[np.float32]:
+    """``value`` as a finite float32 ``dim``-vector, else a :class:`ValidationError` naming item
+    ``index``."""
+    vector = _Checker(index).vector(value, dim)
+    if vector is None:
+        raise ValidationError("embedding: is missing", item=index, field="embedding")
+    return vector
+
+
+def aware_datetime(field: str, value: object) -> datetime | None:
+    """``value`` if it is None or a datetime with a time zone, else a :class:`ValidationError`."""
+    return _Checker(None).aware(field, value)
+
+
+def checked_embeddings(items: Sequence[MemoryInput], dim: int) -> npt.NDArray[np.float32] | None:
+    """The embeddings of ``items`` as one matrix, if every one is a finite ``dim``-vector.
+
+    ``None`` otherwise: then check the items one by one to name the first bad one.
+    """
+    try:
+        matrix = np.asarray([item.embedding for item in items], dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    if matrix.ndim != 2 or matrix.shape[1] != dim or not np.isfinite(matrix).all():
+        return None
+    return matrix
+
+
+@functools.lru_cache(maxsize=4096)
+def _clean_name(value: str) -> str | None:
+    # Kinds and model ids repeat across a batch: check each distinct one once (callers pass
+    # only strings within MAX_NAME_CHARS, so the cache never keeps a huge key).
+    clean = value.strip()
+    if (
+        not clean
+        or len(value) > MAX_NAME_CHARS
+        or "\x00" in value
+        or surrogate_at(value) is not None
+    ):
+        return None
+    return clean
+
+
+def check_storable(field: str, value: object, *, item: int | None = None, prefix: str = "") -> None:
+    """Raise :class:`ValidationError` if ``value`` is a string PostgreSQL text cannot hold (see
+    :func:`storable_problem`)."""
+    problem = storable_problem(value) if isinstance(value, str) else None
+    if problem is not None:
+        raise ValidationError(f"{prefix}{field} {problem}", item=item, field=field)
+
+
+def storable_problem(value: str) -> str | None:
+    """Why PostgreSQL text cannot hold ``value`` (a NUL byte, or an unpaired surrogate, which
+    UTF-8 cannot encode) and what to do; None when it can."""
+    if "\x00" in value:
+        return (
+            f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
+            "hold NUL bytes: remove them (for example value.replace('\\x00', ''))"
+        )
+    position = surrogate_at(value)
+    if position is not None:
+        return surrogate_problem(value[position], f" at position {position}")
+    return None
+
+
+def json_text_problem(encoded: str) -> str | None:
+    """Why PostgreSQL jsonb cannot hold the JSON text ``encoded`` (made with
+    ``ensure_ascii=False``) and what to do; None when it can."""
+    if "\\u0000" in encoded:
+        return "contains a NUL character, which PostgreSQL jsonb cannot hold"
+    position = surrogate_at(encoded)
+    if position is not None:
+        return surrogate_problem(encoded[position], " in a string")
+    return None
+
+
+def check_tenant(tenant_id: object) -> str:
+    """``tenant_id`` if it names a tenant, else a :class:`ValidationError` saying why.
+
+    One rule for every read and write: a non-empty string of at most ``MAX_TENANT_CHARS``
+    characters, without leading or trailing whitespace (a tenant id is never stripped: "beta "
+    is not "beta") and without control characters, NUL bytes or unpaired surrogates.
+    """
+    problem = _tenant_check(tenant_id)
+    if problem is None:
+        return tenant_id  # type: ignore[return-value]
+    raise ValidationError(f"tenant_id {problem}", field="tenant_id")
+
+
+def check_ids(field: str, ids: object) -> list[int]:
+    """``ids`` as a list of row ids, else a :class:`ValidationError` naming ``field``: a list,
+    tuple or set of integers (a string is not a sequence of ids: ``"12"`` is not [1, 2])."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence | set | frozenset):
+        raise ValidationError(
+            f"{field} must be a list of integer ids, got {type(ids).__name__} {ids!r:.40}",
+            field=field,
+        )
+    bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, int)), None)
+    if bad is not None:
+        raise ValidationError(f"{field} must hold integer ids, got {bad!r:.40}", field=field)
+    if any(not -(2**63) <= i < 2**63 for i in ids):
+        raise ValidationError(f"{field} holds an id outside PostgreSQL's bigint", field=field)
+    return list(ids)
+
+
+def tenant_problem(tenant_id: object) -> str | None:
+    """What is wrong with ``tenant_id`` as a tenant id, and what to do; None when nothing."""
+    if not isinstance(tenant_id, str):
+        return f"must be a string, got {type(tenant_id).__name__}"
+    if not tenant_id.strip():
+        return f"is empty ({tenant_id!r}): every row and every read names its tenant"
+    if len(tenant_id) > MAX_TENANT_CHARS:
+        return (
+            f"has {len(tenant_id):,} characters, over the limit of {MAX_TENANT_CHARS}: use a "
+            "shorter id (a UUID or a hash of a longer one)"
+        )
+    if tenant_id != tenant_id.strip():
+        return (
+            f"{tenant_id!r} has leading or trailing whitespace: tenant ids are compared exactly, "
+            "so remove it"
+        )
+    problem = storable_problem(tenant_id)
+    if problem is not None:
+        return problem
+    control = next((c for c in tenant_id if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        return (
+            f"contains a control character (U+{ord(control):04X}) at position "
+            f"{tenant_id.index(control)}: remove it"
+        )
+    return None
+
+
+def _tenant_check(tenant_id: object) -> str | None:
+    # Tenants repeat across a batch: each distinct short one is checked once (a long one is
+    # refused without being cached).
+    if type(tenant_id) is str and len(tenant_id) <= MAX_TENANT_CHARS:
+        return _cached_tenant_problem(tenant_id)
+    return tenant_problem(tenant_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_tenant_problem(tenant_id: str) -> str | None:
+    return tenant_problem(tenant_id)
+
+
+def surrogate_at(value: str) -> int | None:
+    """Where ``value`` first holds a code point UTF-8 (and so PostgreSQL) cannot encode: half
+    of a surrogate pair, alone. None when it holds none."""
+    if value.isascii():
+        return None
+    found = _SURROGATE.search(value)
+    return None if found is None else found.start()
+
+
+def surrogate_problem(character: str, where: str) -> str:
+    """What is wrong with an unpaired surrogate ``character`` found ``where``, and what to do."""
+    return (
+        f"contains an unpaired surrogate (U+{ord(character):04X}){where}, which UTF-8 and "
+        "PostgreSQL text cannot hold (text decoded with errors='surrogateescape' or a JSON "
+        "'\\ud800' escape makes one): decode the source with errors='replace', or remove it"
+    )
+
+
+Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {
+    kind: frozenset(field.name for field in fields(kind))
+    for kind in (MemoryInput, DecisionInput, ToolCallInput)
+}
+
+
+_REQUIRED_FIELDS: dict[type, tuple[str, ...]] = {
+    kind: tuple(
+        field.name
+        for field in fields(kind)
+        if field.default is MISSING and field.default_factory is MISSING
+    )
+    for kind in (MemoryInput, DecisionInput, ToolCallInput)
+}
+_INPUT_NAMES = {MemoryInput: "memory", DecisionInput: "decision", ToolCallInput: "tool call"}
+
+
+def batch_items(items: object, what: str) -> list[object]:
+    """``items`` as a list, else a :class:`ValidationError` saying a batch is an iterable."""
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise ValidationError(
+            f"{what} takes an iterable of items (a list of dicts or inputs), got "
+            f"{type(items).__name__}"
+        )
+    return list(items)
+
+
+def as_input(item: object, kind: type[Input], index: int | None = None) -> Input:
+    """``item`` as a ``kind`` input: passed through, or built from a dict of its fields."""
+    if isinstance(item, kind):
+        return item
+    if not isinstance(item, Mapping):
+        raise ValidationError(
+            f"must be a {kind.__name__} or a dict, got {type(item).__name__}", item=index
+        )
+    known = _FIELD_NAMES[kind]
+    unknown = sorted(set(item) - known)
+    if unknown:
+        raise ValidationError(
+            f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}",
+            item=index,
+            field=unknown[0],
+        )
+    missing = [name for name in _REQUIRED_FIELDS[kind] if name not in item]
+    if missing:
+        raise ValidationError(
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing: "
+            f"a {_INPUT_NAMES[kind]} needs {', '.join(_REQUIRED_FIELDS[kind])}",
+            item=index,
+            field=missing[0],
+        )
+    return kind(**item)

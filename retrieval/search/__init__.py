@@ -1,0 +1,1 @@
+"""Retrieval: the query, one statement over every source, scoring, ranking and the results."""

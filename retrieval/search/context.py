@@ -1,0 +1,120 @@
+"""Context formatting: a response as chat messages, or as a markdown block for a prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from retrieval.search.results import RetrievalResponse, RetrievalResult
+
+WORKING_STATE = "working_state"
+
+
+def to_messages(
+    response: RetrievalResponse, working_state: Sequence[Mapping[str, Any]] | None = None
+) -> list[Mapping[str, Any]]:
+    """Chat messages: the retrieved context, best first, then the conversation.
+
+    Each stored result becomes an ``assistant`` message whose content starts with its date
+    (``[2026-11-20 09:30 UTC]``) and holds, for a memory returned with its ``neighbors``, the
+    turns around it in order; its ``metadata`` carries its source, scores and ids (strip it if
+    your chat API refuses extra keys); there is never a synthetic ``system`` message. The
+    conversation is ``working_state`` itself, every dict the caller's
+    own object, unchanged and in order; without it, the working-state messages the response
+    kept, in conversation order.
+    """
+    context: list[Mapping[str, Any]] = [
+        _assistant(result) for result in response if result.source != WORKING_STATE
+    ]
+    if working_state is not None:
+        return context + list(working_state)
+    kept = sorted(
+        (r for r in response if r.source == WORKING_STATE),
+        key=lambda r: int(r.metadata["position"]),
+    )
+    return context + [r.metadata["message"] for r in kept]
+
+
+def to_markdown(response: RetrievalResponse, *, title: str = "Previous context") -> str:
+    """A markdown block for a prompt: one entry per result with source, date, scores and text
+    (a memory returned with its ``neighbors``: the turns around it, in order, each dated)."""
+    lines = [f"## {title}", ""]
+    if not response.results:
+        lines.append("(nothing relevant found)")
+    for result in response:
+        lines.append(f"- **{_label(result)}** · {_when(result)} · {_scores(result)}")
+        lines.extend(f"  {line}" if line else "" for line in _body(result).splitlines())
+    return "\n".join(lines) + "\n"
+
+
+def _body(result: RetrievalResult) -> str:
+    # The result's text; with neighbours, the turns of its thread in order, the hit marked.
+    neighbors = result.metadata.get("neighbors")
+    if not neighbors:
+        return result.content
+    position = result.metadata.get("position")
+    turns = [(n["position"], f"[{_date(n['created_at'])}] {n['content']}") for n in neighbors]
+    turns.append((position, f"» {result.content}"))
+    return "\n".join(text for _, text in sorted(turns, key=lambda turn: turn[0]))
+
+
+def _assistant(result: RetrievalResult) -> dict[str, Any]:
+    metadata = {
+        "source": result.source,
+        "final_score": result.final_score,
+        "relevance_score": result.relevance_score,
+        "recency_score": result.recency_score,
+    }
+    for key in ("item", "id", "kind", "created_at", "distance", "matched_keywords", "thread_id"):
+        if key in result.metadata:
+            metadata[key] = result.metadata[key]
+    return {
+        "role": "assistant",
+        "content": f"[{_when(result)}] {_body(result)}",
+        "metadata": metadata,
+    }
+
+
+def _label(result: RetrievalResult) -> str:
+    item = result.metadata.get("kind") or result.metadata.get("item")
+    if result.source == WORKING_STATE:
+        item = result.metadata.get("message", {}).get("role", "message")
+    return f"{result.source}/{item}" if item else result.source
+
+
+def _when(result: RetrievalResult) -> str:
+    created = result.metadata.get("created_at")
+    if created is None:
+        position = result.metadata.get("position", 0)
+        count = result.metadata.get("of_messages", 0)
+        return f"message {int(position) + 1} of {count}"
+    return _date(str(created))
+
+
+def _date(created: str) -> str:
+    # An ISO 8601 UTC timestamp as "2026-11-20 09:30 UTC".
+    return created.replace("T", " ")[:16] + " UTC"
+
+
+def _scores(result: RetrievalResult) -> str:
+    return (
+        f"final {result.final_score:.2f} (relevance {result.relevance_score:.2f}, "
+        f"recency {result.recency_score:.2f})"
+    )
+
+
+def to_table(response: RetrievalResponse, *, text_width: int = 70) -> str:
+    """A plain-text table of the results: rank, source, final, relevance, recency, text."""
+    header = f"{'#':>2}  {'source':<30} {'final':>5} {'rel':>5} {'rec':>5}  text"
+    lines = [header, "-" * len(header)]
+    for rank, result in enumerate(response, start=1):
+        text = " ".join(result.content.split())
+        if len(text) > text_width:
+            text = text[: text_width - 1] + "…"
+        lines.append(
+            f"{rank:>2}  {_label(result):<30} {result.final_score:>5.2f} "
+            f"{result.relevance_score:>5.2f} {result.recency_score:>5.2f}  {text}"
+        )
+    if not response.results:
+        lines.append("(no result above the threshold)")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""The turns around a hit: memories of the same thread within N positions of it.
+
+A memory that carries a thread (``thread_id``, a conversation or session) and a ``position``
+in it is one turn of a conversation; an answer often needs the turns next to the one that
+matched ("Which one?" ... "The red one."). After ranking, one statement reads, for every
+returned memory that has a thread, the memories of its thread whose position is within
+``neighbors`` of its own (through the index on tenant, thread and position), and each result's
+metadata gets them as ``neighbors``, in position order (the hit itself not among them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC
+from typing import Any
+
+from retrieval.search.results import RetrievalResult
+
+MAX_NEIGHBORS = 20
+
+# {s}: the validated, quoted schema name.
+_NEIGHBORS = """
+SELECT h.hit_id, m.id, m.content, m.kind, m.position, m.created_at, m.metadata::text
+FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
+     AS h(hit_id, thread_id, position)
+JOIN {s}.memories AS m
+  ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
+     AND m.position BETWEEN h.position - %(neighbors)s AND h.position + %(neighbors)s
+     AND m.id <> h.hit_id
+ORDER BY h.hit_id, m.position, m.id
+"""
+
+Execute = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
+
+
+def neighbors_statement(schema: str) -> str:
+    """The statement of :func:`with_neighbors` for ``schema``."""
+    return _NEIGHBORS.format(s=f'"{schema}"')
+
+
+def with_neighbors(
+    results: Sequence[RetrievalResult],
+    *,
+    tenant_id: str,
+    neighbors: int,
+    statement: str,
+    execute: Execute,
+) -> list[RetrievalResult]:
+    """``results`` with ``metadata["neighbors"]`` on each memory that has a thread: the
+    memories within ``neighbors`` positions of it in its thread (id, content, kind, position,
+    created_at, metadata), in position order. One statement for all of them."""
+    hits = [
+        result
+        for result in results
+        if result.source == "semantic"
+        and result.metadata.get("thread_id") is not None
+        and result.metadata.get("position") is not None
+    ]
+    if neighbors <= 0 or not hits:
+        return list(results)
+    rows = execute(
+        statement,
+        {
+            "tenant_id": tenant_id,
+            "hit_ids": [hit.metadata["id"] for hit in hits],
+            "threads": [hit.metadata["thread_id"] for hit in hits],
+            "positions": [hit.metadata["position"] for hit in hits],
+            "neighbors": neighbors,
+        },
+    )
+    found: dict[int, list[dict[str, Any]]] = {hit.metadata["id"]: [] for hit in hits}
+    for hit_id, memory_id, content, kind, position, created_at, metadata in rows:
+        found[hit_id].append(
+            {
+                "id": memory_id,
+                "content": content,
+                "kind": kind,
+                "position": position,
+                "created_at": created_at.astimezone(UTC).isoformat(),
+                "metadata": json.loads(metadata),
+            }
+        )
+    return [
+        replace(result, metadata={**result.metadata, "neighbors": found[result.metadata["id"]]})
+        if result.source == "semantic" and result.metadata["id"] in found
+        else result
+        for result in results
+    ]

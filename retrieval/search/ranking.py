@@ -1,0 +1,172 @@
+"""Python's half of the scoring contract: weights, threshold, ranking and limits.
+
+SQL hands over candidates with their relevance and recency (and the optional signals); here
+``final = sum(weight * signal)`` with the source's weights, then ``final >= min_final_score``
+(the source's own, if it has one),
+then a deterministic ranking, then the per-source and total limits.
+
+Ranking works on :class:`Scored` records (the scores and the identity that breaks ties); a
+candidate's :class:`RetrievalResult`, with its evidence decoded, is built only if it is
+returned: most candidates are not (about 90 per call, 10 returned).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC
+from typing import Any, NamedTuple
+
+from retrieval.config import RetrievalConfig
+from retrieval.search import scoring
+from retrieval.search.results import SOURCES, RetrievalResult, SourceDiagnostics, check_score
+from retrieval.search.sources.common import Candidate
+
+
+class Scored(NamedTuple):
+    """A result to rank: its scores, its identity, and what builds its :class:`RetrievalResult`.
+
+    Either ``candidate`` and ``weights`` (a database row, built on demand) or ``result`` (a
+    result already built, such as a working-state message) is set. A named tuple: one is made
+    for every candidate of every call.
+    """
+
+    source: str
+    final_score: float
+    relevance_score: float
+    recency_score: float
+    item: str
+    identity: int
+    candidate: Candidate | None = None
+    weights: Mapping[str, float] | None = None
+    result: RetrievalResult | None = None
+
+    def to_result(self) -> RetrievalResult:
+        """The :class:`RetrievalResult` this record stands for."""
+        if self.result is not None:
+            return self.result
+        assert self.candidate is not None and self.weights is not None
+        return to_result(self.candidate, self.weights, self.final_score)
+
+
+def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scored:
+    """A database candidate scored with its source's ``weights`` (its non-zero weights by
+    signal name, as :attr:`SourceConfig.weights <retrieval.config.SourceConfig.weights>`).
+
+    A score outside [0, 1] raises ``ValueError`` here, returned or not.
+    """
+    relevance, recency = candidate.relevance, candidate.recency
+    if not (0.0 <= relevance <= 1.0 and 0.0 <= recency <= 1.0):  # NaN fails too
+        check_score("relevance_score", relevance)
+        check_score("recency_score", recency)
+    return Scored(
+        candidate.source,
+        scoring.weighted_sum(candidate.signals, weights),
+        relevance,
+        recency,
+        candidate.item,
+        candidate.id,
+        candidate,
+        weights,
+    )
+
+
+def scored_result(result: RetrievalResult) -> Scored:
+    """A result scored in Python (working state), ranked by its own scores."""
+    identity = result.metadata.get("id", result.metadata.get("position", 0))
+    return Scored(
+        source=result.source,
+        final_score=result.final_score,
+        relevance_score=result.relevance_score,
+        recency_score=result.recency_score,
+        item=str(result.metadata.get("item", "")),
+        identity=identity if isinstance(identity, int) else 0,
+        result=result,
+    )
+
+
+def to_result(candidate: Candidate, weights: Mapping[str, float], final: float) -> RetrievalResult:
+    """The result of a database candidate, with its ``final`` score from ``weights``.
+
+    ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
+    that only returned candidates pay for decoding it.
+    """
+    signals = candidate.signals
+    metadata: dict[str, Any] = {
+        "id": candidate.id,
+        "item": candidate.item,
+        "kind": candidate.kind,
+        "created_at": candidate.created_at.astimezone(UTC).isoformat(),
+        "signals": signals,
+        "weights": dict(weights),
+    }
+    if candidate.distance is not None:
+        metadata["distance"] = candidate.distance
+    if candidate.matched is not None:
+        metadata["matched_keywords"] = list(candidate.matched)
+    if candidate.entities is not None:
+        metadata["matched_entities"] = list(candidate.entities)
+    metadata.update(json.loads(candidate.details))
+    return RetrievalResult(
+        content=candidate.content,
+        source=candidate.source,
+        relevance_score=candidate.relevance,
+        recency_score=candidate.recency,
+        final_score=final,
+        metadata=metadata,
+    )
+
+
+def rank_key(scored: Scored) -> tuple[float, float, float, int, str, int]:
+    """Best first: final, then relevance, then recency, then source, item and id (stable)."""
+    return (
+        -scored.final_score,
+        -scored.relevance_score,
+        -scored.recency_score,
+        SOURCES.index(scored.source),
+        scored.item,
+        scored.identity,
+    )
+
+
+def select(
+    scored: Mapping[str, Sequence[Scored]], config: RetrievalConfig
+) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
+    """Apply the threshold and the limits to each source's scored results; rank them all.
+
+    Returns the results best first (only these are built) and, per source, what was scored,
+    kept and returned.
+    """
+    chosen: list[Scored] = []
+    kept_count: dict[str, int] = {}
+    for name, results in scored.items():
+        threshold = config.threshold(name)
+        kept = sorted((r for r in results if r.final_score >= threshold), key=rank_key)
+        kept_count[name] = len(kept)
+        chosen.extend(kept[: config.source(name).limit])
+    final = sorted(chosen, key=rank_key)[: config.total_limit]
+    returned = {name: 0 for name in scored}
+    for result in final:
+        returned[result.source] += 1
+    diagnostics = {
+        name: SourceDiagnostics(
+            candidates=len(results),
+            kept=kept_count[name],
+            returned=returned[name],
+            mean_scores=_means(results),
+        )
+        for name, results in scored.items()
+    }
+    return [item.to_result() for item in final], diagnostics
+
+
+def _means(results: Iterable[Scored]) -> dict[str, float]:
+    items = list(results)
+    if not items:
+        return {}
+    count = len(items)
+    return {
+        "relevance": sum(r.relevance_score for r in items) / count,
+        "recency": sum(r.recency_score for r in items) / count,
+        "final": sum(r.final_score for r in items) / count,
+    }

@@ -1,0 +1,132 @@
+"""The documents source: chunks found by BM25 and by vector, scored absolutely in SQL.
+
+Two channels, each the tenant's best ``documents_candidates`` chunks:
+
+* BM25 (Okapi, exact, from the write path's postings and statistics; see
+  :mod:`retrieval.search.sources.fusion` and :mod:`retrieval.documents`);
+* dense: L2 distance on the chunks' HNSW index.
+
+Every chunk either channel found gets both exact channel scores (its distance, and its BM25
+score from the postings of the query's terms), each made absolute
+(:mod:`retrieval.search.sources.relevance`: the model's calibrated relevance of the distance,
+and BM25
+over the query's summed idf), then fused by ``fusion``. Recency is ``0.5 ^ (age / half_life)``
+of the chunk. The metadata carries both channels' raw scores and ranks.
+"""
+
+from __future__ import annotations
+
+from retrieval.search.sources.common import recency_sql
+from retrieval.search.sources.fusion import FUSIONS, Postings, bm25_ctes, bm25_factors
+from retrieval.search.sources.relevance import (
+    dense_relevance_sql,
+    fused_relevance_sql,
+    lexical_relevance_sql,
+)
+
+SOURCE = "documents"
+__all__ = ["FUSIONS", "SOURCE", "documents_ctes"]
+
+
+def documents_ctes(schema: str, gated: bool = False) -> list[str]:
+    """The CTEs of the documents source, the last named ``documents``.
+
+    Parameters: ``tenant_id``, ``query_text``, ``query_vector``, ``text_search_config``,
+    ``documents_candidates``, ``bm25_k1``, ``bm25_b``, ``bm25_common_share``,
+    ``documents_half_life``, ``as_of``, the relevance's (:mod:`retrieval.search.sources.relevance`),
+    and with ``gated`` ``max_distance`` and ``bm25_min_coverage``.
+
+    ``gated``: a chunk is returned only with absolute evidence: its vector within the
+    calibrated ``max_distance`` of the query's, or its lexemes covering at least
+    ``bm25_min_coverage`` of the query's idf (a lexeme no chunk holds counts with the idf of a
+    document frequency of 0), so that an exact code or name the vectors miss still counts.
+    """
+    s = f'"{schema}"'
+    postings = Postings(
+        terms=f"{s}.document_terms",
+        stats=f"{s}.document_term_stats",
+        corpus=f"{s}.document_corpus",
+        key="chunk_id",
+        length="chunk_length",
+        count="chunks",
+    )
+    total_idf = "(SELECT sum(idf) FROM doc_idf)"
+    dense = dense_relevance_sql("f.distance")
+    lexical = lexical_relevance_sql("f.bm25", total_idf)
+    return [
+        *bm25_ctes("doc", postings, "query_text", "documents_candidates"),
+        f"""doc_dense AS MATERIALIZED (
+    SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
+    FROM {s}.document_chunks AS c
+    WHERE c.tenant_id = %(tenant_id)s
+    ORDER BY distance
+    LIMIT %(documents_candidates)s
+)""",
+        """doc_found AS MATERIALIZED (
+    SELECT chunk_id FROM doc_bm25 UNION SELECT chunk_id FROM doc_dense
+)""",
+        f"""doc_idf AS MATERIALIZED (
+    SELECT q.term, {bm25_factors("COALESCE(t.document_frequency, 0)", "c")}
+    FROM doc_terms AS q
+    CROSS JOIN doc_corpus AS c
+    LEFT JOIN {s}.document_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+)""",
+        # Each query term's postings probed for the found chunks at once (one index scan per
+        # term): each chunk's exact BM25 score and the idf its lexemes cover.
+        f"""doc_covered AS (
+    SELECT p.chunk_id, sum(i.idf) AS covered,
+           sum(i.idf * (%(bm25_k1)s::float8 + 1.0) * p.term_frequency
+               / (p.term_frequency + i.base + i.per_length * p.chunk_length)) AS bm25
+    FROM doc_idf AS i
+    JOIN {s}.document_terms AS p
+      ON p.tenant_id = %(tenant_id)s AND p.term = i.term
+         AND p.chunk_id = ANY (ARRAY(SELECT chunk_id FROM doc_found))
+    GROUP BY p.chunk_id
+)""",
+        # The found chunks with their evidence and the columns the results show (one read of
+        # each chunk's row).
+        f"""doc_evidence AS MATERIALIZED (
+    SELECT u.chunk_id, COALESCE(d.distance, c.embedding <-> %(query_vector)s::vector)
+               AS distance,
+           COALESCE(v.bm25, 0.0) AS bm25,
+           COALESCE(v.covered, 0.0) / NULLIF({total_idf}, 0.0) AS coverage,
+           c.content, c.created_at, c.document_id, c.chunk_index, c.section_title,
+           c.page_start, c.page_end, c.metadata
+    FROM doc_found AS u
+    JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = u.chunk_id
+    LEFT JOIN doc_dense AS d ON d.chunk_id = u.chunk_id
+    LEFT JOIN doc_covered AS v ON v.chunk_id = u.chunk_id
+)""",
+        """doc_ranked AS (
+    SELECT e.*,
+           CASE WHEN e.bm25 > 0.0 THEN
+               row_number() OVER (ORDER BY e.bm25 DESC, e.chunk_id) END AS bm25_rank,
+           row_number() OVER (ORDER BY e.distance, e.chunk_id) AS dense_rank
+    FROM doc_evidence AS e
+)""",
+        f"""documents AS (
+    SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
+           'chunk'::text AS kind, f.created_at,
+           {fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")} AS relevance,
+           {recency_sql("f.created_at", "documents_half_life")} AS recency,
+           0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
+           f.distance, NULL::text[] AS matched, NULL::text[] AS entities,
+           jsonb_build_object(
+               'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', f.chunk_index,
+               'section_title', f.section_title, 'page_start', f.page_start,
+               'page_end', f.page_end, 'metadata', d.metadata || f.metadata,
+               'coverage', f.coverage, 'bm25_tier', (SELECT tier FROM doc_tier),
+               'fusion', %(fusion)s::text, 'bm25', f.bm25, 'bm25_rank', f.bm25_rank,
+               'bm25_relevance', {lexical}, 'dense_distance', f.distance,
+               'dense_rank', f.dense_rank, 'dense_relevance', {dense},
+               'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
+           ) AS details
+    FROM doc_ranked AS f
+    JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
+    {_GATE if gated else ""}
+)""",
+    ]
+
+
+_GATE = """WHERE f.distance <= %(max_distance)s::float8
+       OR f.coverage >= %(bm25_min_coverage)s::float8"""

@@ -1,0 +1,187 @@
+"""Okapi BM25 in SQL over a table's postings, exact and pruned (the documents' BM25 channel).
+
+The BM25 channel reads the postings and statistics the write path keeps (``*_terms``,
+``*_term_stats``, ``*_corpus``) and returns the best candidates by exact BM25; the sources fuse
+it with their vector channel (:mod:`retrieval.search.sources.relevance`). ``FUSIONS`` names the
+fusion strategies.
+
+Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
+``bm25_common_share``, and the query text and candidate count named by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retrieval.config import FUSIONS
+
+__all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes", "bm25_factors"]
+
+SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
+PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
+
+
+def bm25_factors(document_frequency: str, corpus: str) -> str:
+    """A query term's BM25 factors as select-list columns, from the SQL expression of its
+    document frequency and the alias of a corpus row (``n``, ``average_length``): ``idf``
+    (Lucene's), ``base`` and ``per_length``, so that a posting adds
+    ``idf * (k1 + 1) * tf / (tf + base + per_length * length)``."""
+    return (
+        f"ln(1.0 + ({corpus}.n - {document_frequency} + 0.5) / ({document_frequency} + 0.5))"
+        " AS idf,\n"
+        "           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,\n"
+        f"           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / {corpus}.average_length"
+        " AS per_length"
+    )
+
+
+@dataclass(frozen=True)
+class Postings:
+    """Where one table's BM25 statistics live, and the names of their columns."""
+
+    terms: str  # postings: tenant_id, term, <key>, term_frequency, <length>
+    stats: str  # tenant_id, term, document_frequency
+    corpus: str  # tenant_id, <count>, total_terms
+    key: str  # the id column of the postings (chunk_id, memory_id)
+    length: str  # the row's length in lexemes (chunk_length, memory_length)
+    count: str  # the corpus size column (chunks, memories)
+
+
+def bm25_ctes(
+    prefix: str, postings: Postings, query_text: str, candidates: str, condition: str = ""
+) -> list[str]:
+    """CTEs ending in ``{prefix}_bm25 (<key>, bm25)``: the best ``candidates`` rows by Okapi
+    BM25 for the text of parameter ``query_text``; ``condition`` filters postings (alias
+    ``p``). Parameter ``bm25_common_share`` (in [0, 1]) makes the search prune losslessly.
+
+    Exact, with pruning (the "max-score" idea, set-wise): the query's rare terms (held by at
+    most ``bm25_common_share`` of the rows) are scored from all their postings, giving each
+    row they find a partial score ``P``; the common terms together can add at most
+    ``R = sum(idf * (k1 + 1))``. The ``SEED * candidates`` rows of best ``P`` (the seed) get
+    their common terms added (their exact scores); ``theta`` is the ``candidates``-th best of
+    them. Then, in the first tier that applies:
+
+    1. ``theta > R`` and the best ``P`` outside the seed plus ``R`` stays under ``theta``: no
+       other row can reach the top (a row the rare terms missed scores at most ``R``), so the
+       top is the seed's;
+    2. ``theta > R`` and at most ``PROBE_LIMIT`` rows have ``P + R >= theta``: those rows get
+       their common terms added the same way, the rest cannot reach the top;
+    3. otherwise every posting is scored.
+    """
+    extra = f"AND {condition}" if condition else ""
+    contribution = (
+        f"w.idf_k1 * p.term_frequency / (p.term_frequency + w.base "
+        f"+ w.per_length * p.{postings.length})"
+    )
+    key = postings.key
+    seed = f"{SEED} * %({candidates})s"  # the seed's size
+
+    def common_of(rows: str) -> str:
+        # The common terms' contributions (``rest``) to the rows of query ``rows``: each
+        # common term's postings probed for all of them at once (one index scan per term).
+        return f"""
+        SELECT p.{key}, sum({contribution}) AS rest
+        FROM {prefix}_weights AS w
+        JOIN {postings.terms} AS p
+          ON p.tenant_id = %(tenant_id)s AND p.term = w.term
+             AND p.{key} = ANY (ARRAY({rows}))
+        WHERE w.common
+        GROUP BY p.{key}"""
+
+    return [
+        f"""{prefix}_terms AS (
+    SELECT DISTINCT lexeme AS term
+    FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig), %({query_text})s))
+)""",
+        f"""{prefix}_corpus AS (
+    SELECT {postings.count}::float8 AS n,
+           total_terms::float8 / NULLIF({postings.count}, 0) AS average_length
+    FROM {postings.corpus} WHERE tenant_id = %(tenant_id)s
+)""",
+        # Each query term's factors once (idf, and the length normalization's constants), so
+        # that a posting costs one multiply-add: BM25 = idf * tf * (k1 + 1)
+        # / (tf + k1 * (1 - b) + k1 * b * length / average_length). idf * (k1 + 1) bounds the
+        # term's contribution.
+        f"""{prefix}_weights AS MATERIALIZED (
+    SELECT q.term,
+           ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5))
+               * (%(bm25_k1)s::float8 + 1.0) AS idf_k1,
+           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
+           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length,
+           t.document_frequency > %(bm25_common_share)s::float8 * c.n AS common
+    FROM {prefix}_terms AS q
+    JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+    CROSS JOIN {prefix}_corpus AS c
+)""",
+        f"""{prefix}_partial AS MATERIALIZED (
+    SELECT p.{key}, sum({contribution}) AS partial
+    FROM {prefix}_weights AS w
+    JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
+    WHERE NOT w.common
+    GROUP BY p.{key}
+)""",
+        # The seed, and one row more: the best partial score outside it.
+        f"""{prefix}_top AS MATERIALIZED (
+    SELECT a.{key}, a.partial, row_number() OVER (ORDER BY a.partial DESC, a.{key}) AS place
+    FROM (SELECT * FROM {prefix}_partial ORDER BY partial DESC, {key}
+          LIMIT {SEED} * %({candidates})s + 1) AS a
+)""",
+        # The seed's exact scores: each common term's postings probed for the seed's rows at
+        # once (one index scan per common term).
+        f"""{prefix}_seed AS MATERIALIZED (
+    SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
+    FROM {prefix}_top AS a
+    LEFT JOIN ({common_of(f"SELECT {key} FROM {prefix}_top WHERE place <= {seed}")}
+    ) AS x ON x.{key} = a.{key}
+    WHERE a.place <= {seed}
+)""",
+        # rest: what the common terms can add at most; theta: the candidates-th best exact
+        # score in the seed (real rows, so the true candidates-th best is at least theta);
+        # outside: the best partial score outside the seed (NULL: the seed holds every row
+        # the rare terms found).
+        f"""{prefix}_bound AS MATERIALIZED (
+    SELECT (SELECT COALESCE(sum(idf_k1), 0.0) FROM {prefix}_weights WHERE common) AS rest,
+           (SELECT bm25 FROM {prefix}_seed ORDER BY bm25 DESC
+            OFFSET %({candidates})s - 1 LIMIT 1) AS theta,
+           (SELECT partial FROM {prefix}_top WHERE place = {SEED} * %({candidates})s + 1)
+               AS outside
+)""",
+        # The rows the rare terms found that can still reach the top (read by tiers 2 and 3).
+        f"""{prefix}_reach AS MATERIALIZED (
+    SELECT a.{key}, a.partial
+    FROM {prefix}_partial AS a, {prefix}_bound AS x
+    WHERE a.partial + x.rest >= x.theta
+)""",
+        f"""{prefix}_tier AS MATERIALIZED (
+    SELECT CASE
+               WHEN x.rest = 0.0 AND x.outside IS NULL THEN 1
+               WHEN x.theta > x.rest AND (x.outside IS NULL OR x.outside + x.rest < x.theta)
+               THEN 1
+               WHEN x.theta > x.rest
+                    AND (SELECT count(*) FROM {prefix}_reach) <= {PROBE_LIMIT}
+               THEN 2
+               ELSE 3
+           END AS tier
+    FROM {prefix}_bound AS x
+)""",
+        f"""{prefix}_bm25 AS (
+    SELECT * FROM (
+        SELECT s.{key}, s.bm25
+        FROM {prefix}_seed AS s
+        WHERE (SELECT tier FROM {prefix}_tier) = 1
+        UNION ALL
+        SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
+        FROM {prefix}_reach AS a
+        LEFT JOIN ({common_of(f"SELECT {key} FROM {prefix}_reach")}) AS x ON x.{key} = a.{key}
+        WHERE (SELECT tier FROM {prefix}_tier) = 2
+        UNION ALL
+        SELECT p.{key}, sum({contribution}) AS bm25
+        FROM {prefix}_weights AS w
+        JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
+        WHERE (SELECT tier FROM {prefix}_tier) = 3
+        GROUP BY p.{key}
+    ) AS scored
+    ORDER BY scored.bm25 DESC, scored.{key}
+    LIMIT %({candidates})s
+)""",
+    ]

@@ -1,0 +1,56 @@
+"""Absolute relevance in SQL: each channel in [0, 1] with the same meaning for every query.
+
+A source's relevance must mean the same thing whatever the query and whichever source it
+comes from, so that the weights mean what they say and a threshold keeps its meaning. Fused
+scores that are relative to the query (min-max over the candidates, or ranks divided by the
+best) cannot: the best chunk of an unrelated question would score near 1. So each channel is
+absolute (:mod:`retrieval.search.scoring` holds the same formulas in Python):
+
+* dense: the embedding model's calibrated relevance of the L2 distance ``d``
+  (:mod:`retrieval.embedding.calibration`): ``clamp((u^2 - d^2) / (u^2 - p^2), 0, 1)``;
+* lexical: the Okapi BM25 score divided by the sum of the query terms' idf (terms no row holds
+  included), capped at 1. A row of average length that holds every query term once scores
+  exactly 1 (each term then adds ``idf * (k1 + 1) / (1 + k1) = idf``); one holding half of the
+  query's idf about 0.5. ``coverage``, the share of the query's idf whose terms the row holds,
+  is the lexical evidence gate.
+
+Fusions (the ``fusion`` parameter): ``convex`` (``w * lexical + (1 - w) * dense``, ``w`` the
+``bm25_weight``), ``max``, ``cascade`` (lexical when it reaches ``cascade_threshold``, else
+dense) are absolute; ``rrf`` (reciprocal rank fusion divided by its best possible value) is
+rank-based, so relative to the query: it is kept for comparison, behind the same gate.
+
+Parameters: ``dense_zero_squared``, ``dense_span_squared``, ``fusion``, ``bm25_weight``,
+``dense_weight``, ``cascade_threshold``, ``rrf_k``.
+"""
+
+from __future__ import annotations
+
+
+def dense_relevance_sql(distance: str) -> str:
+    """The calibrated relevance of the L2 distance ``distance`` (an SQL expression)."""
+    return (
+        f"LEAST(1.0::float8, GREATEST(0.0::float8, (%(dense_zero_squared)s::float8 "
+        f"- ({distance}) * ({distance})) / %(dense_span_squared)s::float8))"
+    )
+
+
+def lexical_relevance_sql(bm25: str, total_idf: str) -> str:
+    """BM25 ``bm25`` over the query's summed idf ``total_idf``, in [0, 1] (0 without terms)."""
+    return f"LEAST(1.0::float8, COALESCE(({bm25}) / NULLIF({total_idf}, 0.0::float8), 0.0))"
+
+
+def fused_relevance_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: str) -> str:
+    """The channels fused by the ``fusion`` parameter; a missing rank adds nothing to ``rrf``."""
+    rrf = (
+        f"LEAST(1.0::float8, (COALESCE(%(bm25_weight)s::float8 / (%(rrf_k)s + {bm25_rank}), 0.0)"
+        f" + COALESCE(%(dense_weight)s::float8 / (%(rrf_k)s + {dense_rank}), 0.0))"
+        f" / ((%(bm25_weight)s::float8 + %(dense_weight)s::float8) / (%(rrf_k)s + 1)))"
+    )
+    return f"""CASE %(fusion)s
+               WHEN 'convex' THEN LEAST(1.0::float8,
+                   %(bm25_weight)s::float8 * {lexical} + %(dense_weight)s::float8 * {dense})
+               WHEN 'max' THEN GREATEST({lexical}, {dense})
+               WHEN 'cascade' THEN CASE WHEN {lexical} >= %(cascade_threshold)s::float8
+                                        THEN {lexical} ELSE {dense} END
+               WHEN 'rrf' THEN {rrf}
+           END"""

@@ -1,0 +1,305 @@
+"""The semantic source: memories found by meaning (HNSW) and by their words (GIN).
+
+Two channels, each absolute (:mod:`retrieval.search.sources.relevance`):
+
+* dense: the tenant's ``semantic_candidates`` memories nearest the query by L2 distance on the
+  HNSW index (the tenant and the mode's kinds filter the scan itself; with
+  ``hnsw.iterative_scan`` on, a small tenant still gets its full pool); relevance is the
+  embedding model's calibrated relevance of the distance;
+* lexical (``bm25``): Okapi BM25 over the memories' lexemes (``search_vector``, revision 0010,
+  with a GIN index on ``(tenant_id, search_vector)``). The tenant's statistics are the number
+  of memories and of their lexemes (``memory_corpus``) and, for one memory in eight (by a hash
+  of its id), the terms they hold (``memory_term_stats``), all kept by triggers. A query term
+  that fewer than ``COMMON_SAMPLED`` sampled memories hold is rare: the GIN index finds its
+  memories, and their number is its exact document frequency (up to ``COUNT_CAP``); a common
+  term's document frequency is the sample's estimate. The rarest terms' memories, up to
+  ``memory_bm25_rows`` in all, join the dense pool. Every candidate is then scored with every
+  query term from its own lexemes, so each carries both exact channel scores; a memory that
+  holds only the query's commoner terms is found only if it is near by meaning too. When every
+  query term was counted and searched (``bm25_complete`` in the metadata), the channel is
+  exact BM25 over the tenant. A memory's length is its number of distinct lexemes.
+
+The channels are fused by ``fusion``; a memory is returned only with absolute evidence (when
+the cut-off is on): its vector within ``max_distance`` of the query's, or its lexemes covering
+``bm25_min_coverage`` of the query's idf. Recency is ``0.5 ^ (age / half_life)``; the optional
+signals are the stored importance (unset counts as a neutral 0.5), popularity
+``log10(access_count + 1) / log10(101)`` and entity overlap (query entity ids the memory links
+to / query entity ids). The metadata keeps the seed's ``1 / (1 + d)`` (``inverse_distance``),
+the raw distance and both channels' scores and ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retrieval.config import Mode
+from retrieval.search.sources.common import recency_sql
+from retrieval.search.sources.fusion import bm25_factors
+from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
+from retrieval.search.sources.relevance import (
+    dense_relevance_sql,
+    fused_relevance_sql,
+    lexical_relevance_sql,
+)
+
+SOURCE = "semantic"
+NEUTRAL_IMPORTANCE = 0.5
+# A query term held by fewer sampled memories than this (one in eight memories feeds the
+# statistics; revision 0010) is rare: its memories are counted exactly, up to COUNT_CAP.
+# Above it, the sample's estimate stands (with 16 sampled, within about 25%).
+COMMON_SAMPLED = 16
+COUNT_CAP = 512
+# The columns a memory candidate carries from its row.
+_COLUMNS = (
+    "id",
+    "content",
+    "kind",
+    "metadata",
+    "importance",
+    "access_count",
+    "last_accessed_at",
+    "created_at",
+    "embedding_model",
+    "thread_id",
+    "position",
+)
+
+
+def _row(alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in _COLUMNS)
+
+
+@dataclass(frozen=True)
+class SemanticQuery:
+    """The shape of the semantic CTE: which filters and channels it carries."""
+
+    mode: Mode
+    with_max_distance: bool
+    with_entities: bool
+    lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
+    bm25: bool = False  # the BM25 channel over the memories' lexemes, fused by ``fusion``
+    bound: bool = False  # the connection's role is bound by row-level security
+
+
+def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
+    """The CTEs of the semantic source, the last named ``semantic``.
+
+    Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``, ``semantic_half_life``,
+    ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when used ``include_kinds``,
+    ``exclude_kinds``, ``max_distance``, ``entity_ids``; with ``query.bm25`` ``query_text``,
+    ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``, ``bm25_min_coverage`` and the fusion's
+    (:mod:`retrieval.search.sources.relevance`).
+    """
+    filters = ["m.tenant_id = %(tenant_id)s", *_kind_filters(query.mode, "m")]
+    vector_column = ", m.search_vector" if query.bm25 else ""
+    ctes = [
+        f"""semantic_nearest AS MATERIALIZED (
+    SELECT {_row("m")}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance
+    FROM "{schema}".memories AS m
+    WHERE {" AND ".join(filters)}
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+)"""
+    ]
+    dense = dense_relevance_sql("n.distance")
+    if query.bm25:
+        ctes += _bm25_channel(schema, query)
+        found = "semantic_found"
+        own = fused_relevance_sql(
+            lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"),
+            dense,
+            "n.bm25_rank",
+            "n.dense_rank",
+        )
+        evidence = ", " + _bm25_evidence()
+        cut = (
+            "n.distance <= %(max_distance)s::float8 OR n.coverage >= %(bm25_min_coverage)s::float8"
+            if query.with_max_distance
+            else ""
+        )
+    else:
+        found, own, evidence = "semantic_nearest", dense, ""
+        cut = "n.distance <= %(max_distance)s::float8" if query.with_max_distance else ""
+    relevance, lexical_join, lexical_details = own, "", ""
+    if query.lexical is not None:
+        relevance = lexical_relevance(query.lexical, own)
+        lexical_join = lexical_scores("n.content")
+        lexical_details = ", " + lexical_evidence(query.lexical, "semantic", own)
+    if query.with_entities:
+        linked = (
+            f'SELECT e.entity_id FROM "{schema}".memory_entities AS e '
+            "WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = n.id "
+            "AND e.entity_id = ANY(%(entity_ids)s::text[]) ORDER BY e.entity_id"
+        )
+        entities = f"ARRAY({linked})"
+        entity = f"cardinality({entities})::float8 / cardinality(%(entity_ids)s::text[])"
+    else:
+        entities, entity = "NULL::text[]", "0.0::float8"
+    ctes.append(
+        f"""semantic AS (
+    SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
+           n.created_at,
+           {relevance} AS relevance,
+           {recency_sql("n.created_at", "semantic_half_life")} AS recency,
+           COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
+           LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
+               AS popularity,
+           {entity} AS entity,
+           n.distance, NULL::text[] AS matched, {entities} AS entities,
+           jsonb_build_object(
+               'metadata', n.metadata, 'importance', n.importance,
+               'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
+               'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
+               'position', n.position,
+               'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
+               'dense_relevance', {dense}{lexical_details}{evidence}
+           ) AS details
+    FROM {found} AS n
+    {lexical_join}
+    {"WHERE " + cut if cut else ""}
+)"""
+    )
+    return ctes
+
+
+def _kind_filters(mode: Mode, alias: str) -> list[str]:
+    # The mode's kinds, on the ``kind`` column of ``alias``.
+    filters = []
+    if mode.include_kinds is not None:
+        filters.append(f"{alias}.kind = ANY(%(include_kinds)s::text[])")
+    if mode.exclude_kinds:
+        filters.append(f"{alias}.kind <> ALL(%(exclude_kinds)s::text[])")
+    return filters
+
+
+def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
+    # The query's lexemes (in the text search configuration the tenant's memories were indexed
+    # with) and the sample's estimate of their document frequencies; the rarest terms' memories,
+    # within the row budget, fetched through the GIN index (which counts them exactly) and
+    # joined to the dense pool; every candidate scored with every query term from its own
+    # lexemes; the lexical channel keeps its best ``semantic_candidates``.
+    s = f'"{schema}"'
+    kinds = " AND ".join(["TRUE", *_kind_filters(query.mode, "r")])
+    return [
+        f"""mem_corpus AS MATERIALIZED (
+    SELECT memories::float8 AS n, total_terms::float8 / NULLIF(memories, 0) AS average_length,
+           sampled_memories::float8 AS sampled_n, text_search_config
+    FROM {s}.memory_corpus WHERE tenant_id = %(tenant_id)s
+)""",
+        f"""mem_terms AS MATERIALIZED (
+    SELECT q.term, CAST(array_to_tsvector(ARRAY[q.term])::text AS tsquery) AS query,
+           COALESCE(t.document_frequency, 0) AS sampled,
+           COALESCE(t.document_frequency, 0) * c.n / NULLIF(c.sampled_n, 0.0) AS estimate
+    FROM mem_corpus AS c
+    CROSS JOIN LATERAL (
+        SELECT DISTINCT lexeme AS term
+        FROM unnest(to_tsvector(CAST(c.text_search_config AS regconfig), %(query_text)s))
+    ) AS q
+    LEFT JOIN {s}.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+)""",
+        # The rarest terms (fewer than COMMON_SAMPLED sampled), in ascending estimate, while
+        # their estimated memories stay within the row budget: their memories are fetched
+        # (at most COUNT_CAP + 1 each), with what a candidate needs.
+        f"""mem_probed AS MATERIALIZED (
+    SELECT term, query FROM (
+        SELECT term, query,
+               sum(GREATEST(estimate, 1.0)) OVER (ORDER BY estimate, term) AS rows
+        FROM mem_terms WHERE sampled < {COMMON_SAMPLED}
+    ) AS x
+    WHERE rows <= %(memory_bm25_rows)s
+)""",
+        f"""mem_fetched AS MATERIALIZED (
+    SELECT w.term, r.*
+    FROM mem_probed AS w
+    CROSS JOIN LATERAL (
+        SELECT {_row("m")}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
+        FROM {_matching(s, query.bound)}
+        LIMIT {COUNT_CAP + 1}
+    ) AS r
+)""",
+        # A probed term's document frequency is the number of its memories (exact below the
+        # cap), any other term's the sample's estimate.
+        # BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length);
+        # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
+        f"""mem_weights AS MATERIALIZED (
+    SELECT w.term, x.document_frequency, x.counted,
+           {bm25_factors("x.document_frequency", "c")}
+    FROM mem_terms AS w
+    CROSS JOIN mem_corpus AS c
+    LEFT JOIN (SELECT term, count(*) AS rows FROM mem_fetched GROUP BY term) AS r
+           ON r.term = w.term
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN w.term IN (SELECT term FROM mem_probed)
+                         AND COALESCE(r.rows, 0) <= {COUNT_CAP}
+                    THEN COALESCE(r.rows, 0)
+                    ELSE GREATEST(LEAST(w.estimate, c.n), COALESCE(r.rows, 0))
+               END AS document_frequency,
+               w.term IN (SELECT term FROM mem_probed) AND COALESCE(r.rows, 0) <= {COUNT_CAP}
+                   AS counted
+    ) AS x
+)""",
+        """mem_total AS MATERIALIZED (
+    SELECT sum(idf) AS total_idf, array_agg(term) AS terms,
+           count(*) FILTER (WHERE NOT counted) AS unprobed
+    FROM mem_weights
+)""",
+        f"""mem_matched AS MATERIALIZED (
+    SELECT DISTINCT ON (r.id) {_row("r")}, r.search_vector, r.distance
+    FROM mem_fetched AS r
+    WHERE {kinds} AND r.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
+    ORDER BY r.id
+)""",
+        """mem_pool AS MATERIALIZED (
+    SELECT *, true AS near FROM semantic_nearest
+    UNION ALL
+    SELECT *, false AS near FROM mem_matched
+)""",
+        # Each candidate's query lexemes (ts_filter keeps the lexemes setweight marked), and
+        # from them its BM25 score and the idf it covers.
+        """mem_scores AS MATERIALIZED (
+    SELECT p.id,
+           sum(w.idf * (%(bm25_k1)s::float8 + 1.0) * cardinality(u.positions)
+               / (cardinality(u.positions) + w.base
+                  + w.per_length * length(p.search_vector))) AS bm25,
+           sum(w.idf) AS covered
+    FROM mem_pool AS p
+    CROSS JOIN LATERAL unnest(
+        ts_filter(setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)), '{a}')
+    ) AS u
+    JOIN mem_weights AS w ON w.term = u.lexeme
+    GROUP BY p.id
+)""",
+        """mem_ranked AS MATERIALIZED (
+    SELECT p.*, COALESCE(s.bm25, 0.0) AS bm25,
+           COALESCE(s.covered, 0.0) / NULLIF((SELECT total_idf FROM mem_total), 0.0)
+               AS coverage,
+           CASE WHEN s.bm25 > 0.0 THEN
+               row_number() OVER (ORDER BY COALESCE(s.bm25, 0.0) DESC, p.id) END AS bm25_rank,
+           row_number() OVER (ORDER BY p.distance, p.id) AS dense_rank
+    FROM mem_pool AS p LEFT JOIN mem_scores AS s ON s.id = p.id
+)""",
+        """semantic_found AS (
+    SELECT * FROM mem_ranked
+    WHERE near OR bm25_rank <= %(semantic_candidates)s
+)""",
+    ]
+
+
+def _matching(s: str, bound: bool) -> str:
+    # The tenant's memories holding a probed term, through the GIN index. A role bound by
+    # row-level security cannot use the index for @@ (not leakproof): the owner's function
+    # looks the ids up for the tenant the session names (revision 0011).
+    if not bound:
+        return f"{s}.memories AS m WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query"
+    return f"{s}.memories_matching(%(tenant_id)s, w.query, {COUNT_CAP + 1}) AS m"
+
+
+def _bm25_evidence() -> str:
+    # Both channels' scores and ranks, for the metadata.
+    lexical = lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)")
+    return (
+        f"'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, "
+        f"'bm25_relevance', {lexical}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, "
+        "'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, "
+        "'bm25_complete', (SELECT unprobed FROM mem_total) = 0"
+    )

@@ -1,1 +1,0 @@
-"""One module per source: its SQL (for database sources) and its scoring."""
