@@ -39,7 +39,6 @@ from typing import Any
 from sqlalchemy import text
 from tqdm import tqdm
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
@@ -47,6 +46,7 @@ from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 SETTINGS = MigrationSettings(schema="beir", embedding_dim=384)

@@ -41,8 +41,8 @@ import psycopg
 from documents import SETTINGS, read_queries
 from retrieve import TENANT
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.sources.fusion import PROBE_LIMIT, SEED
 
 SCHEMA = SETTINGS.schema

@@ -161,9 +161,9 @@ def session_date(text: str) -> datetime:
 
 def run_current(dialogues: Sequence[Dialogue], url: str, neighbors: int) -> dict[str, Any]:
     """Store the dialogues and ask every question with the defaults (and neighbours)."""
-    from retrieval.config import RetrievalConfig
     from retrieval.db.engine import make_engine
     from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
     engine = make_engine(url)
@@ -229,7 +229,7 @@ def _turn_ids(results: Sequence[Any], *, with_neighbors: bool) -> Iterator[str]:
 
 
 def _store(engine: Any, schema: str, *, bm25: bool) -> Any:
-    from retrieval.config import WriteConfig
+    from retrieval.memory.config import WriteConfig
     from retrieval.memory.store import MemoryStore
 
     names = {f.name for f in dataclasses.fields(WriteConfig)}
@@ -317,10 +317,10 @@ def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any
     """The best configuration of the package on ``sys.path``: memories' BM25 channel fused by
     ``convex``, relevance alone, no threshold, no cut-off, the limits at k."""
     import retrieval
-    from retrieval.config import RetrievalConfig, SourceConfig
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine
     from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.search.config import RetrievalConfig, SourceConfig
     from retrieval.search.retriever import HybridRetriever
 
     engine = make_engine(start_embedded(data_dir).url())

@@ -42,7 +42,6 @@ from retrieve import TENANT, cpus, latency, percentiles  # the read-path timing 
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
@@ -50,6 +49,7 @@ from retrieval.db.read_pool import ReadConnections
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"

@@ -23,11 +23,11 @@ from typing import Any
 
 from beir_eval import SETTINGS, TENANT, evaluate, read_qrels
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -89,11 +89,11 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     from read_anatomy import shapes
     from retrieve import AS_OF, ONE, TENANT
 
-    from retrieval.config import RetrievalConfig
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine
     from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.memory.store import MemoryStore
+    from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
     server = start_embedded(data_dir, shared_buffers=size)

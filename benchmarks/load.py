@@ -39,12 +39,13 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieve import AS_OF, TENANT, commit, cpus, load_corpus, noisy_copies, percentiles
 
-from retrieval.config import DatabaseConfig, RetrievalConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import RetrievalError
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 SCHEMA = "bench_load"

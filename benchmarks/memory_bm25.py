@@ -35,13 +35,13 @@ from beir_eval import evaluate  # the same metrics as the documents' evaluation
 from sqlalchemy import text
 from tqdm import tqdm
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -46,7 +46,6 @@ from documents import read_queries
 from retrieve import AS_OF, ONE, TENANT, load_corpus, summary_ms
 from sqlalchemy import text
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
@@ -55,6 +54,7 @@ from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever, read_settings
 from retrieval.search.sources.fusion import SEED
 

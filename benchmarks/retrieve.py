@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
-from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
@@ -58,6 +57,7 @@ from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"

@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(1, sys.argv[2])  # the benchmarks folder, for retrieve.py's constants
 from retrieve import AS_OF, ONE, SPREAD, TENANT
 from documents import SETTINGS as DOCUMENTS
-from retrieval.config import RetrievalConfig
+from retrieval.search.config import RetrievalConfig
 from retrieval.db.engine import make_engine
 from retrieval.db.embedded import start_embedded
 from retrieval.embedding.models import SentenceTransformerEmbedder

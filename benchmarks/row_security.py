@@ -47,13 +47,13 @@ from retrieve import (
     percentiles,
 )
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.row_security import grant_application_role, row_security_active
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 SETTINGS = MigrationSettings(schema="bench_rls", embedding_dim=384)

@@ -35,12 +35,12 @@ from documents import SETTINGS as DOCUMENTS
 from documents import read_queries
 from retrieve import AS_OF, ONE, TENANT, summary_ms
 
-from retrieval.config import RetrievalConfig
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
 from retrieval.db.read_pool import ReadConnections
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.search import retriever, scoring
+from retrieval.search.config import RetrievalConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 Params = Callable[[str, Any], dict[str, Any] | None]  # None: nothing to ask

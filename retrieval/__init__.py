@@ -3,11 +3,12 @@
 The public API is re-exported here; each name lives in a module of its own.
 """
 
-from retrieval.config import DatabaseConfig, Mode, RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import EmbeddedServer, start_embedded
 from retrieval.db.engine import Database, check_embedding_dim, connect, stored_embedding_dim
 from retrieval.db.migrate import MigrationSettings, current_revision, downgrade, upgrade
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.records import (
     Decision,
     DecisionInput,
@@ -18,6 +19,7 @@ from retrieval.memory.records import (
     ToolCallInput,
 )
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
 from retrieval.search.results import (
     Diagnostics,

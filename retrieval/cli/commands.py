@@ -13,18 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.config import (
-    ENVIRONMENT_VARIABLES,
-    DatabaseConfig,
-    RetrievalConfig,
-    WriteConfig,
-)
 from retrieval.db import migrate
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.documents.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
-from retrieval.errors import RetrievalError, SchemaError, ValidationError
+from retrieval.errors import RetrievalError, SchemaError, ValidationError, mask_url
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import SOURCES, RetrievalConfig
+from retrieval.settings import SOURCE, configuration_markdown, variables
 
 Handler = Callable[[argparse.Namespace, Database], int]
 
@@ -58,11 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    offline: Callable[[argparse.Namespace], int] | None = getattr(args, "offline", None)
     handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:
+    if offline is None and handler is None:
         parser.print_help()
         return 2
     try:
+        if offline is not None:
+            return offline(args)
+        assert handler is not None
         config = _config(args)
         database = connect(config)
         try:
@@ -76,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (its help is the CLI's documentation)."""
-    epilog = "environment variables:\n" + "\n".join(
-        f"  {name}\n      {meaning}" for name, meaning in ENVIRONMENT_VARIABLES.items()
+    epilog = "environment variables (retrieval config lists them with their values):\n" + (
+        "\n".join(f"  {variable.name}\n      {variable.help}" for variable in variables())
     )
     parser = argparse.ArgumentParser(
         prog="retrieval",
@@ -108,7 +110,33 @@ def build_parser() -> argparse.ArgumentParser:
         "with their scores for a few queries.",
     )
     demo.set_defaults(handler=_demo)
+    config = commands.add_parser(
+        "config",
+        help="list every RETRIEVAL_* variable with its value here and its default",
+        description="List every RETRIEVAL_* variable the package reads, with the value it has "
+        "in this environment (passwords masked) and its default. Touches no database.",
+    )
+    config.add_argument(
+        "--markdown", action="store_true", help="print docs/configuration.md instead"
+    )
+    config.set_defaults(offline=_show_config)
     return parser
+
+
+def _show_config(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print(configuration_markdown(), end="")
+        return 0
+    for variable in variables():
+        names = [variable.name]
+        if SOURCE in variable.name:
+            names = [variable.name.replace(SOURCE, source.upper()) for source in SOURCES]
+        values = [
+            f"{name} = {mask_url(os.environ[name])!r}" for name in names if name in os.environ
+        ]
+        print(f"{variable.name}: {', '.join(values) or '(unset)'}")
+        print(f"    default: {variable.default}\n    {variable.help}")
+    return 0
 
 
 def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -14,11 +14,12 @@ from importlib import resources
 from pathlib import Path
 
 from retrieval.cli.stats import describe, render
-from retrieval.config import RetrievalConfig, WriteConfig
 from retrieval.db import migrate
 from retrieval.db.engine import Database
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.context import to_table
 from retrieval.search.retriever import HybridRetriever
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from retrieval.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
 from retrieval.errors import (
     ConfigurationError,

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from retrieval.config import DEFAULT_TEXT_SEARCH_CONFIG
+from retrieval.db.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics

@@ -14,11 +14,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from retrieval.config import WriteConfig, require_schema
+from retrieval.db.config import require_schema
 from retrieval.db.engine import Database, check_embedding_dim, stored_embedding_dim
 from retrieval.embedding.cache import CacheStats, EmbeddingCache
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.records import (

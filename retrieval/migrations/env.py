@@ -14,7 +14,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import Connection, text
 
-from retrieval.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.migrate import (
     CONNECTION_KEY,
     SETTINGS_KEY,

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC
 from typing import Any, NamedTuple
 
-from retrieval.config import RetrievalConfig
 from retrieval.search import scoring
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.results import SOURCES, RetrievalResult, SourceDiagnostics, check_score
 from retrieval.search.sources.common import Candidate
 
@@ -51,7 +51,7 @@ class Scored(NamedTuple):
 
 def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scored:
     """A database candidate scored with its source's ``weights`` (its non-zero weights by
-    signal name, as :attr:`SourceConfig.weights <retrieval.config.SourceConfig.weights>`).
+    signal name, as :attr:`SourceConfig.weights <retrieval.search.config.SourceConfig.weights>`).
 
     A score outside [0, 1] raises ``ValueError`` here, returned or not.
     """

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from retrieval.config import RetrievalConfig, require_schema
+from retrieval.db.config import require_schema
 from retrieval.db.engine import Database, check_embedding_dim
 from retrieval.db.read_pool import (
     DEFAULT_MAX_CONNECTIONS,
@@ -33,6 +33,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import aware_datetime, check_storable, check_tenant
 from retrieval.search import lexical_match, ranking, scoring
 from retrieval.search.access_counts import AccessRecorder
+from retrieval.search.config import Fusion, RetrievalConfig
 from retrieval.search.neighbors import MAX_NEIGHBORS, neighbors_statement, with_neighbors
 from retrieval.search.query import clean, expand
 from retrieval.search.results import Diagnostics, RetrievalResponse
@@ -157,7 +158,7 @@ class HybridRetriever:
         as_of: datetime | None = None,
         config: RetrievalConfig | None = None,
         entities: Sequence[str] = (),
-        fusion: str | None = None,
+        fusion: Fusion | None = None,
         limit: int | None = None,
         neighbors: int = 0,
     ) -> RetrievalResponse:
@@ -169,7 +170,7 @@ class HybridRetriever:
         ``entities`` are entity ids for the entity-overlap signal; ``fusion`` overrides the
         config's fusion of BM25 and vectors (``convex``, ``max``, ``cascade``, ``rrf``);
         ``limit`` is the most results of this call (each source's limit scaled with it, see
-        :meth:`RetrievalConfig.with_limit <retrieval.config.RetrievalConfig.with_limit>`);
+        :meth:`RetrievalConfig.with_limit <retrieval.search.config.RetrievalConfig.with_limit>`);
         ``neighbors`` (0 to 20) adds to each memory that belongs to a thread the memories up to
         that many positions before and after it (``metadata["neighbors"]``).
         """
@@ -286,7 +287,7 @@ class HybridRetriever:
             lexical = (
                 LexicalOption(
                     query=query,
-                    strategy=config.lexical_match,  # type: ignore[arg-type]
+                    strategy=config.lexical_match,
                     weights=config.lexical_weights,
                 )
                 if config.lexical_match is not None and "working_state" in config.lexical_sources

@@ -11,9 +11,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from retrieval.config import RetrievalConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "calibration.json"

@@ -106,19 +106,47 @@ def _commands(parser: object, prefix: tuple[str, ...] = ()) -> dict[tuple[str, .
     return found
 
 
-def test_every_command_has_help_and_is_in_the_readme() -> None:
+def test_every_command_has_help_and_is_documented() -> None:
     readme = (ROOT / "README.md").read_text()
+    reference = (ROOT / "docs" / "cli.md").read_text()
     commands = _commands(build_parser())
     assert ("db", "upgrade") in commands
     for path, help_text in commands.items():
-        assert help_text, f"`retrieval {' '.join(path)}` has no help text"
-        assert f"retrieval {' '.join(path)}" in readme, f"README lacks `retrieval {' '.join(path)}`"
-    from retrieval.config import ENVIRONMENT_VARIABLES
+        command = f"retrieval {' '.join(path)}"
+        assert help_text, f"`{command}` has no help text"
+        assert command in reference, f"docs/cli.md lacks `{command}`"
+        assert command in readme, f"the README's table lacks `{command}`"
+    from retrieval.settings import variables
 
-    assert "RETRIEVAL_EMBEDDING_MODEL" in ENVIRONMENT_VARIABLES
-    for variable in ENVIRONMENT_VARIABLES:
-        assert f"`{variable}`" in readme, f"README does not document {variable}"
-        assert variable in build_parser().format_help()
+    names = [variable.name for variable in variables()]
+    assert "RETRIEVAL_EMBEDDING_MODEL" in names
+    assert "RETRIEVAL_<SOURCE>_RELEVANCE" in names
+    configuration = (ROOT / "docs" / "configuration.md").read_text()
+    for name in names:
+        assert f"`{name}`" in configuration, f"docs/configuration.md does not document {name}"
+        assert name in build_parser().format_help()
+
+
+def test_the_configuration_page_is_generated_from_the_declarations(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/configuration.md is what ``retrieval config --markdown`` prints: regenerate it with
+    ``retrieval config --markdown > docs/configuration.md`` after changing a setting."""
+    assert main(["config", "--markdown"]) == 0
+    assert capsys.readouterr().out == (ROOT / "docs" / "configuration.md").read_text()
+
+
+def test_config_lists_each_variable_with_its_value(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RETRIEVAL_DATABASE_URL", "postgresql://app:secret@db.example/prod")
+    monkeypatch.setenv("RETRIEVAL_SEMANTIC_LIMIT", "7")
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    assert "RETRIEVAL_DATABASE_URL: RETRIEVAL_DATABASE_URL = 'postgresql://app:***@db" in out
+    assert "secret" not in out
+    assert "RETRIEVAL_<SOURCE>_LIMIT: RETRIEVAL_SEMANTIC_LIMIT = '7'" in out
+    assert "RETRIEVAL_FUSION: (unset)\n    default: convex" in out
 
 
 @pytest.mark.slow
@@ -248,7 +276,7 @@ def test_no_password_reaches_the_output(
     assert main(["--database-url", "postgres:/alice:s3cret@host/db", "db", "current"]) == 1
     assert "s3cret" not in capsys.readouterr().err
     from retrieval import connect
-    from retrieval.config import DatabaseConfig
+    from retrieval.db.config import DatabaseConfig
 
     connected = connect(DatabaseConfig(url=url))
     try:

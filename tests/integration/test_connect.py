@@ -5,7 +5,7 @@ import pytest
 from pgvector import Vector
 from sqlalchemy import text
 
-from retrieval.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import (
     check_embedding_dim,
     connect,

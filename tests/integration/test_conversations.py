@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.config import RetrievalConfig
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
 from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.context import to_markdown
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval.config import RetrievalConfig
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
 from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 from retrieval.search.sources import fusion
 from tests.bm25_reference import bm25_reference, lexemes, term_statistics

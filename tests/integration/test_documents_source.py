@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.calibration import calibration_for
 from retrieval.errors import ConfigurationError
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.bm25_reference import bm25_reference, exact_distances, fused, total_idf
 

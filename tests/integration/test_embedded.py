@@ -173,7 +173,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from retrieval.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

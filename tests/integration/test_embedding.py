@@ -106,7 +106,7 @@ def test_the_cache_is_per_tenant(store: MemoryStore, counting_embedder: Counting
 
 
 def test_the_lru_is_bounded(database: PgDatabase, counting_embedder: CountingEmbedder) -> None:
-    from retrieval.config import WriteConfig
+    from retrieval.memory.config import WriteConfig
 
     small = MemoryStore(
         database.engine, embedder=counting_embedder, config=WriteConfig(cache_entries=2)

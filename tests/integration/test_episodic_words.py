@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Connection, text
 
-from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.retriever import HybridRetriever
 from tests.threads import run_together

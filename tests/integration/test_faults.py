@@ -20,7 +20,7 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from retrieval.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded_watchdog import postmaster_pid
 from retrieval.db.engine import connect
 from retrieval.db.migrate import MigrationSettings, upgrade
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.errors import RetrievalError
 from retrieval.memory.store import MemoryStore

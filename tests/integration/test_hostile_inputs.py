@@ -14,12 +14,14 @@ import pytest
 from sqlalchemy import text
 
 from retrieval.cli.commands import main
-from retrieval.config import DatabaseConfig, RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ConfigurationError, ValidationError
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.file_ingest import read_file
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval.config import RetrievalConfig, SourceConfig, WriteConfig
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.search import lexical_match, scoring
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 
 AS_OF = datetime(2026, 11, 26, tzinfo=UTC)

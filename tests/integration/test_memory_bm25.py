@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.embedding.calibration import calibration_for
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.bm25_reference import (
     bm25_reference,

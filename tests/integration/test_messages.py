@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import text
 
 from retrieval.cli.commands import main
-from retrieval.config import DatabaseConfig, WriteConfig
+from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.errors import ConfigurationError, DatabaseUnavailableError, ValidationError
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from tests.conftest import CountingEmbedder, PgDatabase
@@ -95,9 +96,9 @@ def test_an_unknown_kind_is_refused_unless_the_config_declares_it(
 
 
 def test_every_kind_is_documented() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "memory-kinds.md").read_text("utf-8")
     for kind in MEMORY_KINDS:
-        assert f"`{kind}`" in readme, kind
+        assert f"`{kind}`" in page, kind
 
 
 def test_stats_on_a_database_that_was_never_migrated_says_to_upgrade(

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from retrieval.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.embedding.calibration import calibration_for
 from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
+from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase

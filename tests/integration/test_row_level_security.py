@@ -12,7 +12,6 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import ProgrammingError
 
 from retrieval.cli.commands import main
-from retrieval.config import RetrievalConfig
 from retrieval.db.row_security import (
     bind_tenant,
     grant_application_role,
@@ -23,6 +22,7 @@ from retrieval.errors import ConfigurationError
 from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.reembed import pending
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import CountingEmbedder, PgDatabase
 

@@ -280,7 +280,7 @@ def test_reads_and_forgets_refuse_tenants_postgresql_cannot_hold(
 def test_the_text_limit_is_configurable(
     database: PgDatabase, counting_embedder: CountingEmbedder
 ) -> None:
-    from retrieval.config import WriteConfig
+    from retrieval.memory.config import WriteConfig
 
     strict = MemoryStore(
         database.engine, embedder=counting_embedder, config=WriteConfig(max_text_chars=10)

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
 

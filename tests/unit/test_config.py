@@ -5,16 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.config import (
-    DatabaseConfig,
-    RetrievalConfig,
-    WriteConfig,
-    default_data_dir,
-    known_variables,
-)
+from retrieval.db.config import DatabaseConfig, default_data_dir
 from retrieval.db.embedded_sizing import auto_shared_buffers, memory_size_kb, physical_memory
 from retrieval.db.engine import sqlalchemy_url
 from retrieval.errors import ConfigurationError, mask_url
+from retrieval.memory.config import WriteConfig
+from retrieval.search.config import RetrievalConfig
+from retrieval.settings import known_variables
 
 GIB = 1024**3
 
@@ -172,7 +169,7 @@ def test_every_form_of_password_is_masked(url: str) -> None:
 
 
 def test_write_config_from_env() -> None:
-    from retrieval.config import WriteConfig
+    from retrieval.memory.config import WriteConfig
 
     assert WriteConfig.from_env({}) == WriteConfig()
     config = WriteConfig.from_env(
@@ -215,7 +212,7 @@ def test_an_unknown_retrieval_variable_is_warned_about_once_with_the_closest_nam
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     environ = {"RETRIEVAL_MIN_FINAL_SCOR": "0.9", "RETRIEVAL_SCHEMA": "s", "HOME": "/root"}
-    with caplog.at_level(logging.WARNING, logger="retrieval.config"):
+    with caplog.at_level(logging.WARNING, logger="retrieval.settings"):
         RetrievalConfig.from_env(environ)
         DatabaseConfig.from_env(environ)
         WriteConfig.from_env(environ)
@@ -234,7 +231,7 @@ def test_every_variable_the_package_reads_is_known(caplog: pytest.LogCaptureFixt
         "RETRIEVAL_EMBEDDING_MODEL": "m",
         "RETRIEVAL_TEST_DATABASE_URL": "postgresql://localhost/t",
     }
-    with caplog.at_level(logging.WARNING, logger="retrieval.config"):
+    with caplog.at_level(logging.WARNING, logger="retrieval.settings"):
         RetrievalConfig.from_env(environ)
         DatabaseConfig.from_env(environ)
         WriteConfig.from_env(environ)

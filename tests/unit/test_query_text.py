@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.config import RetrievalConfig
 from retrieval.errors import ConfigurationError
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.query import clean, expand, load_expansions
 
 UAV = {"UAV": "unmanned aerial vehicle", "ML": "machine learning"}

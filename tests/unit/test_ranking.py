@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.config import RetrievalConfig
 from retrieval.search import ranking
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.results import RetrievalResult
 from retrieval.search.sources.common import Candidate
 

@@ -4,8 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from retrieval.config import SOURCES, Mode, RetrievalConfig, SourceConfig
 from retrieval.errors import ConfigurationError
+from retrieval.search.config import SOURCES, Mode, RetrievalConfig, SourceConfig
 
 
 def test_defaults_are_measured_and_calibrated() -> None:

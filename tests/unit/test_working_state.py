@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.config import RetrievalConfig, SourceConfig
 from retrieval.errors import ValidationError
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.lexical_match import Strategy
 from retrieval.search.scoring import extract_keywords
 from retrieval.search.sources.working_state import LexicalOption, message_text, score_working_state

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.config import FUSIONS
+from retrieval.search.config import FUSIONS
 
 __all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes", "bm25_factors"]
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.config import Mode
+from retrieval.search.config import Mode
 from retrieval.search.sources.common import recency_sql
 from retrieval.search.sources.fusion import bm25_factors
 from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores

