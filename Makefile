@@ -7,6 +7,7 @@ INSTALLED := $(VENV)/.installed
 
 demo: $(INSTALLED)
 	$(VENV)/bin/retrieval demo
+	@echo 'To use the retrieval command in this shell: . $(VENV)/bin/activate'
 
 test: lint typecheck pytest
 

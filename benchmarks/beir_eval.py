@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import tempfile
 import time
@@ -36,6 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _common import add_output, write_result
+from _scifact import evaluate, read_qrels
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -64,7 +65,7 @@ def main() -> None:
         "dataset", type=Path, help="BEIR layout: corpus.jsonl, queries.jsonl, qrels/"
     )
     parser.add_argument("--split", default="test")
-    parser.add_argument("--json", type=Path, help="also write the table here")
+    add_output(parser)
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
     args = parser.parse_args()
 
@@ -120,7 +121,6 @@ def main() -> None:
     runs.update(retrieve_runs(store, queries, sorted(qrels), doc_of))
     table: dict[str, Any] = {name: evaluate(run, qrels) for name, run in runs.items()}
     table["_meta"] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "dataset": str(args.dataset),
         "split": args.split,
         "documents": len(corpus),
@@ -132,9 +132,7 @@ def main() -> None:
     for name, metrics in table.items():
         if not name.startswith("_"):
             print(f"{name:<8} " + "  ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-    print(json.dumps(table["_meta"], indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(table, indent=2) + "\n")
+    write_result("beir-scifact", table, args)
 
 
 def retrieve_runs(
@@ -174,15 +172,6 @@ def retrieve_runs(
                 for query_id in query_ids
             }
     return runs
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for line in list(path.open())[1:]:
-        query_id, doc_id, score = line.rstrip("\n").split("\t")
-        if int(score) > 0:
-            qrels.setdefault(query_id, {})[doc_id] = int(score)
-    return qrels
 
 
 def ingest(store: MemoryStore, documents: DocumentStore, corpus: Sequence[dict[str, Any]]) -> None:
@@ -300,26 +289,6 @@ def fuse_max(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
 
 def fuse_cascade(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
     return _combine(bm25_run, dense_run, lambda a, b: scoring.cascade([(a, 0.7)], b))
-
-
-def evaluate(
-    run: Mapping[str, Ranking], qrels: Mapping[str, Mapping[str, int]]
-) -> dict[str, float]:
-    ndcg, recall10, recall100 = [], [], []
-    for query_id, relevant in qrels.items():
-        ranked = [doc for doc, _ in run.get(query_id, [])]
-        gains = [relevant.get(doc, 0) for doc in ranked[:10]]
-        dcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(gains))
-        ideal = sorted(relevant.values(), reverse=True)[:10]
-        idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
-        ndcg.append(dcg / idcg if idcg else 0.0)
-        recall10.append(len(set(ranked[:10]) & set(relevant)) / len(relevant))
-        recall100.append(len(set(ranked[:100]) & set(relevant)) / len(relevant))
-    return {
-        "ndcg@10": statistics.mean(ndcg),
-        "recall@10": statistics.mean(recall10),
-        "recall@100": statistics.mean(recall100),
-    }
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Usage: python benchmarks/bm25_pruning.py --data-dir DIR [--queries 150] [--json 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -38,14 +37,14 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from documents import SETTINGS, read_queries
-from retrieve import TENANT
+from _common import add_output, write_result
+from _scifact import DOCUMENTS, TENANT, read_queries
 
 from retrieval.db.embedded import start_embedded
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.sources.fusion import PROBE_LIMIT, SEED
 
-SCHEMA = SETTINGS.schema
+SCHEMA = DOCUMENTS.schema
 Split = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray | None, float]]
 
 
@@ -63,7 +62,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="the benchmarks' data")
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--sum-us", type=float, default=0.5, help="µs to sum one posting")
-    parser.add_argument("--json", type=Path)
+    add_output(parser)
     args = parser.parse_args()
 
     server = start_embedded(args.data_dir)
@@ -106,8 +105,7 @@ def main() -> None:
             f"   mean {row['estimated_ms_mean']:5.1f} ms"
         )
     print(f"probe of one chunk's postings of one term: {probe_us:.2f} µs")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("bm25-pruning", results, args)
 
 
 def _terms(connection: psycopg.Connection[Any], query: str, config: RetrievalConfig) -> list[Term]:

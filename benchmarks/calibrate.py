@@ -22,18 +22,18 @@ import argparse
 import json
 import random
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import add_output, write_result
+from _scifact import DATA
 
 from retrieval.embedding.calibration import DenseCalibration
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"
-SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 CUT_OFFS = (1.10, 1.15, 1.18, 1.20, 1.22, 1.25, 1.30)
 
 
@@ -41,10 +41,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scifact-negatives", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()))
-    parser.add_argument("--json", type=Path)
+    add_output(parser)
     args = parser.parse_args()
     embedder = SentenceTransformerEmbedder()
-    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    results: dict[str, Any] = {}
     fixture = fixture_pairs(embedder)
     scifact = scifact_pairs(embedder, args.scifact_negatives, args.cache)
     paraphrases = paraphrase_distances(embedder)
@@ -66,9 +66,7 @@ def main() -> None:
     }
     results["fixture"] = summarize(*fixture, calibration)
     results["scifact"] = summarize(*scifact, calibration)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("calibration", results, args)
 
 
 def fixture_pairs(embedder: SentenceTransformerEmbedder) -> tuple[np.ndarray, np.ndarray]:
@@ -93,10 +91,10 @@ def paraphrase_distances(embedder: SentenceTransformerEmbedder) -> np.ndarray:
 def scifact_pairs(
     embedder: SentenceTransformerEmbedder, negatives: int, cache: Path
 ) -> tuple[np.ndarray, np.ndarray]:
-    docs = {d["_id"]: d for d in map(json.loads, (SCIFACT / "corpus.jsonl").open())}
-    claims = {q["_id"]: q["text"] for q in map(json.loads, (SCIFACT / "queries.jsonl").open())}
+    docs = {d["_id"]: d for d in map(json.loads, (DATA / "corpus.jsonl").open())}
+    claims = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
     qrels: dict[str, set[str]] = {}
-    for line in list((SCIFACT / "qrels" / "test.tsv").open())[1:]:
+    for line in list((DATA / "qrels" / "test.tsv").open())[1:]:
         query_id, doc_id, _score = line.split("\t")
         qrels.setdefault(query_id, set()).add(doc_id)
     rng = random.Random(5)

@@ -30,7 +30,6 @@ import dataclasses
 import inspect
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -42,6 +41,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from _common import add_output, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 KS = (5, 10, 25, 50)
@@ -77,7 +78,7 @@ class Dialogue:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="locomo-dev.json, or the folder holding it")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     parser.add_argument("--against", help="a git revision whose best configuration to run too")
     parser.add_argument("--neighbors", type=int, default=1, help="turns around each hit")
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
@@ -96,10 +97,6 @@ def main() -> None:
 
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _git("rev-parse", "--short", "HEAD"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}",
         "data": str(args.data),
         "dialogues": len(dialogues),
         "turns": sum(len(d.turns) for d in dialogues),
@@ -108,9 +105,7 @@ def main() -> None:
     results |= run_current(dialogues, server.url(), args.neighbors)
     if args.against:
         results["baseline"] = {"revision": args.against} | against(args, data_dir)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("conversation", results, args)
     print_table(results)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import re
 import statistics
@@ -33,18 +32,18 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from retrieve import TENANT, cpus, latency, percentiles  # the read-path timing loop
+from _common import add_output, percentiles, write_result
+from _scifact import DATA, DOCUMENTS, TENANT, documents_only, latency, read_queries, stored_chunks
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
-from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.migrate import upgrade
 from retrieval.db.read_pool import ReadConnections
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
@@ -52,8 +51,6 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
-SETTINGS = MigrationSettings(schema="bench_docs", embedding_dim=384)
 CHUNKS_PER_DOCUMENT = 5
 SENTENCES_PER_CHUNK = 5
 BASELINE_DEPTH = 40
@@ -69,16 +66,16 @@ def main() -> None:
         "--baseline-queries", type=int, default=100, help="the baseline is slow: fewer queries"
     )
     parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     args = parser.parse_args()
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-docs-")) / "pg"
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
     engine = make_engine(server.url())
     embedder = SentenceTransformerEmbedder()
-    upgrade(engine, SETTINGS)
+    upgrade(engine, DOCUMENTS)
     engine.dispose()  # connections made before the vector type existed lack its adapter
-    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder)
+    store = MemoryStore(engine, schema=DOCUMENTS.schema, embedder=embedder)
     documents = DocumentStore(store)
     chunks = args.documents * CHUNKS_PER_DOCUMENT
     if stored_chunks(engine) != chunks:
@@ -87,8 +84,6 @@ def main() -> None:
     queries = read_queries()[: args.queries]
 
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
         "chunks": stored_chunks(engine),
     }
@@ -106,29 +101,8 @@ def main() -> None:
     results["ratio_p50"] = (
         results["baseline"]["p50_ms"] / results["ours_on_baseline_queries_p50_ms"]
     )
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("documents", results, args)
     engine.dispose()
-
-
-def read_queries() -> list[str]:
-    wanted = {line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").open()}
-    return [
-        q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open()) if q["_id"] in wanted
-    ]
-
-
-def stored_chunks(engine: Engine) -> int:
-    with engine.connect() as connection:
-        return int(
-            connection.execute(
-                text(
-                    f"SELECT count(*) FROM {SETTINGS.schema}.document_chunks WHERE tenant_id = :t"
-                ),
-                {"t": TENANT},
-            ).scalar_one()
-        )
 
 
 def load(
@@ -140,7 +114,7 @@ def load(
 ) -> None:
     with store.engine.begin() as connection:
         for table in ("documents", "document_corpus", "document_term_stats"):
-            connection.execute(text(f"DELETE FROM {SETTINGS.schema}.{table}"))
+            connection.execute(text(f"DELETE FROM {DOCUMENTS.schema}.{table}"))
     corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
     sentences = [
         sentence.strip()
@@ -179,31 +153,31 @@ def load(
         )
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         for table in ("documents", "document_chunks", "document_terms", "document_term_stats"):
-            connection.execute(text(f"VACUUM ANALYZE {SETTINGS.schema}.{table}"))
+            connection.execute(text(f"VACUUM ANALYZE {DOCUMENTS.schema}.{table}"))
     print(f"loaded {count} documents in {time.perf_counter() - started:.0f} s", flush=True)
 
 
 # The baseline's own column and index, as a ts_rank deployment keeps them.
 _BASELINE_TABLE = f"""
-CREATE TABLE IF NOT EXISTS {SETTINGS.schema}.baseline_tsvectors AS
+CREATE TABLE IF NOT EXISTS {DOCUMENTS.schema}.baseline_tsvectors AS
 SELECT id, tenant_id, to_tsvector('english', content) AS tsv
-FROM {SETTINGS.schema}.document_chunks
+FROM {DOCUMENTS.schema}.document_chunks
 """
 _BASELINE_INDEX = f"""
 CREATE INDEX IF NOT EXISTS baseline_tsvectors_idx
-ON {SETTINGS.schema}.baseline_tsvectors USING gin (tsv)
+ON {DOCUMENTS.schema}.baseline_tsvectors USING gin (tsv)
 """
 _BASELINE_LEXICAL = f"""
 WITH q AS (
     SELECT to_tsquery('english', string_agg(quote_literal(lexeme), ' | ')) AS query
     FROM unnest(to_tsvector('english', %(query)s))
 )
-SELECT v.id FROM {SETTINGS.schema}.baseline_tsvectors v, q
+SELECT v.id FROM {DOCUMENTS.schema}.baseline_tsvectors v, q
 WHERE v.tenant_id = %(tenant_id)s AND q.query IS NOT NULL AND v.tsv @@ q.query
 ORDER BY ts_rank_cd(v.tsv, q.query, 1) DESC, v.id LIMIT {BASELINE_DEPTH}
 """
 _BASELINE_DENSE = f"""
-SELECT c.id FROM {SETTINGS.schema}.document_chunks c
+SELECT c.id FROM {DOCUMENTS.schema}.document_chunks c
 WHERE c.tenant_id = %(tenant_id)s
 ORDER BY c.embedding <-> %(vector)s::vector LIMIT {BASELINE_DEPTH}
 """
@@ -214,7 +188,7 @@ def make_baseline_index(engine: Engine) -> None:
         connection.execute(text(_BASELINE_TABLE))
         connection.execute(text(_BASELINE_INDEX))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.execute(text(f"VACUUM ANALYZE {SETTINGS.schema}.baseline_tsvectors"))
+        connection.execute(text(f"VACUUM ANALYZE {DOCUMENTS.schema}.baseline_tsvectors"))
 
 
 def by_tier(store: MemoryStore, queries: Sequence[str], config: RetrievalConfig) -> dict[str, Any]:
@@ -235,15 +209,6 @@ def by_tier(store: MemoryStore, queries: Sequence[str], config: RetrievalConfig)
         tier: {"queries": len(values), "p50_ms": statistics.median(values)}
         for tier, values in sorted(times.items())
     }
-
-
-def documents_only() -> RetrievalConfig:
-    default = RetrievalConfig(record_access=False)
-    return replace(
-        default,
-        semantic=replace(default.semantic, enabled=False),
-        episodic=replace(default.episodic, enabled=False),
-    )
 
 
 def baseline(

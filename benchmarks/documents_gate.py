@@ -17,11 +17,11 @@ import argparse
 import json
 import statistics
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from beir_eval import SETTINGS, TENANT, evaluate, read_qrels
+from _common import add_output, write_result
+from _scifact import BEIR, BEIR_TENANT, DATA, evaluate, read_qrels
 
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
@@ -32,20 +32,19 @@ from retrieval.search.retriever import HybridRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"
-SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True, help="beir_eval.py's data")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     args = parser.parse_args()
     server = start_embedded(args.data_dir)
     engine = make_engine(server.url())
-    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
+    store = MemoryStore(engine, schema=BEIR.schema, embedder=SentenceTransformerEmbedder())
     unrelated = [q["text"] for q in json.loads(FIXTURE.read_text())["queries"]]
-    qrels = read_qrels(SCIFACT / "qrels" / "test.tsv")
-    queries = {q["_id"]: q["text"] for q in map(json.loads, (SCIFACT / "queries.jsonl").open())}
+    qrels = read_qrels(DATA / "qrels" / "test.tsv")
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
     default = RetrievalConfig(record_access=False)
     documents_only = replace(
         default,
@@ -57,11 +56,13 @@ def main() -> None:
         variants[f"gated, coverage >= {coverage}"] = replace(
             documents_only, bm25_min_coverage=coverage
         )
-    results: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    results: dict[str, Any] = {}
     for name, config in variants.items():
         with HybridRetriever.from_store(store, config=config) as retriever:
-            returned = [len(retriever.retrieve(q, tenant_id=TENANT)) for q in unrelated]
-            claims = [len(retriever.retrieve(queries[q], tenant_id=TENANT)) for q in sorted(qrels)]
+            returned = [len(retriever.retrieve(q, tenant_id=BEIR_TENANT)) for q in unrelated]
+            claims = [
+                len(retriever.retrieve(queries[q], tenant_id=BEIR_TENANT)) for q in sorted(qrels)
+            ]
             wide = replace(
                 config,
                 documents=replace(config.documents, limit=10),
@@ -71,7 +72,7 @@ def main() -> None:
             run = {
                 q: [
                     (r.metadata["doc_id"], r.final_score)
-                    for r in retriever.retrieve(queries[q], tenant_id=TENANT, config=wide)
+                    for r in retriever.retrieve(queries[q], tenant_id=BEIR_TENANT, config=wide)
                 ]
                 for q in sorted(qrels)
             }
@@ -85,8 +86,7 @@ def main() -> None:
             "claims_recall@10": metrics["recall@10"],
         }
         print(name, json.dumps(results[name]), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("documents-gate", results, args)
     engine.dispose()
 
 

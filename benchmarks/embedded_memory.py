@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from _common import add_output, write_result
 
 HERE = Path(__file__).resolve().parent
 
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="128MB,2048MB", help="shared_buffers, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every size")
     parser.add_argument("--queries", type=int, default=300, help="claims per shape")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     parser.add_argument("--round", help=argparse.SUPPRESS)  # internal: one round of one size
     args = parser.parse_args()
     if args.round:
@@ -71,23 +71,17 @@ def main() -> None:
         for size, runs in rounds.items()
     }
     report = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": _cpus(), "platform": platform.platform()},
         "settings": {"sizes": sizes, "rounds": args.rounds, "queries": args.queries},
         "rounds": rounds,
         "summary": summary,
     }
-    print(json.dumps(summary, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    write_result("embedded-memory", report, args)
 
 
 def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     """One server start with ``shared_buffers = size`` and the timed shapes."""
-    from documents import SETTINGS as DOCUMENTS
-    from documents import documents_only, read_queries, stored_chunks
+    from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, documents_only, read_queries, stored_chunks
     from read_anatomy import shapes
-    from retrieve import AS_OF, ONE, TENANT
 
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine
@@ -129,8 +123,8 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     return measured
 
 
-def _cpus() -> int:
-    from retrieve import cpus
+def cpus() -> int:
+    from _common import cpus
 
     return cpus()
 

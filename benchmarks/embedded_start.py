@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import add_output, write_result
+
 PROBE = """
 import json, sys, time
 from pathlib import Path
@@ -77,8 +79,10 @@ def measure(runs: int) -> dict[str, list[tuple[float, float]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each case (default: 5)")
+    add_output(parser)
     args = parser.parse_args()
     results = measure(args.runs)
+    summary = {}
     print(f"{'case':<6} {'start_embedded() median':>24} {'min-max':>14} {'process median':>15}")
     for case, samples in results.items():
         inner = [s for s, _ in samples]
@@ -87,6 +91,13 @@ def main() -> None:
             f"{case:<6} {statistics.median(inner):>22.3f} s "
             f"{min(inner):>6.3f}-{max(inner):<6.3f} {statistics.median(outer):>13.3f} s"
         )
+        summary[case] = {
+            "start_embedded_median_s": statistics.median(inner),
+            "start_embedded_min_s": min(inner),
+            "start_embedded_max_s": max(inner),
+            "process_median_s": statistics.median(outer),
+        }
+    write_result("embedded-start", summary, args)
 
 
 if __name__ == "__main__":

@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
-from ingest import _scifact_sentences, _scifact_texts
+from _common import add_output, parts_variant, write_result
+from _scifact import load_corpus, scifact_sentences, scifact_texts
 from pgvector.psycopg import register_vector
-from retrieve import cpus, load_corpus
 
 from retrieval.db.copy_rows import encode_vectors
 from retrieval.db.embedded import start_embedded
@@ -54,7 +52,7 @@ def main() -> None:
     parser.add_argument("--parts", default="copy,recall", help="copy, recall or both")
     parser.add_argument("--corpus", choices=("memories", "sentences"), default="memories")
     parser.add_argument("--sentences", type=int, default=50_000)
-    parser.add_argument("--json", type=Path)
+    add_output(parser)
     args = parser.parse_args()
     variants = [_variant(v) for v in args.variants.split(",")]
     parts = set(args.parts.split(","))
@@ -67,17 +65,18 @@ def main() -> None:
     connection.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     embedder = SentenceTransformerEmbedder()
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
     }
     if "copy" in parts:
         results["copy_rows_per_second"] = copy_rates(connection, embedder, variants, args)
     if "recall" in parts:
         results["recall"] = recall(connection, embedder, variants, args)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(
+        "hnsw-links",
+        results,
+        args,
+        variant=parts_variant(args.parts, "copy,recall"),
+    )
 
 
 def _variant(spec: str) -> tuple[int, int]:
@@ -107,7 +106,7 @@ def copy_rates(
     variants: list[tuple[int, int]],
     args: argparse.Namespace,
 ) -> dict[str, dict[str, Any]]:
-    texts = _scifact_texts(args.texts, long=False)
+    texts = scifact_texts(args.texts, long=False)
     vectors = encode_vectors(embedder.embed(texts))
     for variant in variants:
         table = f"copy_{_name(variant)}"
@@ -193,7 +192,7 @@ def _recall_corpus(
         if not connection.execute("SELECT 1 FROM bench_one.memories LIMIT 1").fetchall():
             raise SystemExit("no bench_one.memories here: run retrieve.py with this --data-dir")
         return "bench_one.memories"
-    sentences = _scifact_sentences(args.sentences)
+    sentences = scifact_sentences(args.sentences)
     cache = args.data_dir.parent / f"scifact-sentence-vectors-{len(sentences)}.npy"
     if cache.exists():
         vectors = np.load(cache)

@@ -30,16 +30,15 @@ Without --database-url it runs on a throw-away embedded server.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import add_output, parts_variant, write_result
+from _scifact import scifact_sentences, scifact_texts
 from sqlalchemy import Engine, text
 
 from retrieval.db.embedded import start_embedded
@@ -51,7 +50,6 @@ from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl"
 SETTINGS = MigrationSettings(schema="bench", embedding_dim=384)
 HNSW = (
     "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON bench.memories "
@@ -81,7 +79,7 @@ def main() -> None:
         "--history-rows", type=int, default=20_000, help="decisions of the history part"
     )
     parser.add_argument("--database-url")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     parser.add_argument(
         "--parts",
         default="bulk,embed,hits",
@@ -100,8 +98,6 @@ def main() -> None:
     upgrade(engine, SETTINGS)
     embedder = SentenceTransformerEmbedder()
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {_cpus()} CPUs, Python {platform.python_version()}",
         "settings": vars(args) | {"json": str(args.json)},
     }
     rng = np.random.default_rng(42)
@@ -115,7 +111,7 @@ def main() -> None:
         results["bulk_with_index"] = _bulk(
             engine, embedder, vectors[: args.indexed_rows], args.runs, indexed=True
         )
-    texts = _scifact_texts(max(args.embed_texts, args.hit_texts), long=False)
+    texts = scifact_texts(max(args.embed_texts, args.hit_texts), long=False)
     if "embed" in parts:
         links = [int(m) for m in args.embed_links.split(",")]
         by_links, bare = _embedding(
@@ -124,7 +120,7 @@ def main() -> None:
         results["embed_short"] = by_links.get(HNSW_LINKS, next(iter(by_links.values())))
         results["embed_short_by_links"] = {f"m={m}": summary for m, summary in by_links.items()}
         results["embed_short_bare_copy"] = bare
-        abstracts = _scifact_texts(args.embed_long_texts, long=True)
+        abstracts = scifact_texts(args.embed_long_texts, long=True)
         results["embed_long"] = _embedding(engine, embedder, abstracts, args.runs)[0][HNSW_LINKS]
     if "hits" in parts:
         results["cache_hits_no_index"] = _cache_hits(
@@ -139,9 +135,12 @@ def main() -> None:
     if "history" in parts:
         results["history"] = _history(engine, embedder, args.history_rows, args.runs)
     _execute(engine, HNSW.format(links=HNSW_LINKS))
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    write_result(
+        "ingest",
+        results,
+        args,
+        variant=parts_variant(args.parts, "bulk,embed,hits"),
+    )
 
 
 def _bulk(
@@ -205,7 +204,7 @@ def _memory_bm25(
         upgrade(engine, settings)
         for statement in _strip(settings.schema, lexemes=lexemes):
             _execute(engine, statement)
-    titles = _scifact_texts(rows, long=False)
+    titles = scifact_texts(rows, long=False)
     vectors = np.random.default_rng(3).normal(size=(rows, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     items = [
@@ -350,7 +349,7 @@ def _history(
     # index's triggers (revision 0007) and the vocabulary's two trigram indexes (0009); with
     # the triggers and the token index only (0007-0008); and with the triggers disabled (the
     # write path before revision 0007).
-    sentences = _scifact_sentences(rows)
+    sentences = scifact_sentences(rows)
     singles = min(500, rows)
     cases = ("", "_token_index_only", "_baseline")
     rates: dict[str, list[float]] = {
@@ -409,19 +408,6 @@ def _history(
     }  # fmt: skip
 
 
-def _scifact_sentences(limit: int) -> list[str]:
-    """Sentences of SciFact abstracts, as long as a decision's content usually is."""
-    sentences: list[str] = []
-    with SCIFACT.open() as handle:
-        for line in handle:
-            for sentence in json.loads(line)["text"].split(". "):
-                if len(sentence) > 40:
-                    sentences.append(sentence.strip())
-                if len(sentences) == limit:
-                    return sentences
-    return sentences
-
-
 def _summary(
     n: int, ours: list[float], baseline: list[float], unit: str, baseline_name: str = "raw COPY"
 ) -> dict[str, Any]:
@@ -439,27 +425,9 @@ def _summary(
     }
 
 
-def _scifact_texts(limit: int, *, long: bool) -> list[str]:
-    """Memory-sized texts (SciFact titles, about 90 characters) or long ones (whole abstracts)."""
-    texts: list[str] = []
-    with SCIFACT.open() as handle:
-        for line in handle:
-            doc = json.loads(line)
-            texts.append(f"{doc['title']} {doc['text']}".strip() if long else doc["title"])
-    # Past the corpus size, vary the texts so that every one is distinct.
-    return [texts[i % len(texts)] + ("" if i < len(texts) else f" (copy {i // len(texts)})")
-            for i in range(limit)]  # fmt: skip
-
-
 def _execute(engine: Engine, statement: str) -> None:
     with engine.begin() as connection:
         connection.execute(text(statement))
-
-
-def _cpus() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ Usage: python benchmarks/ingest_overlap.py [--texts 1000] [--long-texts 0] [--ru
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import threading
@@ -38,7 +37,8 @@ from typing import Any
 import numpy as np
 import psycopg
 import torch
-from ingest import _scifact_texts
+from _common import add_output, write_result
+from _scifact import scifact_texts
 from psycopg.copy import QueuedLibpqWriter
 
 from retrieval.db.copy_rows import encode_vectors
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--long-texts", type=int, default=0, help="abstracts (0: none)")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--json", type=Path)
+    add_output(parser)
     args = parser.parse_args()
 
     server = start_embedded(
@@ -71,8 +71,8 @@ def main() -> None:
     url = server.url().replace("postgresql+psycopg://", "postgresql://")
     connection = psycopg.connect(url, autocommit=True)
     connection.execute(TABLES)  # type: ignore[call-overload]
-    texts = _scifact_texts(args.texts, long=False)
-    long_texts = _scifact_texts(args.long_texts, long=True) if args.long_texts else []
+    texts = scifact_texts(args.texts, long=False)
+    long_texts = scifact_texts(args.long_texts, long=True) if args.long_texts else []
     model = SentenceTransformerEmbedder()._loaded()
 
     def embed(batch: list[str]) -> np.ndarray:
@@ -195,9 +195,7 @@ def main() -> None:
     if long_texts:
         summary["long_texts"] = len(long_texts)
         summary["two_workers_long_speedup"] = medians["two_workers_long"] / medians["model_long"]
-    print(json.dumps(summary, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    write_result("ingest-overlap", summary, args)
 
 
 if __name__ == "__main__":

@@ -22,14 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import platform
 import statistics
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,8 @@ import numpy as np
 from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieve import AS_OF, TENANT, commit, cpus, load_corpus, noisy_copies, percentiles
+from _common import add_output, percentiles, write_result
+from _scifact import AS_OF, TENANT, load_corpus, noisy_copies
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
@@ -61,7 +60,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=200, help="memories per writer batch")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     args = parser.parse_args()
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-load-")) / "pg"
@@ -76,9 +75,6 @@ def main() -> None:
     np.save(data_dir.parent / "writer-vectors.npy", corpus.vectors)
 
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": commit(),
-        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
         "runs": [],
     }
@@ -122,9 +118,7 @@ def main() -> None:
         "read_errors": sum(r["idle"]["errors"] + r["load"]["errors"] for r in runs),
         "write_errors": sum(sum(r["write_errors"].values()) for r in runs),
     }
-    print(json.dumps(results["median"], indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("load", results, args)
     database.dispose()
 
 

@@ -22,16 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from beir_eval import evaluate  # the same metrics as the documents' evaluation
+from _common import add_output, parts_variant, write_result
+from _scifact import evaluate  # the same metrics as the documents' evaluation
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -42,6 +42,7 @@ from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
+from retrieval.search.evaluation import pairs_returned, store_labelled
 from retrieval.search.retriever import HybridRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +62,7 @@ BM25_PARAMETERS = ((0.9, 0.4), (1.2, 0.75))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     parser.add_argument("--parts", default="fixture,scifact")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -72,19 +73,17 @@ def main() -> None:
     upgrade(engine, SETTINGS)
     engine.dispose()
     store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
-    results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        ).stdout.strip(),
-    }
+    results: dict[str, Any] = {}
     if "fixture" in parts:
         results["fixture"] = fixture(store)
     if "scifact" in parts:
         results["scifact"] = scifact(store)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(
+        "memory-bm25",
+        results,
+        args,
+        variant=parts_variant(args.parts, "fixture,scifact"),
+    )
     engine.dispose()
 
 
@@ -102,28 +101,14 @@ def _variants(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
 def fixture(store: MemoryStore) -> dict[str, Any]:
     data = json.loads(FIXTURE.read_text())
     store.forget(tenant_id="calibration", everything=True)
-    ids = store.remember_many(
-        MemoryInput(
-            text=body, tenant_id="calibration", created_at=AS_OF - timedelta(days=(i * 7) % 120)
-        )
-        for i, body in enumerate(data["memories"])
-    )
+    ids = store_labelled(store, data, "calibration", AS_OF)
     base = RetrievalConfig(record_access=False)
     table = {}
     for name, config in {"defaults": base, **_variants(base)}.items():
-        relevant_kept = unrelated_kept = relevant_total = unrelated_total = 0
-        with HybridRetriever.from_store(store, config=config) as retriever:
-            for query in data["queries"]:
-                response = retriever.retrieve(query["text"], tenant_id="calibration", as_of=AS_OF)
-                returned = {r.metadata["id"] for r in response if r.source == "semantic"}
-                relevant = {ids[i] for i in query["relevant"]}
-                relevant_kept += len(returned & relevant)
-                unrelated_kept += len(returned - relevant)
-                relevant_total += len(relevant)
-                unrelated_total += len(ids) - len(relevant)
+        pairs = pairs_returned(store, config, data, ids, "calibration", AS_OF)
         table[name] = {
-            "relevant_returned": f"{relevant_kept}/{relevant_total}",
-            "unrelated_returned": f"{unrelated_kept}/{unrelated_total}",
+            "relevant_returned": f"{pairs.relevant_returned}/{pairs.relevant_total}",
+            "unrelated_returned": f"{pairs.unrelated_returned}/{pairs.unrelated_total}",
         }
     return table
 

@@ -31,7 +31,6 @@ Usage: python benchmarks/read_anatomy.py --data-dir DIR
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
@@ -41,9 +40,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from documents import SETTINGS as DOCUMENTS
-from documents import read_queries
-from retrieve import AS_OF, ONE, TENANT, load_corpus, summary_ms
+from _common import add_output, summary_ms, write_result
+from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, load_corpus, read_queries
 from sqlalchemy import text
 
 from retrieval.db.embedded import start_embedded
@@ -67,7 +65,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="the benchmarks' data")
     parser.add_argument("--parts", default="plans,modes,postings,tenants")
     parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     args = parser.parse_args()
     parts = set(args.parts.split(","))
 
@@ -91,9 +89,14 @@ def main() -> None:
         results["tenants"] = _tenants(engine, embedder, args.data_dir, queries)
     if "vocabulary-index" in parts:
         results["vocabulary_index"] = _vocabulary_index(engine, embedder, args.data_dir, queries)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(
+        "read-anatomy",
+        results,
+        args,
+        variant=None
+        if args.parts == "plans,modes,postings,tenants"
+        else args.parts.replace(",", "-"),
+    )
 
 
 def shapes() -> dict[str, RetrievalConfig]:

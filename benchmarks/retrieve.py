@@ -31,55 +31,28 @@ Usage: python benchmarks/retrieve.py [--rows 100000] [--runs 3] [--queries 300]
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import platform
-import random
-import re
 import statistics
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import add_output, parts_variant, percentiles, write_result
+from _scifact import AS_OF, ONE, SPREAD, TENANT, count, latency, load, load_corpus, noisy_copies
 from sqlalchemy import Engine, text
 
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
-from retrieval.db.migrate import MigrationSettings, upgrade
-from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.db.migrate import upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
-from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
 from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
-ONE = MigrationSettings(schema="bench_one", embedding_dim=384)
-SPREAD = MigrationSettings(schema="bench_spread", embedding_dim=384)
-TENANT = "agent-1"
-AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
-KINDS = ("fact", "episteme", "techne", "critique", "decision", "proposal", "synthesized_insight")
-TOOLS = [
-    f"{verb}_{noun}"
-    for verb in ("search", "fetch", "summarize", "compare", "run")
-    for noun in ("pubmed", "papers", "trials", "genes", "notes", "sql", "table", "figure")
-]
-BATCH = 5000
-
-
-@dataclass(frozen=True)
-class Corpus:
-    titles: list[str]
-    vectors: np.ndarray
-    sentences: list[str]
-    queries: list[str]
 
 
 def main() -> None:
@@ -90,7 +63,7 @@ def main() -> None:
     parser.add_argument("--naive-queries", type=int, default=5)
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     parser.add_argument(
         "--parts",
         default="latency,naive,tenants",
@@ -116,8 +89,6 @@ def main() -> None:
     engine.dispose()  # connections made before the vector type existed lack its adapter
 
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
     }
     queries = corpus.queries[: args.queries]
@@ -167,181 +138,17 @@ def main() -> None:
             plan: tenant_recall(spread, queries[: args.recall_queries], settings)
             for plan, settings in (("planner", {}), ("hnsw_forced", {"enable_sort": "off"}))
         }
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(
+        "retrieve",
+        results,
+        args,
+        variant=parts_variant(args.parts, "latency,naive,tenants"),
+    )
     engine.dispose()
-
-
-def load_corpus(embedder: SentenceTransformerEmbedder, cache: Path) -> Corpus:
-    docs = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
-    titles = [doc["title"].strip() or doc["text"][:120] for doc in docs]
-    if cache.exists():
-        vectors = np.load(cache)
-    else:
-        print(f"embedding {len(titles)} SciFact titles once (cached in {cache})")
-        vectors = embedder.embed(titles)
-        np.save(cache, vectors)
-    sentences = [
-        sentence.strip()[:220]
-        for doc in docs
-        for sentence in re.split(r"(?<=\.)\s+", doc["text"])
-        if len(sentence.strip()) > 40
-    ]
-    wanted = {line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").open()}
-    queries = [
-        q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open()) if q["_id"] in wanted
-    ]
-    return Corpus(titles=titles, vectors=vectors, sentences=sentences, queries=queries)
-
-
-def noisy_copies(base: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
-    picks = np.arange(rows) % len(base)
-    noisy = base[picks] + rng.normal(0.0, 0.02, size=(rows, base.shape[1])).astype(np.float32)
-    return (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
-
-
-def count(engine: Engine, schema: str) -> int:
-    with engine.connect() as connection:
-        return int(connection.execute(text(f"SELECT count(*) FROM {schema}.memories")).scalar_one())
-
-
-def load(
-    engine: Engine,
-    schema: str,
-    embedder: SentenceTransformerEmbedder,
-    corpus: Corpus,
-    vectors: np.ndarray,
-    tenants: int,
-    rows: int,
-) -> None:
-    started = time.perf_counter()
-    with engine.begin() as connection:
-        connection.execute(
-            # The word index and the memories' statistics follow, by their triggers.
-            text(f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls CASCADE")
-        )
-    drop_vector_index(engine, schema)
-    store = MemoryStore(engine, schema=schema, embedder=embedder)
-    rng = random.Random(11)
-    span = 90 * 24 * 3600
-
-    def when() -> datetime:
-        return AS_OF - timedelta(seconds=rng.randrange(span))
-
-    def tenant(i: int) -> str:
-        return TENANT if tenants == 1 else f"t{i % tenants:02d}"
-
-    for start in range(0, rows, BATCH):
-        stop = min(rows, start + BATCH)
-        store.remember_many(
-            MemoryInput(
-                text=f"{corpus.titles[i % len(corpus.titles)]} (note {i})",
-                tenant_id=tenant(i),
-                kind=KINDS[i % len(KINDS)],
-                created_at=when(),
-                embedding=vectors[i],
-            )
-            for i in range(start, stop)
-        )
-        if tenants > 1:
-            continue
-        decision_ids = store.record_decisions(
-            DecisionInput(
-                tenant_id=TENANT,
-                task_id=f"task-{i % 2000}",
-                action_type=rng.choice(("plan", "investigate", "write", "review")),
-                content=corpus.sentences[i % len(corpus.sentences)],
-                status=rng.choice(("done", "open", "failed")),
-                created_at=when(),
-            )
-            for i in range(start, stop)
-        )
-        store.record_tool_calls(
-            ToolCallInput(
-                tenant_id=TENANT,
-                decision_id=decision_ids[(i - start) % len(decision_ids)],
-                tool_name=TOOLS[i % len(TOOLS)],
-                params={
-                    "query": " ".join(corpus.titles[(i * 7) % len(corpus.titles)].split()[:4]),
-                    "limit": 10 + i % 50,
-                },
-                result=f"{i % 37} results",
-                created_at=when(),
-            )
-            for i in range(start, stop)
-        )
-        print(f"{schema}: {stop} rows per table loaded", flush=True)
-    build_vector_index(engine, schema)
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        for table in (
-            "memories",
-            "decisions",
-            "tool_calls",
-            "memory_entities",
-            "episodic_vocabulary",
-            "episodic_postings",
-        ):
-            connection.execute(text(f"VACUUM ANALYZE {schema}.{table}"))
-    print(f"{schema}: loaded in {time.perf_counter() - started:.0f} s", flush=True)
 
 
 def _off(source: SourceConfig) -> SourceConfig:
     return replace(source, enabled=False)
-
-
-def latency(
-    store: MemoryStore,
-    queries: Sequence[str],
-    runs: int,
-    *,
-    config: RetrievalConfig | None = None,
-    access: bool = True,
-) -> dict[str, Any]:
-    per_run: list[dict[str, float]] = []
-    config = config or RetrievalConfig(record_access=False)
-    with HybridRetriever.from_store(store, config=config) as retriever:
-        for query in queries:  # cache every query vector (and warm the connection)
-            retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-        diagnostics = []
-        for _ in range(runs):
-            times = []
-            for query in queries:
-                started = time.perf_counter()
-                response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-                times.append((time.perf_counter() - started) * 1000)
-                diagnostics.append(response.diagnostics)
-            per_run.append(percentiles(times))
-        with_access = []
-        if access:
-            recording = HybridRetriever.from_store(
-                store, config=replace(config, record_access=True)
-            )
-            for query in queries[:50]:
-                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-            for query in queries:
-                started = time.perf_counter()
-                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-                with_access.append((time.perf_counter() - started) * 1000)
-            recording.close()
-    candidates = {
-        name: statistics.mean(d.sources[name].candidates for d in diagnostics)
-        for name in ("semantic", "episodic", "documents")
-        if all(name in d.sources for d in diagnostics)
-    }
-    return {
-        "queries": len(queries),
-        "runs": per_run,
-        "p50_ms": statistics.median(r["p50"] for r in per_run),
-        "p95_ms": statistics.median(r["p95"] for r in per_run),
-        "sql_p50_ms": statistics.median(d.sql_ms for d in diagnostics),
-        "fusion_p50_ms": statistics.median(d.fusion_ms for d in diagnostics),
-        "mean_candidates": candidates,
-        "mean_results": statistics.mean(
-            sum(s.returned for s in d.sources.values()) for d in diagnostics
-        ),
-        "with_access_recording": percentiles(with_access) if with_access else None,
-    }
 
 
 def bm25_latency(store: MemoryStore, queries: Sequence[str], runs: int) -> dict[str, Any]:
@@ -590,43 +397,6 @@ def _plan(engine: Engine, settings: dict[str, str], vector: np.ndarray) -> str:
             {"v": str(vector.tolist())},
         ).all()
     return " / ".join(line[0].strip() for line in lines if "Scan" in line[0])
-
-
-def percentiles(times: Sequence[float]) -> dict[str, float]:
-    """p50 and p95 of ``times`` (also used by documents.py)."""
-    ordered = sorted(times)
-    return {
-        "p50": statistics.median(ordered),
-        "p95": ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)],
-    }
-
-
-def summary_ms(times: Sequence[float]) -> dict[str, float]:
-    """p50, p95 and mean of ``times`` in ms, as the A/B scripts report them."""
-    ordered = sorted(times)
-    return {
-        "p50_ms": statistics.median(ordered),
-        "p95_ms": ordered[round(0.95 * (len(ordered) - 1))],
-        "mean_ms": statistics.mean(ordered),
-    }
-
-
-def commit() -> str:
-    """The short hash of the checked-out commit the figures come from ("unknown" outside git)."""
-    import subprocess
-
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def cpus() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 if __name__ == "__main__":

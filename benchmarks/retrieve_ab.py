@@ -30,8 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _common import add_output, write_result
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = Path(__file__).resolve().parent
+
 
 # The worker: runs retrieve() for each claim read from stdin, answers with the time and a
 # digest of the results. It imports ``retrieval`` from the first entry of its PYTHONPATH.
@@ -40,8 +43,7 @@ import json, sys, time
 from dataclasses import replace
 from pathlib import Path
 sys.path.insert(1, sys.argv[2])  # the benchmarks folder, for retrieve.py's constants
-from retrieve import AS_OF, ONE, SPREAD, TENANT
-from documents import SETTINGS as DOCUMENTS
+from _scifact import AS_OF, DOCUMENTS, ONE, SPREAD, TENANT
 from retrieval.search.config import RetrievalConfig
 from retrieval.db.engine import make_engine
 from retrieval.db.embedded import start_embedded
@@ -95,12 +97,12 @@ def main() -> None:
     )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", type=Path, help="also write the summary here")
+    add_output(parser)
     args = parser.parse_args()
 
     sys.path.insert(0, str(BENCHMARKS))
-    from documents import read_queries
-    from retrieve import summary_ms
+    from _common import summary_ms
+    from _scifact import read_queries
 
     queries = read_queries()[: args.queries]
     worktree = Path(tempfile.mkdtemp(prefix="retrieve-ab-")) / "tree"
@@ -146,9 +148,7 @@ def main() -> None:
         "identical_results": same,
         **{name: summary_ms(values) for name, values in best.items()},
     }
-    print(json.dumps(summary, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    write_result("retrieve-ab", summary, args)
 
 
 def _start(tree: Path, data_dir: Path, sources: str, tenants: str) -> subprocess.Popen[str]:

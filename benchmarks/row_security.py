@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +33,8 @@ from psycopg import sql
 from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieve import (
-    AS_OF,
-    TENANT,
-    commit,
-    count,
-    cpus,
-    load,
-    load_corpus,
-    noisy_copies,
-    percentiles,
-)
+from _common import add_output, percentiles, write_result
+from _scifact import AS_OF, TENANT, count, load, load_corpus, noisy_copies
 
 from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
@@ -67,7 +56,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--write-rows", type=int, default=20_000)
     parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    add_output(parser)
     args = parser.parse_args()
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-rls-")) / "pg"
@@ -90,9 +79,6 @@ def main() -> None:
         assert not row_security_active(connection, SETTINGS.schema)
 
     results: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": commit(),
-        "machine": f"{platform.machine()}, {cpus()} CPUs, Python {platform.python_version()}",
         "settings": {k: str(v) for k, v in vars(args).items()},
     }
     queries = corpus.queries[: args.queries]
@@ -107,9 +93,7 @@ def main() -> None:
         print(json.dumps({name: _brief(results[name])}), flush=True)
     results["writes"] = write_ab(owner, app, corpus.vectors, args.write_rows, args.runs)
     print(json.dumps({"writes": results["writes"]["median"]}), flush=True)
-    print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_result("row-security", results, args)
     app_engine.dispose()
     owner_engine.dispose()
 

@@ -173,7 +173,7 @@ def _add_write_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         description="Re-embed, in batches of one transaction each, every memory whose "
         "embedding was made by another model than --model. Interrupted, it loses at most one "
         "batch: run it again to finish. The new model must have the database's dimension; "
-        "a change of dimension is a migration (see the README).",
+        "a change of dimension is a migration (see docs/schema.md).",
     )
     reembed.add_argument("--model", required=True, help="model name or local path")
     reembed.add_argument("--tenant", help="only this tenant's memories")
@@ -191,7 +191,7 @@ def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "tool calls by keywords (case-insensitive, through a word index), documents by BM25 and "
         "vectors, each scored for relevance and recency, "
         "weighted, thresholded and ranked. Weights, limits and the threshold come from the "
-        "RETRIEVAL_* variables (see the README). Prints a table, or JSON with --json.",
+        "RETRIEVAL_* variables (retrieval config lists them). Prints a table, or JSON with --json.",
     )
     search.add_argument("query", help="what to find context for")
     search.add_argument("--tenant", required=True, help="tenant_id to search")

@@ -9,8 +9,8 @@ directory (included from ``postgresql.conf``, so ``ALTER SYSTEM`` still override
 ``shared_buffers``, by default a quarter of the machine's memory (or of its container's limit)
 between PostgreSQL's own 128 MB and 2 GB (:mod:`retrieval.db.embedded_sizing`). PostgreSQL's 128 MB
 hold neither the HNSW graph nor the vectors of 100,000 memories, and the read path then copies
-pages from the operating system's cache on every query (BENCHMARKS.md, "Embedded server
-memory").
+pages from the operating system's cache on every query (docs/decisions/
+0006-embedded-shared-buffers.md).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ DOCUMENT_TERM_STATS = "document_term_stats"
 DOCUMENT_CORPUS = "document_corpus"
 DOCUMENT_TABLES = (DOCUMENTS, DOCUMENT_CHUNKS, DOCUMENT_TERMS, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS)
 # Links per node of the HNSW graphs (pgvector's ``m``; its default is 16): inserts cost about
-# 0.6x as much with the same recall on the benchmarks (migration 0008, BENCHMARKS.md).
+# 0.6x as much with the same recall on the benchmarks (migration 0008, docs/decisions/0004).
 HNSW_LINKS = 12
 MEMORY_TERM_STATS = "memory_term_stats"
 MEMORY_CORPUS = "memory_corpus"

@@ -3,7 +3,8 @@
 Rows whose ``embedding_model`` differs from the store's embedder are re-embedded (through the
 embedding cache) and updated in batches of one transaction each. An interrupted run loses at
 most the batch in flight: running it again picks up the rows still on the old model.
-A model of another dimension needs a migration instead (see the README).
+A model of another dimension needs a migration instead (docs/schema.md, "Changing the
+embedding model").
 """
 
 from __future__ import annotations

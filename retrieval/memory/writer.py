@@ -74,7 +74,7 @@ class Writer:
 
         All new texts of the batch go to the model in one call: its batches are sorted by
         length, so one call pads least. (Overlapping the model with the database was measured
-        and lost: on two cores both are CPU-bound; see BENCHMARKS.md.)
+        and lost: on two cores both are CPU-bound; see benchmarks/README.md, ingest-overlap.)
         """
         if not memories:
             return []

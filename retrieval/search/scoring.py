@@ -1,4 +1,4 @@
-"""Pure scoring functions, each with its formula: the contract of DESIGN.md, "The scoring contract".
+"""Pure scoring functions, each with its formula: the scoring contract of docs/design.md.
 
 Every function returns a score in [0, 1], higher is better. The SQL of each source computes the
 same quantities; these functions are the oracle the SQL results are tested against.

@@ -8,13 +8,12 @@ answer it; every other memory is unrelated to it. The memories are stored with a
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.retriever import HybridRetriever
+from retrieval.search.evaluation import pairs_returned, store_labelled
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "calibration.json"
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -24,33 +23,17 @@ ORIGINAL = RetrievalConfig(min_final_score=0.5, max_distance=None)
 def _kept(store: MemoryStore, config: RetrievalConfig) -> tuple[float, float]:
     """Share of relevant (query, memory) pairs returned; share of unrelated pairs returned."""
     data = json.loads(FIXTURE.read_text())
-    ids = store.remember_many(
-        MemoryInput(
-            text=text,
-            tenant_id="calibration",
-            created_at=AS_OF - timedelta(days=(index * 7) % 120),
-        )
-        for index, text in enumerate(data["memories"])
-    )
-    relevant_kept = unrelated_kept = relevant_total = unrelated_total = 0
-    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
-        for query in data["queries"]:
-            response = retriever.retrieve(query["text"], tenant_id="calibration", as_of=AS_OF)
-            returned = {r.metadata["id"] for r in response if r.source == "semantic"}
-            relevant = {ids[i] for i in query["relevant"]}
-            relevant_kept += len(returned & relevant)
-            unrelated_kept += len(returned - relevant)
-            relevant_total += len(relevant)
-            unrelated_total += len(ids) - len(relevant)
+    ids = store_labelled(store, data, "calibration", AS_OF)
+    pairs = pairs_returned(store, config, data, ids, "calibration", AS_OF)
     store.forget(tenant_id="calibration", everything=True)
-    return relevant_kept / relevant_total, unrelated_kept / unrelated_total
+    return pairs.relevant_share, pairs.unrelated_share
 
 
 def test_the_default_threshold_keeps_relevant_memories_and_drops_unrelated_ones(
     store: MemoryStore,
 ) -> None:
     relevant, unrelated = _kept(store, RetrievalConfig())
-    # Measured: 27 of 29 relevant pairs returned, 1 of 547 unrelated pairs (README, Calibration).
+    # Measured: 27 of 29 relevant pairs returned, 1 of 547 unrelated (docs/design.md, Calibration).
     assert relevant >= 0.9
     assert unrelated <= 0.01
 

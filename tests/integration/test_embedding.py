@@ -47,7 +47,8 @@ def test_a_paraphrase_is_nearer_than_an_unrelated_text(
     near = float(np.linalg.norm(anchor - paraphrase))
     far = float(np.linalg.norm(anchor - unrelated))
     assert near < far
-    # The calibration DESIGN.md relies on: 1/(1+L2) about 0.6 for a paraphrase, 0.42 unrelated.
+    # The seed's inverse distance (docs/design.md, Calibration): 1/(1+L2) about 0.6 for a
+    # paraphrase, 0.42 unrelated.
     assert 1 / (1 + near) > 0.5 > 1 / (1 + far)
 
 

@@ -26,7 +26,7 @@ def test_relevance_is_zero_for_unrelated_one_for_paraphrases_linear_in_the_cosin
 
 
 def test_the_default_models_cut_off_sits_at_a_quarter_of_the_scale() -> None:
-    # The cut-off distance 1.2 (README "Calibration") maps to relevance 0.25.
+    # The cut-off distance 1.2 (docs/design.md, "Calibration") maps to relevance 0.25.
     relevance = CALIBRATIONS[DEFAULT_MODEL_ID].relevance(np.array([1.2]))[0]
     assert relevance == pytest.approx(0.253, abs=0.005)
 

@@ -20,7 +20,7 @@ def test_defaults_are_measured_and_calibrated() -> None:
     # Calibrated on the real model (see tests/integration/test_calibration.py).
     assert (config.min_final_score, config.max_distance) == (0.25, 1.2)
     assert config.semantic.weights == {"relevance": 0.95, "recency": 0.05}
-    # The BM25 channel of memories is on, fused by convex (BENCHMARKS.md).
+    # The BM25 channel of memories is on, fused by convex (docs/decisions/0002).
     assert (config.memory_bm25, config.fusion) == (True, "convex")
     # Keyword scores keep the threshold they were calibrated with.
     assert [config.threshold(name) for name in SOURCES] == [0.4, 0.25, 0.4, 0.25]

@@ -7,8 +7,8 @@ With ``m = 12`` a ``COPY`` of 1,000 memories costs 0.78 instead of 1.2 ms of ser
 row (1.6x the rows per second) and a build over 100,000 memories about 13-30% less time, while
 recall@10 against exact search on the read benchmark's 100,000 memories stays within the
 spread between two builds of the default graph (``hnsw.ef_search = 40``: 0.826 and 0.802
-against 0.829 and 0.834; 100: 0.919 and 0.924 against 0.901 and 0.921). See BENCHMARKS.md,
-"Session 7".
+against 0.829 and 0.834; 100: 0.919 and 0.924 against 0.901 and 0.921). See
+docs/decisions/0004-hnsw-twelve-links.md.
 
 Both graphs (memories and document chunks) are rebuilt: this takes a while on large tables
 (about 17 s per 100,000 rows on two cores), during which the table cannot be written.

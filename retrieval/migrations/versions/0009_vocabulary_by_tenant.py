@@ -11,7 +11,7 @@ tenants, and the episodic source's p50 for one of them 8.4 -> 4.7 ms. For a tena
 most of the vocabulary the token-only index stays cheaper (0.05 against 0.28 ms): both are
 kept, and the planner picks by the tenant's share of the rows. GIN indexes a plain column
 through the ``btree_gin`` extension (PostgreSQL's contrib, trusted: a database owner may create
-it), created here when missing. See BENCHMARKS.md, "Episodic vocabulary among many tenants".
+it), created here when missing. See docs/decisions/0007-episodic-word-index.md.
 
 Revision ID: 0009
 Revises: 0008

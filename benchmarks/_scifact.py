@@ -1,0 +1,311 @@
+"""The SciFact data the benchmarks build on, and the stored datasets they share.
+
+The corpus, the 300 test claims and their judgments (``../shared/data/scifact``); the read
+benchmark's tenant of 100,000 memories, decisions and tool calls (``bench_one``, made by
+``retrieve.py``, read by ``read_anatomy.py``, ``embedded_memory.py``, ``retrieve_ab.py``,
+``row_security.py`` and ``load.py``); the documents benchmark's 100,000 chunks
+(``bench_docs``); BEIR's evaluation of a run (nDCG@10, recall@10 and @100); and the timed loop
+of ``retrieve()`` calls the read benchmarks report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import percentiles
+from sqlalchemy import Engine, text
+
+from retrieval.db.migrate import MigrationSettings
+from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.retriever import HybridRetriever
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+ONE = MigrationSettings(schema="bench_one", embedding_dim=384)
+SPREAD = MigrationSettings(schema="bench_spread", embedding_dim=384)
+TENANT = "agent-1"
+AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+KINDS = ("fact", "episteme", "techne", "critique", "decision", "proposal", "synthesized_insight")
+TOOLS = [
+    f"{verb}_{noun}"
+    for verb in ("search", "fetch", "summarize", "compare", "run")
+    for noun in ("pubmed", "papers", "trials", "genes", "notes", "sql", "table", "figure")
+]
+BATCH = 5000
+DOCUMENTS = MigrationSettings(schema="bench_docs", embedding_dim=384)
+CORPUS = DATA / "corpus.jsonl"
+Ranking = list[tuple[str, float]]  # (doc_id, score), best first
+# beir_eval.py's SciFact abstracts as documents and memories (read by documents_gate.py).
+BEIR = MigrationSettings(schema="beir", embedding_dim=384)
+BEIR_TENANT = "beir"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    titles: list[str]
+    vectors: np.ndarray
+    sentences: list[str]
+    queries: list[str]
+
+
+def load_corpus(embedder: SentenceTransformerEmbedder, cache: Path) -> Corpus:
+    docs = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
+    titles = [doc["title"].strip() or doc["text"][:120] for doc in docs]
+    if cache.exists():
+        vectors = np.load(cache)
+    else:
+        print(f"embedding {len(titles)} SciFact titles once (cached in {cache})")
+        vectors = embedder.embed(titles)
+        np.save(cache, vectors)
+    sentences = [
+        sentence.strip()[:220]
+        for doc in docs
+        for sentence in re.split(r"(?<=\.)\s+", doc["text"])
+        if len(sentence.strip()) > 40
+    ]
+    wanted = {line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").open()}
+    queries = [
+        q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open()) if q["_id"] in wanted
+    ]
+    return Corpus(titles=titles, vectors=vectors, sentences=sentences, queries=queries)
+
+
+def noisy_copies(base: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
+    picks = np.arange(rows) % len(base)
+    noisy = base[picks] + rng.normal(0.0, 0.02, size=(rows, base.shape[1])).astype(np.float32)
+    return (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
+
+
+def count(engine: Engine, schema: str) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(text(f"SELECT count(*) FROM {schema}.memories")).scalar_one())
+
+
+def load(
+    engine: Engine,
+    schema: str,
+    embedder: SentenceTransformerEmbedder,
+    corpus: Corpus,
+    vectors: np.ndarray,
+    tenants: int,
+    rows: int,
+) -> None:
+    started = time.perf_counter()
+    with engine.begin() as connection:
+        connection.execute(
+            # The word index and the memories' statistics follow, by their triggers.
+            text(f"TRUNCATE {schema}.memories, {schema}.decisions, {schema}.tool_calls CASCADE")
+        )
+    drop_vector_index(engine, schema)
+    store = MemoryStore(engine, schema=schema, embedder=embedder)
+    rng = random.Random(11)
+    span = 90 * 24 * 3600
+
+    def when() -> datetime:
+        return AS_OF - timedelta(seconds=rng.randrange(span))
+
+    def tenant(i: int) -> str:
+        return TENANT if tenants == 1 else f"t{i % tenants:02d}"
+
+    for start in range(0, rows, BATCH):
+        stop = min(rows, start + BATCH)
+        store.remember_many(
+            MemoryInput(
+                text=f"{corpus.titles[i % len(corpus.titles)]} (note {i})",
+                tenant_id=tenant(i),
+                kind=KINDS[i % len(KINDS)],
+                created_at=when(),
+                embedding=vectors[i],
+            )
+            for i in range(start, stop)
+        )
+        if tenants > 1:
+            continue
+        decision_ids = store.record_decisions(
+            DecisionInput(
+                tenant_id=TENANT,
+                task_id=f"task-{i % 2000}",
+                action_type=rng.choice(("plan", "investigate", "write", "review")),
+                content=corpus.sentences[i % len(corpus.sentences)],
+                status=rng.choice(("done", "open", "failed")),
+                created_at=when(),
+            )
+            for i in range(start, stop)
+        )
+        store.record_tool_calls(
+            ToolCallInput(
+                tenant_id=TENANT,
+                decision_id=decision_ids[(i - start) % len(decision_ids)],
+                tool_name=TOOLS[i % len(TOOLS)],
+                params={
+                    "query": " ".join(corpus.titles[(i * 7) % len(corpus.titles)].split()[:4]),
+                    "limit": 10 + i % 50,
+                },
+                result=f"{i % 37} results",
+                created_at=when(),
+            )
+            for i in range(start, stop)
+        )
+        print(f"{schema}: {stop} rows per table loaded", flush=True)
+    build_vector_index(engine, schema)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        for table in (
+            "memories",
+            "decisions",
+            "tool_calls",
+            "memory_entities",
+            "episodic_vocabulary",
+            "episodic_postings",
+        ):
+            connection.execute(text(f"VACUUM ANALYZE {schema}.{table}"))
+    print(f"{schema}: loaded in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def latency(
+    store: MemoryStore,
+    queries: Sequence[str],
+    runs: int,
+    *,
+    config: RetrievalConfig | None = None,
+    access: bool = True,
+) -> dict[str, Any]:
+    per_run: list[dict[str, float]] = []
+    config = config or RetrievalConfig(record_access=False)
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        for query in queries:  # cache every query vector (and warm the connection)
+            retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+        diagnostics = []
+        for _ in range(runs):
+            times = []
+            for query in queries:
+                started = time.perf_counter()
+                response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+                times.append((time.perf_counter() - started) * 1000)
+                diagnostics.append(response.diagnostics)
+            per_run.append(percentiles(times))
+        with_access = []
+        if access:
+            recording = HybridRetriever.from_store(
+                store, config=replace(config, record_access=True)
+            )
+            for query in queries[:50]:
+                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+            for query in queries:
+                started = time.perf_counter()
+                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+                with_access.append((time.perf_counter() - started) * 1000)
+            recording.close()
+    candidates = {
+        name: statistics.mean(d.sources[name].candidates for d in diagnostics)
+        for name in ("semantic", "episodic", "documents")
+        if all(name in d.sources for d in diagnostics)
+    }
+    return {
+        "queries": len(queries),
+        "runs": per_run,
+        "p50_ms": statistics.median(r["p50"] for r in per_run),
+        "p95_ms": statistics.median(r["p95"] for r in per_run),
+        "sql_p50_ms": statistics.median(d.sql_ms for d in diagnostics),
+        "fusion_p50_ms": statistics.median(d.fusion_ms for d in diagnostics),
+        "mean_candidates": candidates,
+        "mean_results": statistics.mean(
+            sum(s.returned for s in d.sources.values()) for d in diagnostics
+        ),
+        "with_access_recording": percentiles(with_access) if with_access else None,
+    }
+
+
+def read_queries() -> list[str]:
+    wanted = {line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").open()}
+    return [
+        q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open()) if q["_id"] in wanted
+    ]
+
+
+def stored_chunks(engine: Engine) -> int:
+    with engine.connect() as connection:
+        return int(
+            connection.execute(
+                text(
+                    f"SELECT count(*) FROM {DOCUMENTS.schema}.document_chunks WHERE tenant_id = :t"
+                ),
+                {"t": TENANT},
+            ).scalar_one()
+        )
+
+
+def documents_only() -> RetrievalConfig:
+    default = RetrievalConfig(record_access=False)
+    return replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+    )
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in list(path.open())[1:]:
+        query_id, doc_id, score = line.rstrip("\n").split("\t")
+        if int(score) > 0:
+            qrels.setdefault(query_id, {})[doc_id] = int(score)
+    return qrels
+
+
+def evaluate(
+    run: Mapping[str, Ranking], qrels: Mapping[str, Mapping[str, int]]
+) -> dict[str, float]:
+    ndcg, recall10, recall100 = [], [], []
+    for query_id, relevant in qrels.items():
+        ranked = [doc for doc, _ in run.get(query_id, [])]
+        gains = [relevant.get(doc, 0) for doc in ranked[:10]]
+        dcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(gains))
+        ideal = sorted(relevant.values(), reverse=True)[:10]
+        idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
+        ndcg.append(dcg / idcg if idcg else 0.0)
+        recall10.append(len(set(ranked[:10]) & set(relevant)) / len(relevant))
+        recall100.append(len(set(ranked[:100]) & set(relevant)) / len(relevant))
+    return {
+        "ndcg@10": statistics.mean(ndcg),
+        "recall@10": statistics.mean(recall10),
+        "recall@100": statistics.mean(recall100),
+    }
+
+
+def scifact_sentences(limit: int) -> list[str]:
+    """Sentences of SciFact abstracts, as long as a decision's content usually is."""
+    sentences: list[str] = []
+    with CORPUS.open() as handle:
+        for line in handle:
+            for sentence in json.loads(line)["text"].split(". "):
+                if len(sentence) > 40:
+                    sentences.append(sentence.strip())
+                if len(sentences) == limit:
+                    return sentences
+    return sentences
+
+
+def scifact_texts(limit: int, *, long: bool) -> list[str]:
+    """Memory-sized texts (SciFact titles, about 90 characters) or long ones (whole abstracts)."""
+    texts: list[str] = []
+    with CORPUS.open() as handle:
+        for line in handle:
+            doc = json.loads(line)
+            texts.append(f"{doc['title']} {doc['text']}".strip() if long else doc["title"])
+    # Past the corpus size, vary the texts so that every one is distinct.
+    return [texts[i % len(texts)] + ("" if i < len(texts) else f" (copy {i // len(texts)})")
+            for i in range(limit)]  # fmt: skip
