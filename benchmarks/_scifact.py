@@ -309,3 +309,20 @@ def scifact_texts(limit: int, *, long: bool) -> list[str]:
     # Past the corpus size, vary the texts so that every one is distinct.
     return [texts[i % len(texts)] + ("" if i < len(texts) else f" (copy {i // len(texts)})")
             for i in range(limit)]  # fmt: skip
+
+
+def shapes() -> dict[str, RetrievalConfig]:
+    """The retriever's configs the read benchmarks time: all sources, and each database source alone
+    (access recording off)."""
+    base = RetrievalConfig(record_access=False)
+    semantic, episodic, documents = (
+        replace(base.semantic, enabled=False),
+        replace(base.episodic, enabled=False),
+        replace(base.documents, enabled=False),
+    )
+    return {
+        "all sources": base,
+        "semantic": replace(base, episodic=episodic, documents=documents),
+        "episodic": replace(base, semantic=semantic, documents=documents),
+        "documents": replace(base, semantic=semantic, episodic=episodic),
+    }

@@ -80,8 +80,16 @@ def main() -> None:
 
 def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
     """One server start with ``shared_buffers = size`` and the timed shapes."""
-    from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, documents_only, read_queries, stored_chunks
-    from read_anatomy import shapes
+    from _scifact import (
+        AS_OF,
+        DOCUMENTS,
+        ONE,
+        TENANT,
+        documents_only,
+        read_queries,
+        shapes,
+        stored_chunks,
+    )
 
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine

@@ -35,13 +35,12 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from _common import add_output, summary_ms, write_result
-from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, load_corpus, read_queries
+from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, load_corpus, read_queries, shapes
 from sqlalchemy import text
 
 from retrieval.db.embedded import start_embedded
@@ -99,35 +98,18 @@ def main() -> None:
     )
 
 
-def shapes() -> dict[str, RetrievalConfig]:
-    """The retriever's configs timed here: all sources, and each database source alone
-    (access recording off)."""
-    base = RetrievalConfig(record_access=False)
-    semantic, episodic, documents = (
-        replace(base.semantic, enabled=False),
-        replace(base.episodic, enabled=False),
-        replace(base.documents, enabled=False),
-    )
-    return {
-        "all sources": base,
-        "semantic": replace(base, episodic=episodic, documents=documents),
-        "episodic": replace(base, semantic=semantic, documents=documents),
-        "documents": replace(base, semantic=semantic, episodic=episodic),
-    }
-
-
 class _Captured:
     """A retriever whose statements are recorded (and still run) as it retrieves."""
 
     def __init__(self, store: MemoryStore, config: RetrievalConfig) -> None:
         self.retriever = HybridRetriever.from_store(store, config=config)
         connections = self.retriever._connections
-        self.run: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]] = connections.execute
+        self.run: Callable[..., list[tuple[Any, ...]]] = connections.execute
         self.statement: tuple[str, dict[str, Any]] = ("", {})
 
-        def capture(statement: str, params: Any) -> list[tuple[Any, ...]]:
+        def capture(statement: str, params: Any, **options: Any) -> list[tuple[Any, ...]]:
             self.statement = (statement, params)
-            return self.run(statement, params)
+            return self.run(statement, params, **options)
 
         connections.execute = capture  # type: ignore[method-assign]
 

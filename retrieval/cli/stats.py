@@ -4,47 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from retrieval.db.engine import stored_embedding_dim
 from retrieval.db.extensions import SCHEMA_EXTENSIONS
 from retrieval.db.migrate import MigrationSettings, current_revision
+from retrieval.db.queries import execute, quote_schema, statement
 from retrieval.db.schema import TABLES
 from retrieval.errors import translate_database_errors
-
-_EXTENSIONS = text(
-    "SELECT extname, extversion FROM pg_extension "
-    "WHERE extname = ANY(CAST(:names AS text[])) ORDER BY extname"
-)
-_INDEXES = text(
-    "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = :schema "
-    "ORDER BY tablename, indexname"
-)
-# Row counts per table and tenant. Table names come from the fixed tuple TABLES and the
-# schema is a validated identifier: identifiers cannot be bound parameters.
-_COUNT = "SELECT tenant_id, count(*) FROM {schema}.{table} GROUP BY tenant_id ORDER BY tenant_id"
-_KINDS = (
-    "SELECT tenant_id, kind, count(*) FROM {schema}.memories "
-    "GROUP BY tenant_id, kind ORDER BY tenant_id, kind"
-)
-_MODELS = (
-    "SELECT embedding_model, count(*) FROM {schema}.memories "
-    "GROUP BY embedding_model ORDER BY embedding_model"
-)
-_CACHE_BYTES = "SELECT pg_total_relation_size(CAST(:table AS regclass))"
-_HAS_TABLE = "SELECT to_regclass(:table) IS NOT NULL"
-_DOCUMENTS = """
-SELECT d.tenant_id, count(DISTINCT d.id), count(c.id),
-       (SELECT text_search_config FROM {schema}.document_corpus AS k
-        WHERE k.tenant_id = d.tenant_id)
-FROM {schema}.documents AS d
-LEFT JOIN {schema}.document_chunks AS c ON c.tenant_id = d.tenant_id AND c.document_id = d.id
-GROUP BY d.tenant_id ORDER BY d.tenant_id
-"""
-_MEMORY_BM25 = """
-SELECT k.tenant_id, k.memories, k.text_search_config FROM {schema}.memory_corpus AS k
-ORDER BY k.tenant_id
-"""
 
 
 @dataclass(frozen=True)
@@ -83,47 +50,47 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
     """Read a :class:`DatabaseOverview` of ``settings.schema``."""
     revision = current_revision(engine, settings)
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
-        version = str(connection.execute(text("SHOW server_version")).scalar())
-        installed = connection.execute(_EXTENSIONS, {"names": list(SCHEMA_EXTENSIONS)})
+        version = str(execute(connection, statement("stats.server_version")).scalar())
+        names = {"names": list(SCHEMA_EXTENSIONS)}
+        installed = execute(connection, statement("stats.extensions"), names)
         extensions = {row[0]: row[1] for row in installed}
-        indexes = [
-            IndexInfo(table=row[0], name=row[1], definition=row[2])
-            for row in connection.execute(_INDEXES, {"schema": settings.schema})
-        ]
+        found = execute(connection, statement("stats.indexes"), {"schema_name": settings.schema})
+        indexes = [IndexInfo(table=row[0], name=row[1], definition=row[2]) for row in found]
         rows: dict[str, dict[str, int]] = {}
         kinds: dict[str, dict[str, int]] = {}
         models: dict[str, int] = {}
         cache_bytes = 0
         documents: dict[str, tuple[int, int, str | None]] = {}
         memory_bm25: dict[str, tuple[int, str]] = {}
-        schema = f'"{settings.schema}"'
+        schema = settings.schema
+
+        def exists(table: str) -> bool:
+            relation = {"relation": f"{quote_schema(schema)}.{table}"}
+            return bool(execute(connection, statement("db.relation_exists"), relation).scalar())
+
         if revision is not None:
             for table in TABLES:
-                query = text(_COUNT.format(schema=schema, table=table))
-                rows[table] = {tenant: count for tenant, count in connection.execute(query)}
-            for tenant, kind, count in connection.execute(text(_KINDS.format(schema=schema))):
+                query = statement("stats.rows_per_tenant", schema, table=table)
+                rows[table] = {tenant: count for tenant, count in execute(connection, query)}
+            for tenant, kind, count in execute(connection, statement("stats.kinds", schema)):
                 kinds.setdefault(tenant, {})[kind] = count
             models = {
-                model: n for model, n in connection.execute(text(_MODELS.format(schema=schema)))
+                model: n for model, n in execute(connection, statement("stats.models", schema))
             }
-            cache_table = f"{schema}.embedding_cache"
-            cache_bytes = connection.execute(
-                text(_CACHE_BYTES), {"table": cache_table}
-            ).scalar_one()
-            if connection.execute(text(_HAS_TABLE), {"table": f"{schema}.documents"}).scalar_one():
+            cache = {"relation": f"{quote_schema(schema)}.embedding_cache"}
+            cache_bytes = execute(connection, statement("stats.relation_bytes"), cache).scalar_one()
+            if exists("documents"):
                 documents = {
                     tenant: (int(docs), int(chunks), config)
-                    for tenant, docs, chunks, config in connection.execute(
-                        text(_DOCUMENTS.format(schema=schema))
+                    for tenant, docs, chunks, config in execute(
+                        connection, statement("stats.documents", schema)
                     )
                 }
-            if connection.execute(
-                text(_HAS_TABLE), {"table": f"{schema}.memory_corpus"}
-            ).scalar_one():
+            if exists("memory_corpus"):
                 memory_bm25 = {
                     tenant: (int(count), str(config))
-                    for tenant, count, config in connection.execute(
-                        text(_MEMORY_BM25.format(schema=schema))
+                    for tenant, count, config in execute(
+                        connection, statement("stats.memory_bm25", schema)
                     )
                 }
     return DatabaseOverview(

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from retrieval.db.migrate import MigrationSettings, alembic_config, current_revision
+from retrieval.db.queries import execute, quote_schema, statement
 from retrieval.errors import translate_database_errors
 
 
@@ -53,9 +54,6 @@ class CountedLoss:
         again = f"; {self.remade}" if self.remade else ""
         return f"{self.rows:,} {self.what} (undoing revision {self.revision}{again})"
 
-
-# Identifiers and conditions come from LOSSES and a validated schema name: they cannot be bound.
-_COUNT_ROWS = "SELECT count(*) FROM {schema}.{table} WHERE {where}"
 
 # Revision -> what undoing it drops. Table and condition names are fixed here, never input.
 LOSSES: dict[str, tuple[Loss, ...]] = {
@@ -109,20 +107,19 @@ def revisions_undone(engine: Engine, settings: MigrationSettings, target: str) -
 
 def downgrade_losses(engine: Engine, settings: MigrationSettings, target: str) -> list[CountedLoss]:
     """What a downgrade to ``target`` would drop, counted now; rows of 0 are left out."""
-    schema = f'"{settings.schema}"'
+    schema = settings.schema
     counted = []
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
         for revision in revisions_undone(engine, settings, target):
             for loss in LOSSES.get(revision, ()):
-                exists = connection.execute(
-                    text("SELECT to_regclass(:table) IS NOT NULL"),
-                    {"table": f"{schema}.{loss.table}"},
+                relation = f"{quote_schema(schema)}.{loss.table}"
+                exists = execute(
+                    connection, statement("db.relation_exists"), {"relation": relation}
                 ).scalar_one()
                 if not exists:  # made and dropped by revisions above this one
                     continue
-                rows = connection.execute(
-                    text(_COUNT_ROWS.format(schema=schema, table=loss.table, where=loss.where))
-                ).scalar_one()
+                count = statement("db.count_rows", schema, table=loss.table, where=loss.where)
+                rows = execute(connection, count).scalar_one()
                 if rows:
                     counted.append(CountedLoss(revision, loss.what, int(rows), loss.remade))
     return counted

@@ -32,6 +32,7 @@ from psycopg import sql
 
 from retrieval.db.embedded_sizing import auto_shared_buffers, memory_size_kb, physical_memory
 from retrieval.db.embedded_watchdog import alive, live_members, pid_file, postmaster_pid
+from retrieval.db.queries import statement
 from retrieval.errors import EmbeddedServerError
 
 logger = logging.getLogger(__name__)
@@ -266,7 +267,7 @@ def reconnecting(data_dir: Path, shared_buffers: str | None = None) -> Any:
 def _ensure_database(server: EmbeddedServer) -> None:
     with psycopg.connect(server.libpq_dsn("postgres"), autocommit=True) as connection:
         exists = connection.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
+            statement("db.database_exists"), {"name": EMBEDDED_DATABASE}
         ).fetchone()
         if exists:
             return

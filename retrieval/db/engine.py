@@ -9,12 +9,13 @@ from typing import Any
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
+from retrieval.db.queries import execute, statement
 from retrieval.errors import (
     ConfigurationError,
     DimensionMismatchError,
@@ -70,7 +71,7 @@ def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Data
     if embedded is not None:
         event.listen(engine, "do_connect", reconnecting(embedded.data_dir, config.shared_buffers))
     with translate_database_errors(url), engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
+        execute(connection, statement("db.ping"))
     return Database(engine=engine, config=config, embedded=embedded)
 
 
@@ -121,14 +122,9 @@ def stored_embedding_dim(engine: Engine, schema: str) -> int:
     The dimension was fixed by ``RETRIEVAL_EMBEDDING_DIM`` when the schema was migrated; it is
     read back from the type modifier of ``memories.embedding``.
     """
-    query = text(
-        "SELECT a.atttypmod FROM pg_attribute a "
-        "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = :schema AND c.relname = 'memories' AND a.attname = 'embedding' "
-        "AND NOT a.attisdropped"
-    )
+    query = statement("db.embedding_dim")
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
-        dim = connection.execute(query, {"schema": schema}).scalar()
+        dim = execute(connection, query, {"schema_name": schema}).scalar()
     if dim is None:
         raise SchemaError(
             f"schema {schema!r} has no memories table in {engine.url.render_as_string()}: "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from alembic import op
-from sqlalchemy import Connection, text
+from psycopg import sql
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
+from retrieval.db.queries import execute, statement
 from retrieval.errors import ExtensionError
 
 # Every extension the migrations create: vector and pg_trgm (revision 0001), btree_gin (0009).
@@ -21,18 +23,15 @@ def ensure_extension(name: str, package: str) -> None:
     """Create extension ``name`` in the migration's database unless it exists; a clear
     :class:`ExtensionError` when the server lacks it (install ``package``) or the role may not
     create it. Runs inside a migration (Alembic's ``op``)."""
+    create = sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(name))
     if op.get_context().as_sql:  # offline (--sql): no database to ask
-        op.execute(f"CREATE EXTENSION IF NOT EXISTS {name}")
+        op.execute(create.as_string(None))
         return
     bind: Connection = op.get_bind()
-    if bind.execute(text("SELECT 1 FROM pg_extension WHERE extname = :n"), {"n": name}).scalar():
+    if execute(bind, statement("db.extension_installed"), {"name": name}).scalar():
         return
-    version = bind.execute(text("SHOW server_version")).scalar()
-    database = bind.execute(text("SELECT current_database()")).scalar()
-    role = bind.execute(text("SELECT current_user")).scalar()
-    available = bind.execute(
-        text("SELECT 1 FROM pg_available_extensions WHERE name = :n"), {"n": name}
-    ).scalar()
+    version, database, role = execute(bind, statement("db.who_and_where")).one()
+    available = execute(bind, statement("db.extension_available"), {"name": name}).scalar()
     if not available:
         raise ExtensionError(
             f"PostgreSQL {version} has no extension {name!r} installed, and retrieval needs it. "
@@ -40,7 +39,7 @@ def ensure_extension(name: str, package: str) -> None:
         )
     try:
         with bind.begin_nested():
-            bind.execute(text(f"CREATE EXTENSION IF NOT EXISTS {name}"))
+            execute(bind, create.as_string(None))
     except DBAPIError as error:
         raise ExtensionError(
             f"Extension {name!r} could not be created in database {database!r} on PostgreSQL "

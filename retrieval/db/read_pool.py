@@ -32,6 +32,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine
 
+from retrieval.db.queries import statement
 from retrieval.db.row_security import PROBE, SETTING, probe_parameters
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
@@ -41,6 +42,7 @@ _CONVERTED_LIMIT = 256  # statements kept converted per pool (the retriever has 
 DEFAULT_MAX_CONNECTIONS = 10  # open at once per pool: two cores saturate at two to four calls
 DEFAULT_WAIT_SECONDS = 30.0  # a call waits this long for a free connection
 _LONGEST_WAIT_SECONDS = 86_400.0  # a day: threading's timeouts overflow past a few years
+_SET_SESSION = statement("db.set_session")
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
@@ -165,7 +167,7 @@ class ReadConnections:
         current = self._settings_of.setdefault(connection, dict(self.settings))
         for name, value in settings.items():
             if current.get(name) != value:
-                connection.execute("SELECT set_config(%s, %s, false)", (name, value))
+                connection.execute(_SET_SESSION, {"name": name, "value": value})
                 current[name] = value
 
     def close(self) -> None:
@@ -207,7 +209,7 @@ class ReadConnections:
         proxied.detach()  # ours now: the pool neither resets nor reuses it
         connection.autocommit = True
         for name, value in self.settings:
-            connection.execute("SELECT set_config(%s, %s, false)", (name, value))
+            connection.execute(_SET_SESSION, {"name": name, "value": value})
         if self.schema is not None:
             probe = connection.execute(PROBE, probe_parameters(self.schema)).fetchone()
             self._bound[connection] = bool(probe and probe[0])

@@ -21,21 +21,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
+
+from retrieval.db.queries import blocks, execute, quote_schema, statement
 
 SETTING = "retrieval.tenant_id"
 
-# One round trip: NULL (no such table yet, before the migrations) counts as not bound. In the
-# driver's placeholder style, so the retriever's own psycopg connections send it as it is.
-PROBE = "SELECT COALESCE(row_security_active(to_regclass(%(table)s)), false)"
-_SET_LOCAL = text(f"SELECT set_config('{SETTING}', :tenant, true)")
-_STAGED_TENANTS = "SELECT DISTINCT tenant_id FROM pg_temp.{staging}"
+# One round trip, sent as it is by SQLAlchemy's connections and the retriever's own.
+PROBE = blocks("db")["row_security_active"]
 _INFO_KEY = "retrieval_row_security"
 
 
 def probe_parameters(schema: str) -> dict[str, str]:
     """The parameters of :data:`PROBE` for ``schema`` (its memories table stands for all)."""
-    return {"table": f'"{schema}".memories'}
+    return {"relation": f"{quote_schema(schema)}.memories"}
 
 
 def row_security_active(connection: Connection, schema: str) -> bool:
@@ -52,7 +51,7 @@ def bind_tenant(connection: Connection, schema: str, tenant_id: str) -> None:
     """Name ``tenant_id`` to the policies for the rest of the transaction, on a bound
     connection; nothing on an unbound one."""
     if row_security_active(connection, schema):
-        connection.execute(_SET_LOCAL, {"tenant": tenant_id})
+        execute(connection, blocks("db")["set_tenant"], {"tenant": tenant_id})
 
 
 def insert_each_tenant(
@@ -63,15 +62,15 @@ def insert_each_tenant(
     params: Mapping[str, Any] | None = None,
 ) -> int:
     """Run ``insert`` (an ``INSERT ... SELECT`` from ``pg_temp.<staging>`` limited by a
-    ``:tenant`` condition, with ``params`` besides) once per tenant of the staged rows, each
+    ``%(tenant)s`` condition, with ``params`` besides) once per tenant of the staged rows, each
     named to the policies first; return the rows inserted. ``staging`` is a fixed name of the
     library's."""
-    tenants = connection.execute(text(_STAGED_TENANTS.format(staging=staging))).scalars().all()
-    statement = text(insert)
+    staged = statement("db.staged_tenants", schema, staging=staging)
+    tenants = execute(connection, staged).scalars().all()
     inserted = 0
     for tenant in tenants:
         bind_tenant(connection, schema, tenant)
-        inserted += connection.execute(statement, {**(params or {}), "tenant": tenant}).rowcount
+        inserted += execute(connection, insert, {**(params or {}), "tenant": tenant}).rowcount
     return inserted
 
 
@@ -97,13 +96,8 @@ def grant_application_role(connection: Connection, schema: str, role: str) -> No
     will bind it (it must not be a superuser, have ``BYPASSRLS`` or own the tables)."""
     from retrieval.errors import ConfigurationError
 
-    found = connection.execute(
-        text(
-            "SELECT r.rolsuper, r.rolbypassrls, r.rolname = t.tableowner "
-            "FROM pg_roles AS r, pg_tables AS t "
-            "WHERE r.rolname = :role AND t.schemaname = :schema AND t.tablename = 'memories'"
-        ),
-        {"role": role, "schema": schema},
+    found = execute(
+        connection, statement("db.role_binding", schema), {"role": role, "schema_name": schema}
     ).one_or_none()
     if found is None:
         raise ConfigurationError(
@@ -117,5 +111,5 @@ def grant_application_role(connection: Connection, schema: str, role: str) -> No
             f"role {role!r} is {why}: row-level security would not bind it; give the "
             "application a role of its own (CREATE ROLE app LOGIN PASSWORD '...')"
         )
-    for statement in grant_statements(schema, role):
-        connection.execute(text(statement))
+    for grant in grant_statements(schema, role):
+        execute(connection, grant)

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
+
+from retrieval.db.queries import execute, statement
 
 # The first key of pg_advisory_xact_lock(int4, int4): this lock's own namespace.
 _NAMESPACE = 0x52545653  # "RTVS"
-_LOCK = text(
-    "SELECT pg_advisory_xact_lock(:namespace, hashtext(:schema || ':' || tenant)) "
-    "FROM unnest(CAST(:tenants AS text[])) AS tenant ORDER BY tenant"
-)
 
 
 def lock_term_statistics(connection: Connection, schema: str, tenants: Iterable[str]) -> None:
     """Wait for, then hold until the transaction ends, the statistics lock of each tenant (in
     name order, so that writers of several tenants cannot deadlock either)."""
-    connection.execute(
-        _LOCK,
-        {"namespace": _NAMESPACE, "schema": schema, "tenants": sorted(set(tenants))},
+    execute(
+        connection,
+        statement("db.lock_term_statistics", schema),
+        {"namespace": _NAMESPACE, "schema_name": schema, "tenants": sorted(set(tenants))},
     ).all()

@@ -20,10 +20,11 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from retrieval.db.config import DEFAULT_TEXT_SEARCH_CONFIG
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
+from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.errors import ValidationError, translate_database_errors
@@ -36,102 +37,6 @@ from retrieval.memory.validation import (
     json_text_problem,
 )
 from retrieval.search import scoring
-
-_FIND = (
-    'SELECT id, content_sha256 FROM "{s}".documents '
-    "WHERE tenant_id = :tenant_id AND doc_id = :doc_id FOR UPDATE"
-)
-_CORPUS_CONFIG = (
-    'SELECT text_search_config FROM "{s}".document_corpus WHERE tenant_id = :tenant_id FOR UPDATE'
-)
-_TERM_COUNTS = """
-SELECT t.position, COALESCE(sum(cardinality(u.positions)), 0)::int
-FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS t(body, position)
-LEFT JOIN LATERAL unnest(to_tsvector(CAST(:config AS regconfig), t.body)) AS u ON true
-GROUP BY t.position ORDER BY t.position
-"""
-_POSTINGS = """
-INSERT INTO "{s}".document_terms (tenant_id, term, chunk_id, term_frequency, chunk_length)
-SELECT c.tenant_id, u.lexeme, c.id, cardinality(u.positions), c.term_count
-FROM "{s}".document_chunks AS c,
-     unnest(to_tsvector(CAST(:config AS regconfig), c.content)) AS u
-WHERE c.tenant_id = :tenant_id AND c.document_id = :document_id
-"""
-# Terms in sorted order: concurrent writers lock the same rows in the same order (no deadlock).
-_ADD_STATS = """
-INSERT INTO "{s}".document_term_stats AS s (tenant_id, term, document_frequency)
-SELECT tenant_id, term, count(*) FROM "{s}".document_terms
-WHERE tenant_id = :tenant_id AND chunk_id IN (
-    SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id AND document_id = :document_id
-)
-GROUP BY tenant_id, term ORDER BY term
-ON CONFLICT (tenant_id, term)
-DO UPDATE SET document_frequency = s.document_frequency + excluded.document_frequency
-"""
-_ADD_CORPUS = """
-INSERT INTO "{s}".document_corpus AS c (tenant_id, text_search_config, chunks, total_terms)
-VALUES (:tenant_id, :config, :chunks, :terms)
-ON CONFLICT (tenant_id)
-DO UPDATE SET chunks = c.chunks + excluded.chunks,
-              total_terms = c.total_terms + excluded.total_terms
-"""
-_OLD_TERMS = """
-SELECT term, count(*)::int FROM "{s}".document_terms
-WHERE tenant_id = :tenant_id AND chunk_id IN (
-    SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id AND document_id = :document_id
-)
-GROUP BY term ORDER BY term
-"""
-_OLD_SIZE = """
-SELECT count(*), COALESCE(sum(term_count), 0) FROM "{s}".document_chunks
-WHERE tenant_id = :tenant_id AND document_id = :document_id
-"""
-_TAKE_BACK_STATS = """
-WITH old AS (
-    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:counts AS int[])) AS o(term, n)
-), gone AS (
-    DELETE FROM "{s}".document_term_stats AS s USING old
-    WHERE s.tenant_id = :tenant_id AND s.term = old.term AND s.document_frequency <= old.n
-)
-UPDATE "{s}".document_term_stats AS s SET document_frequency = s.document_frequency - old.n
-FROM old WHERE s.tenant_id = :tenant_id AND s.term = old.term AND s.document_frequency > old.n
-"""
-_TAKE_BACK_CORPUS = """
-UPDATE "{s}".document_corpus SET chunks = chunks - :chunks, total_terms = total_terms - :terms
-WHERE tenant_id = :tenant_id
-"""
-_DELETE = 'DELETE FROM "{s}".documents WHERE tenant_id = :tenant_id AND id = :document_id'
-_BM25 = """
-WITH query_terms AS (
-    SELECT DISTINCT lexeme AS term
-    FROM unnest(to_tsvector(CAST(:config AS regconfig), :query))
-), corpus AS (
-    SELECT chunks::float8 AS n, total_terms::float8 / NULLIF(chunks, 0) AS average_length
-    FROM "{s}".document_corpus WHERE tenant_id = :tenant_id
-), weighted AS (
-    SELECT q.term, ln(1.0 + (c.n - s.document_frequency + 0.5) / (s.document_frequency + 0.5))
-               AS idf
-    FROM query_terms AS q
-    JOIN "{s}".document_term_stats AS s ON s.tenant_id = :tenant_id AND s.term = q.term
-    CROSS JOIN corpus AS c
-)
-SELECT p.chunk_id,
-       sum(w.idf * p.term_frequency * (:k1 + 1.0)
-           / (p.term_frequency + :k1 * (1.0 - :b + :b * p.chunk_length / c.average_length)))
-           AS bm25
-FROM weighted AS w
-JOIN "{s}".document_terms AS p ON p.tenant_id = :tenant_id AND p.term = w.term
-CROSS JOIN corpus AS c
-GROUP BY p.chunk_id
-ORDER BY bm25 DESC, p.chunk_id
-LIMIT :limit
-"""
-
-_DENSE = """
-SELECT id, embedding <-> CAST(:vector AS vector) AS distance
-FROM "{s}".document_chunks WHERE tenant_id = :tenant_id
-ORDER BY distance LIMIT :limit
-"""
 
 _CHUNK_COLUMNS = (
     ("tenant_id", "text"),
@@ -229,8 +134,10 @@ class DocumentStore:
             bind_tenant(connection, self.schema, document.tenant_id)
             lock_term_statistics(connection, self.schema, [document.tenant_id])
             self._check_config(connection, document.tenant_id)
-            found = connection.execute(
-                self._sql(_FIND), {"tenant_id": document.tenant_id, "doc_id": document.doc_id}
+            found = execute(
+                connection,
+                self._sql("find"),
+                {"tenant_id": document.tenant_id, "doc_id": document.doc_id},
             ).one_or_none()
             if found is not None and bytes(found.content_sha256) == digest:
                 return DocumentWrite(
@@ -249,8 +156,8 @@ class DocumentStore:
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
             lock_term_statistics(connection, self.schema, [tenant_id])
-            found = connection.execute(
-                self._sql(_FIND), {"tenant_id": tenant_id, "doc_id": doc_id}
+            found = execute(
+                connection, self._sql("find"), {"tenant_id": tenant_id, "doc_id": doc_id}
             ).one_or_none()
             if found is None:
                 return False
@@ -288,7 +195,7 @@ class DocumentStore:
         }
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
             bind_tenant(connection, self.schema, tenant_id)
-            rows = connection.execute(self._sql(_BM25), params).all()
+            rows = execute(connection, self._sql("bm25"), params).all()
         return [(int(row.chunk_id), float(row.bm25)) for row in rows]
 
     def dense(self, query: str, *, tenant_id: str, limit: int = 100) -> list[tuple[int, float]]:
@@ -302,12 +209,12 @@ class DocumentStore:
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
             vector = self.memories.cache.embed(connection, tenant_id, [query], store=False)[0]
-            connection.execute(
-                text("SELECT set_config('hnsw.ef_search', :n, true)"), {"n": str(max(limit, 40))}
-            )
-            connection.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-            rows = connection.execute(
-                self._sql(_DENSE),
+            ef_search = {"ef_search": str(max(limit, 40))}
+            execute(connection, self._sql("ef_search"), ef_search)
+            execute(connection, self._sql("iterative_scan"))
+            rows = execute(
+                connection,
+                self._sql("dense"),
                 {"vector": str(vector.tolist()), "tenant_id": tenant_id, "limit": limit},
             ).all()
         return sorted(((int(r.id), float(r.distance)) for r in rows), key=lambda r: (r[1], r[0]))
@@ -320,8 +227,10 @@ class DocumentStore:
         vectors = self._vectors(connection, tenant, document.chunks)
         counts = [
             int(count)
-            for _, count in connection.execute(
-                text(_TERM_COUNTS), {"texts": texts, "config": self.text_search_config}
+            for _, count in execute(
+                connection,
+                self._sql("term_counts"),
+                {"texts": texts, "config": self.text_search_config},
             )
         ]
         now, (document_id,) = reserve_ids(connection, self.schema, "documents", 1)
@@ -366,10 +275,11 @@ class DocumentStore:
             rows,
         )
         keys = {"tenant_id": tenant, "document_id": document_id}
-        connection.execute(self._sql(_POSTINGS), {**keys, "config": self.text_search_config})
-        connection.execute(self._sql(_ADD_STATS), keys)
-        connection.execute(
-            self._sql(_ADD_CORPUS),
+        execute(connection, self._sql("postings"), {**keys, "config": self.text_search_config})
+        execute(connection, self._sql("add_term_stats"), keys)
+        execute(
+            connection,
+            self._sql("add_corpus"),
             {
                 "tenant_id": tenant,
                 "config": self.text_search_config,
@@ -395,24 +305,27 @@ class DocumentStore:
 
     def _remove(self, connection: Connection, tenant_id: str, document_id: int) -> None:
         keys = {"tenant_id": tenant_id, "document_id": document_id}
-        old = connection.execute(self._sql(_OLD_TERMS), keys).all()
-        chunks, terms = connection.execute(self._sql(_OLD_SIZE), keys).one()
-        connection.execute(
-            self._sql(_TAKE_BACK_STATS),
+        old = execute(connection, self._sql("old_terms"), keys).all()
+        chunks, terms = execute(connection, self._sql("old_size"), keys).one()
+        execute(
+            connection,
+            self._sql("take_back_term_stats"),
             {
                 "tenant_id": tenant_id,
                 "terms": [row[0] for row in old],
                 "counts": [row[1] for row in old],
             },
         )
-        connection.execute(
-            self._sql(_TAKE_BACK_CORPUS), {"tenant_id": tenant_id, "chunks": chunks, "terms": terms}
+        execute(
+            connection,
+            self._sql("take_back_corpus"),
+            {"tenant_id": tenant_id, "chunks": chunks, "terms": terms},
         )
-        connection.execute(self._sql(_DELETE), keys)  # chunks and postings cascade
+        execute(connection, self._sql("delete"), keys)  # chunks and postings cascade
 
     def _check_config(self, connection: Connection, tenant_id: str) -> None:
-        stored = connection.execute(
-            self._sql(_CORPUS_CONFIG), {"tenant_id": tenant_id}
+        stored = execute(
+            connection, self._sql("corpus_config"), {"tenant_id": tenant_id}
         ).scalar_one_or_none()
         if stored is not None and stored != self.text_search_config:
             raise ValidationError(
@@ -425,17 +338,15 @@ class DocumentStore:
     def _chunk_ids(
         self, connection: Connection, tenant_id: str, document_id: int
     ) -> tuple[int, ...]:
-        rows = connection.execute(
-            self._sql(
-                'SELECT id FROM "{s}".document_chunks WHERE tenant_id = :tenant_id '
-                "AND document_id = :document_id ORDER BY chunk_index"
-            ),
+        rows = execute(
+            connection,
+            self._sql("chunk_ids"),
             {"tenant_id": tenant_id, "document_id": document_id},
         )
         return tuple(int(row[0]) for row in rows)
 
-    def _sql(self, statement: str) -> Any:
-        return text(statement.format(s=self.schema))
+    def _sql(self, name: str) -> str:
+        return statement(f"documents.{name}", self.schema)
 
 
 def content_digest(document: DocumentInput) -> bytes:

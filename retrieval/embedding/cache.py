@@ -16,39 +16,36 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine
 
 from retrieval.db.copy_rows import copy_rows, decode_vector, encode_vectors
+from retrieval.db.engine import check_embedding_dim
+from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant, insert_each_tenant, row_security_active
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import EmbeddingError
 
-# vector_send gives the binary encoding: decoding it is ~50x faster than parsing the text form.
-# Sent on the driver connection with the keys as a binary bytea[] (%b) and results in binary:
-# for 20,000 keys, text would hex-escape each key and each vector on the way.
-_LOOKUP = (
-    "SELECT key, vector_send(embedding) FROM {schema}.embedding_cache "
-    "WHERE tenant_id = %s AND key = ANY(%b)"
-)
-# Which keys the table holds, for a writer that copies their vectors inside PostgreSQL.
-_STORED_KEYS = "SELECT key FROM {schema}.embedding_cache WHERE tenant_id = %s AND key = ANY(%b)"
-# New vectors go through a per-connection staging table filled by binary COPY (no text
-# encoding of vectors), then into the cache with ON CONFLICT DO NOTHING, which keeps concurrent
-# writers of the same texts safe; in key order, so that two writers of overlapping texts wait
-# for each other in one order instead of deadlocking.
-_CREATE_STAGING = (
-    "CREATE TEMP TABLE IF NOT EXISTS retrieval_cache_staging "
-    "(tenant_id text, key bytea, embedding vector) ON COMMIT DELETE ROWS"
-)
-_INSERT = (
-    "INSERT INTO {schema}.embedding_cache (tenant_id, key, model_id, embedding) "
-    "SELECT tenant_id, key, :model_id, embedding FROM pg_temp.retrieval_cache_staging "
-    "{where} ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING"
-)
-_CLEAR_STAGING = "DELETE FROM pg_temp.retrieval_cache_staging"
 _STAGING = "retrieval_cache_staging"
 
 Entry = tuple[str, bytes]  # (tenant_id, cache key)
+
+
+class DimensionCheck:
+    """Refuses, once, an embedder whose dimension is not the one the database stores: a
+    cache's ``before_model_call``, so a batch served wholly from the cache never loads the
+    model."""
+
+    def __init__(self, engine: Engine, schema: str, embedder: Embedder) -> None:
+        self._engine = engine
+        self._schema = schema
+        self._embedder = embedder
+        self._done = False
+
+    def __call__(self) -> None:
+        if not self._done:
+            embedder = self._embedder
+            check_embedding_dim(self._engine, self._schema, embedder.model_id, embedder.dim)
+            self._done = True
 
 
 def cache_key(model_id: str, content: str) -> bytes:
@@ -116,13 +113,13 @@ class EmbeddingCache:
         # batch served wholly from the cache never loads the model.
         self._before_model_call = before_model_call
         self.stats = CacheStats()
-        self._lookup = _LOOKUP.format(schema=f'"{schema}"')
-        self._stored_keys = _STORED_KEYS.format(schema=f'"{schema}"')
+        self._lookup = statement("embedding.lookup", schema)
+        self._stored_keys = statement("embedding.stored_keys", schema)
         self.schema = schema
-        self._insert = text(_INSERT.format(schema=f'"{schema}"', where=""))
+        self._insert = statement("embedding.insert", schema, where="")
         # Under row-level security, one tenant's rows at a time (retrieval.db.row_security).
-        self._insert_tenant = _INSERT.format(
-            schema=f'"{schema}"', where="WHERE tenant_id = :tenant"
+        self._insert_tenant = statement(
+            "embedding.insert", schema, where="WHERE tenant_id = %(tenant)s"
         )
         self._lru: OrderedDict[Entry, Vectors] = OrderedDict()
         self._lru_entries = lru_entries
@@ -184,10 +181,12 @@ class EmbeddingCache:
             for tenant, keys in wanted.items():
                 bind_tenant(connection, self.schema, tenant)
                 if read_stored:
-                    rows = cursor.execute(self._lookup, (tenant, keys)).fetchall()
+                    found_rows = {"tenant_id": tenant, "keys": keys}
+                    rows = cursor.execute(self._lookup, found_rows).fetchall()
                     from_table.update(((tenant, key), decode_vector(blob)) for key, blob in rows)
                 else:
-                    rows = cursor.execute(self._stored_keys, (tenant, keys)).fetchall()
+                    wanted_keys = {"tenant_id": tenant, "keys": keys}
+                    rows = cursor.execute(self._stored_keys, wanted_keys).fetchall()
                     stored.update((tenant, key) for (key,) in rows)
         self.stats.database_hits += sum(
             1 for entry in entries if entry in from_table or entry in stored
@@ -204,7 +203,7 @@ class EmbeddingCache:
         )
 
     def prepare_model(self) -> None:
-        """Run the pre-model check (the store's dimension check) once the model is needed."""
+        """Run the check due before the model's first call (a :class:`DimensionCheck`)."""
         if self._before_model_call is not None:
             self._before_model_call()
 
@@ -232,7 +231,7 @@ class EmbeddingCache:
         """Insert the plan's new vectors (binary COPY to a staging table, then ON CONFLICT)."""
         if not plan.new:
             return
-        connection.execute(text(_CREATE_STAGING))
+        execute(connection, statement("embedding.create_staging", self.schema))
         blobs = encode_vectors(np.stack([vector for _, vector in plan.new]))
         rows = (
             (tenant, key, blob) for ((tenant, key), _), blob in zip(plan.new, blobs, strict=True)
@@ -250,8 +249,8 @@ class EmbeddingCache:
             model = {"model_id": self.embedder.model_id}
             insert_each_tenant(connection, self.schema, _STAGING, self._insert_tenant, model)
         else:
-            connection.execute(self._insert, {"model_id": self.embedder.model_id})
-        connection.execute(text(_CLEAR_STAGING))
+            execute(connection, self._insert, {"model_id": self.embedder.model_id})
+        execute(connection, statement("embedding.clear_staging", self.schema))
         plan.new.clear()
 
     def forget_tenant(self, tenant_id: str) -> None:

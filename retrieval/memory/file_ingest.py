@@ -25,8 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
-
+from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant, row_security_active
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.get_and_forget import Lookup
@@ -47,14 +46,6 @@ _JSON_FIELDS = ("metadata", "params")
 _MESSAGE_FIELDS = frozenset(
     {"speaker", "text", "time", "created_at", "session", "position", "tenant_id", "metadata"}
 )
-# {s}: the validated, quoted schema name.
-_NEXT_POSITIONS = """
-SELECT tenant_id, thread_id, max(position) + 1 FROM {s}.memories
-WHERE (tenant_id, thread_id) IN (
-    SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:threads AS text[]))
-)
-GROUP BY tenant_id, thread_id
-"""
 _DEFAULT_BATCH_SIZE = 1000
 
 Valid = ValidMemory | ValidDecision | ValidToolCall
@@ -364,7 +355,7 @@ def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
     )
     if not threads:
         return records
-    statement = text(_NEXT_POSITIONS.format(s=f'"{store.schema}"'))
+    next_positions = statement("memory.next_positions", store.schema)
     following: dict[tuple[str, str], int] = {}
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
         # One query; one per tenant where row-level security binds the role to one at a time.
@@ -373,8 +364,10 @@ def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
             groups = [[p for p in threads if p[0] == t] for t in sorted({t for t, _ in threads})]
         for group in groups:
             bind_tenant(connection, store.schema, group[0][0])
-            rows = connection.execute(
-                statement, {"tenants": [t for t, _ in group], "threads": [h for _, h in group]}
+            rows = execute(
+                connection,
+                next_positions,
+                {"tenants": [t for t, _ in group], "threads": [h for _, h in group]},
             )
             following.update(((t, h), int(position)) for t, h, position in rows)
     numbered = []

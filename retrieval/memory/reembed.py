@@ -15,30 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgvector import Vector
-from sqlalchemy import text
 
+from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import translate_database_errors
 from retrieval.memory.store import MemoryStore
-
-_PENDING = """
-SELECT count(*) FROM {s}.memories
-WHERE embedding_model <> :model AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = :tenant_id)
-"""
-_NEXT_BATCH = """
-SELECT tenant_id, id, content FROM {s}.memories
-WHERE embedding_model <> :model AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = :tenant_id)
-  AND (tenant_id, id) > (:after_tenant, :after_id)
-ORDER BY tenant_id, id
-LIMIT :limit
-FOR UPDATE SKIP LOCKED
-"""
-_UPDATE = """
-UPDATE {s}.memories AS m
-SET embedding = u.embedding, embedding_model = :model
-FROM unnest(CAST(:ids AS bigint[]), CAST(:embeddings AS vector[])) AS u(id, embedding)
-WHERE m.tenant_id = :tenant_id AND m.id = u.id
-"""
 
 
 @dataclass(frozen=True)
@@ -54,12 +35,12 @@ class ReembedSummary:
 
 def pending(store: MemoryStore, tenant_id: str | None = None) -> int:
     """Memories (of ``tenant_id``, or all) not yet embedded by the store's model."""
-    query = text(_PENDING.format(s=f'"{store.schema}"'))
+    query = statement("memory.reembed_pending", store.schema)
     params = {"model": store.embedder.model_id, "tenant_id": tenant_id}
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
         if tenant_id is not None:
             bind_tenant(connection, store.schema, tenant_id)
-        return int(connection.execute(query, params).scalar_one())
+        return int(execute(connection, query, params).scalar_one())
 
 
 def reembed(
@@ -71,9 +52,8 @@ def reembed(
 ) -> ReembedSummary:
     """Re-embed every memory made by another model than ``store.embedder``."""
     store.check_embedder()
-    schema = f'"{store.schema}"'
-    next_batch = text(_NEXT_BATCH.format(s=schema))
-    update = text(_UPDATE.format(s=schema))
+    next_batch = statement("memory.reembed_next_batch", store.schema)
+    update = statement("memory.reembed_update", store.schema)
     model_id = store.embedder.model_id
     began = time.perf_counter()
     stats_before = (store.cache_stats.embedded, store.cache_stats.hits)
@@ -83,7 +63,8 @@ def reembed(
         with store.batch() as batch:
             if tenant_id is not None:  # a role bound by row-level security sees this tenant
                 bind_tenant(batch.connection, store.schema, tenant_id)
-            rows = batch.connection.execute(
+            rows = execute(
+                batch.connection,
                 next_batch,
                 {
                     "model": model_id,
@@ -103,7 +84,8 @@ def reembed(
                     batch.connection, row_tenant, [content for _, content in items]
                 )
                 bind_tenant(batch.connection, store.schema, row_tenant)
-                batch.connection.execute(
+                execute(
+                    batch.connection,
                     update,
                     {
                         "model": model_id,

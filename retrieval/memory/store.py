@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from retrieval.db.config import require_schema
-from retrieval.db.engine import Database, check_embedding_dim, stored_embedding_dim
-from retrieval.embedding.cache import CacheStats, EmbeddingCache
+from retrieval.db.engine import Database, stored_embedding_dim
+from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
@@ -75,7 +75,7 @@ class MemoryStore:
             self.embedder,
             schema,
             lru_entries=self.config.cache_entries,
-            before_model_call=self.check_embedder,
+            before_model_call=DimensionCheck(engine, self.schema, self.embedder),
         )
         self._limits = Limits(
             max_text_chars=self.config.max_text_chars,
@@ -84,7 +84,6 @@ class MemoryStore:
         )
         self._lookup = Lookup(schema)
         self._writer = Writer(schema, self.cache, self._lookup)
-        self._embedder_checked = False
 
     @classmethod
     def from_database(
@@ -151,9 +150,7 @@ class MemoryStore:
 
     def check_embedder(self) -> None:
         """Load the embedder and refuse it if its dimension is not the database's."""
-        if not self._embedder_checked:
-            check_embedding_dim(self.engine, self.schema, self.embedder.model_id, self.embedder.dim)
-            self._embedder_checked = True
+        self.cache.prepare_model()
 
     # -- decisions and tool calls -----------------------------------------------------------
 

@@ -14,12 +14,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from retrieval.db.queries import statement
 
-_UPDATE = (
-    'UPDATE "{schema}".memories SET access_count = access_count + 1, last_accessed_at = now() '
-    "WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])"
-)
+logger = logging.getLogger(__name__)
 
 Execute = Callable[[str, dict[str, Any]], object]
 
@@ -28,7 +25,7 @@ class AccessRecorder:
     """Writes the access counts of returned memories back through ``execute``."""
 
     def __init__(self, schema: str, execute: Execute, *, background: bool = True) -> None:
-        self._update = _UPDATE.format(schema=schema)
+        self._update = statement("search.record_access", schema)
         self._execute = execute
         self._background = background
         self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import typing
 from collections.abc import Mapping
@@ -17,7 +18,6 @@ from retrieval.db.config import (
     require_text_search_config,
 )
 from retrieval.errors import ConfigurationError
-from retrieval.search.query import load_expansions
 from retrieval.search.scoring import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
@@ -137,6 +137,22 @@ DEFAULT_MODES: Mapping[str, Mode] = MappingProxyType(
         ),
     }
 )
+
+
+def load_expansions(path: Path) -> dict[str, str]:
+    """An expansion map from a JSON object of strings (``{"UAV": "unmanned aerial vehicle"}``),
+    for :attr:`RetrievalConfig.query_expansions` (see :mod:`retrieval.search.query`)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigurationError(f"cannot read the expansion map {path}: {error}") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ConfigurationError(
+            f'{path} must hold a JSON object of strings, like {{"UAV": "unmanned aerial vehicle"}}'
+        )
+    return dict(data)
 
 
 def _expansions(raw: str) -> dict[str, str]:

@@ -16,28 +16,17 @@ from dataclasses import replace
 from datetime import UTC
 from typing import Any
 
+from retrieval.db.queries import statement
 from retrieval.search.results import RetrievalResult
 
 MAX_NEIGHBORS = 20
-
-# {s}: the validated, quoted schema name.
-_NEIGHBORS = """
-SELECT h.hit_id, m.id, m.content, m.kind, m.position, m.created_at, m.metadata::text
-FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
-     AS h(hit_id, thread_id, position)
-JOIN {s}.memories AS m
-  ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
-     AND m.position BETWEEN h.position - %(neighbors)s AND h.position + %(neighbors)s
-     AND m.id <> h.hit_id
-ORDER BY h.hit_id, m.position, m.id
-"""
 
 Execute = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
 
 
 def neighbors_statement(schema: str) -> str:
     """The statement of :func:`with_neighbors` for ``schema``."""
-    return _NEIGHBORS.format(s=f'"{schema}"')
+    return statement("search.neighbors", schema)
 
 
 def with_neighbors(

@@ -1,20 +1,52 @@
-"""Query preprocessing for the lexical channels: whitespace clean-up and an expansion map.
+"""The query, prepared once for every channel of a call.
 
-``expand("UAV crash", {"UAV": "unmanned aerial vehicle"})`` gives
-``"UAV crash unmanned aerial vehicle"``: each key found in the query as a whole word
-(case-insensitive) adds its expansion once, so BM25 (and the keywords of the episodic source
-and the working state) also find the texts that spell the term out. The vector channels get
-the query as the caller wrote it.
+The vector channels read the query as the caller wrote it (its vector is looked up in the
+embedding cache under that text). The lexical channels read it cleaned and expanded:
+``expand("UAV crash", {"UAV": "unmanned aerial vehicle"})`` gives ``"UAV crash unmanned
+aerial vehicle"`` (each key found in the query as a whole word, case-insensitive, adds its
+expansion once), so BM25 and the keywords of the episodic source and the working state also
+find the texts that spell the term out. The keywords are the expanded query's distinct words
+of at least ``keyword_min_length`` letters, stop words left out.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 
-from retrieval.errors import ConfigurationError
+from retrieval.errors import ValidationError
+from retrieval.memory.validation import check_storable
+from retrieval.search import scoring
+from retrieval.search.config import RetrievalConfig
+
+
+@dataclass(frozen=True)
+class PreparedQuery:
+    """``text`` as written; ``lexical``, cleaned and with its expansions; its ``keywords``."""
+
+    text: str
+    lexical: str
+    keywords: tuple[str, ...]
+
+    @property
+    def cleaned(self) -> str:
+        """The text with runs of whitespace made single spaces (the lexical match reads it)."""
+        return clean(self.text)
+
+
+def prepare_query(query: object, config: RetrievalConfig) -> PreparedQuery:
+    """Check ``query`` and prepare it for every channel (a clear error for an empty one)."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError(
+            f"query is empty ({query!r}): give the text to find context for", field="query"
+        )
+    check_storable("query", query)
+    lexical = expand(query, config.query_expansions)
+    keywords = scoring.extract_keywords(
+        lexical, min_length=config.keyword_min_length, stop_words=config.stop_words
+    )
+    return PreparedQuery(text=query, lexical=lexical, keywords=keywords)
 
 
 def clean(query: str) -> str:
@@ -31,18 +63,3 @@ def expand(query: str, expansions: Mapping[str, str]) -> str:
         if re.search(rf"(?<!\w){re.escape(key)}(?!\w)", text, flags=re.IGNORECASE)
     ]
     return " ".join([text, *dict.fromkeys(added)]) if added else text
-
-
-def load_expansions(path: Path) -> dict[str, str]:
-    """An expansion map from a JSON object of strings (``{"UAV": "unmanned aerial vehicle"}``)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigurationError(f"cannot read the expansion map {path}: {error}") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in data.items()
-    ):
-        raise ConfigurationError(
-            f'{path} must hold a JSON object of strings, like {{"UAV": "unmanned aerial vehicle"}}'
-        )
-    return dict(data)

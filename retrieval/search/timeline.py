@@ -11,39 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
+from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.validation import aware_datetime, check_storable, check_tenant
-
-_BRANCH_WINDOW = (
-    "tenant_id = :tenant_id AND (CAST(:since AS timestamptz) IS NULL OR created_at >= :since) "
-    "AND (CAST(:until AS timestamptz) IS NULL OR created_at < :until)"
-)
-_TIMELINE = """
-(SELECT 'semantic' AS source, 'memory' AS item, id, kind, content, created_at,
-        jsonb_build_object('metadata', metadata, 'importance', importance) AS details
- FROM "{schema}".memories
- WHERE {window} AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
- ORDER BY created_at DESC, id DESC LIMIT :limit)
-UNION ALL
-(SELECT 'episodic', 'decision', id, 'decision', content, created_at,
-        jsonb_build_object('task_id', task_id, 'action_type', action_type, 'status', status)
- FROM "{schema}".decisions
- WHERE {window} AND (CAST(:kinds AS text[]) IS NULL OR 'decision' = ANY(CAST(:kinds AS text[])))
- ORDER BY created_at DESC, id DESC LIMIT :limit)
-UNION ALL
-(SELECT 'episodic', 'tool_call', id, 'tool_call',
-        tool_name || ' ' || params::text || COALESCE(' -> ' || result, ''), created_at,
-        jsonb_build_object('tool_name', tool_name, 'params', params, 'result', result,
-                           'decision_id', decision_id)
- FROM "{schema}".tool_calls
- WHERE {window} AND (CAST(:kinds AS text[]) IS NULL OR 'tool_call' = ANY(CAST(:kinds AS text[])))
- ORDER BY created_at DESC, id DESC LIMIT :limit)
-ORDER BY created_at DESC, item, id DESC
-LIMIT :limit
-"""
 
 
 @dataclass(frozen=True)
@@ -81,7 +54,8 @@ def timeline(
     check_tenant(tenant_id)
     for kind in kinds or ():
         check_storable("kinds", kind)
-    statement = text(_TIMELINE.format(schema=schema, window=_BRANCH_WINDOW))
+    window = blocks("search")["timeline_window"].strip()
+    query = statement("search.timeline", schema, window=window)
     params = {
         "tenant_id": tenant_id,
         "since": since,
@@ -91,5 +65,5 @@ def timeline(
     }
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
         bind_tenant(connection, schema, tenant_id)
-        rows = connection.execute(statement, params).all()
+        rows = execute(connection, query, params).all()
     return [TimelineEvent(*row) for row in rows]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.processes import read_line
 
 pytestmark = pytest.mark.slow
 
@@ -69,14 +70,7 @@ class Worker:
         assert self.process.wait(TIMEOUT) == 0, self.process.stderr and self.process.stderr.read()
 
     def _read(self) -> str:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], TIMEOUT)
-        line = self.process.stdout.readline() if ready else ""
-        if not line:
-            self.process.kill()
-            stderr = self.process.stderr.read() if self.process.stderr else ""
-            raise AssertionError(f"worker gave no answer: {stderr}")
-        return line.strip()
+        return read_line(self.process, TIMEOUT, "worker gave no answer")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ works. Each test has an embedded server of its own (killing the suite's would st
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded_watchdog import postmaster_pid
 from retrieval.db.engine import connect
 from retrieval.db.migrate import MigrationSettings, upgrade
+from tests.processes import read_line
 
 pytestmark = pytest.mark.slow
 
@@ -80,14 +80,7 @@ class Writer:
         assert self.line() == "ready"
 
     def line(self) -> str:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], TIMEOUT)
-        line = self.process.stdout.readline() if ready else ""
-        if not line:
-            self.process.kill()
-            stderr = self.process.stderr.read() if self.process.stderr else ""
-            raise AssertionError(f"the writer stopped answering: {stderr[-3000:]}")
-        return line.strip()
+        return read_line(self.process, TIMEOUT, "the writer stopped answering")
 
     def until_committed(self, count: int) -> None:
         """Read reports until ``count`` more batches committed."""

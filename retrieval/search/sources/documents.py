@@ -16,6 +16,7 @@ of the chunk. The metadata carries both channels' raw scores and ranks.
 
 from __future__ import annotations
 
+from retrieval.db.queries import quote_schema
 from retrieval.search.sources.common import recency_sql
 from retrieval.search.sources.fusion import FUSIONS, Postings, bm25_ctes, bm25_factors
 from retrieval.search.sources.relevance import (
@@ -41,7 +42,7 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
     ``bm25_min_coverage`` of the query's idf (a lexeme no chunk holds counts with the idf of a
     document frequency of 0), so that an exact code or name the vectors miss still counts.
     """
-    s = f'"{schema}"'
+    s = quote_schema(schema)
     postings = Postings(
         terms=f"{s}.document_terms",
         stats=f"{s}.document_term_stats",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from retrieval.db.queries import quote_schema
 from retrieval.search.sources.common import recency_sql
 from retrieval.search.sources.keyword_bands import Band
 from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
@@ -58,11 +59,12 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     a tool call's tool name are then compared with the whole query, and the scores combined
     with the keyword relevance.
     """
+    s = quote_schema(schema)
     ctes, names = [_PATTERNS, *_found(schema, query.many_keywords, query.bound)], []
     if query.decisions:
         task = "AND x.task_id = %(task_id)s" if query.with_task else ""
         ctes += [
-            _hits("decision_hits", f'"{schema}".decisions', 1, task),
+            _hits("decision_hits", f"{s}.decisions", 1, task),
             _top("decision_top", "decision_hits"),
             f"""episodic_decisions AS (
     SELECT 'episodic'::text AS source, 'decision'::text AS item, d.id, d.content,
@@ -72,20 +74,20 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
            jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type,
                               'status', d.status{_evidence(query)}) AS details
     FROM decision_top AS t
-    JOIN "{schema}".decisions AS d ON d.tenant_id = %(tenant_id)s AND d.id = t.id
+    JOIN {s}.decisions AS d ON d.tenant_id = %(tenant_id)s AND d.id = t.id
     {_lexical_join(query, "d.content")}
 )""",
         ]
         names.append("episodic_decisions")
     if query.tool_calls:
         task = (
-            f'AND x.decision_id IN (SELECT d.id FROM "{schema}".decisions AS d '
+            f"AND x.decision_id IN (SELECT d.id FROM {s}.decisions AS d "
             "WHERE d.tenant_id = %(tenant_id)s AND d.task_id = %(task_id)s)"
             if query.with_task
             else ""
         )
         ctes += [
-            _hits("tool_call_hits", f'"{schema}".tool_calls', 2, task),
+            _hits("tool_call_hits", f"{s}.tool_calls", 2, task),
             _top("tool_call_top", "tool_call_hits"),
             f"""episodic_tool_calls AS (
     SELECT 'episodic'::text AS source, 'tool_call'::text AS item, c.id,
@@ -98,7 +100,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
                               'result', c.result, 'decision_id', c.decision_id
                               {_evidence(query)}) AS details
     FROM tool_call_top AS t
-    JOIN "{schema}".tool_calls AS c ON c.tenant_id = %(tenant_id)s AND c.id = t.id
+    JOIN {s}.tool_calls AS c ON c.tenant_id = %(tenant_id)s AND c.id = t.id
     {_lexical_join(query, "c.tool_name")}
 )""",
         ]
@@ -140,6 +142,7 @@ def band_parameters(bands: list[Band]) -> dict[str, list[object]]:
 
 
 def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
+    s = quote_schema(schema)
     # Each keyword's tokens and how many rows hold them; the keywords ranked rarest first;
     # then, per band, the postings of its rarest keywords in its time range: the rows that
     # can pass the threshold (and some that cannot), each once.
@@ -184,7 +187,7 @@ def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
         JOIN episodic_rarity AS r ON r.rarity <= b.read
         JOIN episodic_tokens AS t ON t.position = r.position
         CROSS JOIN LATERAL (
-            SELECT p.item, p.row_id FROM "{schema}".episodic_postings AS p
+            SELECT p.item, p.row_id FROM {s}.episodic_postings AS p
             WHERE p.tenant_id = %(tenant_id)s AND p.token_id = t.token_id
               AND p.created_at >= b.since AND p.created_at < b.until
             OFFSET 0
@@ -197,16 +200,14 @@ def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
 
 
 def _tokens(schema: str, bound: bool) -> str:
+    s = quote_schema(schema)
     # A keyword's tokens in the tenant's vocabulary, through the trigram index. A role bound by
     # row-level security cannot use the index for LIKE (not leakproof): the owner's function
     # looks them up for the tenant the session names (revision 0011).
     if bound:
-        return (
-            f'SELECT v.id, v.rows FROM "{schema}".episodic_tokens_like(%(tenant_id)s, k.pattern)'
-            " AS v"
-        )
+        return f"SELECT v.id, v.rows FROM {s}.episodic_tokens_like(%(tenant_id)s, k.pattern) AS v"
     return (
-        f'SELECT v.id, v.rows FROM "{schema}".episodic_vocabulary AS v\n'
+        f"SELECT v.id, v.rows FROM {s}.episodic_vocabulary AS v\n"
         "        WHERE v.tenant_id = %(tenant_id)s AND v.token LIKE k.pattern"
     )
 

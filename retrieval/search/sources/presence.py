@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from retrieval.db.queries import quote_schema
 from retrieval.search.sources.common import Candidate
 
 DOCUMENTS = "documents"
@@ -34,12 +35,13 @@ def presence_cte(schema: str, sources: Iterable[str]) -> str:
     """A CTE ``source_presence``: a row per source in ``sources`` (``documents``,
     ``episodic``) in the statement's columns, its ``id`` above zero when the tenant holds rows
     of that source (the chunk count for documents). Parameters: ``tenant_id``, ``as_of``."""
+    s = quote_schema(schema)
     counts = {
-        DOCUMENTS: f"""COALESCE((SELECT c.chunks FROM "{schema}".document_corpus AS c
+        DOCUMENTS: f"""COALESCE((SELECT c.chunks FROM {s}.document_corpus AS c
                                WHERE c.tenant_id = %(tenant_id)s), 0)""",
-        EPISODIC: f"""(EXISTS (SELECT FROM "{schema}".decisions AS d
+        EPISODIC: f"""(EXISTS (SELECT FROM {s}.decisions AS d
                                WHERE d.tenant_id = %(tenant_id)s)
-                       OR EXISTS (SELECT FROM "{schema}".tool_calls AS t
+                       OR EXISTS (SELECT FROM {s}.tool_calls AS t
                                   WHERE t.tenant_id = %(tenant_id)s))::int""",
     }
     rows = "\n    UNION ALL\n    ".join(

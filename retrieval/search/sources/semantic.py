@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
 from retrieval.search.sources.common import recency_sql
 from retrieval.search.sources.fusion import bm25_factors
@@ -90,12 +91,13 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``, ``bm25_min_coverage`` and the fusion's
     (:mod:`retrieval.search.sources.relevance`).
     """
+    s = quote_schema(schema)
     filters = ["m.tenant_id = %(tenant_id)s", *_kind_filters(query.mode, "m")]
     vector_column = ", m.search_vector" if query.bm25 else ""
     ctes = [
         f"""semantic_nearest AS MATERIALIZED (
     SELECT {_row("m")}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance
-    FROM "{schema}".memories AS m
+    FROM {s}.memories AS m
     WHERE {" AND ".join(filters)}
     ORDER BY distance
     LIMIT %(semantic_candidates)s
@@ -127,7 +129,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
         lexical_details = ", " + lexical_evidence(query.lexical, "semantic", own)
     if query.with_entities:
         linked = (
-            f'SELECT e.entity_id FROM "{schema}".memory_entities AS e '
+            f"SELECT e.entity_id FROM {s}.memory_entities AS e "
             "WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = n.id "
             "AND e.entity_id = ANY(%(entity_ids)s::text[]) ORDER BY e.entity_id"
         )
@@ -178,7 +180,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # within the row budget, fetched through the GIN index (which counts them exactly) and
     # joined to the dense pool; every candidate scored with every query term from its own
     # lexemes; the lexical channel keeps its best ``semantic_candidates``.
-    s = f'"{schema}"'
+    s = quote_schema(schema)
     kinds = " AND ".join(["TRUE", *_kind_filters(query.mode, "r")])
     return [
         f"""mem_corpus AS MATERIALIZED (

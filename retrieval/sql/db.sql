@@ -1,0 +1,89 @@
+-- The database's own statements: catalog lookups, ids, locks, row-level security, the vector
+-- index. Loaded by retrieval.db.queries; {schema} is the quoted schema, values are %(name)s.
+
+-- name: relation_exists
+SELECT to_regclass(%(relation)s) IS NOT NULL
+
+-- name: embedding_dim
+-- The dimension fixed when the schema was migrated: the type modifier of memories.embedding.
+SELECT a.atttypmod FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
+  AND NOT a.attisdropped
+
+-- name: reserve_ids
+-- COPY cannot return generated ids: they are taken from the table's identity sequence first.
+-- The sequence is looked up once (an InitPlan), not once per id: eight times faster.
+SELECT now(), array_agg(nextval((SELECT pg_get_serial_sequence(%(table)s, 'id')::regclass)))
+FROM generate_series(1, %(count)s)
+
+-- name: lock_term_statistics
+-- One transaction-scoped advisory lock per tenant, in name order (no deadlock between writers
+-- of several tenants).
+SELECT pg_advisory_xact_lock(%(namespace)s, hashtext(%(schema_name)s || ':' || tenant))
+FROM unnest(%(tenants)s::text[]) AS tenant ORDER BY tenant
+
+-- name: lock_holders
+-- The sessions holding locks on the schema's tables (a migration that could not get its lock
+-- names them).
+SELECT a.pid, a.state, coalesce(a.application_name, ''), left(a.query, 120),
+       string_agg(DISTINCT c.relname, ', ' ORDER BY c.relname)
+FROM pg_locks AS l
+JOIN pg_class AS c ON c.oid = l.relation
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE n.nspname = %(schema_name)s AND l.granted AND a.pid <> pg_backend_pid()
+GROUP BY a.pid, a.state, a.application_name, a.query
+ORDER BY a.pid
+
+-- name: row_security_active
+-- Whether the policies bind this role; NULL (no such table yet) counts as not bound.
+SELECT COALESCE(row_security_active(to_regclass(%(relation)s)), false)
+
+-- name: set_tenant
+-- Names the tenant of the transaction to the row-level security policies.
+SELECT set_config('retrieval.tenant_id', %(tenant)s, true)
+
+-- name: staged_tenants
+SELECT DISTINCT tenant_id FROM pg_temp.{staging}
+
+-- name: role_binding
+-- Whether a role would escape row-level security: superuser, BYPASSRLS, or the tables' owner.
+SELECT r.rolsuper, r.rolbypassrls, r.rolname = t.tableowner
+FROM pg_roles AS r, pg_tables AS t
+WHERE r.rolname = %(role)s AND t.schemaname = %(schema_name)s AND t.tablename = 'memories'
+
+-- name: drop_vector_index
+DROP INDEX IF EXISTS {schema}.memories_embedding_hnsw_idx
+
+-- name: build_vector_index
+-- The definition migration 0008 creates, so that `alembic check` sees no drift afterwards.
+CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON {schema}.memories
+USING hnsw (embedding vector_l2_ops) WITH (m = {links})
+
+-- name: index_build_memory
+-- The graph is built fastest when it fits in memory; pgvector warns when it does not.
+SET LOCAL maintenance_work_mem = '1GB'
+
+-- name: extension_installed
+SELECT 1 FROM pg_extension WHERE extname = %(name)s
+
+-- name: extension_available
+SELECT 1 FROM pg_available_extensions WHERE name = %(name)s
+
+-- name: who_and_where
+SELECT current_setting('server_version'), current_database(), current_user
+
+-- name: ping
+SELECT 1
+
+-- name: count_rows
+-- Rows a downgrade would drop; {table} and {where} come from the fixed list of losses.
+SELECT count(*) FROM {schema}.{table} WHERE {where}
+
+-- name: set_session
+-- A setting of the read path's connections, for the session (hnsw.ef_search, say).
+SELECT set_config(%(name)s, %(value)s, false)
+
+-- name: database_exists
+SELECT 1 FROM pg_database WHERE datname = %(name)s

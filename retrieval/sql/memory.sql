@@ -1,0 +1,124 @@
+-- The agent's memory: reading rows back by id, forgetting them, re-embedding, positions.
+-- Loaded by retrieval.db.queries; {schema} is the quoted schema, values are %(name)s.
+
+-- name: memories_by_id
+-- Memories by id with their entity ids and vectors.
+SELECT m.id, m.tenant_id, m.content, m.kind, m.metadata, m.importance, m.access_count,
+       m.last_accessed_at, m.created_at, m.embedding_model, m.thread_id, m.position,
+       coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
+                   FROM {schema}.memory_entities e
+                  WHERE e.tenant_id = m.tenant_id AND e.memory_id = m.id), '{{}}') AS entities,
+       m.embedding
+FROM {schema}.memories m
+WHERE m.tenant_id = %(tenant_id)s AND m.id = ANY(%(ids)s::bigint[])
+ORDER BY m.id
+
+-- name: decisions_by_id
+SELECT id, tenant_id, task_id, action_type, content, status, created_at
+FROM {schema}.decisions
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
+ORDER BY id
+
+-- name: tool_calls_by_id
+SELECT id, tenant_id, decision_id, tool_name, params, result, created_at
+FROM {schema}.tool_calls
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
+ORDER BY id
+
+-- name: existing_decisions
+-- Which of the ids are stored decisions of the tenant.
+SELECT id FROM {schema}.decisions
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
+
+-- name: forget
+-- One statement per call: the selected decisions (by id or task) go with their tool calls;
+-- everything = true also takes the tenant's cache and documents.
+WITH chosen_decisions AS (
+    SELECT id FROM {schema}.decisions
+    WHERE tenant_id = %(tenant_id)s
+      AND (%(everything)s OR id = ANY(%(decision_ids)s::bigint[]) OR task_id = %(task_id)s)
+), removed_tool_calls AS (
+    DELETE FROM {schema}.tool_calls
+    WHERE tenant_id = %(tenant_id)s
+      AND (%(everything)s OR id = ANY(%(tool_call_ids)s::bigint[])
+           OR decision_id IN (SELECT id FROM chosen_decisions))
+    RETURNING id
+), removed_decisions AS (
+    DELETE FROM {schema}.decisions
+    WHERE tenant_id = %(tenant_id)s AND id IN (SELECT id FROM chosen_decisions)
+    RETURNING id
+), removed_memories AS (
+    -- Their BM25 statistics are taken back by the memories' triggers (revision 0010).
+    DELETE FROM {schema}.memories
+    WHERE tenant_id = %(tenant_id)s
+      AND (%(everything)s OR id = ANY(%(memory_ids)s::bigint[]))
+    RETURNING id
+), removed_cache AS (
+    DELETE FROM {schema}.embedding_cache WHERE tenant_id = %(tenant_id)s AND %(everything)s
+    RETURNING 1
+), removed_documents AS (
+    -- Their chunks and postings go with them (ON DELETE CASCADE).
+    DELETE FROM {schema}.documents WHERE tenant_id = %(tenant_id)s AND %(everything)s
+    RETURNING doc_id
+), removed_term_stats AS (
+    DELETE FROM {schema}.document_term_stats WHERE tenant_id = %(tenant_id)s AND %(everything)s
+), removed_corpus AS (
+    DELETE FROM {schema}.document_corpus WHERE tenant_id = %(tenant_id)s AND %(everything)s
+)
+SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
+       (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
+       (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls),
+       (SELECT count(*) FROM removed_cache),
+       (SELECT coalesce(array_agg(doc_id ORDER BY doc_id), '{{}}') FROM removed_documents)
+
+-- name: create_cached_staging
+-- Memories whose vectors the cache holds travel without them (retrieval.memory.cached_memories).
+CREATE TEMP TABLE IF NOT EXISTS retrieval_memory_staging_v2 (
+    tenant_id text, id bigint, content text, kind text, metadata jsonb, importance float8,
+    created_at timestamptz, embedding_model text, thread_id text, position integer, key bytea
+) ON COMMIT DELETE ROWS
+
+-- name: insert_cached
+-- Each staged memory joined to its cached vector; {where} limits it to one tenant under
+-- row-level security.
+INSERT INTO {schema}.memories
+    (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model,
+     thread_id, position)
+SELECT s.tenant_id, s.id, s.content, s.kind, s.metadata, s.importance, s.created_at,
+       c.embedding, s.embedding_model, s.thread_id, s.position
+FROM pg_temp.retrieval_memory_staging_v2 AS s
+JOIN {schema}.embedding_cache AS c ON c.tenant_id = s.tenant_id AND c.key = s.key
+{where}
+
+-- name: clear_cached_staging
+DELETE FROM pg_temp.retrieval_memory_staging_v2
+
+-- name: reembed_pending
+-- Memories (of a tenant, or all) not embedded by the model.
+SELECT count(*) FROM {schema}.memories
+WHERE embedding_model <> %(model)s
+  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+
+-- name: reembed_next_batch
+-- The next rows to re-embed after (after_tenant, after_id), skipping rows another run holds.
+SELECT tenant_id, id, content FROM {schema}.memories
+WHERE embedding_model <> %(model)s
+  AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
+  AND (tenant_id, id) > (%(after_tenant)s::text, %(after_id)s::bigint)
+ORDER BY tenant_id, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: reembed_update
+UPDATE {schema}.memories AS m
+SET embedding = u.embedding, embedding_model = %(model)s
+FROM unnest(%(ids)s::bigint[], %(embeddings)s::vector[]) AS u(id, embedding)
+WHERE m.tenant_id = %(tenant_id)s AND m.id = u.id
+
+-- name: next_positions
+-- The position after the last stored turn of each (tenant, thread).
+SELECT tenant_id, thread_id, max(position) + 1 FROM {schema}.memories
+WHERE (tenant_id, thread_id) IN (
+    SELECT * FROM unnest(%(tenants)s::text[], %(threads)s::text[])
+)
+GROUP BY tenant_id, thread_id
