@@ -12,6 +12,7 @@ which for unit vectors is linear in the cosine similarity (``cos = 1 - d^2 / 2``
 
 A model without a calibration gets :data:`UNCALIBRATED` (unit vectors: orthogonal texts 0,
 identical texts 1, so relevance is the cosine similarity clipped at 0), and a warning once.
+See docs/decisions/0001-relevance-spans-0-to-1.md.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
     ``gated``: a chunk is returned only with absolute evidence: its vector within the
     calibrated ``max_distance`` of the query's, or its lexemes covering at least
     ``bm25_min_coverage`` of the query's idf (a lexeme no chunk holds counts with the idf of a
-    document frequency of 0), so that an exact code or name the vectors miss still counts.
+    document frequency of 0), so that an exact code or name the vectors miss still counts
+    (docs/decisions/0005-documents-evidence-gate.md).
     """
     s = quote_schema(schema)
     postings = Postings(

@@ -15,7 +15,8 @@ rows, in time order. Only the postings that can hold a row able to pass the thre
 keywords' postings are read for older rows). The rows found are counted exactly: from their
 postings where their band read every keyword, else by checking their text against every
 pattern. They are pre-ranked in SQL by the source's own relevance and recency weights so that
-the candidate pool holds the best rows; Python computes the final scores.
+the candidate pool holds the best rows; Python computes the final scores. Why a word index:
+docs/decisions/0007-episodic-word-index.md.
 """
 
 from __future__ import annotations
