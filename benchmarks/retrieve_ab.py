@@ -31,9 +31,19 @@ from pathlib import Path
 from typing import Any
 
 from _common import add_output, write_result
+from _scifact import AS_OF, DOCUMENTS, ONE, SPREAD, TENANT
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = Path(__file__).resolve().parent
+_DATASETS = json.dumps(
+    {
+        "one": ONE.schema,
+        "spread": SPREAD.schema,
+        "documents": DOCUMENTS.schema,
+        "tenant": TENANT,
+        "as_of": AS_OF.isoformat(),
+    }
+)
 
 
 # The worker: runs retrieve() for each claim read from stdin, answers with the time and a
@@ -41,15 +51,25 @@ BENCHMARKS = Path(__file__).resolve().parent
 _WORKER = r"""
 import json, sys, time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-sys.path.insert(1, sys.argv[2])  # the benchmarks folder, for retrieve.py's constants
-from _scifact import AS_OF, DOCUMENTS, ONE, SPREAD, TENANT
-from retrieval.search.config import RetrievalConfig
-from retrieval.db.engine import make_engine
-from retrieval.db.embedded import start_embedded
-from retrieval.embedding.models import SentenceTransformerEmbedder
-from retrieval.search.retriever import HybridRetriever
-from retrieval.memory.store import MemoryStore
+# The stored datasets' names come as arguments: the worker imports nothing of this checkout.
+schemas = json.loads(sys.argv[2])
+AS_OF = datetime.fromisoformat(schemas["as_of"])
+try:  # the package's layout since 2026-11-27
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.db.engine import make_engine
+    from retrieval.db.embedded import start_embedded
+    from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.search.retriever import HybridRetriever
+    from retrieval.memory.store import MemoryStore
+except ImportError:  # a revision before it: one flat package
+    from retrieval.config import RetrievalConfig
+    from retrieval.db import make_engine
+    from retrieval.embedded import start_embedded
+    from retrieval.embedding import SentenceTransformerEmbedder
+    from retrieval.retriever import HybridRetriever
+    from retrieval.store import MemoryStore
 
 server = start_embedded(Path(sys.argv[1]))
 config = RetrievalConfig(record_access=False)
@@ -62,10 +82,10 @@ elif sys.argv[3] == "episodic":
 elif sys.argv[3] == "documents":
     config = replace(config, semantic=replace(config.semantic, enabled=False),
                      episodic=replace(config.episodic, enabled=False))
-schema = DOCUMENTS.schema if sys.argv[3] == "documents" else ONE.schema
-tenant = TENANT
+schema = schemas["documents"] if sys.argv[3] == "documents" else schemas["one"]
+tenant = schemas["tenant"]
 if sys.argv[4] == "spread":  # retrieve.py's 100 tenants of 1,000 memories, nothing else
-    schema, tenant = SPREAD.schema, "t07"
+    schema, tenant = schemas["spread"], "t07"
 store = MemoryStore(make_engine(server.url()), schema=schema,
                     embedder=SentenceTransformerEmbedder())
 retriever = HybridRetriever.from_store(store, config=config)
@@ -154,7 +174,7 @@ def main() -> None:
 def _start(tree: Path, data_dir: Path, sources: str, tenants: str) -> subprocess.Popen[str]:
     environment = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
     worker = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(data_dir), str(BENCHMARKS), sources, tenants],
+        [sys.executable, "-c", _WORKER, str(data_dir), _DATASETS, sources, tenants],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=tree,
     )  # fmt: skip
     assert worker.stdout is not None
