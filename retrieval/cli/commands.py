@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from retrieval.cli import by_hand
 from retrieval.db import migrate
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_db_commands(commands)
     _add_write_commands(commands)
+    by_hand.add_commands(commands)
     _add_search_command(commands)
     _add_documents_command(commands)
     demo = commands.add_parser(

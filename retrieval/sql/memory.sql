@@ -122,3 +122,23 @@ WHERE (tenant_id, thread_id) IN (
     SELECT * FROM unnest(%(tenants)s::text[], %(threads)s::text[])
 )
 GROUP BY tenant_id, thread_id
+
+-- name: export_memories
+-- A tenant's memories in the order they were stored, with their entity ids.
+SELECT m.content, m.kind, m.metadata, m.importance, m.created_at, m.thread_id, m.position,
+       coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
+                   FROM {schema}.memory_entities e
+                  WHERE e.tenant_id = m.tenant_id AND e.memory_id = m.id), '{{}}') AS entities
+FROM {schema}.memories m
+WHERE m.tenant_id = %(tenant_id)s
+ORDER BY m.created_at, m.id
+
+-- name: export_decisions
+SELECT id, task_id, action_type, content, status, created_at FROM {schema}.decisions
+WHERE tenant_id = %(tenant_id)s
+ORDER BY created_at, id
+
+-- name: export_tool_calls
+SELECT decision_id, tool_name, params, result, created_at FROM {schema}.tool_calls
+WHERE tenant_id = %(tenant_id)s
+ORDER BY created_at, id

@@ -1,0 +1,160 @@
+"""What a user does by hand: ``retrieval remember``, ``retrieval forget``, ``retrieval export``.
+
+Each call starts a process and, for ``remember``, loads the embedding model (seconds of CPU):
+for many writes use ``retrieval ingest`` or the Python API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from retrieval.db.engine import Database
+from retrieval.errors import ValidationError
+from retrieval.memory.config import WriteConfig
+from retrieval.memory.store import MemoryStore
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The parsers of ``remember``, ``forget`` and ``export``."""
+    remember = commands.add_parser(
+        "remember",
+        help="store one memory",
+        description="Store one memory (embedded by the model) and print its id.",
+    )
+    remember.add_argument("text", help="the memory")
+    remember.add_argument("--tenant", required=True, help="tenant_id to store it in")
+    remember.add_argument("--kind", default="fact", help="memory kind (default: fact)")
+    remember.add_argument("--importance", type=float, help="0 to 1 (default: 0.5)")
+    remember.add_argument("--entity", action="append", default=[], help="an entity id (repeat)")
+    remember.add_argument("--metadata", help='a JSON object, e.g. {"source": "chat"}')
+    remember.add_argument("--thread", help="the conversation (or session) it belongs to")
+    remember.add_argument("--position", type=int, help="its turn in the thread, from 0")
+    remember.set_defaults(handler=_remember)
+
+    forget = commands.add_parser(
+        "forget",
+        help="delete memories, decisions, tool calls, a task, a document or a whole tenant",
+        description="Delete rows of one tenant, by id, by task, by document, or all of them "
+        "(--everything, which asks for --yes or a typed yes on a terminal). Prints what went.",
+    )
+    forget.add_argument("--tenant", required=True, help="tenant_id to delete from")
+    forget.add_argument("--memory", type=int, nargs="+", default=[], help="memory ids")
+    forget.add_argument("--decision", type=int, nargs="+", default=[], help="decision ids")
+    forget.add_argument("--tool-call", type=int, nargs="+", default=[], help="tool call ids")
+    forget.add_argument("--task", help="a task: its decisions and their tool calls")
+    forget.add_argument("--document", help="a document's doc_id (its chunks go with it)")
+    forget.add_argument(
+        "--everything",
+        action="store_true",
+        help="every row of the tenant: memories, history, documents, cached embeddings",
+    )
+    forget.add_argument("--yes", action="store_true", help="confirm --everything")
+    forget.set_defaults(handler=_forget)
+
+    export = commands.add_parser(
+        "export",
+        help="write a tenant's memories, decisions and tool calls as JSON Lines",
+        description="Write a tenant's decisions, tool calls and memories as JSON Lines that "
+        "`retrieval ingest` reads back to the same rows (new ids; documents are not included).",
+    )
+    export.add_argument("--tenant", required=True, help="tenant_id to export")
+    export.add_argument("--output", type=Path, help="file to write (default: standard output)")
+    export.add_argument("--format", choices=("jsonl",), default="jsonl", help="jsonl")
+    export.set_defaults(handler=_export)
+
+
+def _remember(args: argparse.Namespace, database: Database) -> int:
+    metadata: dict[str, Any] = {}
+    if args.metadata is not None:
+        try:
+            metadata = json.loads(args.metadata)
+        except ValueError as error:
+            raise ValidationError(
+                f"--metadata is not JSON ({error}): give an object such as '{{\"a\": 1}}'",
+                field="metadata",
+            ) from None
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    options: dict[str, Any] = {} if args.importance is None else {"importance": args.importance}
+    memory_id = store.remember(
+        args.text,
+        tenant_id=args.tenant,
+        kind=args.kind,
+        metadata=metadata,
+        entities=args.entity,
+        thread_id=args.thread,
+        position=args.position,
+        **options,
+    )
+    print(memory_id)
+    return 0
+
+
+def _forget(args: argparse.Namespace, database: Database) -> int:
+    chosen = args.memory or args.decision or args.tool_call or args.task or args.document
+    if not chosen and not args.everything:
+        raise ValidationError(
+            "say what to forget: --memory, --decision, --tool-call, --task, --document or "
+            "--everything",
+            field="forget",
+        )
+    if args.everything and not (args.yes or _confirmed(args.tenant)):
+        print(f"nothing deleted: --everything of {args.tenant!r} needs --yes", file=sys.stderr)
+        return 1
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    gone: list[str] = []
+    if args.document:
+        from retrieval.documents.store import DocumentStore
+
+        if DocumentStore(store).forget(tenant_id=args.tenant, doc_id=args.document):
+            gone.append(f"document {args.document!r}")
+    if args.memory or args.decision or args.tool_call or args.task or args.everything:
+        forgotten = store.forget(
+            tenant_id=args.tenant,
+            memory_ids=args.memory,
+            decision_ids=args.decision,
+            tool_call_ids=args.tool_call,
+            task_id=args.task,
+            everything=args.everything,
+        )
+        gone += [
+            f"{len(forgotten.memory_ids)} memories",
+            f"{len(forgotten.decision_ids)} decisions",
+            f"{len(forgotten.tool_call_ids)} tool calls",
+        ]
+        if args.everything:
+            gone += [
+                f"{len(forgotten.document_ids)} documents",
+                f"{forgotten.cache_entries} cached embeddings",
+            ]
+    print(f"forgot from tenant {args.tenant!r}: {', '.join(gone) or 'nothing'}")
+    return 0
+
+
+def _export(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.memory.export import export_records
+
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    handle = sys.stdout if args.output is None else args.output.open("w", encoding="utf-8")
+    written = 0
+    try:
+        for record in export_records(store, args.tenant):
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            written += 1
+    finally:
+        if args.output is not None:
+            handle.close()
+    print(f"exported {written} lines of tenant {args.tenant!r}", file=sys.stderr)
+    return 0
+
+
+def _confirmed(tenant: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(f"Type yes to delete every row of {tenant!r}: ").strip().lower() == "yes"
+    except EOFError:
+        return False
