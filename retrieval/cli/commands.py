@@ -259,6 +259,12 @@ def _add_documents_command(
     docs.add_argument("paths", nargs="+", type=Path, help="files or directories")
     docs.add_argument("--tenant", required=True, help="tenant_id the documents belong to")
     docs.add_argument(
+        "--root",
+        type=Path,
+        help="documents are named by their path relative to this directory (default: the "
+        "current one), so the same file given by another path is the same document",
+    )
+    docs.add_argument(
         "--chunk-words",
         type=int,
         default=DEFAULT_CHUNK_WORDS,
@@ -559,7 +565,9 @@ def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
         print("no .txt, .md or .pdf file found", file=sys.stderr)
         return 1
     config = WriteConfig.from_env()
-    parsed = [read_document(path, tenant_id=args.tenant, sizes=sizes) for path in files]
+    parsed = [
+        read_document(path, tenant_id=args.tenant, sizes=sizes, root=args.root) for path in files
+    ]
     for path, document in zip(files, parsed, strict=True):
         try:
             validate_document(document, config.max_text_chars)

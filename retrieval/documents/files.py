@@ -1,9 +1,11 @@
 """Reading files into documents: plain text, Markdown and PDF.
 
-Each file becomes one :class:`~retrieval.documents.DocumentInput` whose ``doc_id`` is the path
-as given; its chunks come from :mod:`retrieval.documents.chunking`. A file that cannot be read
-(missing,
-not UTF-8, a corrupt PDF) is a :class:`~retrieval.errors.ValidationError` naming the file.
+Each file becomes one :class:`~retrieval.documents.DocumentInput` whose ``doc_id`` is stable:
+its path relative to a root (:func:`document_id`; the current directory unless named), so the
+same file reached as ``docs/a.md``, ``./docs/a.md`` or by its absolute path is one document, and
+adding it again is "unchanged" (its chunks' SHA-256). Its chunks come from
+:mod:`retrieval.documents.chunking`. A file that cannot be read (missing, not UTF-8, a corrupt
+PDF) is a :class:`~retrieval.errors.ValidationError` naming the file.
 """
 
 from __future__ import annotations
@@ -47,18 +49,33 @@ def find_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def read_document(path: Path, *, tenant_id: str, sizes: ChunkSizes) -> DocumentInput:
-    """``path`` as a document of ``tenant_id``, cut into chunks of ``sizes``."""
+def document_id(path: Path, root: Path | None = None) -> str:
+    """The stable id of the file at ``path``: its resolved path relative to ``root`` (default:
+    the current directory), in POSIX form; the absolute path for a file outside the root."""
+    resolved = path.resolve()
+    base = (root or Path.cwd()).resolve()
+    try:
+        return resolved.relative_to(base).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def read_document(
+    path: Path, *, tenant_id: str, sizes: ChunkSizes, root: Path | None = None
+) -> DocumentInput:
+    """``path`` as a document of ``tenant_id``, cut into chunks of ``sizes``, its id relative
+    to ``root`` (:func:`document_id`)."""
     sections = _sections(path)
     chunks = chunk_sections(sections, sizes)
     if not chunks:
         raise ValidationError(f"{path}: no text found in the file", field="path")
+    doc_id = document_id(path, root)
     return DocumentInput(
         tenant_id=tenant_id,
-        doc_id=str(path),
+        doc_id=doc_id,
         filename=path.name,
         chunks=chunks,
-        metadata={"path": str(path), "chunk_words": sizes.size, "overlap_words": sizes.overlap},
+        metadata={"path": doc_id, "chunk_words": sizes.size, "overlap_words": sizes.overlap},
     )
 
 

@@ -70,6 +70,32 @@ def test_ingest_docs_reads_text_markdown_and_pdf(
     assert "documents per tenant:\n  acme: 3 documents, 4 chunks (text search: english)" in stats
 
 
+def test_the_same_folder_by_another_path_is_the_same_documents(
+    database: PgDatabase,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    _files(folder)
+    url = ["--database-url", database.url]
+    monkeypatch.chdir(tmp_path)
+    assert main([*url, "ingest-docs", "docs", "--tenant", "acme"]) == 0
+    assert "3 added" in capsys.readouterr().out
+    for same in ("./docs", str(folder), "docs/../docs"):
+        assert main([*url, "ingest-docs", same, "--tenant", "acme"]) == 0
+        assert "0 added, 0 replaced, 3 unchanged" in capsys.readouterr().out
+    # From elsewhere, naming the same root.
+    monkeypatch.chdir(folder)
+    assert main([*url, "ingest-docs", ".", "--root", "..", "--tenant", "acme"]) == 0
+    assert "3 unchanged" in capsys.readouterr().out
+    assert _counts(database) == (3, 4)
+    with database.engine.connect() as connection:
+        ids = connection.execute(text("SELECT doc_id FROM retrieval.documents ORDER BY 1")).all()
+    assert [row[0] for row in ids] == ["docs/notes.txt", "docs/report.pdf", "docs/runbook.md"]
+
+
 def test_a_corrupt_pdf_stops_the_run_and_writes_nothing(
     database: PgDatabase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
