@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from retrieval.cli.terminal import confirmed
 from retrieval.db.engine import Database
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
@@ -94,14 +95,15 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
 
 
 def _forget(args: argparse.Namespace, database: Database) -> int:
-    chosen = args.memory or args.decision or args.tool_call or args.task or args.document
-    if not chosen and not args.everything:
+    by_rows = bool(args.memory or args.decision or args.tool_call or args.task)
+    if not (by_rows or args.document or args.everything):
         raise ValidationError(
             "say what to forget: --memory, --decision, --tool-call, --task, --document or "
             "--everything",
             field="forget",
         )
-    if args.everything and not (args.yes or _confirmed(args.tenant)):
+    question = f"Type yes to delete every row of {args.tenant!r}"
+    if args.everything and not (args.yes or confirmed(question)):
         print(f"nothing deleted: --everything of {args.tenant!r} needs --yes", file=sys.stderr)
         return 1
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
@@ -111,7 +113,7 @@ def _forget(args: argparse.Namespace, database: Database) -> int:
 
         if DocumentStore(store).forget(tenant_id=args.tenant, doc_id=args.document):
             gone.append(f"document {args.document!r}")
-    if args.memory or args.decision or args.tool_call or args.task or args.everything:
+    if by_rows or args.everything:
         forgotten = store.forget(
             tenant_id=args.tenant,
             memory_ids=args.memory,
@@ -149,12 +151,3 @@ def _export(args: argparse.Namespace, database: Database) -> int:
             handle.close()
     print(f"exported {written} lines of tenant {args.tenant!r}", file=sys.stderr)
     return 0
-
-
-def _confirmed(tenant: str) -> bool:
-    if not sys.stdin.isatty():
-        return False
-    try:
-        return input(f"Type yes to delete every row of {tenant!r}: ").strip().lower() == "yes"
-    except EOFError:
-        return False

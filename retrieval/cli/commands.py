@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.cli import by_hand
+from retrieval.cli.terminal import confirmed
 from retrieval.db import migrate
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
@@ -386,7 +387,7 @@ def _downgrade(args: argparse.Namespace, database: Database) -> int:
     if dropped:
         listing = "\n".join(f"  {loss}" for loss in losses)
         print(f"This downgrade of {database.url} drops:\n{listing}", file=sys.stderr)
-        if not args.yes and not _confirmed():
+        if not args.yes and not confirmed("Type yes to drop them"):
             print(
                 "error: nothing was changed: pass --yes to drop them (back them up first: "
                 "pg_dump --schema=" + settings.schema + ")",
@@ -409,15 +410,6 @@ def _grant(args: argparse.Namespace, database: Database) -> int:
     schema = database.config.schema
     print(f"{database.url}: {args.role} may read and write {schema}, one tenant per call")
     return 0
-
-
-def _confirmed() -> bool:
-    if not sys.stdin.isatty():
-        return False
-    try:
-        return input("Type yes to drop them: ").strip().lower() == "yes"
-    except EOFError:
-        return False
 
 
 def _current(args: argparse.Namespace, database: Database) -> int:
