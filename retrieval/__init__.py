@@ -3,6 +3,7 @@
 The public API is re-exported here; each name lives in a module of its own.
 """
 
+from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import EmbeddedServer, start_embedded
 from retrieval.db.engine import Database, check_embedding_dim, connect, stored_embedding_dim
@@ -19,6 +20,13 @@ from retrieval.memory.records import (
     ToolCallInput,
 )
 from retrieval.memory.store import MemoryStore
+from retrieval.search.agent_context import (
+    AgentContext,
+    ContextConfig,
+    ContextMetrics,
+    abuild_context,
+    build_context,
+)
 from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
 from retrieval.search.results import (
@@ -33,6 +41,11 @@ from retrieval.search.timeline import TimelineEvent
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentContext",
+    "AsyncHybridRetriever",
+    "AsyncMemoryStore",
+    "ContextConfig",
+    "ContextMetrics",
     "Database",
     "DatabaseConfig",
     "Decision",
@@ -58,6 +71,8 @@ __all__ = [
     "ToolCallInput",
     "WriteConfig",
     "__version__",
+    "abuild_context",
+    "build_context",
     "check_embedding_dim",
     "connect",
     "current_revision",

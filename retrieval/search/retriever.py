@@ -247,6 +247,11 @@ class HybridRetriever:
             limit=limit,
         )
 
+    @property
+    def max_connections(self) -> int:
+        """The most connections this retriever opens at once (its concurrent calls)."""
+        return self._connections.max_connections
+
     def flush(self) -> None:
         """Wait until the access counts of every returned memory are written."""
         self._access.flush()
