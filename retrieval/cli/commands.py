@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.cli import by_hand
+from retrieval.cli import mcp as mcp_commands
 from retrieval.cli.terminal import confirmed
 from retrieval.db import migrate
 from retrieval.db.config import DatabaseConfig
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db_commands(commands)
     _add_write_commands(commands)
     by_hand.add_commands(commands)
+    mcp_commands.add_commands(commands)
     _add_search_command(commands)
     _add_documents_command(commands)
     demo = commands.add_parser(

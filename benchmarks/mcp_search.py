@@ -1,0 +1,136 @@
+"""What MCP adds to a search: ``search_memory`` over stdio against ``retrieve()`` in-process.
+
+One tenant of SciFact sentences as memories (``--rows``, stored once in ``--data-dir``). The
+server is ``retrieval mcp --tenant`` started by the SDK's stdio client, as an MCP client starts
+it; the baseline is ``HybridRetriever.retrieve`` in this process, on the same server, data and
+default config. Each claim is asked of both once first (its vector cached in both processes,
+connections warm); then, for ``--runs`` rounds, each claim is timed through both, one after the
+other (the order alternating), so that both see the same machine at the same moment. Reports
+the p50 / p95 of each path, the median of the per-claim differences (what MCP adds: JSON-RPC
+over the pipes, the tool's arguments validated, the results as JSON), and the server's own
+``total_ms`` (the retrieve inside the server). Target: MCP adds at most 5 ms at the p50.
+
+(Not named mcp.py: a script of that name would shadow the SDK it imports.)
+
+Usage: python benchmarks/mcp_search.py [--data-dir DIR] [--rows 3000] [--queries 300] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import add_output, summary_ms, write_result
+from _scifact import read_queries, scifact_sentences
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from sqlalchemy import text
+
+from retrieval.db.config import DatabaseConfig
+from retrieval.db.engine import connect
+from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
+
+TENANT = "mcp-bench"
+
+
+def _store(database: Any, rows: int) -> MemoryStore:
+    store = MemoryStore.from_database(database)
+    with database.engine.connect() as connection:
+        have = connection.execute(
+            text("SELECT count(*) FROM retrieval.memories WHERE tenant_id = :t"), {"t": TENANT}
+        ).scalar_one()
+    if have != rows:
+        if have:
+            store.forget(tenant_id=TENANT, everything=True)
+        sentences = scifact_sentences(rows)
+        print(f"storing {len(sentences)} SciFact sentences as memories (embedded once)")
+        for start in range(0, len(sentences), 500):
+            batch = sentences[start : start + 500]
+            store.remember_many({"text": sentence, "tenant_id": TENANT} for sentence in batch)
+    return store
+
+
+async def _measure(
+    data_dir: Path, retriever: HybridRetriever, queries: list[str], runs: int
+) -> dict[str, Any]:
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).with_name("retrieval")),
+        args=["--data-dir", str(data_dir), "mcp", "--tenant", TENANT],
+        env={"HF_HUB_OFFLINE": "1"},
+    )
+    direct: list[float] = []
+    over_mcp: list[float] = []
+    inside: list[float] = []
+    gaps: list[float] = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for query in queries:  # warm: vectors cached in both processes, connections open
+            retriever.retrieve(query, tenant_id=TENANT)
+            await session.call_tool("search_memory", {"query": query})
+        for run in range(runs):
+            for number, query in enumerate(queries):
+                mcp_first = (number + run) % 2 == 0
+                if mcp_first:
+                    remote, server_ms = await _call(session, query)
+                local = _retrieve(retriever, query)
+                if not mcp_first:
+                    remote, server_ms = await _call(session, query)
+                direct.append(local)
+                over_mcp.append(remote)
+                inside.append(server_ms)
+                gaps.append(remote - local)
+    return {
+        "retrieve_in_process_ms": summary_ms(direct),
+        "search_memory_over_stdio_ms": summary_ms(over_mcp),
+        "retrieve_inside_the_server_ms": summary_ms(inside),
+        "added_by_mcp_p50_ms": statistics.median(over_mcp) - statistics.median(direct),
+        "added_by_mcp_median_of_pairs_ms": statistics.median(gaps),
+        "calls_per_path": len(direct),
+    }
+
+
+def _retrieve(retriever: HybridRetriever, query: str) -> float:
+    started = time.perf_counter()
+    retriever.retrieve(query, tenant_id=TENANT)
+    return (time.perf_counter() - started) * 1000
+
+
+async def _call(session: ClientSession, query: str) -> tuple[float, float]:
+    started = time.perf_counter()
+    result = await session.call_tool("search_memory", {"query": query})
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.is_error or result.structured_content is None:
+        raise RuntimeError(f"search_memory failed: {result.content}")
+    return elapsed, float(result.structured_content["total_ms"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, help="embedded server data (default: a temp dir)")
+    parser.add_argument("--rows", type=int, default=3000, help="memories in the tenant")
+    parser.add_argument("--queries", type=int, default=300, help="SciFact claims asked")
+    parser.add_argument("--runs", type=int, default=3, help="rounds over the claims")
+    add_output(parser)
+    args = parser.parse_args()
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-mcp-")) / "pg"
+    config = DatabaseConfig(data_dir=data_dir)
+    database = connect(config)
+    upgrade(database.engine, MigrationSettings.from_config(config))
+    store = _store(database, args.rows)
+    queries = read_queries()[: args.queries]
+    with HybridRetriever.from_store(store) as retriever:
+        results = asyncio.run(_measure(data_dir, retriever, queries, args.runs))
+    database.dispose()
+    results["target_added_p50_ms"] = 5.0
+    write_result("mcp", results, args)
+
+
+if __name__ == "__main__":
+    main()

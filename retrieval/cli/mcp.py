@@ -1,0 +1,153 @@
+"""``retrieval mcp`` (the MCP server, over stdio or HTTP) and ``retrieval mcp-token``.
+
+The MCP SDK is imported only when the server starts: the rest of the CLI does not need the
+``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from retrieval.db.engine import Database
+from retrieval.errors import ConfigurationError
+from retrieval.integrations.mcp_config import McpConfig
+from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
+from retrieval.memory.config import WriteConfig
+from retrieval.memory.validation import check_tenant
+from retrieval.search.config import RetrievalConfig
+
+logger = logging.getLogger(__name__)
+
+MCP_HELP = """\
+Serve a tenant's memory to an agent over the Model Context Protocol. Tools: search_memory,
+remember, record_decision, record_tool_call, timeline, forget. The tenant is never a tool
+argument: over stdio it is --tenant; over HTTP (--http) each request's bearer token names it
+(retrieval mcp-token makes one), and a request without a valid token gets 401.
+
+The server loads the embedding model once, then answers each call in milliseconds: it is the
+long-running process to use instead of one `retrieval search` per query.
+"""
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The parsers of ``mcp`` and ``mcp-token``."""
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the memory to agents over MCP (stdio, or HTTP with bearer tokens)",
+        description=MCP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mcp.add_argument("--tenant", help="the tenant of every call (stdio; required there)")
+    mcp.add_argument(
+        "--http",
+        action="store_true",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
+    )
+    mcp.add_argument("--host", help="address to listen on (RETRIEVAL_MCP_HOST; 127.0.0.1)")
+    mcp.add_argument("--port", type=int, help="port (RETRIEVAL_MCP_PORT; 8765)")
+    mcp.add_argument(
+        "--tokens-file",
+        type=Path,
+        help="accepted bearer tokens, 'SHA256-HEX TENANT' per line (RETRIEVAL_MCP_TOKENS_FILE)",
+    )
+    mcp.set_defaults(handler=_mcp)
+    token = commands.add_parser(
+        "mcp-token",
+        help="make a bearer token for retrieval mcp --http",
+        description="Print a new random bearer token for TENANT, and the line to append to "
+        "the tokens file (its SHA-256 and the tenant: the file never holds the token). Give "
+        "the token to the agent's MCP client; keep it secret. Touches no database.",
+    )
+    token.add_argument("--tenant", required=True, help="the tenant the token opens")
+    token.add_argument(
+        "--append-to", type=Path, help="append the line to this tokens file (created if absent)"
+    )
+    token.set_defaults(offline=_mcp_token)
+
+
+def _mcp_token(args: argparse.Namespace) -> int:
+    tenant = check_tenant(args.tenant)
+    token = new_token()
+    line = f"{token_hash(token)} {tenant}"
+    if args.append_to is not None:
+        path: Path = args.append_to.expanduser()
+        with path.open("a", encoding="utf-8") as tokens:
+            tokens.write(line + "\n")
+        path.chmod(0o600)
+        print(f"token for tenant {tenant!r} (its hash is now in {path}):")
+    else:
+        print(f"token for tenant {tenant!r}:")
+    print(f"  {token}")
+    if args.append_to is None:
+        print("line for the tokens file (RETRIEVAL_MCP_TOKENS_FILE):")
+        print(f"  {line}")
+    return 0
+
+
+def _mcp(args: argparse.Namespace, database: Database) -> int:
+    try:
+        from retrieval.integrations import mcp_server
+    except ImportError as error:
+        raise ConfigurationError(
+            f"the MCP server needs the mcp extra ({error}): pip install 'retrieval[mcp]'"
+        ) from None
+    from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
+    from retrieval.memory.store import MemoryStore
+
+    config = McpConfig.from_env()
+    store = AsyncMemoryStore(MemoryStore.from_database(database, config=WriteConfig.from_env()))
+    retriever = AsyncHybridRetriever.from_store(store, config=RetrievalConfig.from_env())
+    try:
+        if not args.http:
+            if args.tenant is None:
+                raise ConfigurationError(
+                    "retrieval mcp over stdio serves one tenant: give --tenant T (or --http "
+                    "to serve several, each by its bearer token)"
+                )
+            server = mcp_server.memory_server(
+                store, retriever, mcp_server.fixed_tenant(check_tenant(args.tenant))
+            )
+            server.run("stdio")
+            return 0
+        if args.tenant is not None:
+            raise ConfigurationError(
+                "over HTTP each bearer token names its tenant: drop --tenant, and make a token "
+                "with retrieval mcp-token --tenant T"
+            )
+        host = args.host or config.host
+        port = args.port or config.port
+        tokens = TokenTable.load(
+            file=args.tokens_file or config.tokens_file, variable=config.tokens
+        )
+        if not tokens.tenants:
+            raise ConfigurationError(
+                "retrieval mcp --http accepts no token yet: make one with retrieval mcp-token "
+                "--tenant T --append-to tokens.txt and start with --tokens-file tokens.txt "
+                "(or RETRIEVAL_MCP_TOKENS_FILE)"
+            )
+        url = f"http://{host}:{port}"
+        server = mcp_server.memory_server(
+            store, retriever, mcp_server.tenant_from_token, tokens=tokens, url=url
+        )
+        tenants = sorted(set(tokens.tenants.values()))
+        print(
+            f"MCP server at {url}/mcp for {len(tenants)} tenant(s) by bearer token; Ctrl-C stops",
+            file=sys.stderr,
+        )
+        asyncio.run(mcp_server.http_server(server, host=host, port=port).serve())
+        return 0
+    finally:
+        _close(store, retriever)
+
+
+def _close(*closeable: Any) -> None:
+    async def close_all() -> None:
+        for item in closeable:
+            await item.close()
+
+    asyncio.run(close_all())

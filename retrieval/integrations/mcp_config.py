@@ -1,0 +1,39 @@
+"""The MCP server's settings (``retrieval mcp``); this module imports no MCP code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from retrieval.settings import configurable, from_env, setting
+
+
+@configurable
+@dataclass(frozen=True)
+class McpConfig:
+    """Where ``retrieval mcp --http`` listens and which bearer tokens it accepts."""
+
+    host: str = setting(
+        "127.0.0.1",
+        env="RETRIEVAL_MCP_HOST",
+        help="address retrieval mcp --http listens on (default: this machine only)",
+    )
+    port: int = setting(8765, env="RETRIEVAL_MCP_PORT", help="port of retrieval mcp --http")
+    tokens_file: Path | None = setting(
+        None,
+        env="RETRIEVAL_MCP_TOKENS_FILE",
+        help="file of accepted bearer tokens, one 'SHA256-HEX TENANT' line each (retrieval "
+        "mcp-token makes one); the tokens themselves are never stored",
+    )
+    tokens: str | None = setting(
+        None,
+        env="RETRIEVAL_MCP_TOKENS",
+        help="accepted bearer tokens as 'SHA256-HEX TENANT' entries separated by commas or "
+        "newlines (beside RETRIEVAL_MCP_TOKENS_FILE)",
+    )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> McpConfig:
+        """Read the ``RETRIEVAL_MCP_*`` variables."""
+        return from_env(cls, environ)

@@ -1,0 +1,394 @@
+"""An agent's memory over MCP: search, remember, record, list and forget, for one tenant.
+
+:func:`memory_server` builds an MCP server (the official SDK's ``MCPServer``) whose tools call
+the async store and retriever. The tenant is never a tool argument: a model must not choose
+whose memory it reads. Over stdio it is the one ``--tenant`` the server was started with
+(:func:`fixed_tenant`); over HTTP it is the tenant of the request's bearer token
+(:func:`tenant_from_token`), and a request without a valid token is refused with 401 before any
+tool runs. A bad argument returns a tool error naming the field, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import AnyHttpUrl, Field
+
+from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
+from retrieval.errors import DatabaseError, RetrievalError
+from retrieval.integrations.mcp_tokens import TokenTable, token_hash
+from retrieval.memory.kinds import MEMORY_KINDS
+from retrieval.search.results import RetrievalResponse, RetrievalResult
+from retrieval.search.timeline import TimelineEvent
+
+logger = logging.getLogger(__name__)
+
+TenantOf = Callable[[Context], str]
+TENANT_CLAIM = "tenant_id"
+
+INSTRUCTIONS = """\
+This server is your long-term memory. Before answering from scratch, call search_memory with \
+what you need to know; results are ranked, best first, each with a final_score in [0, 1] \
+(relevance and recency combined) and its date. Store what is worth keeping across sessions with \
+remember (facts, preferences, procedures, conclusions), and your own actions with \
+record_decision and record_tool_call. timeline lists what happened in a window of time. forget \
+deletes memories by id. You only ever see one user's memory."""
+
+_MODES = (
+    "semantic (default: memories by meaning, plus decisions, tool calls and documents by "
+    "keywords), session_recovery (what was being worked on: leaves out the agent's own "
+    "syntheses), knowledge_lookup (knowledge kinds only: episteme, techne, critique, decision, "
+    "directive, proposal)"
+)
+_KINDS = ", ".join(MEMORY_KINDS)
+_SCORING_INTERNALS = frozenset(
+    {
+        "signals",
+        "weights",
+        "bm25",
+        "bm25_rank",
+        "bm25_relevance",
+        "bm25_complete",
+        "dense_rank",
+        "dense_relevance",
+        "inverse_distance",
+        "fusion",
+        "coverage",
+        "found_by",
+        "embedding_model",
+        "access_count",
+        "last_accessed_at",
+    }
+)
+
+
+def fixed_tenant(tenant_id: str) -> TenantOf:
+    """Every call reads and writes ``tenant_id`` (the stdio transport: one user per process)."""
+
+    def tenant(_context: Context) -> str:
+        return tenant_id
+
+    return tenant
+
+
+def tenant_from_token(context: Context) -> str:
+    """The tenant of the HTTP request's bearer token (checked by :class:`HashedTokens`)."""
+    request = context.request_context.request
+    user = getattr(request, "scope", {}).get("user") if request is not None else None
+    if isinstance(user, AuthenticatedUser):
+        tenant = (user.access_token.claims or {}).get(TENANT_CLAIM)
+        if isinstance(tenant, str):
+            return tenant
+    raise ToolError("this request carries no valid bearer token: nothing was read or written")
+
+
+class HashedTokens:
+    """The SDK's token verifier over a :class:`TokenTable`: a known token's hash gives its
+    tenant, anything else is refused (the SDK answers 401)."""
+
+    def __init__(self, table: TokenTable) -> None:
+        self.table = table
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """An access token naming the tenant, or ``None`` for an unknown token."""
+        tenant = self.table.tenant_of(token)
+        if tenant is None:
+            return None
+        return AccessToken(
+            token=token_hash(token),  # the secret itself is not kept past this call
+            client_id=f"tenant:{tenant}",
+            scopes=[],
+            claims={TENANT_CLAIM: tenant},
+        )
+
+
+def memory_server(
+    store: AsyncMemoryStore,
+    retriever: AsyncHybridRetriever,
+    tenant_of: TenantOf,
+    *,
+    tokens: TokenTable | None = None,
+    url: str | None = None,
+) -> MCPServer:
+    """The MCP server of ``store`` and ``retriever``; ``tenant_of`` names each call's tenant.
+
+    For HTTP give ``tokens`` (the accepted bearer tokens) and ``url`` (where the server is
+    reached, e.g. ``http://127.0.0.1:8765``), with ``tenant_of=tenant_from_token``.
+    """
+    auth: dict[str, Any] = {}
+    if tokens is not None:
+        if url is None:
+            raise ValueError("an HTTP server with tokens needs its url")
+        auth = {
+            "token_verifier": HashedTokens(tokens),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(url),
+                resource_server_url=AnyHttpUrl(f"{url}/mcp"),
+                validate_token_resource=False,  # opaque tokens, valid for this server only
+            ),
+        }
+
+    @asynccontextmanager
+    async def warm_model(_server: MCPServer) -> AsyncIterator[None]:
+        # Load the embedding model while the client initializes, not in its first search.
+        import asyncio
+
+        warming = asyncio.create_task(store.check_embedder())
+        try:
+            yield
+        finally:
+            warming.cancel()
+
+    server = MCPServer(
+        "retrieval",
+        instructions=INSTRUCTIONS,
+        lifespan=warm_model,
+        log_level="WARNING",
+        **auth,
+    )
+    _add_tools(server, store, retriever, tenant_of)
+    return server
+
+
+def http_server(server: MCPServer, *, host: str, port: int) -> uvicorn.Server:
+    """A uvicorn server of ``server``'s streamable HTTP app at ``http://host:port/mcp``
+    (``await http.serve()`` runs it; ``http.should_exit = True`` stops it)."""
+    app = server.streamable_http_app(host=host)
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+
+
+def _add_tools(
+    server: MCPServer,
+    store: AsyncMemoryStore,
+    retriever: AsyncHybridRetriever,
+    tenant_of: TenantOf,
+) -> None:
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(annotations=reading, structured_output=True)
+    async def search_memory(
+        query: Annotated[str, Field(description="what you need to know, in plain words")],
+        context: Context,
+        mode: Annotated[str, Field(description=f"filter preset: {_MODES}")] = "semantic",
+        task_id: Annotated[
+            str | None, Field(description="only this task's decisions and tool calls")
+        ] = None,
+        limit: Annotated[
+            int | None, Field(ge=1, le=100, description="most results (default 10)")
+        ] = None,
+        neighbors: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=20,
+                description="with each memory of a conversation, this many turns before and "
+                "after it",
+            ),
+        ] = 0,
+    ) -> dict[str, Any]:
+        """Find the most useful memories, past decisions, tool calls and documents for a
+        query, ranked best first. Each result has its text, source (semantic: a memory;
+        episodic: a decision or tool call; documents: a chunk), final_score in [0, 1]
+        (relevance and recency combined, higher is better), relevance_score, recency_score,
+        created_at and id."""
+        tenant = tenant_of(context)
+        with _tool_errors():
+            response = await retriever.retrieve(
+                query,
+                tenant_id=tenant,
+                mode=mode,
+                task_id=task_id,
+                limit=limit,
+                neighbors=neighbors,
+            )
+        return _search_result(response)
+
+    @server.tool(annotations=writing, structured_output=True)
+    async def remember(
+        text: Annotated[str, Field(description="the memory, one self-contained statement")],
+        context: Context,
+        kind: Annotated[str, Field(description=f"one of: {_KINDS}")] = "fact",
+        importance: Annotated[
+            float | None, Field(ge=0, le=1, description="0 to 1 (default 0.5)")
+        ] = None,
+        entities: Annotated[
+            list[str] | None, Field(description="ids of the people or things it is about")
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="any JSON object kept with it")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Store a memory worth keeping across sessions (a fact, a preference, a procedure
+        that worked, a conclusion). Returns its id."""
+        tenant = tenant_of(context)
+        with _tool_errors():
+            memory_id = await store.remember(
+                text,
+                tenant_id=tenant,
+                kind=kind,
+                importance=importance,
+                entities=entities or (),
+                metadata=metadata,
+            )
+        return {"id": memory_id}
+
+    @server.tool(annotations=writing, structured_output=True)
+    async def record_decision(
+        action_type: Annotated[
+            str, Field(description="what kind of action, e.g. plan, fix, deploy, answer")
+        ],
+        content: Annotated[str, Field(description="what was decided and why")],
+        status: Annotated[str, Field(description="e.g. proposed, done, failed, abandoned")],
+        context: Context,
+        task_id: Annotated[str | None, Field(description="the task it belongs to")] = None,
+    ) -> dict[str, Any]:
+        """Record a decision you took, within a task. Returns its id (give it to
+        record_tool_call as decision_id)."""
+        tenant = tenant_of(context)
+        with _tool_errors():
+            decision_id = await store.record_decision(
+                tenant_id=tenant,
+                task_id=task_id,
+                action_type=action_type,
+                content=content,
+                status=status,
+            )
+        return {"id": decision_id}
+
+    @server.tool(annotations=writing, structured_output=True)
+    async def record_tool_call(
+        tool_name: Annotated[str, Field(description="the tool that was called")],
+        context: Context,
+        params: Annotated[
+            dict[str, Any] | None, Field(description="its arguments, a JSON object")
+        ] = None,
+        result: Annotated[str | None, Field(description="what it returned, as text")] = None,
+        decision_id: Annotated[
+            int | None, Field(description="the decision it carried out (record_decision's id)")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Record a tool call you made and its result. Returns its id."""
+        tenant = tenant_of(context)
+        with _tool_errors():
+            call_id = await store.record_tool_call(
+                tenant_id=tenant,
+                decision_id=decision_id,
+                tool_name=tool_name,
+                params=params or {},
+                result=result,
+            )
+        return {"id": call_id}
+
+    @server.tool(annotations=reading, structured_output=True)
+    async def timeline(
+        context: Context,
+        since: Annotated[
+            datetime | None,
+            Field(description="ISO 8601 time with a zone, e.g. 2026-11-20T00:00:00Z"),
+        ] = None,
+        until: Annotated[datetime | None, Field(description="ISO 8601 time with a zone")] = None,
+        kinds: Annotated[
+            list[str] | None,
+            Field(description=f"only these: memory kinds ({_KINDS}), decision, tool_call"),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="most events")] = 50,
+    ) -> dict[str, Any]:
+        """What happened between since and until, newest first: memories stored, decisions
+        taken, tool calls made."""
+        tenant = tenant_of(context)
+        with _tool_errors():
+            events = await retriever.timeline(
+                tenant, since=since, until=until, kinds=kinds, limit=limit
+            )
+        return {"events": [_event(event) for event in events]}
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True
+        ),
+        structured_output=True,
+    )
+    async def forget(
+        memory_ids: Annotated[
+            list[int], Field(min_length=1, description="ids of the memories to delete")
+        ],
+        context: Context,
+    ) -> dict[str, Any]:
+        """Delete memories by id (for good). Returns the ids that were deleted."""
+        tenant = tenant_of(context)
+        with _tool_errors():
+            forgotten = await store.forget(tenant_id=tenant, memory_ids=memory_ids)
+        return {"forgotten": list(forgotten.memory_ids)}
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    # The library's errors say what was wrong and what to do: the model reads that message.
+    try:
+        yield
+    except DatabaseError as error:
+        logger.warning("an MCP tool failed on the database: %s", error)
+        raise ToolError(f"the memory database failed, try again later: {error}") from None
+    except RetrievalError as error:
+        raise ToolError(str(error)) from None
+
+
+def _search_result(response: RetrievalResponse) -> dict[str, Any]:
+    return {
+        "results": [_result(rank, result) for rank, result in enumerate(response, start=1)],
+        "total_ms": round(response.diagnostics.total_ms, 3),
+    }
+
+
+def _result(rank: int, result: RetrievalResult) -> dict[str, Any]:
+    metadata = _jsonable(result.metadata)
+    shaped: dict[str, Any] = {
+        "rank": rank,
+        "source": result.source,
+        "content": result.content,
+        "final_score": round(result.final_score, 6),
+        "relevance_score": round(result.relevance_score, 6),
+        "recency_score": round(result.recency_score, 6),
+    }
+    for key in ("id", "item", "kind", "created_at", "task_id", "doc_id"):
+        if key in metadata:
+            shaped[key] = metadata.pop(key)
+    # What a model can use (matched keywords, the thread, the user's metadata, neighbours);
+    # the scoring's internals stay in the library's diagnostics.
+    shaped["details"] = {
+        key: value
+        for key, value in metadata.items()
+        if key not in _SCORING_INTERNALS and value not in (None, {}, [])
+    }
+    return shaped
+
+
+def _event(event: TimelineEvent) -> dict[str, Any]:
+    return {
+        "source": event.source,
+        "item": event.item,
+        "id": event.id,
+        "kind": event.kind,
+        "content": event.content,
+        "created_at": event.created_at.isoformat(),
+        "details": _jsonable(event.details),
+    }
+
+
+def _jsonable(value: Mapping[str, Any]) -> dict[str, Any]:
+    # Dates become ISO strings, tuples lists: what JSON carries.
+    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), default=str))
+    return loaded

@@ -1,0 +1,271 @@
+"""The MCP server through the SDK's own client: over stdio (``retrieval mcp``, a real process)
+and over streamable HTTP with bearer tokens (a real uvicorn server on a local port)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+from sqlalchemy import text
+
+from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.errors import ConfigurationError
+from retrieval.integrations.mcp_server import http_server, memory_server, tenant_from_token
+from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
+from retrieval.memory.store import MemoryStore
+from tests.conftest import PgDatabase
+
+TOOLS = {"search_memory", "remember", "record_decision", "record_tool_call", "timeline", "forget"}
+RETRIEVAL = str(Path(sys.executable).with_name("retrieval"))
+
+
+def _data(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def _error(result: CallToolResult) -> str:
+    assert result.is_error
+    message = result.content[0].text  # type: ignore[union-attr]
+    assert "Traceback" not in message
+    return str(message)
+
+
+def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> None:
+    params = StdioServerParameters(
+        command=RETRIEVAL,
+        args=["--database-url", database.url, "mcp", "--tenant", "acme"],
+        env={"HF_HUB_OFFLINE": "1", "PATH": os.environ.get("PATH", "")},
+    )
+
+    async def scenario() -> None:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert set(tools) == TOOLS
+            assert "tenant_id" not in json.dumps([t.input_schema for t in tools.values()])
+            assert tools["search_memory"].input_schema["required"] == ["query"]
+            assert tools["search_memory"].description
+
+            stored = _data(
+                await session.call_tool(
+                    "remember",
+                    {
+                        "text": "The deploy failed because the database migration timed out",
+                        "kind": "critique",
+                        "entities": ["deploy"],
+                    },
+                )
+            )
+            other = _data(await session.call_tool("remember", {"text": "Alice prefers dark mode"}))
+            decision = _data(
+                await session.call_tool(
+                    "record_decision",
+                    {
+                        "action_type": "fix",
+                        "content": "raise the migration lock timeout",
+                        "status": "done",
+                        "task_id": "deploy-42",
+                    },
+                )
+            )
+            _data(
+                await session.call_tool(
+                    "record_tool_call",
+                    {
+                        "tool_name": "kubectl",
+                        "params": {"op": "rollout"},
+                        "decision_id": decision["id"],
+                    },
+                )
+            )
+            found = _data(
+                await session.call_tool("search_memory", {"query": "why did the deploy fail"})
+            )
+            best = found["results"][0]
+            assert best["id"] == stored["id"]
+            assert best["source"] == "semantic"
+            assert best["kind"] == "critique"
+            assert 0.0 <= best["final_score"] <= 1.0
+            assert best["created_at"].endswith("+00:00")
+            events = _data(await session.call_tool("timeline", {"kinds": ["decision"]}))["events"]
+            assert [event["id"] for event in events] == [decision["id"]]
+
+            # Bad arguments: a tool error naming the field, no traceback, nothing written.
+            assert "limit" in _error(
+                await session.call_tool("search_memory", {"query": "x", "limit": 0})
+            )
+            assert "query" in _error(await session.call_tool("search_memory", {}))
+            assert "mode" in _error(
+                await session.call_tool("search_memory", {"query": "x", "mode": "nope"})
+            )
+            assert "kind" in _error(
+                await session.call_tool("remember", {"text": "x", "kind": "bogus"})
+            )
+            assert "since" in _error(
+                await session.call_tool("timeline", {"since": "2026-01-01T00:00:00"})
+            )
+            assert "memory_ids" in _error(await session.call_tool("forget", {"memory_ids": []}))
+
+            gone = _data(await session.call_tool("forget", {"memory_ids": [other["id"]]}))
+            assert gone == {"forgotten": [other["id"]]}
+
+    asyncio.run(scenario())
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT tenant_id, content FROM retrieval.memories ORDER BY id")
+        ).all()
+    assert [tuple(row) for row in rows] == [
+        ("acme", "The deploy failed because the database migration timed out")
+    ]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_url(
+    database: PgDatabase, embedder: SentenceTransformerEmbedder
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """An HTTP MCP server on a free port; the tokens of tenants a and b."""
+    tokens = {"a": new_token(), "b": new_token()}
+    table = TokenTable.parse(
+        "\n".join(f"{token_hash(token)} {tenant}" for tenant, token in tokens.items()),
+        origin="test",
+    )
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    store = AsyncMemoryStore(MemoryStore(database.engine, embedder=embedder))
+    retriever = AsyncHybridRetriever.from_store(store, background_writes=False)
+    server = memory_server(store, retriever, tenant_from_token, tokens=table, url=url)
+    http = http_server(server, host="127.0.0.1", port=port)
+    thread = threading.Thread(target=lambda: asyncio.run(http.serve()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not http.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert http.started
+    yield f"{url}/mcp", tokens
+    http.should_exit = True
+    thread.join(10)
+    retriever.sync.close()
+    store.threads.close()
+    retriever.threads.close()
+
+
+@asynccontextmanager
+async def _session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _post_status(url: str, headers: dict[str, str]) -> int:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": "sneaked in"}},
+        }
+    ).encode()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
+    http_url: tuple[str, dict[str, str]], database: PgDatabase
+) -> None:
+    url, tokens = http_url
+
+    async def scenario() -> None:
+        async with _session(url, tokens["a"]) as alice:
+            assert {tool.name for tool in (await alice.list_tools()).tools} == TOOLS
+            secret = _data(
+                await alice.call_tool("remember", {"text": "Tenant a's launch code is 0000"})
+            )
+            found = _data(await alice.call_tool("search_memory", {"query": "launch code"}))
+            assert [r["id"] for r in found["results"]] == [secret["id"]]
+            assert "limit" in _error(
+                await alice.call_tool("search_memory", {"query": "x", "limit": 1000})
+            )
+        async with _session(url, tokens["b"]) as bob:
+            found = _data(await bob.call_tool("search_memory", {"query": "launch code"}))
+            assert found["results"] == []
+            assert _data(await bob.call_tool("timeline", {}))["events"] == []
+            gone = _data(await bob.call_tool("forget", {"memory_ids": [secret["id"]]}))
+            assert gone == {"forgotten": []}
+            own = _data(await bob.call_tool("remember", {"text": "Tenant b's note"}))
+            assert own["id"] != secret["id"]
+
+    asyncio.run(scenario())
+    # No token, a wrong token, another scheme: 401, and nothing was written.
+    assert _post_status(url, {}) == 401
+    assert _post_status(url, {"Authorization": f"Bearer {new_token()}"}) == 401
+    assert _post_status(url, {"Authorization": f"Basic {tokens['a']}"}) == 401
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT tenant_id, content FROM retrieval.memories ORDER BY id")
+        ).all()
+    assert [tuple(row) for row in rows] == [
+        ("a", "Tenant a's launch code is 0000"),
+        ("b", "Tenant b's note"),
+    ]
+
+
+def test_the_tokens_file_holds_hashes_and_refuses_a_bad_line(tmp_path: Path) -> None:
+    token = new_token()
+    path = tmp_path / "tokens.txt"
+    path.write_text(f"# agents\n{token_hash(token)} acme\n\n", encoding="utf-8")
+    table = TokenTable.load(file=path, variable=None)
+    assert table.tenant_of(token) == "acme"
+    assert token not in path.read_text(encoding="utf-8")
+    assert table.tenant_of(new_token()) is None
+    with pytest.raises(ConfigurationError, match="entry 1"):
+        TokenTable.parse(f"{token} acme", origin="RETRIEVAL_MCP_TOKENS")
+    with pytest.raises(ConfigurationError, match="two tenants"):
+        TokenTable.load(file=path, variable=f"{token_hash(token)} other")
+    both = TokenTable.load(file=path, variable=f"{token_hash('x')} b,{token_hash('y')} c")
+    assert both.tenant_of("y") == "c"
+    assert both.tenant_of(token) == "acme"
