@@ -10,9 +10,8 @@ tool runs. A bad argument returns a tool error naming the field, never a traceba
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import Annotated, Any
@@ -29,8 +28,9 @@ from pydantic import AnyHttpUrl, Field
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.errors import DatabaseError, RetrievalError
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
+from retrieval.integrations.records import jsonable, result_record
 from retrieval.memory.kinds import MEMORY_KINDS
-from retrieval.search.results import RetrievalResponse, RetrievalResult
+from retrieval.search.results import RetrievalResponse
 from retrieval.search.timeline import TimelineEvent
 
 logger = logging.getLogger(__name__)
@@ -53,25 +53,6 @@ _MODES = (
     "directive, proposal)"
 )
 _KINDS = ", ".join(MEMORY_KINDS)
-_SCORING_INTERNALS = frozenset(
-    {
-        "signals",
-        "weights",
-        "bm25",
-        "bm25_rank",
-        "bm25_relevance",
-        "bm25_complete",
-        "dense_rank",
-        "dense_relevance",
-        "inverse_distance",
-        "fusion",
-        "coverage",
-        "found_by",
-        "embedding_model",
-        "access_count",
-        "last_accessed_at",
-    }
-)
 
 
 def fixed_tenant(tenant_id: str) -> TenantOf:
@@ -348,32 +329,11 @@ def _tool_errors() -> Iterator[None]:
 
 def _search_result(response: RetrievalResponse) -> dict[str, Any]:
     return {
-        "results": [_result(rank, result) for rank, result in enumerate(response, start=1)],
+        "results": [
+            result_record(result, rank, digits=6) for rank, result in enumerate(response, start=1)
+        ],
         "total_ms": round(response.diagnostics.total_ms, 3),
     }
-
-
-def _result(rank: int, result: RetrievalResult) -> dict[str, Any]:
-    metadata = _jsonable(result.metadata)
-    shaped: dict[str, Any] = {
-        "rank": rank,
-        "source": result.source,
-        "content": result.content,
-        "final_score": round(result.final_score, 6),
-        "relevance_score": round(result.relevance_score, 6),
-        "recency_score": round(result.recency_score, 6),
-    }
-    for key in ("id", "item", "kind", "created_at", "task_id", "doc_id"):
-        if key in metadata:
-            shaped[key] = metadata.pop(key)
-    # What a model can use (matched keywords, the thread, the user's metadata, neighbours);
-    # the scoring's internals stay in the library's diagnostics.
-    shaped["details"] = {
-        key: value
-        for key, value in metadata.items()
-        if key not in _SCORING_INTERNALS and value not in (None, {}, [])
-    }
-    return shaped
 
 
 def _event(event: TimelineEvent) -> dict[str, Any]:
@@ -384,11 +344,5 @@ def _event(event: TimelineEvent) -> dict[str, Any]:
         "kind": event.kind,
         "content": event.content,
         "created_at": event.created_at.isoformat(),
-        "details": _jsonable(event.details),
+        "details": jsonable(event.details),
     }
-
-
-def _jsonable(value: Mapping[str, Any]) -> dict[str, Any]:
-    # Dates become ISO strings, tuples lists: what JSON carries.
-    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), default=str))
-    return loaded
