@@ -36,6 +36,8 @@ Columns (JSON keys or CSV header):
   type          memory (default), decision, tool_call or message (the default of a line
                 with a speaker)
   tenant_id     required unless --tenant is given
+  id            optional: the record's key, unique in its tenant; a line whose id an
+                earlier run stored is skipped, so running the same file again stores nothing
   memory:       text (required), kind (default fact), metadata (JSON object),
                 importance (0..1), created_at, entities (JSON list, or a;b;c in CSV),
                 thread_id (a conversation or session) and position (its turn, from 0)
@@ -441,6 +443,11 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
         f"{summary.tool_calls} tool calls) in {summary.seconds:.2f} s, "
         f"{summary.rows_per_second:,.0f} rows/s; embedding cache: {summary.cache_hits} hits, "
         f"{summary.embedded} texts embedded"
+        + (
+            f"; {summary.skipped} lines stored before (by their id) skipped"
+            if summary.skipped
+            else ""
+        )
     )
     return 0
 

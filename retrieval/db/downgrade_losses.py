@@ -57,6 +57,8 @@ class CountedLoss:
 
 # Revision -> what undoing it drops. Table and condition names are fixed here, never input.
 LOSSES: dict[str, tuple[Loss, ...]] = {
+    # Without its key, a record ingested before is stored again by the next run of its file.
+    "0012": (Loss("ingest keys of ingested records", "ingest_keys"),),
     "0010": (
         Loss(
             "memories' threads and positions",

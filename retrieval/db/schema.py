@@ -52,7 +52,8 @@ MEMORY_TERM_TABLES = (MEMORY_TERM_STATS, MEMORY_CORPUS)
 EPISODIC_VOCABULARY = "episodic_vocabulary"
 EPISODIC_POSTINGS = "episodic_postings"
 EPISODIC_WORD_TABLES = (EPISODIC_VOCABULARY, EPISODIC_POSTINGS)
-ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES + EPISODIC_WORD_TABLES
+INGEST_KEYS = "ingest_keys"
+ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES + EPISODIC_WORD_TABLES + (INGEST_KEYS,)
 
 SHA256_BYTES = 32
 
@@ -81,6 +82,7 @@ def build_metadata(
         Column("sampled_memories", BigInteger, nullable=False),
     )
     _episodic_words(metadata)
+    _ingest_keys(metadata)
     return metadata
 
 
@@ -230,6 +232,26 @@ def _embedding_cache(metadata: MetaData, dim: int) -> Table:
         PrimaryKeyConstraint("tenant_id", "key", name="embedding_cache_pkey"),
         CheckConstraint(
             f"octet_length(key) = {SHA256_BYTES}", name="embedding_cache_key_is_sha256"
+        ),
+    )
+
+
+def _ingest_keys(metadata: MetaData) -> Table:
+    # The key a file gave each record it stored (``id`` in a JSONL line): a re-run of the same
+    # file skips the records whose keys are here. The row's id lets a later line's
+    # decision_ref name a decision stored by an earlier run. A forgotten row keeps its key (the
+    # record was ingested once); forgetting a whole tenant drops its keys.
+    return Table(
+        INGEST_KEYS,
+        metadata,
+        _tenant(),
+        Column("key", Text, nullable=False),
+        Column("item", Text, nullable=False),
+        Column("row_id", BigInteger, nullable=False),
+        _created_at(),
+        PrimaryKeyConstraint("tenant_id", "key", name="ingest_keys_pkey"),
+        CheckConstraint(
+            "item IN ('memory', 'decision', 'tool_call')", name="ingest_keys_item_known"
         ),
     )
 

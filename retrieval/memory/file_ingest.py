@@ -29,6 +29,7 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant, row_security_active
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.get_and_forget import Lookup
+from retrieval.memory.ingest_keys import ingest_key, store_keys, stored_keys
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import (
@@ -61,6 +62,12 @@ class Record:
     ref: str | None = None
     decision_ref: str | None = None
     numbered: bool = False  # a message whose position is counted, not given
+    key: str | None = None  # the line's id: its idempotency key
+
+    @property
+    def tenant_key(self) -> tuple[str, str] | None:
+        """(tenant, key) of a keyed record."""
+        return None if self.key is None else (self.valid.tenant_id, self.key)
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class IngestSummary:
     seconds: float
     cache_hits: int
     embedded: int
+    skipped: int = 0  # records whose id an earlier ingest stored
 
     @property
     def rows(self) -> int:
@@ -109,6 +117,7 @@ def read_file(
     except OSError as error:
         raise ValidationError(f"{path}: cannot read it ({error.strerror})") from None
     _check_refs(records, path)
+    _check_keys(records, path)
     _check_decisions(records, store, path)
     return _numbered(records, store)
 
@@ -127,18 +136,33 @@ def ingest(
     hits, embedded = store.cache_stats.hits, store.cache_stats.embedded
     counts = {name: 0 for name in RECORD_TYPES}
     decision_ids: dict[str, int] = {}
-    for start in range(0, len(records), batch_size):
-        chunk = records[start : start + batch_size]
+    pending = _not_yet_ingested(store, records, decision_ids)
+    if progress is not None and len(pending) < len(records):
+        progress(len(records) - len(pending))
+    for start in range(0, len(pending), batch_size):
+        chunk = pending[start : start + batch_size]
         with store.batch() as batch:
-            memories = [r.valid for r in chunk if r.type == "memory"]
-            batch.write_memories(memories)  # type: ignore[arg-type]
+            memories = [r for r in chunk if r.type == "memory"]
+            memory_ids = batch.write_memories([r.valid for r in memories])  # type: ignore[misc]
             decisions = [r for r in chunk if r.type == "decision"]
             ids = batch.write_decisions([r.valid for r in decisions])  # type: ignore[misc]
             decision_ids.update(
                 (r.ref, i) for r, i in zip(decisions, ids, strict=True) if r.ref is not None
             )
-            calls = [_resolved(r, decision_ids) for r in chunk if r.type == "tool_call"]
-            batch.write_tool_calls(calls)
+            calls = [r for r in chunk if r.type == "tool_call"]
+            call_ids = batch.write_tool_calls([_resolved(r, decision_ids) for r in calls])
+            made = [
+                (r.valid.tenant_id, r.key, r.type, row_id)
+                for group, group_ids in (
+                    (memories, memory_ids),
+                    (decisions, ids),
+                    (calls, call_ids),
+                )
+                for r, row_id in zip(group, group_ids, strict=True)
+                if r.key is not None
+            ]
+            if made:
+                store_keys(batch.connection, store.schema, made)
         for record in chunk:
             counts[record.type] += 1
         if progress is not None:
@@ -150,7 +174,39 @@ def ingest(
         seconds=time.perf_counter() - began,
         cache_hits=store.cache_stats.hits - hits,
         embedded=store.cache_stats.embedded - embedded,
+        skipped=len(records) - len(pending),
     )
+
+
+def _not_yet_ingested(
+    store: MemoryStore, records: Sequence[Record], decision_ids: dict[str, int]
+) -> list[Record]:
+    """``records`` without those an earlier ingest stored (by key); the refs of the skipped
+    decisions go into ``decision_ids``. A key stored for another type of record is refused."""
+    wanted: dict[str, list[str]] = {}
+    for record in records:
+        if record.key is not None:
+            wanted.setdefault(record.valid.tenant_id, []).append(record.key)
+    if not wanted:
+        return list(records)
+    with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
+        stored = stored_keys(connection, store.schema, wanted)
+    pending = []
+    for record in records:
+        known = stored.get(record.tenant_key) if record.tenant_key else None
+        if known is None:
+            pending.append(record)
+            continue
+        if known.item != record.type:
+            raise ValidationError(
+                f"line {record.line}: id {record.key!r} was ingested before as a "
+                f"{known.item} (row {known.row_id}), this line is a {record.type}: give it "
+                "another id",
+                field="id",
+            )
+        if record.ref is not None:
+            decision_ids[record.ref] = known.row_id
+    return pending
 
 
 def _resolved(record: Record, decision_ids: Mapping[str, int]) -> ValidToolCall:
@@ -237,6 +293,7 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
     kind = fields.pop("type", "message" if "speaker" in fields else "memory")
     if kind not in RECORD_TYPES:
         raise ValidationError(f"type {kind!r} is not one of {', '.join(RECORD_TYPES)}")
+    key = ingest_key(fields.pop("id", None))
     numbered = False
     time_field = "created_at"
     if kind == "message":
@@ -271,6 +328,7 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
         ref=None if ref is None else str(ref),
         decision_ref=None if decision_ref is None else str(decision_ref),
         numbered=numbered,
+        key=key,
     )
 
 
@@ -341,6 +399,21 @@ def _check_refs(records: list[Record], path: Path) -> None:
                 f"{path} line {record.line}: decision_ref {record.decision_ref!r} names no "
                 "decision on an earlier line"
             )
+
+
+def _check_keys(records: list[Record], path: Path) -> None:
+    seen: dict[tuple[str, str], int] = {}
+    for record in records:
+        key = record.tenant_key
+        if key is None:
+            continue
+        if key in seen:
+            raise ValidationError(
+                f"{path} line {record.line}: id {record.key!r} was already used on line "
+                f"{seen[key]} (an id names one record of its tenant)",
+                field="id",
+            )
+        seen[key] = record.line
 
 
 def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:

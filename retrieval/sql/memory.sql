@@ -64,6 +64,10 @@ WITH chosen_decisions AS (
     DELETE FROM {schema}.document_term_stats WHERE tenant_id = %(tenant_id)s AND %(everything)s
 ), removed_corpus AS (
     DELETE FROM {schema}.document_corpus WHERE tenant_id = %(tenant_id)s AND %(everything)s
+), removed_ingest_keys AS (
+    -- A forgotten row keeps its ingest key (its file would not store it again); a forgotten
+    -- tenant does not.
+    DELETE FROM {schema}.ingest_keys WHERE tenant_id = %(tenant_id)s AND %(everything)s
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
@@ -142,3 +146,15 @@ ORDER BY created_at, id
 SELECT decision_id, tool_name, params, result, created_at FROM {schema}.tool_calls
 WHERE tenant_id = %(tenant_id)s
 ORDER BY created_at, id
+
+-- name: known_ingest_keys
+-- The keys among %(keys)s a tenant's earlier ingests stored, with the rows they made.
+SELECT key, item, row_id FROM {schema}.ingest_keys
+WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[])
+
+-- name: insert_ingest_keys
+-- The keys of one batch's records, in its transaction: a concurrent run of the same file fails
+-- on the primary key rather than storing a record twice.
+INSERT INTO {schema}.ingest_keys (tenant_id, key, item, row_id)
+SELECT %(tenant_id)s, key, item, row_id
+FROM unnest(%(keys)s::text[], %(items)s::text[], %(row_ids)s::bigint[]) AS k (key, item, row_id)

@@ -70,7 +70,17 @@ def test_a_migration_behind_a_lock_gives_up_and_names_the_holder(
         pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
 
         code = main(
-            ["--database-url", database.url, "db", "downgrade", "--yes", "--lock-timeout", "1"]
+            # Down to 0010: undoing row-level security locks every table, memories among them.
+            [
+                "--database-url",
+                database.url,
+                "db",
+                "downgrade",
+                "0010",
+                "--yes",
+                "--lock-timeout",
+                "1",
+            ]
         )
         assert code == 1
         err = capsys.readouterr().err
@@ -82,7 +92,7 @@ def test_a_migration_behind_a_lock_gives_up_and_names_the_holder(
             schema="retrieval", embedding_dim=384, lock_timeout=0.5
         )
         with pytest.raises(DatabaseError, match="nothing was changed"):
-            migrate.downgrade(database.engine, settings, "-1")
+            migrate.downgrade(database.engine, settings, "0010")
         holder.rollback()
     assert _revision(database) == migrate.head_revision()
     assert main(["--database-url", database.url, "db", "downgrade", "0009", "--yes"]) == 0

@@ -19,7 +19,6 @@ from __future__ import annotations
 from alembic import op
 
 from retrieval.db.migrate import current_settings
-from retrieval.db.schema import ALL_TABLES
 
 revision = "0011"
 down_revision = "0010"
@@ -27,6 +26,23 @@ branch_labels = None
 depends_on = None
 
 POLICY = "tenant_isolation"
+# The tables as of this revision (later revisions add their own tables' policies).
+ALL_TABLES = (
+    "memories",
+    "memory_entities",
+    "decisions",
+    "tool_calls",
+    "embedding_cache",
+    "documents",
+    "document_chunks",
+    "document_terms",
+    "document_term_stats",
+    "document_corpus",
+    "memory_term_stats",
+    "memory_corpus",
+    "episodic_vocabulary",
+    "episodic_postings",
+)
 SETTING = "retrieval.tenant_id"
 
 

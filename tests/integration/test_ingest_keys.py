@@ -1,0 +1,117 @@
+"""An ``id`` per ingested line makes a re-run of ``retrieval ingest`` a no-op."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from retrieval.cli.commands import main
+from retrieval.errors import ValidationError
+from retrieval.memory.file_ingest import ingest, read_file
+from retrieval.memory.store import MemoryStore
+from tests.conftest import PgDatabase
+
+LINES = [
+    {"id": "m1", "text": "The deploy failed because the migration timed out"},
+    {"id": "m2", "text": "Alice prefers dark mode"},
+    {
+        "id": "d1",
+        "type": "decision",
+        "ref": "fix",
+        "action_type": "fix",
+        "content": "raise the lock timeout",
+        "status": "done",
+        "task_id": "t1",
+    },
+    {"id": "c1", "type": "tool_call", "tool_name": "kubectl", "decision_ref": "fix"},
+    {"id": 7, "speaker": "Ann", "text": "hello", "session": "s1"},
+    {"text": "a line without an id"},
+]
+
+
+def _write(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _counts(database: PgDatabase, tenant: str = "acme") -> tuple[int, ...]:
+    with database.engine.connect() as connection:
+        return tuple(
+            int(
+                connection.execute(
+                    text(f"SELECT count(*) FROM retrieval.{table} WHERE tenant_id = :t"),
+                    {"t": tenant},
+                ).scalar_one()
+            )
+            for table in ("memories", "decisions", "tool_calls", "ingest_keys")
+        )
+
+
+def test_a_second_run_of_a_keyed_file_stores_nothing(
+    database: PgDatabase, store: MemoryStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path / "history.jsonl", LINES)
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest", str(path), "--tenant", "acme"]) == 0
+    first = _counts(database)
+    assert first == (4, 1, 1, 5)  # the line without an id has no key
+    capsys.readouterr()
+
+    assert main([*url, "ingest", str(path), "--tenant", "acme"]) == 0
+    assert "5 lines stored before (by their id) skipped" in capsys.readouterr().out
+    # Only the line without an id is stored again.
+    assert _counts(database) == (5, 1, 1, 5)
+
+    # New lines beside old ones: only they are stored, and a new tool call finds the decision
+    # an earlier run stored through its ref.
+    more = [
+        *LINES[:4],
+        {"id": "c2", "type": "tool_call", "tool_name": "helm", "decision_ref": "fix"},
+        {"id": "m3", "text": "Bob owns billing"},
+    ]
+    records = read_file(_write(tmp_path / "more.jsonl", more), store, tenant_id="acme")
+    summary = ingest(store, records)
+    assert (summary.skipped, summary.memories, summary.tool_calls) == (4, 1, 1)
+    with database.engine.connect() as connection:
+        linked = connection.execute(
+            text(
+                "SELECT d.content FROM retrieval.tool_calls t JOIN retrieval.decisions d "
+                "ON d.tenant_id = t.tenant_id AND d.id = t.decision_id "
+                "WHERE t.tool_name = 'helm'"
+            )
+        ).scalar_one()
+    assert linked == "raise the lock timeout"
+
+    # The same keys in another tenant are another tenant's records.
+    assert main([*url, "ingest", str(path), "--tenant", "beta"]) == 0
+    assert _counts(database, "beta") == (4, 1, 1, 5)
+
+    # Forgetting the tenant forgets its keys: the file is stored again.
+    store.forget(tenant_id="beta", everything=True)
+    assert _counts(database, "beta") == (0, 0, 0, 0)
+    assert main([*url, "ingest", str(path), "--tenant", "beta"]) == 0
+    assert _counts(database, "beta") == (4, 1, 1, 5)
+
+
+def test_bad_keys_are_refused_before_anything_is_written(
+    database: PgDatabase, store: MemoryStore, tmp_path: Path
+) -> None:
+    twice = _write(tmp_path / "twice.jsonl", [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}])
+    with pytest.raises(ValidationError, match="line 2: id 'a' was already used on line 1"):
+        read_file(twice, store, tenant_id="acme")
+    empty = _write(tmp_path / "empty.jsonl", [{"id": "", "text": "x"}])
+    with pytest.raises(ValidationError, match="line 1: id must be a non-empty string"):
+        read_file(empty, store, tenant_id="acme")
+
+    ingest(store, read_file(_write(tmp_path / "m.jsonl", [LINES[0]]), store, tenant_id="acme"))
+    clash = [
+        {"id": "new", "text": "a new memory"},
+        {"id": "m1", "type": "decision", "action_type": "a", "content": "c", "status": "s"},
+    ]
+    records = read_file(_write(tmp_path / "clash.jsonl", clash), store, tenant_id="acme")
+    with pytest.raises(ValidationError, match="id 'm1' was ingested before as a memory"):
+        ingest(store, records)
+    assert _counts(database) == (1, 0, 0, 1)  # the new memory was not written either
