@@ -27,34 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from _common import add_output, summary_ms, write_result
-from _scifact import read_queries, scifact_sentences
+from _scifact import read_queries, sentence_memories
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from sqlalchemy import text
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.db.migrate import MigrationSettings, upgrade
-from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
 
 TENANT = "mcp-bench"
-
-
-def _store(database: Any, rows: int) -> MemoryStore:
-    store = MemoryStore.from_database(database)
-    with database.engine.connect() as connection:
-        have = connection.execute(
-            text("SELECT count(*) FROM retrieval.memories WHERE tenant_id = :t"), {"t": TENANT}
-        ).scalar_one()
-    if have != rows:
-        if have:
-            store.forget(tenant_id=TENANT, everything=True)
-        sentences = scifact_sentences(rows)
-        print(f"storing {len(sentences)} SciFact sentences as memories (embedded once)")
-        for start in range(0, len(sentences), 500):
-            batch = sentences[start : start + 500]
-            store.remember_many({"text": sentence, "tenant_id": TENANT} for sentence in batch)
-    return store
 
 
 async def _measure(
@@ -123,7 +104,7 @@ def main() -> None:
     config = DatabaseConfig(data_dir=data_dir)
     database = connect(config)
     upgrade(database.engine, MigrationSettings.from_config(config))
-    store = _store(database, args.rows)
+    store = sentence_memories(database, TENANT, args.rows)
     queries = read_queries()[: args.queries]
     with HybridRetriever.from_store(store) as retriever:
         results = asyncio.run(_measure(data_dir, retriever, queries, args.runs))

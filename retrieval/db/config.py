@@ -117,6 +117,12 @@ class DatabaseConfig:
         )
 
     def __post_init__(self) -> None:
+        if isinstance(self.data_dir, str):  # a path given as text is a path
+            object.__setattr__(self, "data_dir", Path(self.data_dir))
+        if not isinstance(self.data_dir, Path):
+            raise ConfigurationError(
+                f"data_dir must be a path (pathlib.Path or str), got {self.data_dir!r}"
+            )
         require_text_search_config(self.text_search_config)
         if self.url is not None and not self.url.strip():
             raise ConfigurationError(

@@ -242,3 +242,9 @@ def test_every_variable_the_package_reads_is_known(caplog: pytest.LogCaptureFixt
         "RETRIEVAL_MIN_FINAL_SCORE",
         "RETRIEVAL_DATABASE_URL",
     } <= known_variables()
+
+
+def test_a_data_dir_given_as_text_is_a_path() -> None:
+    assert DatabaseConfig(data_dir="/tmp/somewhere").data_dir == Path("/tmp/somewhere")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="data_dir must be a path"):
+        DatabaseConfig(data_dir=3)  # type: ignore[arg-type]
