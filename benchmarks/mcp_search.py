@@ -8,7 +8,9 @@ connections warm); then, for ``--runs`` rounds, each claim is timed through both
 other (the order alternating), so that both see the same machine at the same moment. Reports
 the p50 / p95 of each path, the median of the per-claim differences (what MCP adds: JSON-RPC
 over the pipes, the tool's arguments validated, the results as JSON), and the server's own
-``total_ms`` (the retrieve inside the server). Target: MCP adds at most 5 ms at the p50.
+``total_ms`` (the retrieve inside the server). The floor, timed in the same loop: the SDK's own
+server over stdio with one tool that returns a saved ``search_memory`` answer (same size, none of
+this library's code). Target: MCP adds at most 5 ms at the p50.
 
 (Not named mcp.py: a script of that name would shadow the SDK it imports.)
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
@@ -37,6 +40,25 @@ from retrieval.search.retriever import HybridRetriever
 
 TENANT = "mcp-bench"
 
+# The floor: the SDK's own MCPServer with one tool that returns a fixed result of the same
+# size, none of this library's code (the result is a real search_memory answer, saved first).
+FLOOR_SERVER = """
+import json, sys
+from typing import Any
+from mcp.server.mcpserver import MCPServer
+
+payload = json.load(open(sys.argv[1]))
+server = MCPServer("floor", log_level="WARNING")
+
+
+@server.tool(structured_output=True)
+async def echo(query: str) -> dict[str, Any]:
+    return payload
+
+
+server.run("stdio")
+"""
+
 
 async def _measure(
     data_dir: Path, retriever: HybridRetriever, queries: list[str], runs: int
@@ -50,29 +72,45 @@ async def _measure(
     over_mcp: list[float] = []
     inside: list[float] = []
     gaps: list[float] = []
+    floor: list[float] = []
+    scratch = Path(tempfile.mkdtemp(prefix="rtv-mcp-floor-"))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         for query in queries:  # warm: vectors cached in both processes, connections open
             retriever.retrieve(query, tenant_id=TENANT)
-            await session.call_tool("search_memory", {"query": query})
-        for run in range(runs):
-            for number, query in enumerate(queries):
-                mcp_first = (number + run) % 2 == 0
-                if mcp_first:
-                    remote, server_ms = await _call(session, query)
-                local = _retrieve(retriever, query)
-                if not mcp_first:
-                    remote, server_ms = await _call(session, query)
-                direct.append(local)
-                over_mcp.append(remote)
-                inside.append(server_ms)
-                gaps.append(remote - local)
+            answer = await session.call_tool("search_memory", {"query": query})
+        (scratch / "payload.json").write_text(json.dumps(answer.structured_content))
+        (scratch / "floor.py").write_text(FLOOR_SERVER)
+        bare = StdioServerParameters(
+            command=sys.executable, args=[str(scratch / "floor.py"), str(scratch / "payload.json")]
+        )
+        async with (
+            stdio_client(bare) as (bare_read, bare_write),
+            ClientSession(bare_read, bare_write) as floor_session,
+        ):
+            await floor_session.initialize()
+            for query in queries[:20]:
+                await floor_session.call_tool("echo", {"query": query})
+            for run in range(runs):
+                for number, query in enumerate(queries):
+                    mcp_first = (number + run) % 2 == 0
+                    if mcp_first:
+                        remote, server_ms = await _call(session, query)
+                    local = _retrieve(retriever, query)
+                    if not mcp_first:
+                        remote, server_ms = await _call(session, query)
+                    floor.append(await _echo(floor_session, query))
+                    direct.append(local)
+                    over_mcp.append(remote)
+                    inside.append(server_ms)
+                    gaps.append(remote - local)
     return {
         "retrieve_in_process_ms": summary_ms(direct),
         "search_memory_over_stdio_ms": summary_ms(over_mcp),
         "retrieve_inside_the_server_ms": summary_ms(inside),
         "added_by_mcp_p50_ms": statistics.median(over_mcp) - statistics.median(direct),
         "added_by_mcp_median_of_pairs_ms": statistics.median(gaps),
+        "floor_bare_sdk_tool_round_trip_ms": summary_ms(floor),
         "calls_per_path": len(direct),
     }
 
@@ -81,6 +119,15 @@ def _retrieve(retriever: HybridRetriever, query: str) -> float:
     started = time.perf_counter()
     retriever.retrieve(query, tenant_id=TENANT)
     return (time.perf_counter() - started) * 1000
+
+
+async def _echo(session: ClientSession, query: str) -> float:
+    started = time.perf_counter()
+    result = await session.call_tool("echo", {"query": query})
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.is_error:
+        raise RuntimeError(f"the floor's echo failed: {result.content}")
+    return elapsed
 
 
 async def _call(session: ClientSession, query: str) -> tuple[float, float]:

@@ -319,8 +319,9 @@ def _add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="migrate down",
         description="Migrate down to REVISION: -1 is one step (the default), base removes "
         "every table of the schema and its data. A downgrade that would drop stored data "
-        "(memories, documents, entity links, threads, chunk metadata) says what and how many "
-        "rows, and runs only with --yes, or when you type yes at the prompt of a terminal.",
+        "(memories, documents, entity links, threads, chunk metadata, ingest keys) says what "
+        "and how many rows, and runs only with --yes, or when you type yes at the prompt of "
+        "a terminal.",
     )
     downgrade.add_argument("revision", nargs="?", default="-1", help="target (default: -1)")
     downgrade.add_argument(

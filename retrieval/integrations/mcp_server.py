@@ -10,6 +10,7 @@ tool runs. A bad argument returns a tool error naming the field, never a traceba
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -124,9 +125,8 @@ def memory_server(
     @asynccontextmanager
     async def warm_model(_server: MCPServer) -> AsyncIterator[None]:
         # Load the embedding model while the client initializes, not in its first search.
-        import asyncio
-
         warming = asyncio.create_task(store.check_embedder())
+        warming.add_done_callback(_log_model_failure)
         try:
             yield
         finally:
@@ -148,6 +148,12 @@ def http_server(server: MCPServer, *, host: str, port: int) -> uvicorn.Server:
     (``await http.serve()`` runs it; ``http.should_exit = True`` stops it)."""
     app = server.streamable_http_app(host=host)
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+
+
+def _log_model_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        # Each tool call that needs the model will say the same to the client.
+        logger.error("the embedding model did not load: %s", task.exception())
 
 
 def _add_tools(
