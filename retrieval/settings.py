@@ -301,7 +301,7 @@ def _parser(kind: Any) -> Callable[[str], Any]:
     if kind is Path:
         return _path
     if origin is typing.Literal:
-        return _lowered
+        return functools.partial(_choice, tuple(str(argument) for argument in arguments))
     if origin is frozenset:
         element = _parser(arguments[0]) if arguments else str
         return functools.partial(_names, element)
@@ -333,8 +333,11 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
-def _lowered(raw: str) -> str:
-    return raw.strip().lower()
+def _choice(choices: tuple[str, ...], raw: str) -> str:
+    word = raw.strip().lower()
+    if word not in choices:
+        raise ConfigurationError(f"{word!r} is not one of {', '.join(choices)}")
+    return word
 
 
 def _names(element: Callable[[str], Any], raw: str) -> frozenset[Any]:

@@ -471,7 +471,9 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
     from retrieval.memory.reembed import pending, reembed
 
     config = WriteConfig.from_env()
-    embedder = SentenceTransformerEmbedder(args.model, batch_size=config.batch_size)
+    embedder = SentenceTransformerEmbedder(
+        args.model, batch_size=config.batch_size, backend=config.embedder_backend
+    )
     store = MemoryStore.from_database(database, embedder=embedder, config=config)
     todo = pending(store, args.tenant)
     with _progress(todo, "reembed", "memories") as bar:

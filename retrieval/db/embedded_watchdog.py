@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-import fasteners  # type: ignore[import-untyped]
+import fasteners
 import psutil
 
 POLL_SECONDS = 1.0

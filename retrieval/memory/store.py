@@ -68,7 +68,9 @@ class MemoryStore:
         self.schema = require_schema(schema)
         self.config = config or WriteConfig()
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder(
-            self.config.embedding_model, batch_size=self.config.batch_size
+            self.config.embedding_model,
+            batch_size=self.config.batch_size,
+            backend=self.config.embedder_backend,
         )
         self.dim = stored_embedding_dim(engine, schema)
         self.cache = EmbeddingCache(

@@ -1,0 +1,93 @@
+"""The ONNX Runtime backend gives PyTorch's vectors; what it cannot run, PyTorch runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.embedding.models import (
+    DEFAULT_MODEL_ID,
+    SentenceTransformerEmbedder,
+    default_model_path,
+)
+from retrieval.embedding.onnx_model import (
+    OnnxPlan,
+    default_cache_dir,
+    exported_model,
+    onnx_support,
+)
+from retrieval.errors import ConfigurationError
+from retrieval.memory.config import WriteConfig
+
+SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact" / "corpus.jsonl"
+
+
+def _texts() -> list[str]:
+    docs = [json.loads(line) for line in SCIFACT.open(encoding="utf-8")][:60]
+    # Titles, whole abstracts (many past the model's 256 tokens: truncated alike), and odd
+    # inputs: an empty string, one character, non-Latin text.
+    return [
+        *(doc["title"] for doc in docs),
+        *(doc["text"] for doc in docs[:20]),
+        "",
+        "x",
+        "Größenordnung 数据库 база данных",
+    ]
+
+
+def test_onnx_and_pytorch_give_the_same_vectors(embedder: SentenceTransformerEmbedder) -> None:
+    texts = _texts()
+    onnx = embedder.embed(texts)
+    assert embedder.backend == "onnx"
+    torch = SentenceTransformerEmbedder(backend="torch")
+    reference = torch.embed(texts)
+    assert torch.backend == "torch"
+    cosine = (onnx * reference).sum(axis=1)
+    assert cosine.min() >= 0.999, texts[int(cosine.argmin())]
+    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
+    assert embedder.model_id == torch.model_id == DEFAULT_MODEL_ID  # interchangeable rows
+    # The order of the output is the order of the input, whatever the batches were.
+    single = np.vstack([embedder.embed([text]) for text in texts[:5]])
+    assert np.allclose(single, onnx[:5], atol=1e-5)
+
+
+def test_the_export_is_made_once_and_reused(embedder: SentenceTransformerEmbedder) -> None:
+    embedder.embed(["warm"])
+    plan = onnx_support(default_model_path())
+    assert isinstance(plan, OnnxPlan)
+    path = exported_model(plan, default_cache_dir())
+    made = path.stat().st_mtime_ns
+    again = SentenceTransformerEmbedder()
+    again.embed(["another process would find the same file"])
+    assert exported_model(plan, default_cache_dir()) == path
+    assert path.stat().st_mtime_ns == made
+
+
+def test_a_model_the_backend_cannot_run_is_named_and_run_by_pytorch(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(
+        default_model_path(), model, ignore=shutil.ignore_patterns("*.safetensors", "*.bin")
+    )
+    assert isinstance(onnx_support(model), OnnxPlan)
+    pooling = model / "1_Pooling" / "config.json"
+    settings = json.loads(pooling.read_text())
+    pooling.write_text(
+        json.dumps({**settings, "pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True})
+    )
+    assert onnx_support(model) == "its pooling is not the mean of the tokens"
+    (model / "tokenizer.json").unlink()
+    pooling.write_text(json.dumps(settings))
+    assert "tokenizer.json" in str(onnx_support(model))
+    assert "could not be read" in str(onnx_support(tmp_path))
+    # A named (not local) model goes to PyTorch; so does the torch setting.
+    assert WriteConfig.from_env({"RETRIEVAL_EMBEDDER_BACKEND": "torch"}).embedder_backend == (
+        "torch"
+    )
+    with pytest.raises(ConfigurationError, match="'tf' is not one of onnx, torch"):
+        WriteConfig.from_env({"RETRIEVAL_EMBEDDER_BACKEND": "tf"})
+    with pytest.raises(ConfigurationError, match="backend must be one of"):
+        SentenceTransformerEmbedder(backend="tf")  # type: ignore[arg-type]
