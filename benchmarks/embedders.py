@@ -19,7 +19,6 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,9 +28,9 @@ from _scifact import CORPUS, read_queries
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
 
-def _timed(call: Callable[[], Any]) -> float:
+def _embed_ms(embedder: SentenceTransformerEmbedder, texts: list[str]) -> float:
     started = time.perf_counter()
-    call()
+    embedder.embed(texts)
     return (time.perf_counter() - started) * 1000
 
 
@@ -46,10 +45,7 @@ def main() -> None:
     abstracts = [doc["text"] for doc in docs[: args.abstracts]]
     onnx = SentenceTransformerEmbedder(backend="onnx")
     torch = SentenceTransformerEmbedder(backend="torch")
-    load_ms = {
-        "onnx": _timed(lambda: onnx.embed(["load"])),
-        "torch": _timed(lambda: torch.embed(["load"])),
-    }
+    load_ms = {"onnx": _embed_ms(onnx, ["load"]), "torch": _embed_ms(torch, ["load"])}
     assert onnx.backend == "onnx" and torch.backend == "torch"
 
     quality: dict[str, Any] = {}
@@ -68,14 +64,14 @@ def main() -> None:
         for number, query in enumerate(queries):
             order = (onnx, torch) if (number + round_) % 2 == 0 else (torch, onnx)
             for embedder in order:
-                single[embedder.backend].append(_timed(lambda e=embedder: e.embed([query])))
+                single[embedder.backend].append(_embed_ms(embedder, [query]))
         for name, texts in (("titles", titles[:2048]), ("abstracts", abstracts[:512])):
             ordered = sorted(texts, key=len)
             found = batches.setdefault(name, {"onnx": [], "torch": []})
             for start in range(0, len(ordered), 64):
                 batch = ordered[start : start + 64]
                 for embedder in (onnx, torch) if start % 128 == 0 else (torch, onnx):
-                    found[embedder.backend].append(_timed(lambda e=embedder: e.embed(batch)))
+                    found[embedder.backend].append(_embed_ms(embedder, batch))
 
     results: dict[str, Any] = {
         "model": onnx.model_id,

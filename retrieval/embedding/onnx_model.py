@@ -5,7 +5,7 @@ attention so that ONNX Runtime's BERT optimizer fuses it) into the user's cache 
 run by ONNX Runtime with the model's own tokenizer (``tokenizer.json``), mean pooling and
 normalization, as sentence-transformers does. Nothing is downloaded. Measured on SciFact
 (docs/decisions/0008-onnx-embedder.md): cosine similarity to PyTorch's vectors 0.9999998 or
-more, one query about 4.8x faster, batches 1.2-1.3x faster.
+more, one query 3.8x faster, batches 1.2-1.3x faster.
 
 Supported: a local sentence-transformers model made of a Transformer, mean Pooling and
 optionally Normalize (all-MiniLM-L6-v2 and most sentence embedders); :func:`onnx_support` says

@@ -35,7 +35,7 @@ class WriteConfig:
         "onnx",
         env="RETRIEVAL_EMBEDDER_BACKEND",
         help="What runs the embedding model: onnx (ONNX Runtime, the model exported once from "
-        "its local files: the same vectors, a query 4.8x faster here) or torch "
+        "its local files: the same vectors, a query 3.8x faster here) or torch "
         "(sentence-transformers on PyTorch).",
     )
     max_text_chars: int = setting(
