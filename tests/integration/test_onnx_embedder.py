@@ -23,20 +23,16 @@ from retrieval.embedding.onnx_model import (
 from retrieval.errors import ConfigurationError
 from retrieval.memory.config import WriteConfig
 
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact" / "corpus.jsonl"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
 
 
 def _texts() -> list[str]:
-    docs = [json.loads(line) for line in SCIFACT.open(encoding="utf-8")][:60]
-    # Titles, whole abstracts (many past the model's 256 tokens: truncated alike), and odd
-    # inputs: an empty string, one character, non-Latin text.
-    return [
-        *(doc["title"] for doc in docs),
-        *(doc["text"] for doc in docs[:20]),
-        "",
-        "x",
-        "Größenordnung 数据库 база данных",
-    ]
+    sample = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    titles, claims = sample["titles"][:60], sample["claims"]
+    # Titles, claims, texts past the model's 256 tokens (truncated alike), and odd inputs: an
+    # empty string, one character, non-Latin text.
+    long_texts = [" ".join(sample["titles"][start : start + 25]) for start in range(100, 225, 25)]
+    return [*titles, *claims, *long_texts, "", "x", "Größenordnung 数据库 база данных"]
 
 
 def test_onnx_and_pytorch_give_the_same_vectors(embedder: SentenceTransformerEmbedder) -> None:
