@@ -150,7 +150,7 @@ def exported_model(plan: OnnxPlan, cache_dir: Path) -> Path:
     with fasteners.InterProcessLock(str(target) + ".lock"):
         if not target.is_file():
             logger.warning(
-                "exporting %s to ONNX once (a few seconds), into %s", plan.directory, target
+                "exporting %s to ONNX once (seconds), into %s", plan.directory, target
             )
             _export(plan, target)
     return target
