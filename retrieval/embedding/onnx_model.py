@@ -149,9 +149,7 @@ def exported_model(plan: OnnxPlan, cache_dir: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with fasteners.InterProcessLock(str(target) + ".lock"):
         if not target.is_file():
-            logger.warning(
-                "exporting %s to ONNX once (seconds), into %s", plan.directory, target
-            )
+            logger.warning("exporting %s to ONNX once (seconds), into %s", plan.directory, target)
             _export(plan, target)
     return target
 
