@@ -26,7 +26,9 @@ import numpy as np
 from _common import percentiles
 from sqlalchemy import Engine, text
 
-from retrieval.db.migrate import MigrationSettings
+from retrieval.db.config import DatabaseConfig
+from retrieval.db.engine import Database, connect
+from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
@@ -328,9 +330,13 @@ def shapes() -> dict[str, RetrievalConfig]:
     }
 
 
-def sentence_memories(database: Any, tenant: str, rows: int) -> MemoryStore:
-    """A store whose ``tenant`` holds ``rows`` SciFact sentences as memories (stored and
-    embedded once; a data directory keeps them between runs)."""
+def sentence_memories(data_dir: Path, tenant: str, rows: int) -> tuple[Database, MemoryStore]:
+    """The embedded server of ``data_dir`` (migrated), and a store whose ``tenant`` holds
+    ``rows`` SciFact sentences as memories (stored and embedded once; the data directory keeps
+    them between runs)."""
+    config = DatabaseConfig(data_dir=data_dir)
+    database = connect(config)
+    upgrade(database.engine, MigrationSettings.from_config(config))
     store = MemoryStore.from_database(database)
     with database.engine.connect() as connection:
         have = connection.execute(
@@ -347,4 +353,4 @@ def sentence_memories(database: Any, tenant: str, rows: int) -> MemoryStore:
     # Settled tables (statistics, visibility map, the GIN pending list) before any timing.
     with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text("VACUUM ANALYZE retrieval.memories"))
-    return store
+    return database, store

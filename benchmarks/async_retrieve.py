@@ -32,9 +32,6 @@ from _common import add_output, write_result
 from _scifact import read_queries, sentence_memories
 
 from retrieval.aio import AsyncHybridRetriever
-from retrieval.db.config import DatabaseConfig
-from retrieval.db.engine import connect
-from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.search.retriever import HybridRetriever
 
 TENANT = "mcp-bench"
@@ -79,10 +76,7 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-async-")) / "pg"
-    config = DatabaseConfig(data_dir=data_dir)
-    database = connect(config)
-    upgrade(database.engine, MigrationSettings.from_config(config))
-    store = sentence_memories(database, TENANT, args.rows)
+    database, store = sentence_memories(data_dir, TENANT, args.rows)
     queries = read_queries()[: args.queries]
     rates: dict[str, list[float]] = {"sync_threads": [], "async": [], "sync_sequential": []}
     with HybridRetriever.from_store(store, background_writes=False) as retriever:

@@ -33,9 +33,6 @@ from _common import add_output, summary_ms, write_result
 from _scifact import read_queries, sentence_memories
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from retrieval.db.config import DatabaseConfig
-from retrieval.db.engine import connect
-from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.search.retriever import HybridRetriever
 
 TENANT = "mcp-bench"
@@ -148,10 +145,7 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-mcp-")) / "pg"
-    config = DatabaseConfig(data_dir=data_dir)
-    database = connect(config)
-    upgrade(database.engine, MigrationSettings.from_config(config))
-    store = sentence_memories(database, TENANT, args.rows)
+    database, store = sentence_memories(data_dir, TENANT, args.rows)
     queries = read_queries()[: args.queries]
     with HybridRetriever.from_store(store) as retriever:
         results = asyncio.run(_measure(data_dir, retriever, queries, args.runs))

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+import psutil
 import pytest
 from psycopg import sql
 from sqlalchemy import Engine, text
 
-from retrieval.db.engine import make_engine
+from retrieval.db.config import DatabaseConfig
+from retrieval.db.embedded_watchdog import postmaster_pid
+from retrieval.db.engine import connect, make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.row_security import grant_application_role
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
@@ -145,3 +153,19 @@ def counting_embedder(embedder: SentenceTransformerEmbedder) -> CountingEmbedder
 def store(database: PgDatabase, counting_embedder: CountingEmbedder) -> MemoryStore:
     """A store on this test's database with the real model (calls counted)."""
     return MemoryStore(database.engine, schema="retrieval", embedder=counting_embedder)
+
+
+@pytest.fixture
+def migrated_data_dir() -> Iterator[Path]:
+    """A migrated embedded server of this test's own (to stop or kill), in a short temporary
+    path; this process stays one of its users until the test ends, then it is stopped."""
+    parent = Path(tempfile.mkdtemp(prefix="rtv-s-"))
+    config = DatabaseConfig(data_dir=parent / "pg")
+    database = connect(config)
+    upgrade(database.engine, MigrationSettings.from_config(config))
+    database.dispose()
+    yield parent / "pg"
+    pid = postmaster_pid(parent / "pg")
+    if pid is not None and psutil.pid_exists(pid):
+        os.kill(pid, signal.SIGINT)
+    shutil.rmtree(parent, ignore_errors=True)

@@ -8,7 +8,6 @@ from typing import Any
 from retrieval.aio.store import AsyncMemoryStore
 from retrieval.aio.threads import ThreadPool, threaded
 from retrieval.db.engine import Database
-from retrieval.db.read_pool import DEFAULT_MAX_CONNECTIONS
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
@@ -42,18 +41,11 @@ class AsyncHybridRetriever:
         return cls(HybridRetriever.from_store(sync, config=config, **options))
 
     @classmethod
-    def from_database(
-        cls,
-        database: Database,
-        *,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
-        **options: Any,
-    ) -> AsyncHybridRetriever:
+    def from_database(cls, database: Database, **options: Any) -> AsyncHybridRetriever:
         """A retriever on a :class:`~retrieval.db.engine.Database` from
-        :func:`retrieval.connect`."""
-        return cls(
-            HybridRetriever.from_database(database, max_connections=max_connections, **options)
-        )
+        :func:`retrieval.connect` (``options`` go to
+        :meth:`HybridRetriever.from_database`)."""
+        return cls(HybridRetriever.from_database(database, **options))
 
     @property
     def config(self) -> RetrievalConfig:

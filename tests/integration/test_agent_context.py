@@ -5,22 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import signal
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
 from retrieval.aio import AsyncHybridRetriever
-from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import restart_if_down, start_embedded
 from retrieval.db.embedded_watchdog import postmaster_pid
-from retrieval.db.engine import connect, make_engine
-from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.engine import make_engine
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import ValidationError
@@ -35,17 +30,8 @@ WORKING_STATE = [
 
 
 @pytest.fixture
-def data_dir() -> Iterator[Path]:
-    parent = Path(tempfile.mkdtemp(prefix="rtv-c-"))
-    config = DatabaseConfig(data_dir=parent / "pg")
-    database = connect(config)  # this process stays a user until the test ends
-    upgrade(database.engine, MigrationSettings.from_config(config))
-    database.dispose()
-    yield parent / "pg"
-    pid = postmaster_pid(parent / "pg")
-    if pid is not None and psutil.pid_exists(pid):
-        os.kill(pid, signal.SIGINT)
-    shutil.rmtree(parent, ignore_errors=True)
+def data_dir(migrated_data_dir: Path) -> Path:
+    return migrated_data_dir
 
 
 def _stop(data_dir: Path) -> None:

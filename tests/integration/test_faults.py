@@ -6,23 +6,18 @@ works. Each test has an embedded server of its own (killing the suite's would st
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from sqlalchemy import text
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded_watchdog import postmaster_pid
 from retrieval.db.engine import connect
-from retrieval.db.migrate import MigrationSettings, upgrade
 from tests.processes import read_line
 
 pytestmark = pytest.mark.slow
@@ -99,17 +94,8 @@ class Writer:
 
 
 @pytest.fixture
-def data_dir() -> Iterator[Path]:
-    parent = Path(tempfile.mkdtemp(prefix="rtv-f-"))
-    config = DatabaseConfig(data_dir=parent / "pg")
-    database = connect(config)  # this process stays a user until the test ends
-    upgrade(database.engine, MigrationSettings.from_config(config))
-    database.dispose()
-    yield parent / "pg"
-    pid = postmaster_pid(parent / "pg")
-    if pid is not None and psutil.pid_exists(pid):
-        os.kill(pid, signal.SIGINT)
-    shutil.rmtree(parent, ignore_errors=True)
+def data_dir(migrated_data_dir: Path) -> Path:
+    return migrated_data_dir
 
 
 def _batches(data_dir: Path) -> dict[int, int]:
