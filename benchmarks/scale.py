@@ -116,7 +116,9 @@ def main() -> None:
     queries = corpus.queries[: args.queries]
     for name in args.layouts.split(","):
         layout = replace(layouts[name], schema=layouts[name].schema + suffix)
-        settings = MigrationSettings(schema=layout.schema, embedding_dim=384)
+        settings = MigrationSettings(
+            schema=layout.schema, embedding_dim=384, vector_type=args.vector_type
+        )
         upgrade(engine, settings)
         engine.dispose()  # connections made before the vector type existed lack its adapter
         store = MemoryStore(engine, schema=layout.schema, embedder=embedder)

@@ -226,6 +226,12 @@ def _add_search_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         help="with each memory of a conversation, up to this many turns before and after it "
         "(0 to 20; default 0)",
     )
+    search.add_argument(
+        "--read-your-writes",
+        action="store_true",
+        help="read the primary even when RETRIEVAL_READ_DATABASE_URL names a replica (which "
+        "may not have replayed the latest writes yet)",
+    )
     search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
     search.set_defaults(handler=_search)
     timeline = commands.add_parser(
@@ -494,7 +500,9 @@ def _search(args: argparse.Namespace, database: Database) -> int:
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     config = RetrievalConfig.from_env()
-    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
+    with HybridRetriever.from_store(
+        store, config=config, background_writes=False, read_engine=database.read_engine
+    ) as retriever:
         response = retriever.retrieve(
             args.query,
             tenant_id=args.tenant,
@@ -503,6 +511,7 @@ def _search(args: argparse.Namespace, database: Database) -> int:
             as_of=args.as_of,
             limit=args.limit,
             neighbors=args.neighbors,
+            read_your_writes=args.read_your_writes,
         )
     if args.json:
         document = {
@@ -537,7 +546,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
     from retrieval.search.timeline import timeline
 
     events = timeline(
-        database.engine,
+        database.read_engine or database.engine,
         database.config.schema,
         args.tenant,
         since=args.since,

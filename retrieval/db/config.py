@@ -10,12 +10,14 @@ from pathlib import Path
 import platformdirs
 
 from retrieval.db.embedded_sizing import memory_size_kb
+from retrieval.db.vector_type import VectorType, require_vector_type
 from retrieval.errors import ConfigurationError, mask_url
 from retrieval.settings import configurable, from_env, require_int, setting
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
+DEFAULT_VECTOR_TYPE: VectorType = "vector"
 # Seconds a connection attempt may take before it fails (a host that drops packets would
 # otherwise hang for the operating system's TCP timeout, minutes).
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -67,7 +69,9 @@ class DatabaseConfig:
     records it); ``text_search_config`` the PostgreSQL text search configuration of the
     memories' lexemes, likewise fixed when a migration makes their column.
     ``connect_timeout`` is how many seconds a connection attempt may take (libpq's
-    ``connect_timeout``; a ``connect_timeout`` in the URL wins).
+    ``connect_timeout``; a ``connect_timeout`` in the URL wins). ``vector_type`` is the type of
+    the stored embeddings (``vector`` or ``halfvec``), fixed by a migration; ``read_url`` a
+    read-only replica of ``url`` that searches read (see docs/scale-out.md).
     """
 
     url: str | None = setting(
@@ -105,15 +109,30 @@ class DatabaseConfig:
         help="Seconds a connection attempt may take (at least 2); a connect_timeout in the "
         "URL wins.",
     )
+    vector_type: VectorType = setting(
+        DEFAULT_VECTOR_TYPE,
+        env="RETRIEVAL_VECTOR_TYPE",
+        help="Type of the stored embeddings, fixed at migration time: vector (4-byte floats) or "
+        "halfvec (2-byte floats: half the disk and buffer memory per memory).",
+    )
+    read_url: str | None = setting(
+        None,
+        env="RETRIEVAL_READ_DATABASE_URL",
+        help="URL of a read-only replica of RETRIEVAL_DATABASE_URL (a streaming standby): "
+        "searches and timelines read there, writes go to the primary. Unset: everything "
+        "reads the primary.",
+    )
 
     def __repr__(self) -> str:
         url = None if self.url is None else mask_url(self.url)
+        read_url = None if self.read_url is None else mask_url(self.read_url)
         return (
-            f"DatabaseConfig(url={url!r}, data_dir={str(self.data_dir)!r}, "
+            f"DatabaseConfig(url={url!r}, read_url={read_url!r}, "
+            f"data_dir={str(self.data_dir)!r}, "
             f"schema={self.schema!r}, embedding_dim={self.embedding_dim}, "
             f"shared_buffers={self.shared_buffers!r}, "
             f"text_search_config={self.text_search_config!r}, "
-            f"connect_timeout={self.connect_timeout})"
+            f"vector_type={self.vector_type!r}, connect_timeout={self.connect_timeout})"
         )
 
     def __post_init__(self) -> None:
@@ -124,9 +143,15 @@ class DatabaseConfig:
                 f"data_dir must be a path (pathlib.Path or str), got {self.data_dir!r}"
             )
         require_text_search_config(self.text_search_config)
+        require_vector_type(self.vector_type)
         if self.url is not None and not self.url.strip():
             raise ConfigurationError(
                 "database url is empty: give a postgresql:// URL or None for the embedded server"
+            )
+        if self.read_url is not None and (self.url is None or not self.read_url.strip()):
+            raise ConfigurationError(
+                "read_url (RETRIEVAL_READ_DATABASE_URL) names a replica of the primary: set "
+                "the primary's url (RETRIEVAL_DATABASE_URL) too, and give a postgresql:// URL"
             )
         require_schema(self.schema)
         if isinstance(self.embedding_dim, bool) or not isinstance(self.embedding_dim, int):

@@ -23,10 +23,12 @@ from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, quote_schema, statement
 from retrieval.db.row_security import insert_each_tenant, row_security_active
+from retrieval.db.vector_type import VectorType
 
 # vector's binary format (pgvector vector_send/vector_recv): int16 dim, int16 unused, then dim
-# big-endian float32 values.
+# big-endian float32 values; halfvec's (halfvec_send/halfvec_recv) the same with float16 values.
 _BIG_ENDIAN_FLOAT32 = np.dtype(">f4")
+_BIG_ENDIAN: dict[str, np.dtype[Any]] = {"vector": _BIG_ENDIAN_FLOAT32, "halfvec": np.dtype(">f2")}
 _JSONB_VERSION = b"\x01"
 
 
@@ -103,11 +105,13 @@ def _copy_through_staging(
     driver_connection.execute(sql.SQL("DELETE FROM pg_temp.{}").format(staging))
 
 
-def encode_vectors(matrix: npt.NDArray[np.float32]) -> list[bytes]:
-    """The binary ``vector`` encoding of each row of ``matrix``."""
+def encode_vectors(
+    matrix: npt.NDArray[np.float32], vector_type: VectorType = "vector"
+) -> list[bytes]:
+    """The binary encoding of each row of ``matrix`` as a ``vector`` or ``halfvec``."""
     rows, dim = matrix.shape
     header = np.array([dim, 0], dtype=">i2").tobytes()
-    payload = np.ascontiguousarray(matrix, dtype=_BIG_ENDIAN_FLOAT32)
+    payload = np.ascontiguousarray(matrix, dtype=_BIG_ENDIAN[vector_type])
     return [header + payload[row].tobytes() for row in range(rows)]
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
+from pgvector.psycopg.halfvec import register_halfvec_info
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 from sqlalchemy import Engine, create_engine, event
@@ -16,6 +17,7 @@ from sqlalchemy.exc import ArgumentError
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
 from retrieval.db.queries import execute, statement
+from retrieval.db.vector_type import VECTOR_TYPES, VectorType
 from retrieval.errors import (
     ConfigurationError,
     DimensionMismatchError,
@@ -31,11 +33,13 @@ _DRIVER = "postgresql+psycopg"
 
 @dataclass(frozen=True)
 class Database:
-    """An engine with what the library needs to know about it."""
+    """An engine with what the library needs to know about it; ``read_engine`` is the read
+    replica's (``RETRIEVAL_READ_DATABASE_URL``), or ``None``."""
 
     engine: Engine
     config: DatabaseConfig
     embedded: EmbeddedServer | None
+    read_engine: Engine | None = None
 
     @property
     def url(self) -> str:
@@ -46,8 +50,10 @@ class Database:
         return f"Database(url={self.url!r}, embedded={self.embedded is not None})"
 
     def dispose(self) -> None:
-        """Close the engine's pooled connections."""
+        """Close the engines' pooled connections."""
         self.engine.dispose()
+        if self.read_engine is not None:
+            self.read_engine.dispose()
 
 
 def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Database:
@@ -64,15 +70,25 @@ def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Data
         url = embedded.url()
     else:
         url = sqlalchemy_url(config.url)
-    if "connect_timeout" not in make_url(url).query:
-        connect_args = {"connect_timeout": config.connect_timeout}
-        engine_options["connect_args"] = connect_args | engine_options.get("connect_args", {})
-    engine = make_engine(url, **engine_options)
+    engine = _checked_engine(url, config, engine_options)
     if embedded is not None:
         event.listen(engine, "do_connect", reconnecting(embedded.data_dir, config.shared_buffers))
+    read_engine = None
+    if config.read_url is not None:
+        read_engine = _checked_engine(sqlalchemy_url(config.read_url), config, engine_options)
+    return Database(engine=engine, config=config, embedded=embedded, read_engine=read_engine)
+
+
+def _checked_engine(url: str, config: DatabaseConfig, engine_options: dict[str, Any]) -> Engine:
+    # An engine with the config's connect timeout (unless the URL has one), pinged once.
+    options = dict(engine_options)
+    if "connect_timeout" not in make_url(url).query:
+        connect_args = {"connect_timeout": config.connect_timeout}
+        options["connect_args"] = connect_args | options.get("connect_args", {})
+    engine = make_engine(url, **options)
     with translate_database_errors(url), engine.connect() as connection:
         execute(connection, statement("db.ping"))
-    return Database(engine=engine, config=config, embedded=embedded)
+    return engine
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -112,6 +128,9 @@ def _register_vector(dbapi_connection: psycopg.Connection[Any], _record: object)
         logger.debug("type vector not found: pgvector adapters not registered on this connection")
         return
     register_vector_info(dbapi_connection, info)
+    half = TypeInfo.fetch(dbapi_connection, "halfvec")
+    if half is not None:  # pgvector 0.7 and later
+        register_halfvec_info(dbapi_connection, half)
     # TypeInfo.fetch opened a transaction; leave the connection idle, as the pool expects.
     dbapi_connection.rollback()
 
@@ -142,3 +161,19 @@ def check_embedding_dim(engine: Engine, schema: str, model_id: str, model_dim: i
             f"stores vector({stored}). Use a model of dimension {stored}, or migrate a new "
             f"database (or schema) with RETRIEVAL_EMBEDDING_DIM={model_dim}."
         )
+
+
+def stored_vector_type(engine: Engine, schema: str) -> VectorType:
+    """The type of ``schema.memories.embedding`` (``vector`` or ``halfvec``)."""
+    with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        found = execute(
+            connection, statement("db.embedding_type"), {"schema_name": schema}
+        ).scalar()
+    if found is None:
+        raise SchemaError(
+            f"schema {schema!r} has no memories table in {engine.url.render_as_string()}: "
+            "run `retrieval db upgrade` (or `alembic upgrade head`) first"
+        )
+    if found not in VECTOR_TYPES:
+        raise SchemaError(f"{schema}.memories.embedding is {found!r}, neither vector nor halfvec")
+    return cast(VectorType, found)

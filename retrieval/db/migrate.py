@@ -6,6 +6,7 @@ wheel ships as the ``retrieval.migrations`` package, so an installed library can
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -20,13 +21,19 @@ from sqlalchemy import Connection, Engine
 
 from retrieval.db.config import (
     DEFAULT_TEXT_SEARCH_CONFIG,
+    DEFAULT_VECTOR_TYPE,
     DatabaseConfig,
     require_text_search_config,
 )
 from retrieval.db.queries import execute, statement
+from retrieval.db.vector_type import VectorType, require_vector_type
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
+logger = logging.getLogger(__name__)
+
 SETTINGS_KEY = "retrieval_settings"
+# The revision that converts the stored embeddings to the asked vector type.
+VECTOR_TYPE_REVISION = "0013"
 DEFAULT_LOCK_TIMEOUT = 10.0
 _LOCK_NOT_AVAILABLE = "55P03"
 CONNECTION_KEY = "connection"
@@ -40,12 +47,15 @@ class MigrationSettings:
     schema: str
     embedding_dim: int
     text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
+    # The stored embeddings' type (revision 0013 converts the columns to halfvec when asked).
+    vector_type: VectorType = DEFAULT_VECTOR_TYPE
     # Seconds a migration waits for a lock another session holds before it gives up and says
     # who holds it (0: wait for as long as it takes).
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         require_text_search_config(self.text_search_config)
+        require_vector_type(self.vector_type)
         if (
             isinstance(self.lock_timeout, bool)
             or not isinstance(self.lock_timeout, int | float)
@@ -62,6 +72,7 @@ class MigrationSettings:
             schema=config.schema,
             embedding_dim=config.embedding_dim,
             text_search_config=config.text_search_config,
+            vector_type=config.vector_type,
         )
 
 
@@ -96,6 +107,29 @@ def current_settings() -> MigrationSettings:
 def upgrade(engine: Engine, settings: MigrationSettings, revision: str = "head") -> None:
     """Migrate the database up to ``revision`` (default: the newest)."""
     _run(engine, settings, lambda config: command.upgrade(config, revision))
+    _warn_of_another_vector_type(engine, settings)
+
+
+def _warn_of_another_vector_type(engine: Engine, settings: MigrationSettings) -> None:
+    """The vector type is chosen by revision 0013: a schema past it keeps the type it has."""
+    current = current_revision(engine, settings)
+    if current is None or current < VECTOR_TYPE_REVISION:
+        return
+    with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        stored = execute(
+            connection, statement("db.embedding_type"), {"schema_name": settings.schema}
+        ).scalar()
+    if stored is not None and stored != settings.vector_type:
+        logger.warning(
+            "schema %r stores %s embeddings; vector_type=%s (RETRIEVAL_VECTOR_TYPE) is applied "
+            "by revision %s, which this schema has passed. To convert: `retrieval db downgrade "
+            "0012` then `retrieval db upgrade` with the setting (rewrites the embeddings and "
+            "rebuilds their HNSW graphs)",
+            settings.schema,
+            stored,
+            settings.vector_type,
+            VECTOR_TYPE_REVISION,
+        )
 
 
 def downgrade(engine: Engine, settings: MigrationSettings, revision: str = "-1") -> None:

@@ -7,7 +7,10 @@ the schema can be distributed by tenant (Citus) without change. Indexes with ope
 
 from __future__ import annotations
 
-from pgvector.sqlalchemy import Vector
+from dataclasses import dataclass
+from typing import Any
+
+from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -30,6 +33,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+
+from retrieval.db.vector_type import VectorType, operator_class
 
 MEMORIES = "memories"
 DECISIONS = "decisions"
@@ -59,18 +64,22 @@ SHA256_BYTES = 32
 
 
 def build_metadata(
-    schema: str, embedding_dim: int, text_search_config: str = "english"
+    schema: str,
+    embedding_dim: int,
+    text_search_config: str = "english",
+    vector_type: VectorType = "vector",
 ) -> MetaData:
-    """Return the metadata of every table in ``schema`` with ``vector(embedding_dim)`` columns,
-    the memories' lexemes made with ``text_search_config``."""
+    """Return the metadata of every table in ``schema`` with ``vector(embedding_dim)`` columns
+    (memories' and chunks' of ``vector_type``; the embedding cache keeps the model's own
+    ``vector``), the memories' lexemes made with ``text_search_config``."""
     metadata = MetaData(schema=schema)
-    _memories(metadata, embedding_dim, text_search_config)
+    _memories(metadata, _Embedding(vector_type, embedding_dim), text_search_config)
     _memory_entities(metadata)
     _decisions(metadata)
     _tool_calls(metadata)
     _embedding_cache(metadata, embedding_dim)
     _documents(metadata)
-    _document_chunks(metadata, embedding_dim)
+    _document_chunks(metadata, _Embedding(vector_type, embedding_dim))
     _document_terms(metadata)
     # Memories: the document frequencies count a sample of the memories (one in eight, by a
     # hash of the id; revision 0010), and the corpus how many are sampled.
@@ -86,6 +95,27 @@ def build_metadata(
     return metadata
 
 
+@dataclass(frozen=True)
+class _Embedding:
+    """The stored embedding column of memories and document chunks, and its HNSW index."""
+
+    vector_type: VectorType
+    dim: int
+
+    def column(self) -> Column[Any]:
+        kind = HALFVEC(self.dim) if self.vector_type == "halfvec" else Vector(self.dim)
+        return Column("embedding", kind, nullable=False)
+
+    def index(self, name: str) -> Index:
+        return Index(
+            name,
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": operator_class(self.vector_type)},
+            postgresql_with={"m": HNSW_LINKS},
+        )
+
+
 def _tenant() -> Column[str]:
     return Column("tenant_id", Text, nullable=False)
 
@@ -98,7 +128,7 @@ def _created_at() -> Column[object]:
     return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
-def _memories(metadata: MetaData, dim: int, text_search_config: str) -> Table:
+def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str) -> Table:
     return Table(
         MEMORIES,
         metadata,
@@ -111,7 +141,7 @@ def _memories(metadata: MetaData, dim: int, text_search_config: str) -> Table:
         Column("access_count", Integer, nullable=False, server_default=text("0")),
         Column("last_accessed_at", DateTime(timezone=True), nullable=True),
         _created_at(),
-        Column("embedding", Vector(dim), nullable=False),
+        embedding.column(),
         Column("embedding_model", Text, nullable=False),
         # The conversation (or session) of a memory and its place in it (revision 0010).
         Column("thread_id", Text, nullable=True),
@@ -140,13 +170,7 @@ def _memories(metadata: MetaData, dim: int, text_search_config: str) -> Table:
             postgresql_where=text("thread_id IS NOT NULL"),
         ),
         Index("memories_search_vector_idx", "tenant_id", "search_vector", postgresql_using="gin"),
-        Index(
-            "memories_embedding_hnsw_idx",
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_ops={"embedding": "vector_l2_ops"},
-            postgresql_with={"m": HNSW_LINKS},
-        ),
+        embedding.index("memories_embedding_hnsw_idx"),
     )
 
 
@@ -273,7 +297,7 @@ def _documents(metadata: MetaData) -> Table:
     )
 
 
-def _document_chunks(metadata: MetaData, dim: int) -> Table:
+def _document_chunks(metadata: MetaData, embedding: _Embedding) -> Table:
     return Table(
         DOCUMENT_CHUNKS,
         metadata,
@@ -286,7 +310,7 @@ def _document_chunks(metadata: MetaData, dim: int) -> Table:
         Column("page_start", Integer, nullable=True),
         Column("page_end", Integer, nullable=True),
         Column("term_count", Integer, nullable=False),
-        Column("embedding", Vector(dim), nullable=False),
+        embedding.column(),
         Column("embedding_model", Text, nullable=False),
         _created_at(),
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
@@ -303,13 +327,7 @@ def _document_chunks(metadata: MetaData, dim: int) -> Table:
         CheckConstraint(
             "page_start IS NULL OR page_end >= page_start", name="document_chunks_pages"
         ),
-        Index(
-            "document_chunks_embedding_hnsw_idx",
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_ops={"embedding": "vector_l2_ops"},
-            postgresql_with={"m": HNSW_LINKS},
-        ),
+        embedding.index("document_chunks_embedding_hnsw_idx"),
     )
 
 

@@ -11,8 +11,10 @@ import time
 
 from sqlalchemy import Engine
 
+from retrieval.db.engine import stored_vector_type
 from retrieval.db.queries import execute, quote_schema, statement
 from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.vector_type import operator_class
 from retrieval.errors import translate_database_errors
 
 INDEX_NAME = "memories_embedding_hnsw_idx"
@@ -34,8 +36,12 @@ def drop_vector_index(engine: Engine, schema: str) -> None:
 
 def build_vector_index(engine: Engine, schema: str) -> float:
     """Build the HNSW index of ``schema.memories`` if missing; return the seconds it took."""
+    operators = operator_class(stored_vector_type(engine, schema))
     began = time.perf_counter()
     with translate_database_errors(str(engine.url)), engine.begin() as connection:
         execute(connection, statement("db.index_build_memory"))
-        execute(connection, statement("db.build_vector_index", schema, links=str(HNSW_LINKS)))
+        build = statement(
+            "db.build_vector_index", schema, links=str(HNSW_LINKS), operator_class=operators
+        )
+        execute(connection, build)
     return time.perf_counter() - began

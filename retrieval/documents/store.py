@@ -246,6 +246,7 @@ class DocumentStore:
             [(tenant, document_id, document.doc_id, document.filename, digest, metadata, written)],
         )
         model = self.memories.embedder.model_id
+        blobs = encode_vectors(vectors, self.memories.vector_type)
         rows = (
             (
                 tenant,
@@ -263,7 +264,7 @@ class DocumentStore:
                 encode_jsonb(json.dumps(dict(chunk.metadata))),
             )
             for index, (chunk_id, chunk, count, blob) in enumerate(
-                zip(chunk_ids, document.chunks, counts, encode_vectors(vectors), strict=True)
+                zip(chunk_ids, document.chunks, counts, blobs, strict=True)
             )
         )
         copy_rows(

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pgvector import Vector
+from pgvector import HalfVector, Vector
 from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
@@ -91,7 +91,9 @@ class Lookup:
 
 def _memory(row: Any) -> Memory:
     vector = row.embedding
-    array = vector.to_numpy() if isinstance(vector, Vector) else np.asarray(vector)
+    # A halfvec column (RETRIEVAL_VECTOR_TYPE=halfvec) reads back as float16 values.
+    raw = vector.to_numpy() if isinstance(vector, Vector | HalfVector) else vector
+    array = np.asarray(raw, dtype=np.float32)
     return Memory(
         id=row.id,
         tenant_id=row.tenant_id,

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from retrieval.db.config import require_schema
-from retrieval.db.engine import Database, stored_embedding_dim
+from retrieval.db.engine import Database, stored_embedding_dim, stored_vector_type
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
@@ -73,6 +73,7 @@ class MemoryStore:
             backend=self.config.embedder_backend,
         )
         self.dim = stored_embedding_dim(engine, schema)
+        self.vector_type = stored_vector_type(engine, schema)
         self.cache = EmbeddingCache(
             self.embedder,
             schema,
@@ -85,7 +86,7 @@ class MemoryStore:
             kinds=frozenset(MEMORY_KINDS) | self.config.extra_kinds,
         )
         self._lookup = Lookup(schema)
-        self._writer = Writer(schema, self.cache, self._lookup)
+        self._writer = Writer(schema, self.cache, self._lookup, self.vector_type)
 
     @classmethod
     def from_database(

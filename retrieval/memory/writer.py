@@ -16,6 +16,7 @@ from retrieval.db.copy_rows import (
     encode_vectors,
     reserve_ids,
 )
+from retrieval.db.vector_type import VectorType
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import Vectors
 from retrieval.errors import ValidationError
@@ -64,10 +65,12 @@ class Writer:
         schema: str,
         cache: EmbeddingCache,
         lookup: Lookup,
+        vector_type: VectorType = "vector",
     ) -> None:
         self.schema = schema
         self.cache = cache
         self.lookup = lookup
+        self.vector_type = vector_type
 
     def memories(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[int]:
         """Embed (through the cache) and copy ``memories`` and their entity links.
@@ -106,7 +109,9 @@ class Writer:
             matrix = np.stack([vector_of(row) for row in with_vector])
             rows = (
                 (*_memory_fields(memories[row], ids[row], now, model_id), vector)
-                for row, vector in zip(with_vector, encode_vectors(matrix), strict=True)
+                for row, vector in zip(
+                    with_vector, encode_vectors(matrix, self.vector_type), strict=True
+                )
             )
             copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
         cached = (
@@ -137,7 +142,7 @@ class Writer:
         if matrix is None:  # a bad vector: check row by row to name the first bad item
             checked = [valid_memory(item, limits, index) for index, item in enumerate(items)]
             return self.memories(connection, checked)
-        vectors = encode_vectors(matrix)
+        vectors = encode_vectors(matrix, self.vector_type)
         now, ids = reserve_ids(connection, self.schema, "memories", len(items))
         model_id = self.cache.embedder.model_id
         links: list[tuple[str, int, str]] = []

@@ -49,7 +49,10 @@ def _include_name(settings: MigrationSettings) -> Any:
 def _configure(settings: MigrationSettings, **options: Any) -> None:
     context.configure(
         target_metadata=build_metadata(
-            settings.schema, settings.embedding_dim, settings.text_search_config
+            settings.schema,
+            settings.embedding_dim,
+            settings.text_search_config,
+            settings.vector_type,
         ),
         version_table_schema=settings.schema,
         include_schemas=True,

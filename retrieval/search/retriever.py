@@ -94,6 +94,11 @@ class HybridRetriever:
     ``max_connections`` of them are open at once (concurrent calls beyond wait up to
     ``wait_seconds`` for one, then raise :class:`~retrieval.errors.DatabaseError`). Close the
     retriever (or use it as a context manager) to release its connections.
+
+    ``read_engine`` is a read-only copy of the database (a streaming replica): searches and
+    timelines read there, while the embedding cache and the access counts go to ``engine``, the
+    primary. A replica may not have replayed the latest writes yet; a call with
+    ``read_your_writes=True`` reads the primary instead.
     """
 
     def __init__(
@@ -108,8 +113,10 @@ class HybridRetriever:
         session_settings: Mapping[str, str] | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
+        read_engine: Engine | None = None,
     ) -> None:
         self.engine = engine
+        self.read_engine = read_engine
         self.schema = require_schema(schema)
         self.config = config or RetrievalConfig()
         if cache is None:
@@ -126,6 +133,18 @@ class HybridRetriever:
             max_connections=max_connections,
             wait_seconds=wait_seconds,
             schema=self.schema,
+        )
+        # Where searches read: the replica when there is one, else the primary's connections.
+        self._reads = (
+            self._connections
+            if read_engine is None
+            else ReadConnections(
+                read_engine,
+                settings=list(settings.items()),
+                max_connections=max_connections,
+                wait_seconds=wait_seconds,
+                schema=self.schema,
+            )
         )
         self._access = AccessRecorder(
             schema, self._connections.execute, background=background_writes
@@ -153,7 +172,9 @@ class HybridRetriever:
         **options: Any,
     ) -> HybridRetriever:
         """A retriever on a :class:`~retrieval.db.engine.Database` from
-        :func:`retrieval.connect`."""
+        :func:`retrieval.connect` (reading its replica, ``RETRIEVAL_READ_DATABASE_URL``, if it
+        has one)."""
+        options.setdefault("read_engine", database.read_engine)
         return cls(
             database.engine,
             schema=database.config.schema,
@@ -176,6 +197,7 @@ class HybridRetriever:
         fusion: Fusion | None = None,
         limit: int | None = None,
         neighbors: int = 0,
+        read_your_writes: bool = False,
     ) -> RetrievalResponse:
         """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
 
@@ -188,14 +210,17 @@ class HybridRetriever:
         :meth:`RetrievalConfig.with_limit <retrieval.search.config.RetrievalConfig.with_limit>`);
         ``neighbors`` (0 to 20) adds to each memory that belongs to a thread the memories up to
         that many positions before and after it (``metadata["neighbors"]``).
+        ``read_your_writes`` reads the primary even when the retriever has a replica, so that
+        what this process has just stored is seen (see the class's ``read_engine``).
         """
         started = time.perf_counter()
+        reads = self._connections if read_your_writes else self._reads
         call = self._plan(
             query, tenant_id, task_id, mode, as_of, config, entities, fusion, limit, neighbors
         )
         vector, cached = self._vector(call)
         embedded = time.perf_counter()
-        candidates, statements = self._candidates(call, vector)
+        candidates, statements = self._candidates(call, vector, reads)
         queried = time.perf_counter()
         results, per_source = self._rank(call, candidates, working_state)
         if neighbors:
@@ -204,7 +229,7 @@ class HybridRetriever:
                 tenant_id=tenant_id,
                 neighbors=neighbors,
                 statement=self._neighbors,
-                execute=self._connections.execute,
+                execute=reads.execute,
             )
         fused = time.perf_counter()
         if call.config.record_access:
@@ -232,13 +257,16 @@ class HybridRetriever:
         until: datetime | None = None,
         kinds: Sequence[str] | None = None,
         limit: int = 50,
+        read_your_writes: bool = False,
     ) -> list[TimelineEvent]:
         """What happened in ``tenant_id``'s memory between ``since`` and ``until``, newest first.
 
-        ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``.
+        ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``;
+        ``read_your_writes`` reads the primary even when the retriever has a replica.
         """
+        replica = self.read_engine is not None and not read_your_writes
         return timeline(
-            self.engine,
+            self.read_engine if replica and self.read_engine is not None else self.engine,
             self.schema,
             tenant_id,
             since=since,
@@ -260,6 +288,8 @@ class HybridRetriever:
         """Write pending access counts and close the retriever's connections."""
         self._access.close()
         self._connections.close()
+        if self._reads is not self._connections:
+            self._reads.close()
 
     def __enter__(self) -> HybridRetriever:
         return self
@@ -336,7 +366,9 @@ class HybridRetriever:
             return None, True
         return self._query_vector(call.values.query.text, call.values.tenant_id)
 
-    def _candidates(self, call: _Call, vector: Vectors | None) -> tuple[list[Candidate], int]:
+    def _candidates(
+        self, call: _Call, vector: Vectors | None, reads: ReadConnections
+    ) -> tuple[list[Candidate], int]:
         # One statement for every database source; a source whose tables held nothing of the
         # tenant's at the last call is left out, and the statement's presence rows say if that
         # changed (then a second statement asks again with it: see sources.presence).
@@ -349,13 +381,13 @@ class HybridRetriever:
         values = replace(call.values, vector=vector)
         episodic = call.episodic and self._presence.may_hold(tenant_id, EPISODIC)
         documents = call.documents and self._presence.may_hold(tenant_id, DOCUMENTS)
-        candidates, counts = self._run(call, values, self._shape(call, episodic, documents))
+        candidates, counts = self._run(call, values, self._shape(call, episodic, documents), reads)
         self._presence.learn(tenant_id, counts)
         if (not episodic and counts.get(EPISODIC, 0) > 0) or (
             not documents and counts.get(DOCUMENTS, 0) > 0
         ):  # a source left out has its first rows: ask again with every source in
             full = self._shape(call, call.episodic, call.documents)
-            candidates, _ = self._run(call, values, full)
+            candidates, _ = self._run(call, values, full, reads)
             return candidates, 2
         return candidates, 1
 
@@ -429,12 +461,12 @@ class HybridRetriever:
         )
 
     def _run(
-        self, call: _Call, values: CallValues, shape: StatementShape
+        self, call: _Call, values: CallValues, shape: StatementShape, reads: ReadConnections
     ) -> tuple[list[Candidate], dict[str, int]]:
         # The statement's candidates, and what its presence rows counted per source.
         params = statement_parameters(call.config, shape, values, self._calibration)
         settings = {"hnsw.ef_search": _ef_search(call.config)}
-        rows = self._connections.execute(self._statement(shape), params, settings=settings)
+        rows = reads.execute(self._statement(shape), params, settings=settings)
         return split_presence([Candidate(*row) for row in rows])
 
     def _statement(self, shape: StatementShape) -> str:

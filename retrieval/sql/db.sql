@@ -11,6 +11,14 @@ JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamesp
 WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
   AND NOT a.attisdropped
 
+-- name: embedding_type
+-- The vector type fixed when the schema was migrated (vector or halfvec): memories.embedding's.
+SELECT t.typname FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
+  AND NOT a.attisdropped
+
 -- name: reserve_ids
 -- COPY cannot return generated ids: they are taken from the table's identity sequence first.
 -- The sequence is looked up once (an InitPlan), not once per id: eight times faster.
@@ -57,9 +65,9 @@ WHERE r.rolname = %(role)s AND t.schemaname = %(schema_name)s AND t.tablename = 
 DROP INDEX IF EXISTS {schema}.memories_embedding_hnsw_idx
 
 -- name: build_vector_index
--- The definition migration 0008 creates, so that `alembic check` sees no drift afterwards.
+-- The definition the migrations create (0008, 0013), so that `alembic check` sees no drift.
 CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON {schema}.memories
-USING hnsw (embedding vector_l2_ops) WITH (m = {links})
+USING hnsw (embedding {operator_class}) WITH (m = {links})
 
 -- name: index_build_memory
 -- The graph is built fastest when it fits in memory; pgvector warns when it does not.
