@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from retrieval.db.engine import stored_embedding_dim
+from retrieval.db.engine import stored_embedding_dim, stored_vector_type
 from retrieval.db.extensions import SCHEMA_EXTENSIONS
 from retrieval.db.migrate import MigrationSettings, current_revision
 from retrieval.db.queries import execute, quote_schema, statement
@@ -32,6 +32,7 @@ class DatabaseOverview:
     schema: str
     revision: str | None
     embedding_dim: int | None
+    vector_type: str | None  # vector or halfvec (RETRIEVAL_VECTOR_TYPE at migration)
     rows: dict[str, dict[str, int]]  # table -> tenant -> rows
     indexes: list[IndexInfo]
     kinds: dict[str, dict[str, int]]  # tenant -> memory kind -> rows
@@ -99,6 +100,7 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
         schema=settings.schema,
         revision=revision,
         embedding_dim=stored_embedding_dim(engine, settings.schema) if revision else None,
+        vector_type=stored_vector_type(engine, settings.schema) if revision else None,
         rows=rows,
         indexes=indexes,
         kinds=kinds,
@@ -115,7 +117,7 @@ def render(overview: DatabaseOverview, *, indexes: bool = True) -> str:
         f"PostgreSQL {overview.server_version}; extensions: "
         + ", ".join(f"{name} {version}" for name, version in overview.extensions.items()),
         f"schema {overview.schema!r} at revision {overview.revision or '(not migrated)'}; "
-        f"embeddings: vector({overview.embedding_dim})",
+        f"embeddings: {overview.vector_type}({overview.embedding_dim})",
         "",
         _rows_table(overview),
     ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -113,6 +114,56 @@ def test_every_key_and_unique_constraint_starts_with_tenant_id(database: PgDatab
     assert primary_keys == set(TABLES)
     for table, name, _kind, columns in constraints:
         assert columns[0] == "tenant_id", f"{table}.{name} does not start with tenant_id"
+
+
+def test_the_schema_is_distributable_by_tenant_id(database: PgDatabase) -> None:
+    """What Citus needs to distribute every table by tenant_id and route each tenant's
+    statements to one node (docs/scale-out.md): every unique index leads with tenant_id, every
+    foreign key pairs tenant_id with the referenced key's tenant_id, identities are bigint,
+    and the documented create_distributed_table statements name every table."""
+    unique_indexes = text(
+        """
+        SELECT c.relname, i.relname, a.attname
+        FROM pg_index x
+        JOIN pg_class i ON i.oid = x.indexrelid
+        JOIN pg_class c ON c.oid = x.indrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = x.indkey[0]
+        WHERE n.nspname = 'retrieval' AND x.indisunique AND c.relname <> 'alembic_version'
+        """
+    )
+    foreign_keys = text(
+        """
+        SELECT con.conname, a.attname, fa.attname
+        FROM pg_constraint con
+        JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
+        JOIN pg_attribute fa ON fa.attrelid = con.confrelid AND fa.attnum = con.confkey[1]
+        WHERE con.connamespace = 'retrieval'::regnamespace AND con.contype = 'f'
+        """
+    )
+    identities = text(
+        "SELECT table_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = 'retrieval' AND is_identity = 'YES'"
+    )
+    exclusions = text(
+        "SELECT count(*) FROM pg_constraint "
+        "WHERE connamespace = 'retrieval'::regnamespace AND contype = 'x'"
+    )
+    with database.engine.connect() as connection:
+        indexes = connection.execute(unique_indexes).all()
+        keys = connection.execute(foreign_keys).all()
+        identity_types = set(connection.execute(identities).all())
+        assert connection.execute(exclusions).scalar_one() == 0
+    assert {table for table, _, _ in indexes} == set(TABLES)
+    for table, index, first in indexes:
+        assert first == "tenant_id", f"unique index {table}.{index} does not start with tenant_id"
+    assert len(keys) == 4
+    for name, column, referenced in keys:
+        assert (column, referenced) == ("tenant_id", "tenant_id"), name
+    assert {data_type for _, data_type in identity_types} == {"bigint"}
+    documented = (ROOT / "docs" / "scale-out.md").read_text()
+    distributed = set(re.findall(r"create_distributed_table\('retrieval\.(\w+)'", documented))
+    assert distributed == set(TABLES)
 
 
 def test_dimension_comes_from_settings_and_schema_is_configurable(
