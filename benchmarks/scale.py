@@ -85,6 +85,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--live-rows", type=int, default=5000)
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="comma-separated hnsw.ef_search values: recall@10 and semantic p50 of the largest "
+        "tenant at each (default: none)",
+    )
     parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
     add_output(parser)
     args = parser.parse_args()
@@ -151,12 +157,16 @@ def main() -> None:
                 for label, number in (("largest", 0), ("small", small))
                 if name == "spread" or number == 0
             }  # fmt: skip
+            if args.ef_search:
+                step["ef_search"] = _ef_sweep(
+                    store, queries[: args.recall_queries], layout.tenant(0), ids, tenants == 0,
+                    vectors, [int(value) for value in args.ef_search.split(",")], args.runs,
+                )  # fmt: skip
             steps.append(step)
             print(json.dumps(step, indent=1, default=str), flush=True)
-        results[name] = {"steps": steps, "growth": _growth(steps)}
-    write_result(
-        "scale", results, args, variant=None if args.vector_type == "vector" else "halfvec"
-    )
+        layout_results = results | {name: {"steps": steps, "growth": _growth(steps)}}
+        suffix_name = name if args.vector_type == "vector" else f"{name}-halfvec"
+        write_result("scale", layout_results, args, variant=suffix_name)
     database.dispose()
 
 
@@ -370,6 +380,7 @@ def _recall(
     ids: list[int],
     mine: np.ndarray,
     vectors: np.ndarray,
+    ef_search: int | None = None,
 ) -> dict[str, Any]:
     """Recall@10 of the semantic source's vector channel (no BM25 channel, no threshold, no
     distance cut-off) against the exact 10 nearest of the tenant's stored vectors."""
@@ -386,6 +397,8 @@ def _recall(
         record_access=False,
         memory_bm25=False,
     )
+    if ef_search is not None:
+        config = replace(config, ef_search=ef_search)
     recalls = []
     with HybridRetriever.from_store(store, config=config) as retriever:
         for query in queries:
@@ -404,6 +417,32 @@ def _recall(
         "mean_recall_at_10": statistics.mean(recalls),
         "min_recall_at_10": min(recalls),
     }
+
+
+def _ef_sweep(
+    store: MemoryStore,
+    queries: Sequence[str],
+    tenant: str,
+    ids: list[int],
+    mine: np.ndarray,
+    vectors: np.ndarray,
+    values: Sequence[int],
+    runs: int,
+) -> dict[int, dict[str, float]]:
+    """Recall@10 (the vector channel against exact search) and the semantic source's p50
+    with each ``hnsw.ef_search``."""
+    semantic = _shapes(Layout("spread", "", np.zeros(0)))["semantic"]
+    sweep = {}
+    for value in values:
+        recall = _recall(store, queries, tenant, ids, mine, vectors, ef_search=value)
+        latency = _latency(store, queries, tenant, replace(semantic, ef_search=value), runs)
+        sweep[value] = {
+            "mean_recall_at_10": recall["mean_recall_at_10"],
+            "semantic_p50_ms": latency["p50_ms"],
+            "semantic_p95_ms": latency["p95_ms"],
+        }
+        print(f"ef_search {value}: {sweep[value]}", flush=True)
+    return sweep
 
 
 def _growth(steps: list[dict[str, Any]]) -> dict[str, float]:

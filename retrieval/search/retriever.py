@@ -489,8 +489,8 @@ def read_settings(config: RetrievalConfig) -> dict[str, str]:
 
 
 def _ef_search(config: RetrievalConfig) -> str:
-    # The HNSW search covers the candidate pool (pgvector's default, 40, at least).
-    return str(max(config.pool, 40))
+    # The HNSW search keeps ef_search candidates, and at least the candidate pool.
+    return str(max(config.pool, config.ef_search))
 
 
 def _check_call(

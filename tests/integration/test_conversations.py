@@ -146,7 +146,8 @@ def test_a_limit_per_call_widens_the_pool_and_the_hnsw_search(
         {"text": f"Note {i}: the build of module {i} passed.", "tenant_id": "acme"}
         for i in range(80)
     )
-    config = replace(retriever.config, max_distance=None, min_final_score=0.0)
+    # ef_search at pgvector's default (the library's is wider), so that the pool widens it.
+    config = replace(retriever.config, max_distance=None, min_final_score=0.0, ef_search=40)
     assert len(retriever.retrieve("build", tenant_id="acme", config=config).results) == 10
     many = retriever.retrieve("build", tenant_id="acme", config=config, limit=60)
     assert len(many.results) == 60 and many.diagnostics.sources["semantic"].candidates >= 60
