@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
+from pgvector import HalfVector
 from sqlalchemy import Engine, text
 
 from retrieval.embedding.calibration import DenseCalibration
@@ -105,8 +106,14 @@ def exact_distances(
         rows = connection.exec_driver_sql(
             f"SELECT id, embedding FROM retrieval.{table} WHERE tenant_id = %(t)s", {"t": tenant}
         ).all()
+    # A halfvec column compares the query rounded as it is rounded (PostgreSQL converts it).
+    half = any(isinstance(r.embedding, HalfVector) for r in rows)
+    query = vector.astype(np.float16).astype(np.float32) if half else vector
     return sorted(
-        ((int(r.id), float(np.linalg.norm(r.embedding.to_numpy() - vector))) for r in rows),
+        (
+            (int(r.id), float(np.linalg.norm(r.embedding.to_numpy().astype(np.float32) - query)))
+            for r in rows
+        ),
         key=lambda item: (item[1], item[0]),
     )
 

@@ -10,7 +10,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psutil
 import pytest
 from psycopg import sql
@@ -26,6 +29,14 @@ from retrieval.memory.store import MemoryStore
 from tests.harness import PgServer, engine_for, open_server, unique_name
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
+
+
+def as_stored(vector: Any) -> npt.NDArray[np.float32]:
+    """``vector`` as the test database's embedding columns hold it (rounded to float16 where
+    they are ``halfvec``): what a search compares, and what reading a row gives back."""
+    if SETTINGS.vector_type == "halfvec":
+        return np.asarray(vector, dtype=np.float16).astype(np.float32)
+    return np.asarray(vector, dtype=np.float32)
 
 
 @dataclass(frozen=True)

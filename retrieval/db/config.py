@@ -17,7 +17,7 @@ from retrieval.settings import configurable, from_env, require_int, setting
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
-DEFAULT_VECTOR_TYPE: VectorType = "vector"
+DEFAULT_VECTOR_TYPE: VectorType = "halfvec"
 # Seconds a connection attempt may take before it fails (a host that drops packets would
 # otherwise hang for the operating system's TCP timeout, minutes).
 DEFAULT_CONNECT_TIMEOUT = 10

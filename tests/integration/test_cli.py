@@ -15,7 +15,7 @@ from sqlalchemy import inspect
 from retrieval.cli.commands import build_parser, main
 from retrieval.db import migrate
 from retrieval.db.schema import ALL_TABLES as TABLES
-from tests.conftest import PgDatabase
+from tests.conftest import SETTINGS, PgDatabase
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -57,7 +57,7 @@ def test_demo_on_a_url_stores_the_history_and_prints_what_the_database_holds(
     out = capsys.readouterr().out
     assert "extensions: btree_gin 1.3, pg_trgm" in out
     assert f"at revision {migrate.head_revision()}" in out
-    assert "vector(384)" in out
+    assert f"{SETTINGS.vector_type}(384)" in out
     assert "9 memories, 5 decisions, 4 tool calls" in out
     demo_row = next(line for line in out.splitlines() if line.startswith("demo "))
     assert demo_row.split()[1:] == ["9", "14", "5", "4", "9"]

@@ -19,6 +19,7 @@ from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 from retrieval.search.sources import fusion
 from tests.bm25_reference import bm25_reference, lexemes, term_statistics
+from tests.conftest import as_stored
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
 QUERIES = (
@@ -288,9 +289,9 @@ def test_given_chunk_embeddings_are_stored_as_they_are(
             )
         ).scalars()
         vectors = [np.asarray(json.loads(row), dtype=np.float32) for row in stored]
-    np.testing.assert_allclose(vectors[0], given, atol=1e-6)
+    np.testing.assert_allclose(vectors[0], as_stored(given), atol=1e-6)
     embedded = store.embedder.embed(["gene"])[0]  # the chunk without one was embedded
-    np.testing.assert_allclose(vectors[1], embedded, atol=1e-5)
+    np.testing.assert_allclose(vectors[1], as_stored(embedded), atol=1e-5)
     assert documents.add(document).status == "unchanged"
     moved = DocumentInput(
         tenant_id="acme",

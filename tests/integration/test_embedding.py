@@ -19,7 +19,7 @@ from retrieval.embedding.models import (
 )
 from retrieval.errors import DimensionMismatchError
 from retrieval.memory.store import MemoryStore
-from tests.conftest import CountingEmbedder, PgDatabase
+from tests.conftest import CountingEmbedder, PgDatabase, as_stored
 
 
 def test_the_default_model_gives_unit_float32_vectors(
@@ -187,7 +187,7 @@ def test_a_mixed_batch_takes_each_vector_from_where_it_is(
     stored = _stored_vectors(database, ids)
     expected = counting_embedder.inner.embed(texts)
     for memory_id, vector in zip(ids, expected, strict=True):
-        assert np.allclose(stored[memory_id], vector, atol=1e-6)
+        assert np.allclose(stored[memory_id], as_stored(vector), atol=1e-6)
     by_id = {m.id: m.content for m in store.get_memories(ids, tenant_id="t1")}
     assert [by_id[memory_id] for memory_id in ids] == texts
 

@@ -14,7 +14,7 @@ from retrieval.errors import ValidationError
 from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.reembed import pending, reembed
 from retrieval.memory.store import MemoryStore
-from tests.conftest import CountingEmbedder, PgDatabase
+from tests.conftest import SETTINGS, CountingEmbedder, PgDatabase, as_stored
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -109,7 +109,7 @@ def test_cli_ingest_prints_a_summary_and_stats_shows_it(
 
     assert main([*url, "stats"]) == 0
     stats = capsys.readouterr().out
-    assert "vector(384)" in stats
+    assert f"{SETTINGS.vector_type}(384)" in stats
     assert "sentence-transformers/all-MiniLM-L6-v2: 8" in stats
     assert "acme: critique 1, directive 2, episteme 1, fact 1, synthesized_insight 1" in stats
     assert "embedding cache: 8 entries" in stats
@@ -173,7 +173,7 @@ def test_reembed_is_resumable_after_an_interruption(
         ).all()
     expected = counting_embedder.inner.embed([content for content, _ in rows])
     for (_, stored), vector in zip(rows, expected, strict=True):
-        assert np.allclose(stored.to_numpy(), vector, atol=1e-6)
+        assert np.allclose(stored.to_numpy(), as_stored(vector), atol=1e-6)
 
 
 def test_cli_reembed_reports_what_it_did(

@@ -21,7 +21,7 @@ from retrieval.search import scoring
 from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
 from retrieval.search.retriever import HybridRetriever
-from tests.conftest import PgDatabase
+from tests.conftest import PgDatabase, as_stored
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 HOUR = 3600.0
@@ -105,7 +105,7 @@ def test_sql_scores_equal_the_python_oracle(store: MemoryStore, retriever: Hybri
     for result in semantic:
         memory = store.get_memory(result.metadata["id"], tenant_id="acme")
         assert memory is not None
-        distance = float(np.linalg.norm(memory.embedding - query_vector))
+        distance = float(np.linalg.norm(memory.embedding - as_stored(query_vector)))
         assert result.metadata["distance"] == pytest.approx(distance, abs=1e-5)
         calibration = calibration_for(store.embedder.model_id)
         assert result.relevance_score == pytest.approx(

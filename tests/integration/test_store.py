@@ -14,7 +14,7 @@ from retrieval.errors import ValidationError
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.reembed import pending
 from retrieval.memory.store import MemoryStore
-from tests.conftest import CountingEmbedder, PgDatabase
+from tests.conftest import CountingEmbedder, PgDatabase, as_stored
 
 WHEN = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
 
@@ -51,7 +51,7 @@ def test_remember_and_get_round_trip(
     assert memory.access_count == 0 and memory.last_accessed_at is None
     assert memory.embedding_model == counting_embedder.model_id
     expected = counting_embedder.inner.embed([memory.content])[0]
-    assert np.allclose(memory.embedding, expected, atol=1e-6)
+    assert np.allclose(memory.embedding, as_stored(expected), atol=1e-6)
 
 
 def test_another_tenant_cannot_read_or_forget_it(store: MemoryStore) -> None:
