@@ -103,8 +103,8 @@ def main() -> None:
     embedder = SentenceTransformerEmbedder()
     corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
     sentences = corpus.sentences
-    base = _sentence_vectors(embedder, sentences, data_dir.parent / "scifact-sentence-vectors.npy")
-    vectors = _vectors(base, max(sizes))
+    base = sentence_vectors(embedder, sentences, data_dir.parent / "scifact-sentence-vectors.npy")
+    vectors = memory_vectors(base, max(sizes))
     rng = np.random.default_rng(5)
     share = 1.0 / np.arange(1, TENANTS + 1)
     share /= share.sum()
@@ -170,7 +170,7 @@ def main() -> None:
     database.dispose()
 
 
-def _sentence_vectors(
+def sentence_vectors(
     embedder: SentenceTransformerEmbedder, sentences: Sequence[str], cache: Path
 ) -> np.ndarray:
     if cache.exists():
@@ -185,7 +185,7 @@ def _sentence_vectors(
     return vectors
 
 
-def _vectors(base: np.ndarray, rows: int) -> np.ndarray:
+def memory_vectors(base: np.ndarray, rows: int) -> np.ndarray:
     """``rows`` vectors: the sentences' own, then noisy copies of them."""
     rng = np.random.default_rng(11)
     out = np.empty((rows, base.shape[1]), dtype=np.float32)
