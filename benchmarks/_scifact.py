@@ -288,6 +288,29 @@ def evaluate(
     }
 
 
+def abstract_text(doc: Mapping[str, Any]) -> str:
+    """A SciFact abstract as one text: its title, then its body."""
+    title = str(doc.get("title", "")).strip()
+    return f"{title}. {doc['text']}" if title else str(doc["text"])
+
+
+def cached_vectors(
+    embedder: SentenceTransformerEmbedder, texts: Sequence[str], cache: Path
+) -> np.ndarray:
+    """The embeddings of ``texts``, computed once and kept in ``cache`` (a ``.npy`` file)."""
+    if cache.exists():
+        vectors = np.load(cache)
+        if len(vectors) == len(texts):
+            return vectors
+    print(f"embedding {len(texts)} texts once (cached in {cache})", flush=True)
+    step = 2048
+    vectors = np.concatenate(
+        [embedder.embed(list(texts[i : i + step])) for i in range(0, len(texts), step)]
+    )
+    np.save(cache, vectors)
+    return vectors
+
+
 def scifact_sentences(limit: int) -> list[str]:
     """Sentences of SciFact abstracts, as long as a decision's content usually is."""
     sentences: list[str] = []

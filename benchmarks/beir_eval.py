@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import add_output, write_result
-from _scifact import evaluate, read_qrels
+from _scifact import abstract_text, evaluate, read_qrels
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -175,7 +175,7 @@ def retrieve_runs(
 
 
 def ingest(store: MemoryStore, documents: DocumentStore, corpus: Sequence[dict[str, Any]]) -> None:
-    texts = [_text(doc) for doc in corpus]
+    texts = [abstract_text(doc) for doc in corpus]
     with store.engine.connect() as connection:
         stored = connection.execute(
             text(f"SELECT count(*) FROM {SETTINGS.schema}.documents WHERE tenant_id = :t"),
@@ -193,11 +193,6 @@ def ingest(store: MemoryStore, documents: DocumentStore, corpus: Sequence[dict[s
         list(zip(corpus, texts, strict=True)), desc="store", unit=" docs", disable=None
     ):
         documents.add(DocumentInput(tenant_id=TENANT, doc_id=doc["_id"], chunks=[ChunkInput(body)]))
-
-
-def _text(doc: Mapping[str, Any]) -> str:
-    title = doc.get("title", "").strip()
-    return f"{title}. {doc['text']}" if title else str(doc["text"])
 
 
 def chunk_documents(engine: Any) -> dict[int, str]:

@@ -24,14 +24,13 @@ import json
 import statistics
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from _common import add_output, parts_variant, write_result
-from _scifact import evaluate  # the same metrics as the documents' evaluation
+from _scifact import abstract_text, evaluate  # the same metrics as the documents'
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -134,7 +133,7 @@ def scifact(store: MemoryStore) -> dict[str, Any]:
         for start in tqdm(range(0, len(corpus), batch), desc="store", disable=None):
             store.remember_many(
                 MemoryInput(
-                    text=_text(doc),
+                    text=abstract_text(doc),
                     tenant_id=TENANT,
                     metadata={"doc_id": doc["_id"]},
                     created_at=AS_OF,
@@ -174,11 +173,6 @@ def _alone(config: RetrievalConfig) -> RetrievalConfig:
         episodic=replace(config.episodic, enabled=False),
         documents=replace(config.documents, enabled=False),
     )
-
-
-def _text(doc: Mapping[str, Any]) -> str:
-    title = str(doc.get("title", "")).strip()
-    return f"{title}. {doc['text']}" if title else str(doc["text"])
 
 
 if __name__ == "__main__":

@@ -39,8 +39,17 @@ from typing import Any
 
 import numpy as np
 from _common import ROOT, add_output, percentiles, write_result
-from _scifact import AS_OF, DATA, evaluate, load_corpus, read_qrels
-from scale import memory_vectors, sentence_vectors
+from _scifact import (
+    AS_OF,
+    DATA,
+    abstract_text,
+    cached_vectors,
+    evaluate,
+    load_corpus,
+    read_qrels,
+    shapes,
+)
+from scale import memory_vectors
 from sqlalchemy import text
 
 from retrieval.db.config import DatabaseConfig
@@ -49,7 +58,7 @@ from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
-from retrieval.search.config import RetrievalConfig, SourceConfig
+from retrieval.search.config import SourceConfig
 from retrieval.search.retriever import HybridRetriever
 
 TENANTS = 100
@@ -80,7 +89,7 @@ def main() -> None:
     url = database.embedded.url()
     embedder = SentenceTransformerEmbedder()
     corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
-    base = sentence_vectors(
+    base = cached_vectors(
         embedder, corpus.sentences, data_dir.parent / "scifact-sentence-vectors.npy"
     )
     vectors = memory_vectors(base, args.rows)
@@ -90,8 +99,8 @@ def main() -> None:
         for i in range(args.rows)
     ]  # fmt: skip
     abstracts_raw = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
-    abstracts = [{"doc_id": d["_id"], "text": _text(d)} for d in abstracts_raw]
-    abstract_vectors = _cached(
+    abstracts = [{"doc_id": d["_id"], "text": abstract_text(d)} for d in abstracts_raw]
+    abstract_vectors = cached_vectors(
         embedder, [a["text"] for a in abstracts], data_dir.parent / "scifact-abstract-vectors.npy"
     )
     qrels = read_qrels(DATA / "qrels" / "test.tsv")
@@ -142,20 +151,6 @@ def _ratios(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _text(doc: dict[str, Any]) -> str:
-    title = str(doc.get("title", "")).strip()
-    return f"{title}. {doc['text']}" if title else str(doc["text"])
-
-
-def _cached(embedder: SentenceTransformerEmbedder, texts: list[str], cache: Path) -> np.ndarray:
-    if cache.exists():
-        return np.load(cache)
-    print(f"embedding {len(texts)} texts once (cached in {cache})", flush=True)
-    vectors = embedder.embed(texts)
-    np.save(cache, vectors)
-    return vectors
-
-
 def _ours(
     database, embedder, rows, vectors, abstracts, abstract_vectors, claims, exact, qrels, query_ids
 ):  # type: ignore[no-untyped-def]
@@ -182,12 +177,7 @@ def _ours(
     with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text("VACUUM ANALYZE peers_ours.memories"))
     row_of = {memory_id: row for row, memory_id in enumerate(ids)}
-    default = RetrievalConfig(record_access=False)
-    semantic = replace(
-        default,
-        episodic=replace(default.episodic, enabled=False),
-        documents=replace(default.documents, enabled=False),
-    )
+    semantic = shapes()["semantic"]
     vector_alone = replace(
         semantic,
         semantic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0),

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import psutil
 from _common import add_output, percentiles, write_result
-from _scifact import AS_OF, KINDS, TOOLS, load_corpus
+from _scifact import AS_OF, KINDS, TOOLS, cached_vectors, load_corpus, shapes
 from sqlalchemy import Engine, text
 
 from retrieval.db.config import DatabaseConfig
@@ -103,7 +103,7 @@ def main() -> None:
     embedder = SentenceTransformerEmbedder()
     corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
     sentences = corpus.sentences
-    base = sentence_vectors(embedder, sentences, data_dir.parent / "scifact-sentence-vectors.npy")
+    base = cached_vectors(embedder, sentences, data_dir.parent / "scifact-sentence-vectors.npy")
     vectors = memory_vectors(base, max(sizes))
     rng = np.random.default_rng(5)
     share = 1.0 / np.arange(1, TENANTS + 1)
@@ -168,21 +168,6 @@ def main() -> None:
         suffix_name = name if args.vector_type == "vector" else f"{name}-halfvec"
         write_result("scale", layout_results, args, variant=suffix_name)
     database.dispose()
-
-
-def sentence_vectors(
-    embedder: SentenceTransformerEmbedder, sentences: Sequence[str], cache: Path
-) -> np.ndarray:
-    if cache.exists():
-        vectors = np.load(cache)
-        if len(vectors) == len(sentences):
-            return vectors
-    print(f"embedding {len(sentences)} SciFact sentences once (cached in {cache})", flush=True)
-    vectors = np.concatenate(
-        [embedder.embed(list(sentences[i : i + 2048])) for i in range(0, len(sentences), 2048)]
-    )
-    np.save(cache, vectors)
-    return vectors
 
 
 def memory_vectors(base: np.ndarray, rows: int) -> np.ndarray:
@@ -337,15 +322,10 @@ def _server_memory(server: Any) -> dict[str, float]:
 
 
 def _shapes(layout: Layout) -> dict[str, RetrievalConfig]:
-    base = RetrievalConfig(record_access=False)
-    semantic = replace(
-        base,
-        episodic=replace(base.episodic, enabled=False),
-        documents=replace(base.documents, enabled=False),
-    )
-    return {"semantic": semantic} if layout.name == "spread" else {
-        "semantic": semantic, "all sources": base
-    }  # fmt: skip
+    # The semantic source alone, and (one tenant, which has decisions and tool calls) all sources.
+    every = shapes()
+    names = ("semantic",) if layout.name == "spread" else ("semantic", "all sources")
+    return {name: every[name] for name in names}
 
 
 def _latency(

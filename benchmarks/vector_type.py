@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from _common import add_output, percentiles, write_result
-from _scifact import DATA, evaluate
+from _scifact import DATA, abstract_text, cached_vectors, evaluate, shapes
 from sqlalchemy import Engine, text
 
 from retrieval.db.config import DatabaseConfig
@@ -71,7 +71,8 @@ def main() -> None:
         connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_buffercache"))
     embedder = SentenceTransformerEmbedder()
     corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
-    vectors = _abstract_vectors(embedder, corpus, data_dir.parent / "scifact-abstract-vectors.npy")
+    texts = [abstract_text(doc) for doc in corpus]
+    vectors = cached_vectors(embedder, texts, data_dir.parent / "scifact-abstract-vectors.npy")
     queries = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
     qrels: dict[str, dict[str, int]] = {}
     for line in list((DATA / "qrels" / "test.tsv").open())[1:]:
@@ -91,12 +92,7 @@ def main() -> None:
             MemoryStore(engine, schema=schema, embedder=embedder), corpus, vectors
         )
 
-    default = RetrievalConfig(record_access=False)
-    alone = replace(
-        default,
-        episodic=replace(default.episodic, enabled=False),
-        documents=replace(default.documents, enabled=False),
-    )
+    alone = shapes()["semantic"]
     dense = replace(
         alone,
         semantic=replace(alone.semantic, relevance=1.0, recency=0.0),
@@ -142,22 +138,6 @@ def main() -> None:
     database.dispose()
 
 
-def _abstract_vectors(
-    embedder: SentenceTransformerEmbedder, corpus: list[dict[str, Any]], cache: Path
-) -> np.ndarray:
-    if cache.exists():
-        return np.load(cache)
-    print(f"embedding {len(corpus)} SciFact abstracts once (cached in {cache})", flush=True)
-    vectors = embedder.embed([_text(doc) for doc in corpus])
-    np.save(cache, vectors)
-    return vectors
-
-
-def _text(doc: dict[str, Any]) -> str:
-    title = str(doc.get("title", "")).strip()
-    return f"{title}. {doc['text']}" if title else str(doc["text"])
-
-
 def _stored(
     store: MemoryStore, corpus: list[dict[str, Any]], vectors: np.ndarray
 ) -> tuple[MemoryStore, list[int]]:
@@ -173,7 +153,7 @@ def _stored(
         for start in range(0, len(corpus), 1000):
             ids += store.remember_many(
                 MemoryInput(
-                    text=_text(doc),
+                    text=abstract_text(doc),
                     tenant_id=TENANT,
                     metadata={"doc_id": doc["_id"]},
                     created_at=AS_OF,
