@@ -1,11 +1,11 @@
 """This library against its peers on the same data, model and server, measured in one run.
 
-Peers: langchain-postgres ``PGVector`` and llama-index's ``PGVectorStore`` (dense, and hybrid
-with its text search channel). They pin versions of SQLAlchemy and pgvector this library
-cannot share a virtual environment with, so they run in their own (``--peers-python``; make it
-with ``python -m venv .venv-peers && .venv-peers/bin/pip install langchain-postgres
-llama-index-vector-stores-postgres numpy``) through ``benchmarks/_peers_worker.py``, against
-the same embedded PostgreSQL.
+Peers: langchain-postgres ``PGVector`` and ``PGVectorStore``, and llama-index's
+``PGVectorStore`` (dense, and hybrid with its text search channel). They pin versions of
+SQLAlchemy and pgvector this library cannot share a virtual environment with, so they run in
+their own (``--peers-python``; make it with ``python -m venv .venv-peers &&
+.venv-peers/bin/pip install langchain-postgres llama-index-vector-stores-postgres numpy``)
+through ``benchmarks/_peers_worker.py``, against the same embedded PostgreSQL.
 
 The data: ``--rows`` memories (SciFact sentences and noisy copies of their vectors, as
 ``scale.py`` makes them) over 100 tenants of 1% each, all-MiniLM-L6-v2 vectors computed once and
@@ -22,7 +22,7 @@ in batches of 1,000. Then, for the 1% tenant ``t00`` and the 300 SciFact claims:
   library: ``retrieve()`` with its defaults).
 
 Usage: python benchmarks/peers.py [--rows 100000] [--data-dir DIR] [--peers-python PATH]
-       [--libraries langchain,llamaindex,llamaindex-hybrid] [--json PATH]
+       [--libraries langchain,langchain-pgvectorstore,llamaindex,llamaindex-hybrid] [--json PATH]
 """
 
 from __future__ import annotations
@@ -73,7 +73,12 @@ def main() -> None:
     parser.add_argument(
         "--peers-python", type=Path, default=ROOT / ".venv-peers" / "bin" / "python"
     )
-    parser.add_argument("--libraries", default="langchain,llamaindex,llamaindex-hybrid")
+    parser.add_argument(
+        "--libraries",
+        default="langchain,langchain-pgvectorstore,llamaindex,llamaindex-hybrid",
+        help="comma-separated, of langchain, langchain-pgvectorstore, llamaindex, "
+        "llamaindex-hybrid",
+    )
     add_output(parser)
     args = parser.parse_args()
     if not args.peers_python.exists():
