@@ -81,36 +81,19 @@ def _timed(search: Any, count: int, runs: int = 3) -> tuple[list[list[str]], lis
     return ids, times
 
 
-def _langchain(args, rows, vectors, abstracts, abstract_vectors, queries, query_vectors, tenant):  # type: ignore[no-untyped-def]
-    from langchain_postgres import PGVector
-    from langchain_postgres.vectorstores import DistanceStrategy
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(args.url)
+def _given_vectors(rows, vectors, abstracts, abstract_vectors, queries, query_vectors):  # type: ignore[no-untyped-def]
     texts = {r["text"]: vectors[i] for i, r in enumerate(rows)}
     texts |= {q: query_vectors[i] for i, q in enumerate(queries["claims"])}
     texts |= {a["text"]: abstract_vectors[i] for i, a in enumerate(abstracts)}
-    model = _GivenVectors(texts)
+    return _GivenVectors(texts)
 
-    def store(name: str) -> Any:
-        return PGVector(
-            embeddings=model,  # type: ignore[arg-type]
-            connection=engine,
-            collection_name=name,
-            distance_strategy=DistanceStrategy.EUCLIDEAN,
-            embedding_length=384,
-            pre_delete_collection=True,
-            use_jsonb=True,
-        )
 
-    memories = store("peers_memories")
-    with engine.begin() as connection:
-        connection.execute(
-            text(
-                "CREATE INDEX IF NOT EXISTS langchain_pg_embedding_hnsw ON langchain_pg_embedding "
-                "USING hnsw (embedding vector_l2_ops)"
-            )
-        )
+def _langchain_measured(  # type: ignore[no-untyped-def]
+    memories, make_scifact, after_ingest, rows, vectors, abstracts, abstract_vectors, queries,
+    query_vectors, tenant,
+):  # fmt: skip
+    """Ingest, filtered searches and SciFact through a LangChain ``VectorStore``
+    (``add_embeddings``, ``similarity_search_by_vector``): both langchain-postgres classes."""
     began = time.perf_counter()
     for start in range(0, len(rows), 1000):
         batch = rows[start : start + 1000]
@@ -120,8 +103,7 @@ def _langchain(args, rows, vectors, abstracts, abstract_vectors, queries, query_
             metadatas=[{"tenant": r["tenant"], "row": r["row"]} for r in batch],
         )
     ingest = len(rows) / (time.perf_counter() - began)
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.execute(text("VACUUM ANALYZE langchain_pg_embedding"))
+    after_ingest()
 
     def filtered(index: int) -> list[str]:
         found = memories.similarity_search_by_vector(
@@ -130,7 +112,7 @@ def _langchain(args, rows, vectors, abstracts, abstract_vectors, queries, query_
         return [str(d.metadata["row"]) for d in found]
 
     ids, times = _timed(filtered, len(queries["claims"]))
-    scifact = store("peers_abstracts")
+    scifact = make_scifact()
     scifact.add_embeddings(
         texts=[a["text"] for a in abstracts],
         embeddings=abstract_vectors.tolist(),
@@ -143,6 +125,43 @@ def _langchain(args, rows, vectors, abstracts, abstract_vectors, queries, query_
     return {"ingest_rows_per_s": ingest, "filtered_ids": ids, "times_ms": times, "scifact": ranked}
 
 
+def _langchain(args, rows, vectors, abstracts, abstract_vectors, queries, query_vectors, tenant):  # type: ignore[no-untyped-def]
+    from langchain_postgres import PGVector
+    from langchain_postgres.vectorstores import DistanceStrategy
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(args.url)
+    model = _given_vectors(rows, vectors, abstracts, abstract_vectors, queries, query_vectors)
+
+    def store(name: str) -> Any:
+        return PGVector(
+            embeddings=model,  # type: ignore[arg-type]
+            connection=engine,
+            collection_name=name,
+            distance_strategy=DistanceStrategy.EUCLIDEAN,
+            embedding_length=384,
+            pre_delete_collection=True,
+            use_jsonb=True,
+        )
+
+    def vacuum() -> None:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text("VACUUM ANALYZE langchain_pg_embedding"))
+
+    memories = store("peers_memories")
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "CREATE INDEX IF NOT EXISTS langchain_pg_embedding_hnsw ON langchain_pg_embedding "
+                "USING hnsw (embedding vector_l2_ops)"
+            )
+        )
+    return _langchain_measured(
+        memories, lambda: store("peers_abstracts"), vacuum, rows, vectors, abstracts,
+        abstract_vectors, queries, query_vectors, tenant,
+    )  # fmt: skip
+
+
 def _pgvectorstore(
     args, rows, vectors, abstracts, abstract_vectors, queries, query_vectors, tenant
 ):  # type: ignore[no-untyped-def]
@@ -150,10 +169,7 @@ def _pgvectorstore(
     from langchain_postgres.v2.indexes import DistanceStrategy, HNSWIndex
 
     engine = PGEngine.from_connection_string(url=args.url)
-    texts = {r["text"]: vectors[i] for i, r in enumerate(rows)}
-    texts |= {q: query_vectors[i] for i, q in enumerate(queries["claims"])}
-    texts |= {a["text"]: abstract_vectors[i] for i, a in enumerate(abstracts)}
-    model = _GivenVectors(texts)
+    model = _given_vectors(rows, vectors, abstracts, abstract_vectors, queries, query_vectors)
 
     def store(table: str, columns: list[Column]) -> Any:
         engine.init_vectorstore_table(table, 384, metadata_columns=columns, overwrite_existing=True)
@@ -168,34 +184,10 @@ def _pgvectorstore(
         return made
 
     memories = store("peers_v2_memories", [Column("tenant", "TEXT"), Column("row", "INTEGER")])
-    began = time.perf_counter()
-    for start in range(0, len(rows), 1000):
-        batch = rows[start : start + 1000]
-        memories.add_embeddings(
-            texts=[r["text"] for r in batch],
-            embeddings=[vectors[start + i].tolist() for i in range(len(batch))],
-            metadatas=[{"tenant": r["tenant"], "row": r["row"]} for r in batch],
-        )
-    ingest = len(rows) / (time.perf_counter() - began)
-
-    def filtered(index: int) -> list[str]:
-        found = memories.similarity_search_by_vector(
-            query_vectors[index].tolist(), k=10, filter={"tenant": tenant}
-        )
-        return [str(d.metadata["row"]) for d in found]
-
-    ids, times = _timed(filtered, len(queries["claims"]))
-    scifact = store("peers_v2_abstracts", [Column("doc_id", "TEXT")])
-    scifact.add_embeddings(
-        texts=[a["text"] for a in abstracts],
-        embeddings=abstract_vectors.tolist(),
-        metadatas=[{"doc_id": a["doc_id"]} for a in abstracts],
-    )
-    ranked = [
-        [d.metadata["doc_id"] for d in scifact.similarity_search_by_vector(v.tolist(), k=10)]
-        for v in query_vectors
-    ]
-    return {"ingest_rows_per_s": ingest, "filtered_ids": ids, "times_ms": times, "scifact": ranked}
+    return _langchain_measured(
+        memories, lambda: store("peers_v2_abstracts", [Column("doc_id", "TEXT")]), lambda: None,
+        rows, vectors, abstracts, abstract_vectors, queries, query_vectors, tenant,
+    )  # fmt: skip
 
 
 def _llamaindex(args, rows, vectors, abstracts, abstract_vectors, queries, query_vectors, tenant):  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from retrieval.db.engine import stored_embedding_dim, stored_vector_type
+from retrieval.db.engine import stored_embedding
 from retrieval.db.extensions import SCHEMA_EXTENSIONS
 from retrieval.db.migrate import MigrationSettings, current_revision
 from retrieval.db.queries import execute, quote_schema, statement
@@ -94,13 +94,14 @@ def describe(engine: Engine, settings: MigrationSettings) -> DatabaseOverview:
                         connection, statement("stats.memory_bm25", schema)
                     )
                 }
+    stored = stored_embedding(engine, settings.schema) if revision else None
     return DatabaseOverview(
         server_version=version,
         extensions=extensions,
         schema=settings.schema,
         revision=revision,
-        embedding_dim=stored_embedding_dim(engine, settings.schema) if revision else None,
-        vector_type=stored_vector_type(engine, settings.schema) if revision else None,
+        embedding_dim=stored.dim if stored else None,
+        vector_type=stored.vector_type if stored else None,
         rows=rows,
         indexes=indexes,
         kinds=kinds,

@@ -135,21 +135,45 @@ def _register_vector(dbapi_connection: psycopg.Connection[Any], _record: object)
     dbapi_connection.rollback()
 
 
+@dataclass(frozen=True)
+class StoredEmbedding:
+    """The embedding column a migration made in a schema: its type and dimension."""
+
+    vector_type: VectorType
+    dim: int
+
+
+def stored_embedding(engine: Engine, schema: str) -> StoredEmbedding:
+    """The type (``RETRIEVAL_VECTOR_TYPE``) and dimension (``RETRIEVAL_EMBEDDING_DIM``) that
+    ``schema.memories.embedding`` was made with, read back from the catalog in one query."""
+    query = statement("db.embedding_column")
+    with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        found = execute(connection, query, {"schema_name": schema}).one_or_none()
+    if found is None:
+        raise SchemaError(
+            f"schema {schema!r} has no memories table in {engine.url.render_as_string()}: "
+            "run `retrieval db upgrade` (or `alembic upgrade head`) first"
+        )
+    type_name, dim = found
+    if type_name not in VECTOR_TYPES:
+        raise SchemaError(
+            f"{schema}.memories.embedding is {type_name!r}, neither vector nor halfvec"
+        )
+    return StoredEmbedding(vector_type=cast(VectorType, type_name), dim=int(dim))
+
+
 def stored_embedding_dim(engine: Engine, schema: str) -> int:
     """The vector dimension that the migrated database stores in ``schema``.
 
     The dimension was fixed by ``RETRIEVAL_EMBEDDING_DIM`` when the schema was migrated; it is
     read back from the type modifier of ``memories.embedding``.
     """
-    query = statement("db.embedding_dim")
-    with translate_database_errors(str(engine.url)), engine.connect() as connection:
-        dim = execute(connection, query, {"schema_name": schema}).scalar()
-    if dim is None:
-        raise SchemaError(
-            f"schema {schema!r} has no memories table in {engine.url.render_as_string()}: "
-            "run `retrieval db upgrade` (or `alembic upgrade head`) first"
-        )
-    return int(dim)
+    return stored_embedding(engine, schema).dim
+
+
+def stored_vector_type(engine: Engine, schema: str) -> VectorType:
+    """The type of ``schema.memories.embedding`` (``vector`` or ``halfvec``)."""
+    return stored_embedding(engine, schema).vector_type
 
 
 def check_embedding_dim(engine: Engine, schema: str, model_id: str, model_dim: int) -> None:
@@ -161,19 +185,3 @@ def check_embedding_dim(engine: Engine, schema: str, model_id: str, model_dim: i
             f"stores vector({stored}). Use a model of dimension {stored}, or migrate a new "
             f"database (or schema) with RETRIEVAL_EMBEDDING_DIM={model_dim}."
         )
-
-
-def stored_vector_type(engine: Engine, schema: str) -> VectorType:
-    """The type of ``schema.memories.embedding`` (``vector`` or ``halfvec``)."""
-    with translate_database_errors(str(engine.url)), engine.connect() as connection:
-        found = execute(
-            connection, statement("db.embedding_type"), {"schema_name": schema}
-        ).scalar()
-    if found is None:
-        raise SchemaError(
-            f"schema {schema!r} has no memories table in {engine.url.render_as_string()}: "
-            "run `retrieval db upgrade` (or `alembic upgrade head`) first"
-        )
-    if found not in VECTOR_TYPES:
-        raise SchemaError(f"{schema}.memories.embedding is {found!r}, neither vector nor halfvec")
-    return cast(VectorType, found)

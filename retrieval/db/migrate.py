@@ -25,6 +25,7 @@ from retrieval.db.config import (
     DatabaseConfig,
     require_text_search_config,
 )
+from retrieval.db.engine import stored_vector_type
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VectorType, require_vector_type
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
@@ -115,11 +116,8 @@ def _warn_of_another_vector_type(engine: Engine, settings: MigrationSettings) ->
     current = current_revision(engine, settings)
     if current is None or current < VECTOR_TYPE_REVISION:
         return
-    with translate_database_errors(str(engine.url)), engine.connect() as connection:
-        stored = execute(
-            connection, statement("db.embedding_type"), {"schema_name": settings.schema}
-        ).scalar()
-    if stored is not None and stored != settings.vector_type:
+    stored = stored_vector_type(engine, settings.schema)
+    if stored != settings.vector_type:
         logger.warning(
             "schema %r stores %s embeddings; vector_type=%s (RETRIEVAL_VECTOR_TYPE) is applied "
             "by revision %s, which this schema has passed. To convert: `retrieval db downgrade "

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from retrieval.db.config import require_schema
-from retrieval.db.engine import Database, stored_embedding_dim, stored_vector_type
+from retrieval.db.engine import Database, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
@@ -72,8 +72,9 @@ class MemoryStore:
             batch_size=self.config.batch_size,
             backend=self.config.embedder_backend,
         )
-        self.dim = stored_embedding_dim(engine, schema)
-        self.vector_type = stored_vector_type(engine, schema)
+        stored = stored_embedding(engine, schema)
+        self.dim = stored.dim
+        self.vector_type = stored.vector_type
         self.cache = EmbeddingCache(
             self.embedder,
             schema,

@@ -264,9 +264,9 @@ class HybridRetriever:
         ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``;
         ``read_your_writes`` reads the primary even when the retriever has a replica.
         """
-        replica = self.read_engine is not None and not read_your_writes
+        replica = None if read_your_writes else self.read_engine
         return timeline(
-            self.read_engine if replica and self.read_engine is not None else self.engine,
+            replica or self.engine,
             self.schema,
             tenant_id,
             since=since,

@@ -4,16 +4,10 @@
 -- name: relation_exists
 SELECT to_regclass(%(relation)s) IS NOT NULL
 
--- name: embedding_dim
--- The dimension fixed when the schema was migrated: the type modifier of memories.embedding.
-SELECT a.atttypmod FROM pg_attribute a
-JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
-  AND NOT a.attisdropped
-
--- name: embedding_type
--- The vector type fixed when the schema was migrated (vector or halfvec): memories.embedding's.
-SELECT t.typname FROM pg_attribute a
+-- name: embedding_column
+-- The type (vector or halfvec) and dimension (its type modifier) of memories.embedding, fixed
+-- when the schema was migrated.
+SELECT t.typname, a.atttypmod FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
