@@ -287,7 +287,8 @@ def against(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 
 
 def _migrations_folder(worktree: Path) -> Path:
-    """The revision's migrations: inside the package, or (older revisions) at the top level."""
+    """The revision's migrations: at the top level, or (commits of 2026-11-26 and 27) inside
+    the package."""
     inside = worktree / "retrieval" / "migrations"
     return inside if inside.is_dir() else worktree / "migrations"
 
