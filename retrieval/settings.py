@@ -6,8 +6,9 @@ per-source one) and one line of help in its metadata. From that declaration alon
 declared type), :func:`variables` lists every variable for the CLI's help, and
 :func:`configuration_markdown` writes ``docs/configuration.md``.
 
-Only ``from_env`` (and the CLI) read the environment; library code takes a config from its
-caller.
+The environment is read in one place, ``from_env``: by the CLI, and by each entry point given
+no config (``connect()``, the stores, the retrievers), so that a program and the CLI on the same
+machine see the same settings. A config given by the caller is used as it is.
 """
 
 from __future__ import annotations
@@ -175,8 +176,10 @@ def configuration_markdown() -> str:
         "",
         "Every setting is a field of a frozen config class (`DatabaseConfig`, `WriteConfig`, "
         "`RetrievalConfig` and its per-source `SourceConfig`) and can be given in Python or "
-        "through the environment variable below; `from_env()` reads them, the CLI does so "
-        "itself. An unset or empty variable keeps the default. A `RETRIEVAL_*` variable that "
+        "through the environment variable below; `from_env()` reads them. The CLI, and every "
+        "entry point given no config (`connect()`, `MemoryStore`, `HybridRetriever`, "
+        "`DocumentStore`, the async classes), read them too; a config given in Python is used "
+        "as it is. An unset or empty variable keeps the default. A `RETRIEVAL_*` variable that "
         "no setting reads is reported once in the log, with the closest known name.",
         "",
         "`<SOURCE>` is one of `WORKING_STATE`, `SEMANTIC`, `EPISODIC`, `DOCUMENTS`.",

@@ -31,6 +31,15 @@ from tests.harness import PgServer, engine_for, open_server, unique_name
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
 
 
+@pytest.fixture(autouse=True)
+def _no_retrieval_settings_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with no ``RETRIEVAL_*`` variable but the test server's: the library
+    reads them wherever a config is not given, so a developer's shell must not change a test."""
+    for name in list(os.environ):
+        if name.startswith("RETRIEVAL_") and name != "RETRIEVAL_TEST_DATABASE_URL":
+            monkeypatch.delenv(name)
+
+
 def as_stored(vector: Any) -> npt.NDArray[np.float32]:
     """``vector`` as the test database's embedding columns hold it (rounded to float16 where
     they are ``halfvec``): what a search compares, and what reading a row gives back."""

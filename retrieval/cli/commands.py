@@ -289,8 +289,8 @@ def _add_documents_command(
     )
     docs.add_argument(
         "--text-search-config",
-        default="english",
-        help="PostgreSQL text search configuration for BM25 (default: english)",
+        help="PostgreSQL text search configuration for BM25 (RETRIEVAL_TEXT_SEARCH_CONFIG; "
+        "english)",
     )
     docs.set_defaults(handler=_ingest_docs)
 

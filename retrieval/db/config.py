@@ -172,3 +172,9 @@ class DatabaseConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DatabaseConfig:
         """Build a config from ``RETRIEVAL_*`` variables (docs/configuration.md)."""
         return from_env(cls, environ)
+
+
+def schema_or_env(schema: str | None) -> str:
+    """``schema`` checked, or, when it is ``None``, ``RETRIEVAL_SCHEMA`` (default
+    ``retrieval``): what a store or retriever made without one uses."""
+    return require_schema(DatabaseConfig.from_env().schema if schema is None else schema)

@@ -59,11 +59,13 @@ class Database:
 def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Database:
     """Return a :class:`Database` for ``config.url``, or for the embedded server when it is unset.
 
-    The engine uses the psycopg 3 driver, has pgvector's types registered on every connection,
-    and is checked with one round trip, so an unreachable server fails here with a clear
+    Without ``config``, the environment's (:meth:`DatabaseConfig.from_env`:
+    ``RETRIEVAL_DATABASE_URL``, ``RETRIEVAL_DATA_DIR``, ...). The engine uses the psycopg 3
+    driver, has pgvector's types registered on every connection, and is checked with one round
+    trip, so an unreachable server fails here with a clear
     :class:`~retrieval.errors.DatabaseUnavailableError`.
     """
-    config = config or DatabaseConfig()
+    config = DatabaseConfig.from_env() if config is None else config
     embedded = None
     if config.url is None:
         embedded = start_embedded(config.data_dir, shared_buffers=config.shared_buffers)

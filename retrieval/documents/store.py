@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection
 
-from retrieval.db.config import DEFAULT_TEXT_SEARCH_CONFIG
+from retrieval.db.config import DatabaseConfig, require_text_search_config
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
@@ -115,15 +115,17 @@ class DocumentStore:
 
     It embeds through ``memory_store``'s embedder and hashed cache. ``text_search_config`` is
     the PostgreSQL configuration that cuts text into lexemes (``english`` stems and drops stop
-    words); a tenant's statistics are made with one configuration, and another is refused.
+    words; default ``RETRIEVAL_TEXT_SEARCH_CONFIG``, else ``english``); a tenant's statistics
+    are made with one configuration, and another is refused.
     """
 
-    def __init__(
-        self, memory_store: MemoryStore, *, text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG
-    ) -> None:
+    def __init__(self, memory_store: MemoryStore, *, text_search_config: str | None = None) -> None:
         self.memories = memory_store
         self.engine = memory_store.engine
         self.schema = memory_store.schema
+        if text_search_config is None:
+            text_search_config = DatabaseConfig.from_env().text_search_config
+        require_text_search_config(text_search_config)
         self.text_search_config = text_search_config
 
     def add(self, document: DocumentInput) -> DocumentWrite:

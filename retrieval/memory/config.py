@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from retrieval.embedding.models import BACKENDS, Backend
+from retrieval.embedding.models import BACKENDS, Backend, SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
 from retrieval.settings import configurable, from_env, require_int, setting
 
@@ -80,6 +80,13 @@ class WriteConfig:
                 "(letters, digits, _; at most 64 characters), for example {'runbook'}"
             )
         object.__setattr__(self, "extra_kinds", frozenset(self.extra_kinds))
+
+    def embedder(self) -> SentenceTransformerEmbedder:
+        """The embedder this config names (its model, batch size and backend; loaded on first
+        use)."""
+        return SentenceTransformerEmbedder(
+            self.embedding_model, batch_size=self.batch_size, backend=self.embedder_backend
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WriteConfig:

@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from retrieval.db.config import require_schema
+from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
-from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
+from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.get_and_forget import Lookup
@@ -51,27 +51,24 @@ from retrieval.memory.writer import Writer
 class MemoryStore:
     """Stores an agent's memories, decisions and tool calls in one PostgreSQL schema.
 
-    ``embedder`` defaults to sentence-transformers with ``config.embedding_model`` (the bundled
-    all-MiniLM-L6-v2 unless set); it is loaded on first use, and refused if its dimension is not
-    the database's.
+    ``config`` defaults to the environment's (:meth:`WriteConfig.from_env`) and ``schema`` to
+    ``RETRIEVAL_SCHEMA`` (else ``retrieval``). ``embedder`` defaults to sentence-transformers
+    with ``config.embedding_model`` (the bundled all-MiniLM-L6-v2 unless set); it is loaded on
+    first use, and refused if its dimension is not the database's.
     """
 
     def __init__(
         self,
         engine: Engine,
         *,
-        schema: str = "retrieval",
+        schema: str | None = None,
         embedder: Embedder | None = None,
         config: WriteConfig | None = None,
     ) -> None:
         self.engine = engine
-        self.schema = require_schema(schema)
-        self.config = config or WriteConfig()
-        self.embedder: Embedder = embedder or SentenceTransformerEmbedder(
-            self.config.embedding_model,
-            batch_size=self.config.batch_size,
-            backend=self.config.embedder_backend,
-        )
+        self.schema = schema = schema_or_env(schema)
+        self.config = WriteConfig.from_env() if config is None else config
+        self.embedder: Embedder = embedder or self.config.embedder()
         stored = stored_embedding(engine, schema)
         self.dim = stored.dim
         self.vector_type = stored.vector_type

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from retrieval.db.config import require_schema
+from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database
 from retrieval.db.read_pool import (
     DEFAULT_MAX_CONNECTIONS,
@@ -27,8 +27,9 @@ from retrieval.db.read_pool import (
 )
 from retrieval.embedding.cache import DimensionCheck, EmbeddingCache
 from retrieval.embedding.calibration import calibration_for
-from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
+from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import aware_datetime, check_storable, check_tenant
 from retrieval.search import ranking
@@ -83,8 +84,10 @@ class _Call:
 class HybridRetriever:
     """Finds the most useful context for a query across an agent's memory.
 
-    ``embedder`` defaults to the bundled all-MiniLM-L6-v2; ``cache`` (for example a store's,
-    see :meth:`from_store`) shares query vectors with the write path. ``background_writes``
+    ``config`` defaults to the environment's (:meth:`RetrievalConfig.from_env`), ``schema`` to
+    ``RETRIEVAL_SCHEMA`` (else ``retrieval``) and ``embedder`` to the model of
+    ``RETRIEVAL_EMBEDDING_MODEL`` (else the bundled all-MiniLM-L6-v2); ``cache`` (for example a
+    store's, see :meth:`from_store`) shares query vectors with the write path. ``background_writes``
     records accesses off the caller's path (see :mod:`retrieval.search.access_counts`).
     ``session_settings``
     are PostgreSQL settings for the retriever's connections, beside its own
@@ -105,7 +108,7 @@ class HybridRetriever:
         self,
         engine: Engine,
         *,
-        schema: str = "retrieval",
+        schema: str | None = None,
         embedder: Embedder | None = None,
         config: RetrievalConfig | None = None,
         cache: EmbeddingCache | None = None,
@@ -117,10 +120,10 @@ class HybridRetriever:
     ) -> None:
         self.engine = engine
         self.read_engine = read_engine
-        self.schema = require_schema(schema)
-        self.config = config or RetrievalConfig()
+        self.schema = schema = schema_or_env(schema)
+        self.config = RetrievalConfig.from_env() if config is None else config
         if cache is None:
-            embedder = embedder or SentenceTransformerEmbedder()
+            embedder = embedder or WriteConfig.from_env().embedder()
             check = DimensionCheck(engine, self.schema, embedder)
             cache = EmbeddingCache(embedder, schema, before_model_call=check)
         self.cache = cache
