@@ -79,6 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RetrievalError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # a file or folder the command was given
+        print(f"error: {_file_problem(error)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _file_problem(error: OSError) -> str:
+    where = f"{error.filename}: " if error.filename is not None else ""
+    return f"{where}{error.strerror or error}: check the path and its permissions"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from retrieval.db.engine import Database
@@ -112,7 +116,8 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
             server = mcp_server.memory_server(
                 store, retriever, mcp_server.fixed_tenant(check_tenant(args.tenant))
             )
-            server.run("stdio")
+            with _until_stopped():
+                server.run("stdio")
             return 0
         if args.tenant is not None:
             raise ConfigurationError(
@@ -139,10 +144,30 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
             f"MCP server at {url}/mcp for {len(tenants)} tenant(s) by bearer token; Ctrl-C stops",
             file=sys.stderr,
         )
-        asyncio.run(mcp_server.http_server(server, host=host, port=port).serve())
+        with _until_stopped():
+            asyncio.run(mcp_server.http_server(server, host=host, port=port).serve())
         return 0
     finally:
         _close(store, retriever)
+
+
+@contextmanager
+def _until_stopped() -> Iterator[None]:
+    """Ctrl-C (SIGINT) or SIGTERM ends the server with one line and lets the caller's cleanup
+    run. uvicorn shuts down gracefully on either, then raises the signal again once its own
+    handlers are gone: SIGINT arrives as KeyboardInterrupt, and SIGTERM is made one here
+    (its default action would end the process before the connections are closed)."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    except KeyboardInterrupt:
+        print("retrieval mcp: stopped", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(_signal: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def _close(*closeable: Any) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection
 
+from retrieval import arguments
 from retrieval.db.config import DatabaseConfig, require_text_search_config
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.db.queries import execute, statement
@@ -37,6 +38,7 @@ from retrieval.memory.validation import (
     json_text_problem,
 )
 from retrieval.search import scoring
+from retrieval.search.query import MAX_QUERY_CHARS
 
 _CHUNK_COLUMNS = (
     ("tenant_id", "text"),
@@ -62,6 +64,10 @@ _DOCUMENT_COLUMNS = (
     ("metadata", "bytea"),  # binary jsonb, see retrieval.db.copy_rows
     ("created_at", "timestamptz"),
 )
+
+
+# The longest document id (a path relative to its root, or the caller's own id).
+MAX_DOC_ID_CHARS = 1024
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,7 @@ class DocumentStore:
     def forget(self, *, tenant_id: str, doc_id: str) -> bool:
         """Remove a document, its chunks and their statistics; False if there was none."""
         check_tenant(tenant_id)
+        check_doc_id(doc_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
             lock_term_statistics(connection, self.schema, [tenant_id])
@@ -178,6 +185,7 @@ class DocumentStore:
         """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25."""
         _check_query(query)
         check_tenant(tenant_id)
+        limit = arguments.count("limit", limit, maximum=arguments.MAX_RESULTS)
         for name, value, top in (("k1", k1, 10.0), ("b", b, 1.0)):
             if (
                 isinstance(value, bool)
@@ -208,6 +216,7 @@ class DocumentStore:
         """
         _check_query(query)
         check_tenant(tenant_id)
+        limit = arguments.count("limit", limit, maximum=arguments.MAX_RESULTS)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
             vector = self.memories.cache.embed(connection, tenant_id, [query], store=False)[0]
@@ -384,10 +393,8 @@ def validate_document(document: DocumentInput, max_chars: int, dim: int | None =
     ``dim`` is the database's vector dimension, to check given chunk embeddings against.
     """
     check_tenant(document.tenant_id)
-    if not isinstance(document.doc_id, str) or not document.doc_id.strip():
-        raise ValidationError(f"doc_id is empty ({document.doc_id!r})", field="doc_id")
-    for name in ("doc_id", "filename"):
-        _check_storable(name, getattr(document, name), None)
+    check_doc_id(document.doc_id)
+    _check_storable("filename", document.filename, None)
     if not document.chunks:
         raise ValidationError(
             f"document {document.doc_id!r} has no chunk: give at least one", field="chunks"
@@ -468,7 +475,28 @@ def _check_storable(field: str, value: object, chunk: int | None) -> None:
     check_storable(field, value, item=chunk, prefix=prefix)
 
 
+def check_doc_id(doc_id: object) -> str:
+    """``doc_id`` if it names a document: a non-blank string of at most
+    :data:`MAX_DOC_ID_CHARS` characters that PostgreSQL text holds (kept as given, not
+    stripped: a path may end in a space)."""
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        raise ValidationError(f"doc_id is empty ({doc_id!r:.40})", field="doc_id")
+    if len(doc_id) > MAX_DOC_ID_CHARS:
+        raise ValidationError(
+            f"doc_id has {len(doc_id):,} characters, over the limit of {MAX_DOC_ID_CHARS:,}: "
+            "use a shorter id (a path relative to a root, or a hash)",
+            field="doc_id",
+        )
+    _check_storable("doc_id", doc_id, None)
+    return doc_id
+
+
 def _check_query(query: object) -> None:
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("query is empty: give the text to search for", field="query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(
+            f"query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}",
+            field="query",
+        )
     _check_storable("query", query, None)

@@ -158,10 +158,18 @@ def _export(plan: OnnxPlan, target: Path) -> None:
     try:
         import torch
         from transformers import AutoModel
+        from transformers.utils import logging as transformers_logging
 
-        model = AutoModel.from_pretrained(
-            str(plan.directory), attn_implementation="eager", local_files_only=True
-        )
+        # The export is announced in one line: no loader's progress bar in the middle of it.
+        shown = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()
+        try:
+            model = AutoModel.from_pretrained(
+                str(plan.directory), attn_implementation="eager", local_files_only=True
+            )
+        finally:
+            if shown:
+                transformers_logging.enable_progress_bar()
         model.eval()
 
         class LastHiddenState(torch.nn.Module):

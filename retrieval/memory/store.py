@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from retrieval import arguments
 from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
@@ -38,8 +39,6 @@ from retrieval.memory.validation import (
     ValidToolCall,
     as_input,
     batch_items,
-    check_ids,
-    check_storable,
     check_tenant,
     valid_decision,
     valid_memory,
@@ -213,19 +212,20 @@ class MemoryStore:
 
     def get_memory(self, memory_id: int, *, tenant_id: str) -> Memory | None:
         """The memory ``memory_id`` of ``tenant_id``, or ``None``."""
-        found = self.get_memories([memory_id], tenant_id=tenant_id)
+        found = self.get_memories([arguments.row_id("memory_id", memory_id)], tenant_id=tenant_id)
         return found[0] if found else None
 
     def get_memories(self, memory_ids: Sequence[int], *, tenant_id: str) -> list[Memory]:
         """The memories of ``tenant_id`` among ``memory_ids``, by id."""
         check_tenant(tenant_id)
-        memory_ids = check_ids("memory_ids", memory_ids)
+        memory_ids = arguments.row_ids("memory_ids", memory_ids)
         with self._transaction() as connection:
             return self._lookup.memories(connection, tenant_id, memory_ids)
 
     def get_decision(self, decision_id: int, *, tenant_id: str) -> Decision | None:
         """The decision ``decision_id`` of ``tenant_id``, or ``None``."""
         check_tenant(tenant_id)
+        decision_id = arguments.row_id("decision_id", decision_id)
         with self._transaction() as connection:
             found = self._lookup.decisions(connection, tenant_id, [decision_id])
         return found[0] if found else None
@@ -233,6 +233,7 @@ class MemoryStore:
     def get_tool_call(self, tool_call_id: int, *, tenant_id: str) -> ToolCall | None:
         """The tool call ``tool_call_id`` of ``tenant_id``, or ``None``."""
         check_tenant(tenant_id)
+        tool_call_id = arguments.row_id("tool_call_id", tool_call_id)
         with self._transaction() as connection:
             found = self._lookup.tool_calls(connection, tenant_id, [tool_call_id])
         return found[0] if found else None
@@ -250,19 +251,20 @@ class MemoryStore:
         """Remove rows of ``tenant_id`` and return what was removed.
 
         By id (``memory_ids``, ``decision_ids``, ``tool_call_ids``), by task (``task_id``: its
-        decisions and their tool calls), or ``everything`` the tenant has: embedding cache,
-        documents, their chunks and BM25 statistics included. A decision's tool calls go with
-        it.
+        decisions and their tool calls; stripped of surrounding whitespace, as when it was
+        stored), or ``everything`` the tenant has: embedding cache, documents, their chunks and
+        BM25 statistics included. A decision's tool calls go with it.
         """
+        check_tenant(tenant_id)
+        task_id = arguments.optional_name("task_id", task_id)
+        everything = arguments.flag("everything", everything)
+        memory_ids = arguments.row_ids("memory_ids", memory_ids)
+        decision_ids = arguments.row_ids("decision_ids", decision_ids)
+        tool_call_ids = arguments.row_ids("tool_call_ids", tool_call_ids)
         if not (memory_ids or decision_ids or tool_call_ids or task_id or everything):
             raise ValidationError(
                 "forget needs something to remove: ids, a task_id, or everything=True"
             )
-        check_tenant(tenant_id)
-        check_storable("task_id", task_id)
-        memory_ids = check_ids("memory_ids", memory_ids)
-        decision_ids = check_ids("decision_ids", decision_ids)
-        tool_call_ids = check_ids("tool_call_ids", tool_call_ids)
         with self._transaction() as connection:
             forgotten = self._lookup.forget(
                 connection,

@@ -200,8 +200,8 @@ class _Checker:
     def optional_id(self, field: str, value: object) -> int | None:
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.fail(field, f"must be a positive integer id, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**63:
+            raise self.fail(field, f"must be a positive integer id (a bigint), got {value!r:.40}")
         return value
 
     def position(self, value: object) -> int | None:
@@ -392,22 +392,6 @@ def check_tenant(tenant_id: object) -> str:
     if problem is None:
         return tenant_id  # type: ignore[return-value]
     raise ValidationError(f"tenant_id {problem}", field="tenant_id")
-
-
-def check_ids(field: str, ids: object) -> list[int]:
-    """``ids`` as a list of row ids, else a :class:`ValidationError` naming ``field``: a list,
-    tuple or set of integers (a string is not a sequence of ids: ``"12"`` is not [1, 2])."""
-    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence | set | frozenset):
-        raise ValidationError(
-            f"{field} must be a list of integer ids, got {type(ids).__name__} {ids!r:.40}",
-            field=field,
-        )
-    bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, int)), None)
-    if bad is not None:
-        raise ValidationError(f"{field} must hold integer ids, got {bad!r:.40}", field=field)
-    if any(not -(2**63) <= i < 2**63 for i in ids):
-        raise ValidationError(f"{field} holds an id outside PostgreSQL's bigint", field=field)
-    return list(ids)
 
 
 def tenant_problem(tenant_id: object) -> str | None:

@@ -20,6 +20,10 @@ from retrieval.memory.validation import check_storable
 from retrieval.search import scoring
 from retrieval.search.config import RetrievalConfig
 
+# The longest query: the model reads about 1,000 characters of it, the lexical channels all of
+# it, word by word.
+MAX_QUERY_CHARS = 10_000
+
 
 @dataclass(frozen=True)
 class PreparedQuery:
@@ -40,6 +44,13 @@ def prepare_query(query: object, config: RetrievalConfig) -> PreparedQuery:
     if not isinstance(query, str) or not query.strip():
         raise ValidationError(
             f"query is empty ({query!r}): give the text to find context for", field="query"
+        )
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(
+            f"query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}: the "
+            "model reads only its first 256 tokens (about 1,000 characters); give the question, "
+            "not a document",
+            field="query",
         )
     check_storable("query", query)
     lexical = expand(query, config.query_expansions)

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from retrieval import arguments
 from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database
 from retrieval.db.read_pool import (
@@ -31,7 +32,7 @@ from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.validation import aware_datetime, check_storable, check_tenant
+from retrieval.memory.validation import aware_datetime, check_tenant
 from retrieval.search import ranking
 from retrieval.search.access_counts import AccessRecorder
 from retrieval.search.config import Fusion, RetrievalConfig
@@ -217,7 +218,12 @@ class HybridRetriever:
         what this process has just stored is seen (see the class's ``read_engine``).
         """
         started = time.perf_counter()
-        reads = self._connections if read_your_writes else self._reads
+        reads = (
+            self._connections
+            if arguments.flag("read_your_writes", read_your_writes)
+            else self._reads
+        )
+        working_state = arguments.messages("working_state", working_state)
         call = self._plan(
             query, tenant_id, task_id, mode, as_of, config, entities, fusion, limit, neighbors
         )
@@ -267,7 +273,7 @@ class HybridRetriever:
         ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``;
         ``read_your_writes`` reads the primary even when the retriever has a replica.
         """
-        replica = None if read_your_writes else self.read_engine
+        replica = None if arguments.flag("read_your_writes", read_your_writes) else self.read_engine
         return timeline(
             replica or self.engine,
             self.schema,
@@ -325,13 +331,22 @@ class HybridRetriever:
         neighbors: int,
     ) -> _Call:
         # What the call asks for, checked, and which sources it reads.
+        if config is not None and not isinstance(config, RetrievalConfig):
+            raise ValidationError(
+                f"config must be a RetrievalConfig or None, got {type(config).__name__}",
+                field="config",
+            )
         config = config or self.config
         prepared = prepare_query(query, config)
-        _check_call(tenant_id, task_id, as_of, entities, limit, neighbors)
+        checked = _checked_call(tenant_id, task_id, as_of, entities, limit, neighbors)
         if fusion is not None:
             config = replace(config, fusion=fusion)
-        if limit is not None:
-            config = config.with_limit(limit)
+        if checked.limit is not None:
+            config = config.with_limit(checked.limit)
+        if not isinstance(mode, str):
+            raise ValidationError(
+                f"mode must be the name of a mode, got {type(mode).__name__}", field="mode"
+            )
         chosen = config.mode(mode)
         kinds = tuple(
             kind
@@ -353,8 +368,8 @@ class HybridRetriever:
                 query=prepared,
                 vector=None,
                 as_of=as_of or datetime.now(UTC),
-                task_id=task_id,
-                entities=entities,
+                task_id=checked.task_id,
+                entities=checked.entities,
                 mode=chosen,
             ),
             kinds=kinds,
@@ -492,39 +507,30 @@ def read_settings(config: RetrievalConfig) -> dict[str, str]:
 
 
 def _ef_search(config: RetrievalConfig) -> str:
-    # The HNSW search keeps ef_search candidates, and at least the candidate pool.
-    return str(max(config.pool, config.ef_search))
+    # The HNSW search keeps ef_search candidates, and at least the candidate pool (pgvector
+    # takes at most 1,000).
+    return str(min(max(config.pool, config.ef_search), arguments.MAX_RESULTS))
 
 
-def _check_call(
+@dataclass(frozen=True)
+class _Arguments:
+    """A call's arguments, checked and normalized (names stripped, entities a tuple)."""
+
+    task_id: str | None
+    entities: tuple[str, ...]
+    limit: int | None
+
+
+def _checked_call(
     tenant_id: object,
     task_id: object,
     as_of: datetime | None,
-    entities: Sequence[str],
+    entities: object,
     limit: object,
     neighbors: object,
-) -> None:
+) -> _Arguments:
     check_tenant(tenant_id)
-    if task_id is not None and (not isinstance(task_id, str) or not task_id.strip()):
-        raise ValidationError(
-            f"task_id must be a non-empty string or None, got {task_id!r}", field="task_id"
-        )
     aware_datetime("as_of", as_of)
-    if isinstance(entities, str) or not all(
-        isinstance(entity, str) and entity for entity in entities
-    ):
-        raise ValidationError(
-            f"entities must be a list of non-empty entity ids, got {entities!r}",
-            field="entities",
-        )
-    check_storable("task_id", task_id)
-    for entity in entities:
-        check_storable("entities", entity)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValidationError(
-            f"limit must be a positive integer (the most results) or None, got {limit!r}",
-            field="limit",
-        )
     if (
         isinstance(neighbors, bool)
         or not isinstance(neighbors, int)
@@ -532,6 +538,11 @@ def _check_call(
     ):
         raise ValidationError(
             f"neighbors must be an integer from 0 to {MAX_NEIGHBORS} (turns before and after "
-            f"each hit), got {neighbors!r}",
+            f"each hit), got {neighbors!r:.40}",
             field="neighbors",
         )
+    return _Arguments(
+        task_id=arguments.optional_name("task_id", task_id),
+        entities=arguments.names("entities", entities),
+        limit=arguments.optional_count("limit", limit, maximum=arguments.MAX_RESULTS),
+    )

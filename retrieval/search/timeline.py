@@ -13,10 +13,11 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from retrieval import arguments
 from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
-from retrieval.memory.validation import aware_datetime, check_storable, check_tenant
+from retrieval.memory.validation import aware_datetime, check_tenant
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,10 @@ def timeline(
     aware_datetime("until", until)
     if since is not None and until is not None and since >= until:
         raise ValidationError(f"since ({since}) must be before until ({until})", field="since")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValidationError(f"limit must be an integer >= 1, got {limit!r}", field="limit")
-    if isinstance(kinds, str):
-        raise ValidationError("kinds must be a list of kinds, not one string", field="kinds")
+    limit = arguments.count("limit", limit, maximum=arguments.MAX_TIMELINE_EVENTS)
+    if kinds is not None:
+        kinds = arguments.names("kinds", kinds)
     check_tenant(tenant_id)
-    for kind in kinds or ():
-        check_storable("kinds", kind)
     window = blocks("search")["timeline_window"].strip()
     query = statement("search.timeline", schema, window=window)
     params = {

@@ -17,7 +17,7 @@ from retrieval.cli.commands import main
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
-from retrieval.errors import ConfigurationError, ValidationError
+from retrieval.errors import ConfigurationError, DatabaseError, ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.file_ingest import read_file
 from retrieval.memory.store import MemoryStore
@@ -203,6 +203,82 @@ PYTHON: list[tuple[str, Call, type[Exception], str]] = [
      lambda c: RetrievalConfig(semantic=SourceConfig(
          relevance=0.9, recency=0.9, limit=10, half_life_hours=24.0)),
      ConfigurationError, "sum"),
+    ("retrieve with limit 2000 (past hnsw.ef_search's 1,000)",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", limit=2000), ValidationError,
+     "limit must be an integer from 1 to 1,000"),
+    ("retrieve with entities None",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", entities=None),  # type: ignore[arg-type]
+     ValidationError, "entities"),
+    ("retrieve with a working state that is a number",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", working_state=5),  # type: ignore[arg-type]
+     ValidationError, "working_state"),
+    ("retrieve with read_your_writes 'yes'",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", read_your_writes="yes"),  # type: ignore[arg-type]
+     ValidationError, "read_your_writes"),
+    ("retrieve with a mode that is a list",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", mode=[None]),  # type: ignore[arg-type]
+     ValidationError, "mode"),
+    ("retrieve with a task id that is a number",
+     lambda c: c.retriever.retrieve("x", tenant_id="acme", task_id=5),  # type: ignore[arg-type]
+     ValidationError, "task_id"),
+    ("a query of 10,001 characters",
+     lambda c: c.retriever.retrieve("word " * 2001, tenant_id="acme"), ValidationError,
+     "over the limit of 10,000"),
+    ("timeline with limit 10**30",
+     lambda c: c.retriever.timeline("acme", limit=10**30), ValidationError, "limit"),
+    ("timeline with kinds a number",
+     lambda c: c.retriever.timeline("acme", kinds=5),  # type: ignore[arg-type]
+     ValidationError, "kinds"),
+    ("documents' BM25 with limit -1",
+     lambda c: c.documents.bm25("x", tenant_id="acme", limit=-1), ValidationError, "limit"),
+    ("documents' BM25 with limit 'x'",
+     lambda c: c.documents.bm25("x", tenant_id="acme", limit="x"),  # type: ignore[arg-type]
+     ValidationError, "limit"),
+    ("documents' BM25 with limit 10**30",
+     lambda c: c.documents.bm25("x", tenant_id="acme", limit=10**30), ValidationError, "limit"),
+    ("documents' vectors with limit '5'",
+     lambda c: c.documents.dense("x", tenant_id="acme", limit="5"),  # type: ignore[arg-type]
+     ValidationError, "limit"),
+    ("documents' vectors with limit -1",
+     lambda c: c.documents.dense("x", tenant_id="acme", limit=-1), ValidationError, "limit"),
+    ("tool call naming decision 2**63",
+     lambda c: c.store.record_tool_call(tenant_id="acme", decision_id=2**63, tool_name="t",
+                                        params={}, result=None),
+     ValidationError, "decision_id"),
+    ("forget a task id that is a number",
+     lambda c: c.store.forget(tenant_id="acme", task_id=5),  # type: ignore[arg-type]
+     ValidationError, "task_id"),
+    ("forget everything='yes'",
+     lambda c: c.store.forget(tenant_id="acme", everything="yes"),  # type: ignore[arg-type]
+     ValidationError, "everything must be True or False"),
+    ("forget memory ids holding None",
+     lambda c: c.store.forget(tenant_id="acme", memory_ids=[None]),  # type: ignore[list-item]
+     ValidationError, "memory_ids"),
+    ("get_memories holding None",
+     lambda c: c.store.get_memories([None], tenant_id="acme"),  # type: ignore[list-item]
+     ValidationError, "memory_ids"),
+    ("get_memory of None",
+     lambda c: c.store.get_memory(None, tenant_id="acme"),  # type: ignore[arg-type]
+     ValidationError, "memory_id"),
+    ("get_decision of 'x'",
+     lambda c: c.store.get_decision("x", tenant_id="acme"),  # type: ignore[arg-type]
+     ValidationError, "decision_id"),
+    ("get_tool_call of 2**63",
+     lambda c: c.store.get_tool_call(2**63, tenant_id="acme"), ValidationError, "tool_call_id"),
+    ("a document id holding a NUL byte",
+     lambda c: c.documents.add(DocumentInput(tenant_id="acme", doc_id="a\x00b",
+                                             chunks=[ChunkInput("ok")])),
+     ValidationError, "doc_id"),
+    ("a document id of 10,000 characters",
+     lambda c: c.documents.add(DocumentInput(tenant_id="acme", doc_id="d" * 10_000,
+                                             chunks=[ChunkInput("ok")])),
+     ValidationError, "doc_id has 10,000 characters"),
+    ("forget a document id holding a NUL byte",
+     lambda c: c.documents.forget(tenant_id="acme", doc_id="a\x00b"), ValidationError,
+     "doc_id"),
+    ("forget a document id that is a number",
+     lambda c: c.documents.forget(tenant_id="acme", doc_id=5),  # type: ignore[arg-type]
+     ValidationError, "doc_id"),
     ("a URL with a scheme typo",
      lambda c: connect(DatabaseConfig(url="postgres:/alice:hunter2@host/db")),
      ConfigurationError, "not a"),
@@ -226,6 +302,13 @@ CLI: list[tuple[str, Callable[[Ctx], list[str]], str]] = [
     ("timeline: a time that is not ISO 8601",
      lambda c: ["timeline", "--tenant", "acme", "--since", "yesterday"], "yesterday"),
     ("db upgrade: an unknown revision", lambda c: ["db", "upgrade", "9999"], "9999"),
+    ("export: into a folder that does not exist",
+     lambda c: ["export", "--tenant", "acme", "--output", str(c.tmp / "missing" / "x.jsonl")],
+     "No such file or directory"),
+    ("mcp-token: appending to a directory",
+     lambda c: ["mcp-token", "--tenant", "acme", "--append-to", str(c.tmp)], "Is a directory"),
+    ("search: limit 2000", lambda c: ["search", "--tenant", "acme", "--limit", "2000", "x"],
+     "limit must be an integer from 1 to 1,000"),
     ("ingest-docs: a path that does not exist",
      lambda c: ["ingest-docs", "--tenant", "acme", str(c.tmp / "nowhere")], "nowhere"),
 ]  # fmt: skip
@@ -266,6 +349,7 @@ def test_a_hostile_python_input_is_refused_and_nothing_changes(
     before = _snapshot(database)
     with pytest.raises(error, match=message) as raised:
         call(ctx)
+    assert not isinstance(raised.value, DatabaseError)  # refused before PostgreSQL saw it
     assert "Traceback" not in str(raised.value)
     assert "hunter2" not in str(raised.value)
     assert _snapshot(database) == before
@@ -292,3 +376,21 @@ def test_a_hostile_cli_input_exits_1_with_the_reason_and_nothing_changes(
     assert message in err, err
     assert "Traceback" not in err
     assert _snapshot(database) == before
+
+
+def test_ids_are_normalised_alike_on_write_read_and_forget(store: MemoryStore) -> None:
+    """A task id is stripped when stored; a read or a forget naming it with the same spaces
+    finds it, rather than silently nothing."""
+    decision = store.record_decision(
+        tenant_id="acme",
+        task_id=" T1 ",
+        action_type="fix",
+        content="rotated the deploy key",
+        status="done",
+    )
+    assert store.get_decision(decision, tenant_id="acme").task_id == "T1"  # type: ignore[union-attr]
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        found = retriever.retrieve("deploy key", tenant_id="acme", task_id="T1 ")
+        assert [r.metadata["id"] for r in found if r.source == "episodic"] == [decision]
+    forgotten = store.forget(tenant_id="acme", task_id=" T1")
+    assert forgotten.decision_ids == (decision,)
