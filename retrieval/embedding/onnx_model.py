@@ -162,14 +162,14 @@ def _export(plan: OnnxPlan, target: Path) -> None:
 
         # The export is announced in one line: no loader's progress bar in the middle of it.
         shown = transformers_logging.is_progress_bar_enabled()
-        transformers_logging.disable_progress_bar()
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             model = AutoModel.from_pretrained(
                 str(plan.directory), attn_implementation="eager", local_files_only=True
             )
         finally:
             if shown:
-                transformers_logging.enable_progress_bar()
+                transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         model.eval()
 
         class LastHiddenState(torch.nn.Module):

@@ -1,7 +1,8 @@
 """A LangChain retriever over the library: ``pip install 'retrieval[langchain]'``.
 
-    retriever = RetrievalRetriever.of(HybridRetriever.from_store(store), tenant_id="acme")
+    retriever = RetrievalRetriever.of(HybridRetriever.from_store(store), tenant_id="acme", k=4)
     documents = retriever.invoke("why did the deploy fail")   # or await retriever.ainvoke(...)
+    documents = retriever.invoke("why did the deploy fail", k=1, mode="knowledge_lookup")
 
 Each :class:`~langchain_core.documents.Document` holds a result's text; its ``id`` names the
 row (``memory:12``) and its ``metadata`` the source, ``final_score``, ``relevance_score``,
@@ -20,46 +21,88 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
-from retrieval.integrations._search import Search
+from retrieval import arguments
+from retrieval.errors import ValidationError
+from retrieval.integrations import _search
 from retrieval.memory.validation import check_tenant
 from retrieval.search.retriever import HybridRetriever
+
+COUNT = "k"
+# Keyword arguments LangChain's own invoke() reads and passes on; not search options.
+_LANGCHAIN_KWARGS = frozenset({"verbose"})
 
 
 class RetrievalRetriever(BaseRetriever):
     """LangChain's ``BaseRetriever`` on a :class:`HybridRetriever`, for one tenant.
 
-    ``search_options`` go to every ``retrieve`` call (``mode``, ``limit``, ``task_id``,
-    ``neighbors``, ``config``, ...). The async path (``ainvoke``) runs on the library's
-    bounded thread pool, never on the event loop.
+    ``k`` is the most documents a call returns (default: the library's ``total_limit``, 10);
+    ``search_options`` go to every ``retrieve`` call (``mode``, ``task_id``, ``as_of``,
+    ``neighbors``, ``entities``, ``fusion``, ``config``, ...). A call may give ``k`` and any
+    of those options as keyword arguments (``invoke(query, k=1, mode="knowledge_lookup")``);
+    a bad value is the library's :class:`~retrieval.errors.ValidationError` naming it.
+
+    ``tenant_id`` is fixed when the retriever is made (assigning it is refused): make one
+    retriever per tenant, over one shared :class:`HybridRetriever`. The async path
+    (``ainvoke``) runs on the library's bounded thread pool, never on the event loop.
     """
 
     retriever: HybridRetriever
     tenant_id: str
+    k: int | None = None
     search_options: dict[str, Any] = Field(default_factory=dict)
-    _search: Search = PrivateAttr()
+    _async: _search.AsyncCalls = PrivateAttr(default_factory=_search.AsyncCalls)
 
-    def model_post_init(self, context: Any, /) -> None:
-        """Check the tenant once, when the retriever is made."""
-        check_tenant(self.tenant_id)
-        self._search = Search(self.retriever, self.tenant_id, dict(self.search_options))
+    def __init__(self, **data: Any) -> None:
+        # The library's errors, before pydantic would wrap them in its own.
+        check_tenant(data.get("tenant_id"))
+        arguments.optional_count(COUNT, data.get(COUNT), maximum=arguments.MAX_RESULTS)
+        _search.checked_options(data.get("search_options") or {}, count_name=COUNT)
+        super().__init__(**data)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "tenant_id":
+            raise ValidationError(
+                "tenant_id is fixed when the retriever is made: make one RetrievalRetriever "
+                "per tenant (RetrievalRetriever.of(hybrid, tenant_id=...)), sharing the "
+                "HybridRetriever",
+                field="tenant_id",
+            )
+        if name == COUNT:
+            arguments.optional_count(COUNT, value, maximum=arguments.MAX_RESULTS)
+        elif name == "search_options":
+            _search.checked_options(value, count_name=COUNT)
+        super().__setattr__(name, value)
 
     @classmethod
     def of(
-        cls, retriever: HybridRetriever, *, tenant_id: str, **search_options: Any
+        cls,
+        retriever: HybridRetriever,
+        *,
+        tenant_id: str,
+        k: int | None = None,
+        **search_options: Any,
     ) -> RetrievalRetriever:
-        """A retriever of ``tenant_id``'s memory; ``search_options`` go to each call."""
-        check_tenant(tenant_id)  # the library's error, before pydantic would wrap it
-        return cls(retriever=retriever, tenant_id=tenant_id, search_options=search_options)
+        """A retriever of ``tenant_id``'s memory returning ``k`` documents; ``search_options``
+        go to each call."""
+        return cls(retriever=retriever, tenant_id=tenant_id, k=k, search_options=search_options)
+
+    def _options(self, given: dict[str, Any]) -> dict[str, Any]:
+        given = {name: value for name, value in given.items() if name not in _LANGCHAIN_KWARGS}
+        return _search.call_options(self.search_options, self.k, given, count_name=COUNT)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return [_document(*row) for row in self._search.run(query)]
+        options = self._options(kwargs)
+        rows = _search.run(self.retriever, self.tenant_id, query, options)
+        return [_document(*row) for row in rows]
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return [_document(*row) for row in await self._search.arun(query)]
+        options = self._options(kwargs)
+        rows = await self._async.run(self.retriever, self.tenant_id, query, options)
+        return [_document(*row) for row in rows]
 
 
 def _document(key: str, content: str, metadata: dict[str, Any], _score: float) -> Document:

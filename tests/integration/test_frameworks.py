@@ -100,3 +100,92 @@ def test_llamaindex_retrieve_returns_nodes_scored_by_the_final_score(
     again = asyncio.run(li.aretrieve("why did the deploy fail"))
     assert [(n.node.node_id, n.score) for n in again] == [(n.node.node_id, n.score) for n in nodes]
     assert "Other tenant" not in " ".join(n.node.get_content() for n in nodes)
+
+
+def test_langchain_takes_k_in_the_constructor_and_per_call_with_the_other_options(
+    retriever: HybridRetriever,
+) -> None:
+    lc = RetrievalRetriever(retriever=retriever, tenant_id="acme", k=2)
+    assert len(lc.invoke("deploy")) == 2
+    assert len(lc.invoke("deploy", k=1)) == 1
+    assert len(RetrievalRetriever.of(retriever, tenant_id="acme", k=1).invoke("deploy")) == 1
+    # Per-call options reach retrieve(): the task narrows the episodic source.
+    episodic = lc.invoke("deploy", k=5, task_id="deploy-7 ", mode="session_recovery")
+    assert any(d.metadata["source"] == "episodic" for d in episodic)
+    again = asyncio.run(lc.ainvoke("deploy", k=1))
+    assert len(again) == 1
+    for bad, field in (({"k": 0}, "k"), ({"k": "3"}, "k"), ({"k": 5000}, "k"),
+                       ({"neighbors": 99}, "neighbors"), ({"limt": 3}, "limt"),
+                       ({"tenant_id": "other"}, "tenant_id")):  # fmt: skip
+        with pytest.raises(ValidationError) as raised:
+            lc.invoke("deploy", **bad)
+        assert raised.value.field == field
+    with pytest.raises(ValidationError, match="k must be an integer") as raised:
+        RetrievalRetriever(retriever=retriever, tenant_id="acme", k="ten")
+    assert raised.value.field == "k"
+
+
+def test_the_langchain_tenant_is_fixed_and_a_copy_reads_its_own(
+    retriever: HybridRetriever,
+) -> None:
+    lc = RetrievalRetriever.of(retriever, tenant_id="other")
+    assert "Other tenant" in lc.invoke("deploy failed")[0].page_content
+    with pytest.raises(ValidationError, match="tenant_id is fixed") as raised:
+        lc.tenant_id = "acme"
+    assert raised.value.field == "tenant_id"
+    assert lc.tenant_id == "other"
+    # A copy made for another tenant reads that tenant, never the first one's memory.
+    copy = lc.model_copy(update={"tenant_id": "acme"})
+    found = copy.invoke("deploy failed")
+    assert found and all("Other tenant" not in d.page_content for d in found)
+    assert all("Other tenant" in d.page_content for d in lc.invoke("deploy failed"))
+    # The other fields are read at each call.
+    lc.k = 1
+    assert len(lc.invoke("deploy failed")) == 1
+    with pytest.raises(ValidationError):
+        lc.k = -1
+
+
+def test_llamaindex_takes_similarity_top_k_and_its_tenant_is_fixed(
+    retriever: HybridRetriever,
+) -> None:
+    li = RetrievalNodeRetriever(retriever, tenant_id="acme", similarity_top_k=2)
+    assert len(li.retrieve("deploy")) == 2
+    li.similarity_top_k = 1
+    assert len(li.retrieve("deploy")) == 1
+    with pytest.raises(ValidationError, match="similarity_top_k"):
+        li.similarity_top_k = 0
+    with pytest.raises(ValidationError, match="tenant_id is fixed"):
+        li.tenant_id = "other"  # type: ignore[misc]
+    assert all("Other tenant" not in n.node.get_content() for n in li.retrieve("deploy"))
+    with pytest.raises(ValidationError, match="unknown search option"):
+        RetrievalNodeRetriever(retriever, tenant_id="acme", top_k=3)
+
+
+def test_a_llamaindex_query_engine_answers_with_the_retrieved_source_nodes(
+    retriever: HybridRetriever,
+) -> None:
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+
+    li = RetrievalNodeRetriever(retriever, tenant_id="acme", similarity_top_k=3, as_of=AS_OF)
+    engine = RetrieverQueryEngine.from_args(li, llm=MockLLM())
+    response = engine.query("why did the deploy fail")
+    sources = response.source_nodes
+    assert 1 <= len(sources) <= 3
+    contents = [node.node.get_content() for node in sources]
+    assert "The deploy failed because the database migration timed out" in contents
+    scores = [node.score for node in sources]
+    assert all(score is not None and 0.0 <= score <= 1.0 for score in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert "Other tenant" not in str(response)
+
+
+def test_build_context_reads_the_tenant_of_each_call(retriever: HybridRetriever) -> None:
+    from retrieval import build_context
+
+    for tenant, own in (("acme", "migration timed out"), ("other", "full disk")):
+        context = build_context(retriever, "why did the deploy fail", [], tenant_id=tenant)
+        contents = [result.content for result in context.response or ()]
+        assert contents and any(own in content for content in contents)
+        assert all(("Other tenant" in content) == (tenant == "other") for content in contents)
