@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote
 
 import psycopg
 from sqlalchemy import exc as sa_exc
@@ -65,6 +66,8 @@ class EmbeddingError(RetrievalError):
     """The embedding model could not be loaded or produced unusable vectors."""
 
 
+# A shorter password is not scrubbed from messages (it would garble them, and proves nothing).
+_SHORTEST_SCRUBBED = 3
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*:/*)(.*)$", re.DOTALL)
 _SECRET_PARAMETER = re.compile(r"password", re.IGNORECASE)
 _DSN_SECRET = re.compile(r"(\w*password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
@@ -72,18 +75,19 @@ _DSN_SECRET = re.compile(r"(\w*password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNO
 
 def mask_url(url: object) -> str:
     """Return ``url`` with every password in it replaced by ``***``: the user's (even one
-    holding an unencoded ``@``), and any query parameter named like ``password``
-    (``?password=...``, ``sslpassword=...``). Works on malformed URLs too."""
+    holding an unencoded ``@``, ``/``, ``?`` or ``#``: everything from the user's ``:`` to the
+    last ``@`` is masked), and any query parameter named like ``password`` (``?password=...``,
+    ``sslpassword=...``). Works on malformed URLs too."""
     text = str(url)
     if "://" not in text and ":/" not in text:  # a libpq keyword/value string
         return _DSN_SECRET.sub(r"\1***", text)
     match = _SCHEME.match(text)
     head, rest = (match.group(1), match.group(2)) if match else ("", text)
+    at = rest.rfind("@")
+    colon = rest.find(":")
+    if at >= 0 and 0 <= colon < at:
+        rest = f"{rest[:colon]}:***{rest[at:]}"
     address, mark, query = rest.partition("?")
-    at = address.rfind("@")
-    if at >= 0 and ":" in address[:at]:
-        user = address[:at].split(":", 1)[0]
-        address = f"{user}:***{address[at:]}"
     if mark:
         query = "&".join(
             f"{name}=***" if _SECRET_PARAMETER.search(name) else f"{name}{sep}{value}"
@@ -94,7 +98,8 @@ def mask_url(url: object) -> str:
 
 def unavailable_error(url: str, cause: BaseException) -> DatabaseUnavailableError:
     """Build the error for a server that cannot be reached at ``url`` (password masked)."""
-    reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    said = scrubbed(str(cause), url).strip()
+    reason = said.splitlines()[0] if said else type(cause).__name__
     if "timeout expired" in reason:
         reason += (
             " (no answer within the connect timeout: RETRIEVAL_CONNECT_TIMEOUT, or "
@@ -138,10 +143,37 @@ def translate_database_errors(url: str) -> Iterator[None]:
         original = getattr(error, "orig", None) or error
         if _is_connection_failure(original):
             raise unavailable_error(url, original) from error
-        raise DatabaseError(f"PostgreSQL at {mask_url(url)} failed: {original}") from error
+        raise _failed(url, original) from error
     except (sa_exc.DBAPIError, psycopg.Error) as error:
-        original = getattr(error, "orig", None) or error
-        raise DatabaseError(f"PostgreSQL at {mask_url(url)} failed: {original}") from error
+        raise _failed(url, getattr(error, "orig", None) or error) from error
+
+
+def _failed(url: str, original: BaseException) -> DatabaseError:
+    return DatabaseError(f"PostgreSQL at {mask_url(url)} failed: {scrubbed(str(original), url)}")
+
+
+def scrubbed(message: str, url: str) -> str:
+    """``message`` with the password of ``url`` replaced by ``***`` wherever it appears (a
+    driver may quote the part of a URL it could not use)."""
+    password = url_password(url)
+    if password and len(password) >= _SHORTEST_SCRUBBED:
+        message = message.replace(password, "***")
+        decoded = unquote(password)
+        if decoded != password:
+            message = message.replace(decoded, "***")
+    return message
+
+
+def url_password(url: str) -> str | None:
+    """The password part of ``url`` as written (between the user's ``:`` and the last ``@``),
+    or ``None``."""
+    match = _SCHEME.match(url)
+    rest = match.group(2) if match else url
+    at = rest.rfind("@")
+    colon = rest.find(":")
+    if at < 0 or not 0 <= colon < at:
+        return None
+    return rest[colon + 1 : at]
 
 
 def _is_connection_failure(error: BaseException) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from retrieval.errors import ConfigurationError
+from retrieval.errors import ConfigurationError, mask_url
 
 ENV = "env"
 HELP = "help"
@@ -103,7 +103,7 @@ def from_env(
             continue
         parse = item.metadata.get(PARSE) or _parser(kind)
         values[item.name] = _parsed(parse, name, raw)
-        origins[item.name] = f"{name}={raw!r}"
+        origins[item.name] = f"{name}={mask_url(raw)!r}"
     try:
         if base is not None:
             return replace(base, **values)  # type: ignore[type-var]
@@ -275,9 +275,9 @@ def _parsed(parse: Callable[[str], Any], name: str, raw: str) -> Any:
     try:
         return parse(raw)
     except ConfigurationError as error:
-        raise ConfigurationError(f"{name}={raw!r}: {error}") from None
+        raise ConfigurationError(f"{name}={mask_url(raw)!r}: {error}") from None
     except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is {_expected(parse)}") from None
+        raise ConfigurationError(f"{name}={mask_url(raw)!r} is {_expected(parse)}") from None
 
 
 def _expected(parse: Callable[[str], Any]) -> str:

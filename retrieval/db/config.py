@@ -43,6 +43,26 @@ def require_schema(schema: object) -> str:
     return schema
 
 
+def require_unambiguous_url(url: str, *, variable: str = "RETRIEVAL_DATABASE_URL") -> str:
+    """``url`` unless its user or password holds a character that ends that part of a URL
+    (``@``, ``/``, ``?``, ``#``) unencoded: the driver would read part of the password as the
+    host and quote it in its errors. The error shows the URL masked, never the password."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    ends = [rest.find(mark) for mark in "/?#" if mark in rest]
+    authority_end = min(ends) if ends else len(rest)
+    last_at = rest.rfind("@")
+    if rest.count("@") > 1 or last_at > authority_end:
+        raise ConfigurationError(
+            f"{variable} ({mask_url(url)}) has an '@', '/', '?' or '#' in its user or password "
+            "(or an '@' elsewhere) that is not percent-encoded, so the driver cannot tell where "
+            "the password ends. Encode the password with urllib.parse.quote(password, safe='') "
+            "(p@ss/word becomes p%40ss%2Fword) and set the URL again"
+        )
+    return url
+
+
 def require_text_search_config(name: str) -> None:
     """A :class:`ConfigurationError` unless ``name`` looks like a text search configuration."""
     if not re.match(r"^[a-z_][a-z0-9_.]*$", name):
@@ -148,6 +168,10 @@ class DatabaseConfig:
             raise ConfigurationError(
                 "database url is empty: give a postgresql:// URL or None for the embedded server"
             )
+        if self.url is not None:
+            require_unambiguous_url(self.url)
+        if self.read_url is not None:
+            require_unambiguous_url(self.read_url, variable="RETRIEVAL_READ_DATABASE_URL")
         if self.read_url is not None and (self.url is None or not self.read_url.strip()):
             raise ConfigurationError(
                 "read_url (RETRIEVAL_READ_DATABASE_URL) names a replica of the primary: set "

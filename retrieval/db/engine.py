@@ -14,7 +14,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from retrieval.db.config import DatabaseConfig
+from retrieval.db.config import DatabaseConfig, require_unambiguous_url
 from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VECTOR_TYPES, VectorType
@@ -97,8 +97,10 @@ def sqlalchemy_url(url: str) -> str:
     """Normalize a PostgreSQL URL to SQLAlchemy's psycopg 3 driver.
 
     ``postgres://``, ``postgresql://`` and ``postgresql+psycopg2://`` all become
-    ``postgresql+psycopg://``; any other scheme is refused.
+    ``postgresql+psycopg://``; any other scheme, and a URL whose password holds an unencoded
+    ``@``, ``/``, ``?`` or ``#``, is refused.
     """
+    require_unambiguous_url(url)
     try:
         parsed = make_url(url)
     except ArgumentError:

@@ -53,10 +53,12 @@ class TokenTable:
             digest, _, tenant = entry.partition(" ")
             tenant = tenant.strip()
             if not _HASH.fullmatch(digest) or not tenant:
+                # The entry is not shown: it may be a token pasted where its hash belongs.
                 raise ConfigurationError(
                     f"{origin}, entry {number}: expected 'SHA256-HEX TENANT' (64 lowercase hex "
-                    f"digits, a space, a tenant id), got {entry[:80]!r}; retrieval mcp-token "
-                    "--tenant T prints a token and its entry"
+                    f"digits, a space, a tenant id), got {len(entry)} characters that are not "
+                    "(not shown: they may hold a token). The file keeps hashes, never tokens: "
+                    "retrieval mcp-token --tenant T prints a token and its entry"
                 )
             check_tenant(tenant)
             known = tenants.setdefault(digest, tenant)
