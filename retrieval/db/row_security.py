@@ -75,20 +75,30 @@ def insert_each_tenant(
 
 
 def grant_statements(schema: str, role: str) -> list[str]:
-    """What an application role needs on ``schema``: reading and writing every table and
-    taking ids from their sequences; row-level security then limits it to the tenant it names.
+    """What an application role needs on ``schema``: reading and writing each of the library's
+    tables (named one by one) and taking ids from their sequences; row-level security then
+    limits it to the tenant it names. Nothing on Alembic's ``alembic_version`` (a grant of an
+    earlier version is taken back): only the migrating role moves the schema's revision.
     Identifiers are quoted by psycopg, so neither name can carry SQL."""
     from psycopg import sql
 
+    from retrieval.db.schema import ALL_TABLES
+
     names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
+    tables = sql.SQL(", ").join(sql.Identifier(schema, table) for table in ALL_TABLES)
     templates = (
         "GRANT USAGE ON SCHEMA {schema} TO {role}",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE {tables} TO {role}",
+        "REVOKE ALL ON TABLE {version} FROM {role}",
         "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
         # The index lookups that run as the owner (revision 0011), for the role's tenant only.
         "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {role}",
     )
-    return [sql.SQL(template).format(**names).as_string() for template in templates]
+    version = sql.Identifier(schema, "alembic_version")
+    return [
+        sql.SQL(template).format(tables=tables, version=version, **names).as_string()
+        for template in templates
+    ]
 
 
 def grant_application_role(connection: Connection, schema: str, role: str) -> None:

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import ProgrammingError
 
 from retrieval.cli.commands import main
+from retrieval.db import migrate
 from retrieval.db.row_security import (
     bind_tenant,
     grant_application_role,
@@ -186,6 +187,27 @@ def test_grant_refuses_a_role_that_row_level_security_would_not_bind(
         grant_application_role(connection, "retrieval", "postgres")
     assert main(["--database-url", database.url, "db", "grant", "no_such_role"]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_application_role_cannot_move_the_schemas_revision(
+    database: PgDatabase, app_engine: Engine, app_role: str
+) -> None:
+    for statement in (
+        "UPDATE retrieval.alembic_version SET version_num = '0001'",
+        "DELETE FROM retrieval.alembic_version",
+        "INSERT INTO retrieval.alembic_version VALUES ('9999')",
+    ):
+        with pytest.raises(ProgrammingError, match="permission denied"), app_engine.begin() as c:
+            c.execute(text(statement))
+    # A grant of an earlier version (every table of the schema) is taken back by a new one.
+    with database.engine.begin() as connection:
+        connection.execute(text(f'GRANT ALL ON retrieval.alembic_version TO "{app_role}"'))
+        grant_application_role(connection, "retrieval", app_role)
+    with pytest.raises(ProgrammingError, match="permission denied"), app_engine.begin() as c:
+        c.execute(text("DELETE FROM retrieval.alembic_version"))
+    with database.engine.connect() as connection:
+        revision = connection.execute(text("SELECT version_num FROM retrieval.alembic_version"))
+        assert revision.scalar_one() == migrate.head_revision()
 
 
 def test_the_application_role_cannot_truncate_or_lift_the_policies(
