@@ -10,7 +10,7 @@ is one turn of a chat transcript: ``speaker``, ``text``, ``time`` (or ``created_
 ``session`` (the thread; default: the file's name), stored as a memory of kind ``message``
 whose text is ``"{speaker}: {text}"``, with the speaker in its metadata and its place in the
 session as its position (counted in file order after the session's stored turns, unless the
-line gives ``position``). The whole file is parsed and validated before anything is written;
+line gives ``position``; a line a keyed re-run skips is not counted). The whole file is parsed and validated before anything is written;
 then it is written in batches, one transaction each.
 """
 
@@ -119,7 +119,7 @@ def read_file(
     _check_refs(records, path)
     _check_keys(records, path)
     _check_decisions(records, store, path)
-    return _numbered(records, store)
+    return records
 
 
 def ingest(
@@ -129,14 +129,19 @@ def ingest(
     batch_size: int = _DEFAULT_BATCH_SIZE,
     progress: Callable[[int], None] | None = None,
 ) -> IngestSummary:
-    """Write ``records`` in batches of ``batch_size``, one transaction per batch."""
+    """Write ``records`` in batches of ``batch_size``, one transaction per batch.
+
+    A record whose key (its line's ``id``) an earlier ingest stored is skipped; a transcript
+    line without a ``position`` is numbered after the highest position its thread holds."""
     if batch_size < 1:
         raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
     began = time.perf_counter()
     hits, embedded = store.cache_stats.hits, store.cache_stats.embedded
     counts = {name: 0 for name in RECORD_TYPES}
     decision_ids: dict[str, int] = {}
-    pending = _not_yet_ingested(store, records, decision_ids)
+    # Only the lines that will be stored are numbered: a re-run after an interruption carries
+    # on from the last stored turn of each thread, with no gap at the seam.
+    pending = _numbered(_not_yet_ingested(store, records, decision_ids), store)
     if progress is not None and len(pending) < len(records):
         progress(len(records) - len(pending))
     for start in range(0, len(pending), batch_size):

@@ -216,7 +216,7 @@ def test_timeline_lists_a_window_newest_first(
     events = json.loads(capsys.readouterr().out)
     assert events and {e["item"] for e in events} == {"decision"}
     assert main([*url, "timeline", "--tenant", "acme", "--limit", "0"]) == 1
-    assert "limit must be an integer >= 1" in capsys.readouterr().err
+    assert "limit must be an integer from 1 to 10,000" in capsys.readouterr().err
 
 
 def test_search_with_the_memories_bm25_channel_limit_and_neighbors(

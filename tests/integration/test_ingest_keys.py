@@ -115,3 +115,40 @@ def test_bad_keys_are_refused_before_anything_is_written(
     with pytest.raises(ValidationError, match="id 'm1' was ingested before as a memory"):
         ingest(store, records)
     assert _counts(database) == (1, 0, 0, 1)  # the new memory was not written either
+
+
+def test_a_keyed_transcript_interrupted_then_run_again_has_no_gap_in_positions(
+    database: PgDatabase, store: MemoryStore, tmp_path: Path
+) -> None:
+    turns = [
+        {"id": f"t{i}", "speaker": "Ann" if i % 2 else "Bo", "text": f"turn {i}", "session": "s1"}
+        for i in range(60)
+    ]
+    path = _write(tmp_path / "chat.jsonl", turns)
+
+    class SimulatedKillError(Exception):
+        pass
+
+    def stop_after_the_first_batch(_done: int) -> None:
+        raise SimulatedKillError
+
+    with pytest.raises(SimulatedKillError):
+        ingest(
+            store,
+            read_file(path, store, tenant_id="acme"),
+            batch_size=20,
+            progress=stop_after_the_first_batch,
+        )
+    summary = ingest(store, read_file(path, store, tenant_id="acme"), batch_size=20)
+    assert (summary.skipped, summary.memories) == (20, 40)
+    with database.engine.connect() as connection:
+        stored = connection.execute(
+            text(
+                "SELECT content, position FROM retrieval.memories WHERE tenant_id = 'acme' "
+                "AND thread_id = 's1' ORDER BY position"
+            )
+        ).all()
+    assert [position for _, position in stored] == list(range(60))
+    assert [content for content, _ in stored] == [
+        f"{turn['speaker']}: turn {i}" for i, turn in enumerate(turns)
+    ]
