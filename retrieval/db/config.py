@@ -47,7 +47,7 @@ def require_unambiguous_url(url: str, *, variable: str = "RETRIEVAL_DATABASE_URL
     """``url`` unless its user or password holds a character that ends that part of a URL
     (``@``, ``/``, ``?``, ``#``) unencoded: the driver would read part of the password as the
     host and quote it in its errors. The error shows the URL masked, never the password."""
-    scheme, separator, rest = url.partition("://")
+    _scheme, separator, rest = url.partition("://")
     if not separator:
         return url
     ends = [rest.find(mark) for mark in "/?#" if mark in rest]

@@ -2,16 +2,15 @@
 
 Each line is one record. ``type`` says which (``memory`` by default, ``decision``,
 ``tool_call``, ``message``); the other columns are the fields of
-:class:`~retrieval.memory.records.MemoryInput`, :class:`~retrieval.memory.records.DecisionInput` or
-:class:`~retrieval.memory.records.ToolCallInput`. A decision may carry a ``ref`` that later
-tool calls
-name in ``decision_ref``. A ``message`` (the type of a line with a ``speaker`` and no ``type``)
-is one turn of a chat transcript: ``speaker``, ``text``, ``time`` (or ``created_at``) and
-``session`` (the thread; default: the file's name), stored as a memory of kind ``message``
+:class:`~retrieval.memory.records.MemoryInput`, :class:`~retrieval.memory.records.DecisionInput`
+or :class:`~retrieval.memory.records.ToolCallInput`. A decision may carry a ``ref`` that later
+tool calls name in ``decision_ref``. A ``message`` (the type of a line with a ``speaker`` and no
+``type``) is one turn of a chat transcript: ``speaker``, ``text``, ``time`` (or ``created_at``)
+and ``session`` (the thread; default: the file's name), stored as a memory of kind ``message``
 whose text is ``"{speaker}: {text}"``, with the speaker in its metadata and its place in the
-session as its position (counted in file order after the session's stored turns, unless the
-line gives ``position``; a line a keyed re-run skips is not counted). The whole file is parsed and validated before anything is written;
-then it is written in batches, one transaction each.
+session as its position (counted in file order after the session's stored turns, unless the line
+gives ``position``; a line a keyed re-run skips is not counted). The whole file is parsed and
+validated before anything is written; then it is written in batches, one transaction each.
 """
 
 from __future__ import annotations
