@@ -128,6 +128,31 @@ def _created_at() -> Column[object]:
     return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
+# The times a row may hold (revision 0014): within the years 1 to 9999 with a day to spare at
+# each end, so that every session time zone reads them back as a Python datetime; never
+# infinity. retrieval.memory.validation accepts the same range.
+EARLIEST_TIME = "0001-01-02 00:00:00+00"
+LATEST_TIME = "9999-12-30 00:00:00+00"
+# The time columns the reads compute on, by table.
+TIME_COLUMNS = {
+    MEMORIES: ("created_at", "last_accessed_at"),
+    DECISIONS: ("created_at",),
+    TOOL_CALLS: ("created_at",),
+    DOCUMENTS: ("created_at",),
+    DOCUMENT_CHUNKS: ("created_at",),
+}
+
+
+def _time_ranges(table: str) -> list[CheckConstraint]:
+    return [
+        CheckConstraint(
+            f"{column} BETWEEN '{EARLIEST_TIME}'::timestamptz AND '{LATEST_TIME}'::timestamptz",
+            name=f"{table}_{column}_range",
+        )
+        for column in TIME_COLUMNS[table]
+    ]
+
+
 def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str) -> Table:
     return Table(
         MEMORIES,
@@ -154,6 +179,7 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
             Computed(f"to_tsvector('{text_search_config}'::regconfig, content)", persisted=True),
         ),
         PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
+        *_time_ranges(MEMORIES),
         CheckConstraint(
             "importance IS NULL OR (importance >= 0 AND importance <= 1)",
             name="memories_importance_range",
@@ -207,6 +233,7 @@ def _decisions(metadata: MetaData) -> Table:
         # tokens are indexed in episodic_vocabulary / episodic_postings (revision 0007).
         Column("search_text", Text, Computed("lower(content)", persisted=True)),
         PrimaryKeyConstraint("tenant_id", "id", name="decisions_pkey"),
+        *_time_ranges(DECISIONS),
         Index("decisions_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("decisions_tenant_task_idx", "tenant_id", "task_id"),
     )
@@ -231,6 +258,7 @@ def _tool_calls(metadata: MetaData) -> Table:
             Computed("lower(tool_name) || E'\\n' || lower(params::text)", persisted=True),
         ),
         PrimaryKeyConstraint("tenant_id", "id", name="tool_calls_pkey"),
+        *_time_ranges(TOOL_CALLS),
         ForeignKeyConstraint(
             ["tenant_id", "decision_id"],
             [f"{metadata.schema}.{DECISIONS}.tenant_id", f"{metadata.schema}.{DECISIONS}.id"],
@@ -292,6 +320,7 @@ def _documents(metadata: MetaData) -> Table:
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         _created_at(),
         PrimaryKeyConstraint("tenant_id", "id", name="documents_pkey"),
+        *_time_ranges(DOCUMENTS),
         UniqueConstraint("tenant_id", "doc_id", name="documents_tenant_doc_id_key"),
         CheckConstraint(f"octet_length(content_sha256) = {SHA256_BYTES}", name="documents_sha256"),
     )
@@ -315,6 +344,7 @@ def _document_chunks(metadata: MetaData, embedding: _Embedding) -> Table:
         _created_at(),
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         PrimaryKeyConstraint("tenant_id", "id", name="document_chunks_pkey"),
+        *_time_ranges(DOCUMENT_CHUNKS),
         UniqueConstraint(
             "tenant_id", "document_id", "chunk_index", name="document_chunks_position_key"
         ),

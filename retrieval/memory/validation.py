@@ -30,6 +30,9 @@ MAX_NAME_CHARS = 256
 MAX_TENANT_CHARS = 256
 # The largest position PostgreSQL's integer column holds.
 MAX_POSITION = 2**31 - 1
+# The times a row may hold (the CHECKs of revision 0014: retrieval.db.schema.EARLIEST_TIME).
+EARLIEST_TIME = datetime(1, 1, 2, tzinfo=UTC)
+LATEST_TIME = datetime(9999, 12, 30, tzinfo=UTC)
 # Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -262,13 +265,16 @@ class _Checker:
                 "datetime.now(timezone.utc) or value.replace(tzinfo=timezone.utc)",
             )
         try:
-            value.astimezone(UTC)
+            within = EARLIEST_TIME <= value.astimezone(UTC) <= LATEST_TIME
         except OverflowError:
+            within = False
+        if not within:
             raise self.fail(
                 field,
-                f"{value.isoformat()} is outside the years 1 to 9999 in UTC, which is where "
-                "timestamps are read back: give a time within them",
-            ) from None
+                f"{value.isoformat()} is outside the years 1 to 9999 in UTC (from "
+                f"{EARLIEST_TIME:%Y-%m-%d} to {LATEST_TIME:%Y-%m-%d}, so that any time zone "
+                "reads it back): give a time within them",
+            )
         return value
 
     def entities(self, value: object) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from retrieval.cli.commands import main
 from retrieval.db.config import DatabaseConfig
@@ -394,3 +395,46 @@ def test_ids_are_normalised_alike_on_write_read_and_forget(store: MemoryStore) -
         assert [r.metadata["id"] for r in found if r.source == "episodic"] == [decision]
     forgotten = store.forget(tenant_id="acme", task_id=" T1")
     assert forgotten.decision_ids == (decision,)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["infinity", "-infinity", "10000-01-01 00:00:00+00", "9999-12-31 23:00:00+00", "0001-01-01"],
+)
+def test_a_time_no_reader_can_use_is_refused_by_the_database_itself(
+    database: PgDatabase, ctx: Ctx, value: str
+) -> None:
+    """Rows written by SQL, outside the library, cannot break a tenant's reads either."""
+    decision = ctx.store.record_decision(
+        tenant_id="acme", task_id="t", action_type="fix", content="vault key", status="done"
+    )
+    call = ctx.store.record_tool_call(
+        tenant_id="acme", decision_id=decision, tool_name="vault", params={}, result="ok"
+    )
+    ctx.documents.add(DocumentInput(tenant_id="acme", doc_id="d", chunks=[ChunkInput("vault")]))
+    columns = {
+        "memories": ("created_at", "last_accessed_at"),
+        "decisions": ("created_at",),
+        "tool_calls": ("created_at",),
+        "documents": ("created_at",),
+        "document_chunks": ("created_at",),
+    }
+    for table, names in columns.items():
+        for column in names:
+            refused = pytest.raises(IntegrityError, match=f"{table}_{column}_range")
+            with refused, database.engine.begin() as connection:
+                connection.execute(
+                    text(f"UPDATE retrieval.{table} SET {column} = CAST(:v AS timestamptz)"),
+                    {"v": value},
+                )
+    assert ctx.retriever.retrieve("vault key", tenant_id="acme").results
+    assert len(ctx.retriever.timeline("acme")) == 3
+    assert ctx.store.get_tool_call(call, tenant_id="acme") is not None
+
+
+def test_the_library_accepts_the_times_the_database_holds() -> None:
+    from retrieval.db.schema import EARLIEST_TIME, LATEST_TIME
+    from retrieval.memory import validation
+
+    assert datetime.fromisoformat(EARLIEST_TIME) == validation.EARLIEST_TIME
+    assert datetime.fromisoformat(LATEST_TIME) == validation.LATEST_TIME
