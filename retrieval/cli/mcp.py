@@ -145,7 +145,10 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
             file=sys.stderr,
         )
         with _until_stopped():
-            asyncio.run(mcp_server.http_server(server, host=host, port=port).serve())
+            http = mcp_server.http_server(
+                server, host=host, port=port, max_request_bytes=config.max_request_bytes
+            )
+            asyncio.run(http.serve())
         return 0
     finally:
         _close(store, retriever)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.settings import configurable, from_env, setting
+from retrieval.settings import configurable, from_env, require_int, setting
 
 
 @configurable
@@ -32,6 +32,16 @@ class McpConfig:
         help="accepted bearer tokens as 'SHA256-HEX TENANT' entries separated by commas or "
         "newlines (beside RETRIEVAL_MCP_TOKENS_FILE)",
     )
+
+    max_request_bytes: int = setting(
+        1_048_576,
+        env="RETRIEVAL_MCP_MAX_REQUEST_BYTES",
+        help="largest request body retrieval mcp --http reads (a larger one gets 413)",
+    )
+
+    def __post_init__(self) -> None:
+        require_int("port", self.port, minimum=0)
+        require_int("max_request_bytes", self.max_request_bytes, minimum=1024)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> McpConfig:

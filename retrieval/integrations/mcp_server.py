@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
-from retrieval.errors import DatabaseError, RetrievalError
+from retrieval.errors import DatabaseError, EmbeddingError, RetrievalError
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
 from retrieval.integrations.records import jsonable, result_record
 from retrieval.memory.kinds import MEMORY_KINDS
@@ -38,6 +38,13 @@ logger = logging.getLogger(__name__)
 
 TenantOf = Callable[[Context], str]
 TENANT_CLAIM = "tenant_id"
+# The largest request body of the HTTP transport (a memory of 32,000 characters escaped as JSON,
+# with its metadata, fits several times over).
+DEFAULT_MAX_REQUEST_BYTES = 1_048_576
+UNAVAILABLE = (
+    "the memory is unavailable right now (its database or its embedding model failed); try "
+    "again later. The server's log has the details."
+)
 
 INSTRUCTIONS = """\
 This server is your long-term memory. Before answering from scratch, call search_memory with \
@@ -143,10 +150,24 @@ def memory_server(
     return server
 
 
-def http_server(server: MCPServer, *, host: str, port: int) -> uvicorn.Server:
+def http_server(
+    server: MCPServer,
+    *,
+    host: str,
+    port: int,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+) -> uvicorn.Server:
     """A uvicorn server of ``server``'s streamable HTTP app at ``http://host:port/mcp``
-    (``await http.serve()`` runs it; ``http.should_exit = True`` stops it)."""
-    app = server.streamable_http_app(host=host)
+    (``await http.serve()`` runs it; ``http.should_exit = True`` stops it).
+
+    The app is stateless: each request is answered on its own, with its bearer token's tenant,
+    and the server keeps no session between requests, so no client can fill a table of
+    sessions and lock the others out (the SDK's sessions are shared by every token, 10,000 in
+    all). The tools need no session: each call names everything it needs. A request body over
+    ``max_request_bytes`` is refused (413) before it is read whole."""
+    app = server.streamable_http_app(
+        host=host, stateless_http=True, max_request_body_size=max_request_bytes
+    )
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
 
 
@@ -323,12 +344,14 @@ def _add_tools(
 
 @contextmanager
 def _tool_errors() -> Iterator[None]:
-    # The library's errors say what was wrong and what to do: the model reads that message.
+    # A bad argument's message says what was wrong and what to do: the model reads it. An
+    # outage's does not go to the client (it may name the database's host, user or socket,
+    # or the server's paths): the client is told to try later, the log has the detail.
     try:
         yield
-    except DatabaseError as error:
-        logger.warning("an MCP tool failed on the database: %s", error)
-        raise ToolError(f"the memory database failed, try again later: {error}") from None
+    except (DatabaseError, EmbeddingError) as error:
+        logger.warning("an MCP tool failed: %s: %s", type(error).__name__, error)
+        raise ToolError(UNAVAILABLE) from None
     except RetrievalError as error:
         raise ToolError(str(error)) from None
 

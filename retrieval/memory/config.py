@@ -13,6 +13,8 @@ from retrieval.settings import configurable, from_env, require_int, setting
 DEFAULT_MAX_TEXT_CHARS = 32_000
 DEFAULT_CACHE_ENTRIES = 10_000
 DEFAULT_BATCH_SIZE = 64
+DEFAULT_MAX_ENTITIES = 256
+DEFAULT_MAX_METADATA_BYTES = 65_536
 
 
 @configurable
@@ -50,13 +52,23 @@ class WriteConfig:
         "comma-separated.",
     )
 
-    # Last, so that positional arguments keep their meaning.
+    # Added last, so that positional arguments keep their meaning.
     embedder_backend: Backend = setting(
         "onnx",
         env="RETRIEVAL_EMBEDDER_BACKEND",
         help="What runs the embedding model: onnx (ONNX Runtime, the model exported once from "
         "its local files: the same vectors, a query 3.8x faster here) or torch "
         "(sentence-transformers on PyTorch).",
+    )
+    max_entities: int = setting(
+        DEFAULT_MAX_ENTITIES,
+        env="RETRIEVAL_MAX_ENTITIES",
+        help="Most entity ids of one memory.",
+    )
+    max_metadata_bytes: int = setting(
+        DEFAULT_MAX_METADATA_BYTES,
+        env="RETRIEVAL_MAX_METADATA_BYTES",
+        help="Largest metadata of a memory (or params of a tool call) as JSON, in bytes.",
     )
 
     def __post_init__(self) -> None:
@@ -67,6 +79,8 @@ class WriteConfig:
         require_int("max_text_chars", self.max_text_chars, minimum=1)
         require_int("cache_entries", self.cache_entries, minimum=0)
         require_int("batch_size", self.batch_size, minimum=1)
+        require_int("max_entities", self.max_entities, minimum=1)
+        require_int("max_metadata_bytes", self.max_metadata_bytes, minimum=2)
         if self.embedding_model is not None and not self.embedding_model.strip():
             raise ConfigurationError(
                 "embedding_model is empty: give a model name or path, or None for the default"

@@ -81,6 +81,8 @@ class MemoryStore:
             max_text_chars=self.config.max_text_chars,
             dim=self.dim,
             kinds=frozenset(MEMORY_KINDS) | self.config.extra_kinds,
+            max_entities=self.config.max_entities,
+            max_json_bytes=self.config.max_metadata_bytes,
         )
         self._lookup = Lookup(schema)
         self._writer = Writer(schema, self.cache, self._lookup, self.vector_type)

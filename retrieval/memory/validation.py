@@ -39,12 +39,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass(frozen=True)
 class Limits:
-    """What the store accepts: the longest text, the vector dimension of the database and the
-    memory kinds (``None``: any name)."""
+    """What the store accepts: the longest text, the vector dimension of the database, the
+    memory kinds (``None``: any name), the most entities of one memory and the largest
+    metadata (or tool call params) as JSON."""
 
     max_text_chars: int
     dim: int
     kinds: frozenset[str] | None = None
+    max_entities: int = 256
+    max_json_bytes: int = 65_536
 
 
 class ValidMemory(NamedTuple):
@@ -95,10 +98,10 @@ def valid_memory(
         tenant_id=check.tenant(item.tenant_id),
         text=check.text("text", item.text, limits.max_text_chars),
         kind=check.kind(item.kind, limits.kinds),
-        metadata_json=check.json_object("metadata", item.metadata),
+        metadata_json=check.json_object("metadata", item.metadata, limits.max_json_bytes),
         importance=check.unit_interval("importance", item.importance),
         created_at=check.aware("created_at", item.created_at),
-        entities=check.entities(item.entities),
+        entities=check.entities(item.entities, limits.max_entities),
         embedding=(
             checked_embedding
             if checked_embedding is not None
@@ -133,7 +136,7 @@ def valid_tool_call(item: ToolCallInput, limits: Limits, index: int | None = Non
         tenant_id=check.tenant(item.tenant_id),
         decision_id=check.optional_id("decision_id", item.decision_id),
         tool_name=check.name("tool_name", item.tool_name),
-        params_json=check.json_object("params", item.params),
+        params_json=check.json_object("params", item.params, limits.max_json_bytes),
         result=result,
         created_at=check.aware("created_at", item.created_at),
     )
@@ -218,7 +221,7 @@ class _Checker:
             )
         return value
 
-    def json_object(self, field: str, value: object) -> str:
+    def json_object(self, field: str, value: object, max_bytes: int) -> str:
         if value is None:
             return "{}"
         if not isinstance(value, Mapping):
@@ -236,6 +239,13 @@ class _Checker:
         problem = json_text_problem(encoded)
         if problem is not None:
             raise self.fail(field, problem)
+        if len(encoded) > max_bytes // 4 and len(encoded.encode("utf-8")) > max_bytes:
+            raise self.fail(
+                field,
+                f"is {len(encoded.encode('utf-8')):,} bytes as JSON, over the limit of "
+                f"{max_bytes:,}: keep large content in the text (or a document), or raise "
+                "RETRIEVAL_MAX_METADATA_BYTES",
+            )
         return encoded
 
     def unit_interval(self, field: str, value: object) -> float | None:
@@ -277,11 +287,17 @@ class _Checker:
             )
         return value
 
-    def entities(self, value: object) -> tuple[str, ...]:
+    def entities(self, value: object, most: int) -> tuple[str, ...]:
         if value == ():
             return ()
         if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
             raise self.fail("entities", f"must be a list of entity ids, got {type(value).__name__}")
+        if len(value) > most:
+            raise self.fail(
+                "entities",
+                f"has {len(value):,} entity ids, over the limit of {most:,}: name the people and "
+                "things the memory is about, or raise RETRIEVAL_MAX_ENTITIES",
+            )
         return tuple(dict.fromkeys(self.name("entities", entity) for entity in value))
 
     def vector(self, value: object, dim: int) -> npt.NDArray[np.float32] | None:

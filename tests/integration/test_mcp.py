@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -269,3 +271,152 @@ def test_the_tokens_file_holds_hashes_and_refuses_a_bad_line(tmp_path: Path) -> 
     both = TokenTable.load(file=path, variable=f"{token_hash('x')} b,{token_hash('y')} c")
     assert both.tenant_of("y") == "c"
     assert both.tenant_of(token) == "acme"
+
+
+def _initialize_body() -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "hoarder", "version": "1"},
+            },
+        }
+    ).encode()
+
+
+def test_one_token_opening_sessions_without_end_leaves_the_others_working(
+    http_url: tuple[str, dict[str, str]],
+) -> None:
+    """The server keeps no session between requests: a client that initializes again and again
+    holds nothing, and another token's calls go on."""
+    url, tokens = http_url
+    headers = {
+        "Authorization": f"Bearer {tokens['a']}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+
+    async def scenario() -> None:
+        async with httpx2.AsyncClient(timeout=60) as client:
+            for _ in range(10):
+                answers = await asyncio.gather(
+                    *(client.post(url, content=_initialize_body(), headers=headers)
+                      for _ in range(30))
+                )  # fmt: skip
+                assert {answer.status_code for answer in answers} == {200}
+                assert not any("mcp-session-id" in answer.headers for answer in answers)
+        async with _session(url, tokens["b"]) as bob:
+            _data(await bob.call_tool("remember", {"text": "Tenant b still gets in"}))
+            found = _data(await bob.call_tool("search_memory", {"query": "still gets in"}))
+            assert found["results"][0]["content"] == "Tenant b still gets in"
+
+    asyncio.run(scenario())
+
+
+def test_a_request_s_work_is_bounded(
+    http_url: tuple[str, dict[str, str]], database: PgDatabase
+) -> None:
+    url, tokens = http_url
+    huge = {"Authorization": f"Bearer {tokens['a']}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": "x" * 2_000_000}}}  # fmt: skip
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream", **huge},
+    )  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 413
+
+    async def scenario() -> None:
+        async with _session(url, tokens["a"]) as alice:
+            many = [f"e{i}" for i in range(20_000)]
+            assert "entities" in _error(
+                await alice.call_tool("remember", {"text": "x", "entities": many})
+            )
+            assert "metadata" in _error(
+                await alice.call_tool("remember", {"text": "x", "metadata": {"v": "y" * 70_000}})
+            )
+            assert "query" in _error(
+                await alice.call_tool("search_memory", {"query": "word " * 3000})
+            )
+
+    asyncio.run(scenario())
+    with database.engine.connect() as connection:
+        counts = connection.execute(
+            text(
+                "SELECT (SELECT count(*) FROM retrieval.memories), "
+                "(SELECT count(*) FROM retrieval.memory_entities)"
+            )
+        ).one()
+    assert tuple(counts) == (0, 0)
+
+
+def test_an_outage_tells_the_client_to_retry_and_names_nothing_of_the_server(
+    http_url: tuple[str, dict[str, str]], database: PgDatabase, caplog: pytest.LogCaptureFixture
+) -> None:
+    url, tokens = http_url
+    moved = f"{database.name}_away"
+
+    async def scenario() -> str:
+        async with _session(url, tokens["a"]) as alice:
+            _data(await alice.call_tool("remember", {"text": "before the outage"}))
+            database.server.execute(
+                f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                f"WHERE datname = '{database.name}' AND pid <> pg_backend_pid()"
+            )
+            database.server.execute(f'ALTER DATABASE "{database.name}" RENAME TO "{moved}"')
+            try:
+                return _error(
+                    await alice.call_tool("search_memory", {"query": "a query never embedded"})
+                )
+            finally:
+                database.server.execute(f'ALTER DATABASE "{moved}" RENAME TO "{database.name}"')
+
+    message = asyncio.run(scenario())
+    assert "try again later" in message
+    for secret in (database.name, "127.0.0.1", "postgres", "host=", "/tmp", "rtv"):
+        assert secret not in message, message
+    assert database.name in caplog.text  # the detail is in the server's log
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_retrieval_mcp_http_stops_with_one_line(
+    database: PgDatabase, tmp_path: Path, stop: signal.Signals
+) -> None:
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(f"{token_hash(new_token())} acme\n", encoding="utf-8")
+    port = _free_port()
+    server = subprocess.Popen(
+        [RETRIEVAL, "--database-url", database.url, "mcp", "--http", "--port", str(port),
+         "--tokens-file", str(tokens)],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while _listening(port) is False:
+            assert server.poll() is None and time.monotonic() < deadline, server.stderr
+            time.sleep(0.2)
+        server.send_signal(stop)
+        _, err = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert server.returncode == 0, err
+    assert "retrieval mcp: stopped" in err
+    assert "Traceback" not in err
+
+
+def _listening(port: int) -> bool:
+    try:
+        return _post_status(f"http://127.0.0.1:{port}/mcp", {}) == 401
+    except urllib.error.URLError:
+        return False
