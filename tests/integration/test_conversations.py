@@ -128,8 +128,8 @@ def test_bad_threads_and_positions_write_nothing(
         ({"neighbors": -1}, "neighbors must be an integer from 0 to 20"),
         ({"neighbors": 21}, "neighbors must be an integer from 0 to 20"),
         ({"neighbors": "1"}, "neighbors must be an integer from 0 to 20"),
-        ({"limit": 0}, "limit must be a positive integer"),
-        ({"limit": 2.5}, "limit must be a positive integer"),
+        ({"limit": 0}, "limit must be an integer from 1 to 1,000"),
+        ({"limit": 2.5}, "limit must be an integer from 1 to 1,000"),
     ],
 )
 def test_bad_call_options_are_refused(
