@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -87,3 +90,24 @@ def test_a_model_the_backend_cannot_run_is_named_and_run_by_pytorch(tmp_path: Pa
         WriteConfig.from_env({"RETRIEVAL_EMBEDDER_BACKEND": "tf"})
     with pytest.raises(ConfigurationError, match="backend must be one of"):
         SentenceTransformerEmbedder(backend="tf")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_the_first_export_says_one_line_and_shows_no_progress_bar(tmp_path: Path) -> None:
+    script = (
+        "import logging; logging.basicConfig(format='%(levelname)s %(name)s: %(message)s')\n"
+        "from retrieval.embedding.models import SentenceTransformerEmbedder\n"
+        "SentenceTransformerEmbedder().embed(['first use'])\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = [line for line in ran.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "exporting" in lines[0], ran.stderr
+    assert "Loading weights" not in ran.stderr
