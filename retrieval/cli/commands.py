@@ -364,6 +364,18 @@ def _add_db_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     grant.add_argument("role", help="the application's role (created beforehand)")
     grant.set_defaults(handler=_grant)
+    distribute = actions.add_parser(
+        "distribute",
+        help="distribute the tables by tenant on a Citus coordinator",
+        description="On the coordinator of a Citus cluster, distribute every table of the "
+        "schema by tenant_id, co-located, parents first, and create the schema's functions on "
+        "every node: each tenant's rows then live on one node, and every statement of the "
+        "library is routed to it. Run it after `retrieval db upgrade` (the schema must be at "
+        "the newest revision); a second run finds nothing to do, and later upgrades keep new "
+        "tables distributed. On a server without Citus it changes nothing. See "
+        "docs/scale-out.md.",
+    )
+    distribute.set_defaults(handler=_distribute)
     current = actions.add_parser(
         "current",
         help="print the database's revision",
@@ -431,6 +443,23 @@ def _grant(args: argparse.Namespace, database: Database) -> int:
         grant_application_role(connection, database.config.schema, args.role)
     schema = database.config.schema
     print(f"{database.url}: {args.role} may read and write {schema}, one tenant per call")
+    return 0
+
+
+def _distribute(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.db.distribute import distribute
+
+    schema = database.config.schema
+    revision = migrate.current_revision(database.engine, _settings(database))
+    done = distribute(database.engine, schema, head=migrate.head_revision(), revision=revision)
+    if not done.changed:
+        print(f"{database.url}: nothing to do: schema {schema!r} is already distributed")
+        return 0
+    print(
+        f"{database.url} (Citus {done.citus_version}): {len(done.tables)} tables distributed "
+        "by tenant_id"
+        + (f", {len(done.functions)} functions on every node" if done.functions else "")
+    )
     return 0
 
 

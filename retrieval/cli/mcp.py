@@ -159,14 +159,16 @@ def _until_stopped() -> Iterator[None]:
     """Ctrl-C (SIGINT) or SIGTERM ends the server with one line and lets the caller's cleanup
     run. uvicorn shuts down gracefully on either, then raises the signal again once its own
     handlers are gone: SIGINT arrives as KeyboardInterrupt, and SIGTERM is made one here
-    (its default action would end the process before the connections are closed)."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    (its default action would end the process before the connections are closed). SIGINT is
+    made one too: a process started in the background inherits it ignored."""
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     except KeyboardInterrupt:
         print("retrieval mcp: stopped", file=sys.stderr)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _interrupt(_signal: int, _frame: FrameType | None) -> None:

@@ -38,6 +38,9 @@ VECTOR_TYPE_REVISION = "0013"
 DEFAULT_LOCK_TIMEOUT = 10.0
 _LOCK_NOT_AVAILABLE = "55P03"
 CONNECTION_KEY = "connection"
+# The revisions whose downgrade runs on tables distributed by Citus (one statement per execute,
+# nothing Citus refuses), tested on a cluster.
+CITUS_DOWNGRADES = frozenset({"0014", "0015"})
 
 
 @dataclass(frozen=True)
@@ -106,9 +109,13 @@ def current_settings() -> MigrationSettings:
 
 
 def upgrade(engine: Engine, settings: MigrationSettings, revision: str = "head") -> None:
-    """Migrate the database up to ``revision`` (default: the newest)."""
+    """Migrate the database up to ``revision`` (default: the newest). On a schema distributed
+    by Citus (``retrieval db distribute``), the tables a revision made are distributed too."""
+    from retrieval.db.distribute import keep_distributed
+
     _run(engine, settings, lambda config: command.upgrade(config, revision))
     _warn_of_another_vector_type(engine, settings)
+    keep_distributed(engine, settings.schema)
 
 
 def _warn_of_another_vector_type(engine: Engine, settings: MigrationSettings) -> None:
@@ -131,8 +138,32 @@ def _warn_of_another_vector_type(engine: Engine, settings: MigrationSettings) ->
 
 
 def downgrade(engine: Engine, settings: MigrationSettings, revision: str = "-1") -> None:
-    """Migrate the database down to ``revision`` (``-1``: one step; ``base``: nothing left)."""
+    """Migrate the database down to ``revision`` (``-1``: one step; ``base``: nothing left).
+
+    On a schema distributed by Citus, only the revisions whose downgrade runs there are undone
+    (:data:`CITUS_DOWNGRADES`); below them it refuses before changing anything."""
+    _check_distributed_downgrade(engine, settings, revision)
     _run(engine, settings, lambda config: command.downgrade(config, revision))
+
+
+def _check_distributed_downgrade(
+    engine: Engine, settings: MigrationSettings, revision: str
+) -> None:
+    from retrieval.db.distribute import is_distributed
+    from retrieval.db.downgrade_losses import revisions_undone
+
+    if not is_distributed(engine, settings.schema):
+        return
+    blocked = [r for r in revisions_undone(engine, settings, revision) if r not in CITUS_DOWNGRADES]
+    if blocked:
+        raise ConfigurationError(
+            f"schema {settings.schema!r} is distributed by Citus, and the downgrade of revision "
+            f"{blocked[-1]} has not been made to run on distributed tables (revisions "
+            f"{', '.join(sorted(CITUS_DOWNGRADES))} can be undone there), and Citus cannot make "
+            "the tables local again (they have identity columns). To go back, export each "
+            "tenant (retrieval export), migrate a new schema to that revision on one server "
+            "and ingest the exports there; nothing was changed"
+        )
 
 
 def check(engine: Engine, settings: MigrationSettings) -> None:

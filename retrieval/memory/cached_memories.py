@@ -1,26 +1,26 @@
 """Memories whose vectors the embedding cache already holds, written without reading them.
 
 An all-cache-hit batch would otherwise read every vector out of ``embedding_cache`` (1.5 kB
-each for 384 dimensions), decode and re-encode it, and send it back in the ``COPY``. Here
-the rows travel without their vectors, by binary ``COPY`` into a per-connection staging
-table, and one ``INSERT ... SELECT`` joins each to its cached vector inside PostgreSQL. The
-cache rows were seen by the same transaction's lookup; if a concurrent ``forget`` of the
-tenant removed some since, fewer rows join and the batch fails whole instead of losing rows.
+each for 384 dimensions), decode and re-encode it, and send it back in the ``COPY``. Here each
+tenant's rows travel without their vectors, as arrays of one ``INSERT ... SELECT`` that joins
+each to its cached vector inside PostgreSQL: one statement per tenant, which names it (routed
+to its shard on Citus, named to the policies of row-level security). The cache rows were seen
+by the same transaction's lookup; if a concurrent ``forget`` of the tenant removed some since,
+fewer rows join and the batch fails whole instead of losing rows.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
-from retrieval.db.copy_rows import copy_rows
 from retrieval.db.queries import execute, statement
-from retrieval.db.row_security import insert_each_tenant, row_security_active
+from retrieval.db.row_security import bind_tenant
 from retrieval.errors import DatabaseError
 
-STAGING = "retrieval_memory_staging_v2"
 # A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
 MEMORY_FIELDS = (
     ("tenant_id", "text"),
@@ -34,27 +34,39 @@ MEMORY_FIELDS = (
     ("thread_id", "text"),
     ("position", "int4"),
 )
-COLUMNS = (*MEMORY_FIELDS, ("key", "bytea"))  # key: the embedding cache's key of the text
+# The parameters of memory.insert_cached, in MEMORY_FIELDS order after the tenant, then the key.
+_ARRAYS = (
+    "ids",
+    "contents",
+    "kinds",
+    "metadata",
+    "importance",
+    "created_at",
+    "models",
+    "threads",
+    "positions",
+    "keys",
+)
 
 
-def copy_cached_memories(
+def insert_cached_memories(
     connection: Connection, schema: str, rows: Iterable[Sequence[Any]], count: int
 ) -> None:
-    """Write ``count`` memory rows (``COLUMNS``), each taking its vector from the cache."""
+    """Write ``count`` memory rows (``MEMORY_FIELDS`` and the cache key of the text), each
+    taking its vector from the cache."""
     if count == 0:
         return
-    execute(connection, statement("memory.create_cached_staging", schema))
-    names = [name for name, _ in COLUMNS]
-    types = [kind for _, kind in COLUMNS]
-    copy_rows(connection, "pg_temp", STAGING, names, types, rows)
-    if row_security_active(connection, schema):  # one tenant at a time, named to the policies
-        one_tenant = "WHERE s.tenant_id = %(tenant)s"
-        insert = statement("memory.insert_cached", schema, where=one_tenant)
-        written = insert_each_tenant(connection, schema, STAGING, insert)
-    else:
-        insert = statement("memory.insert_cached", schema, where="")
-        written = execute(connection, insert).rowcount
-    execute(connection, statement("memory.clear_cached_staging", schema))
+    by_tenant: dict[str, list[Sequence[Any]]] = defaultdict(list)
+    for row in rows:
+        by_tenant[row[0]].append(row)
+    insert = statement("memory.insert_cached", schema)
+    written = 0
+    for tenant, tenant_rows in sorted(by_tenant.items()):
+        bind_tenant(connection, schema, tenant)
+        columns = [list(column) for column in zip(*tenant_rows, strict=True)][1:]
+        columns[3] = [bytes(blob[1:]).decode("utf-8") for blob in columns[3]]  # jsonb's text
+        params = dict(zip(_ARRAYS, columns, strict=True))
+        written += execute(connection, insert, {"tenant_id": tenant, **params}).rowcount
     if written != count:
         raise DatabaseError(
             f"{count - written} of {count} cached embeddings disappeared while the batch was "

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.db.queries import execute, statement
-from retrieval.db.row_security import bind_tenant, row_security_active
+from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.ingest_keys import ingest_key, store_keys, stored_keys
@@ -435,18 +435,16 @@ def _numbered(records: list[Record], store: MemoryStore) -> list[Record]:
     next_positions = statement("memory.next_positions", store.schema)
     following: dict[tuple[str, str], int] = {}
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
-        # One query; one per tenant where row-level security binds the role to one at a time.
-        groups = [threads]
-        if row_security_active(connection, store.schema):
-            groups = [[p for p in threads if p[0] == t] for t in sorted({t for t, _ in threads})]
-        for group in groups:
-            bind_tenant(connection, store.schema, group[0][0])
+        # One query per tenant: each names its tenant (routed to its shard on Citus; named
+        # to the policies of row-level security).
+        for tenant in sorted({t for t, _ in threads}):
+            bind_tenant(connection, store.schema, tenant)
             rows = execute(
                 connection,
                 next_positions,
-                {"tenants": [t for t, _ in group], "threads": [h for _, h in group]},
+                {"tenant_id": tenant, "threads": [h for t, h in threads if t == tenant]},
             )
-            following.update(((t, h), int(position)) for t, h, position in rows)
+            following.update(((tenant, h), int(position)) for h, position in rows)
     numbered = []
     for record in records:
         valid = record.valid

@@ -24,6 +24,7 @@ class Lookup:
         self._tool_calls = statement("memory.tool_calls_by_id", schema)
         self._existing_decisions = statement("memory.existing_decisions", schema)
         self._forget = statement("memory.forget", schema)
+        self._forget_the_rest = statement("memory.forget_the_rest", schema)
         self._schema = schema
 
     def memories(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[Memory]:
@@ -68,7 +69,7 @@ class Lookup:
         bind_tenant(connection, self._schema, tenant_id)
         # The statistics this statement takes back are shared with the tenant's writers.
         lock_term_statistics(connection, self._schema, [tenant_id])
-        memories, decisions, tool_calls, cache, documents = execute(
+        memories, decisions, tool_calls = execute(
             connection,
             self._forget,
             {
@@ -80,6 +81,11 @@ class Lookup:
                 "everything": everything,
             },
         ).one()
+        cache, documents = 0, []
+        if everything:
+            cache, documents = execute(
+                connection, self._forget_the_rest, {"tenant_id": tenant_id}
+            ).one()
         return Forgotten(
             memory_ids=tuple(memories),
             decision_ids=tuple(decisions),

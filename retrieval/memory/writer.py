@@ -20,7 +20,7 @@ from retrieval.db.vector_type import VectorType
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import Vectors
 from retrieval.errors import ValidationError
-from retrieval.memory.cached_memories import MEMORY_FIELDS, copy_cached_memories
+from retrieval.memory.cached_memories import MEMORY_FIELDS, insert_cached_memories
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.validation import (
@@ -118,7 +118,7 @@ class Writer:
             (*_memory_fields(memories[row], ids[row], now, model_id), entry_of[row][1])
             for row in in_table
         )
-        copy_cached_memories(connection, self.schema, cached, len(in_table))
+        insert_cached_memories(connection, self.schema, cached, len(in_table))
         self.cache.save(connection, plan)
         self._copy_links(
             connection,

@@ -89,3 +89,36 @@ SELECT set_config(%(name)s, %(value)s, false)
 
 -- name: database_exists
 SELECT 1 FROM pg_database WHERE datname = %(name)s
+
+-- name: citus_version
+-- The citus extension's version in this database (no row without Citus).
+SELECT extversion FROM pg_extension WHERE extname = 'citus'
+
+-- name: distributed_tables
+-- The tables of a schema that Citus distributes (only asked where the citus extension is).
+SELECT c.relname
+FROM pg_dist_partition AS p
+JOIN pg_class AS c ON c.oid = p.logicalrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema_name)s
+
+-- name: allow_statistics_triggers
+-- For this transaction: Citus may distribute tables that have triggers.
+SELECT set_config('citus.enable_unsafe_triggers', 'on', true)
+
+-- name: create_distributed_table
+SELECT create_distributed_table(%(relation)s::regclass, %(column)s,
+                                colocate_with => %(colocate_with)s)
+
+-- name: undistributed_functions
+-- The functions of a schema that are not yet distributed objects (created on every node).
+SELECT p.oid::regprocedure::text
+FROM pg_proc AS p
+JOIN pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = %(schema_name)s
+  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object AS d
+                  WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid)
+ORDER BY 1
+
+-- name: create_distributed_function
+SELECT create_distributed_function(%(function)s::regprocedure)

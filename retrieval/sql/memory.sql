@@ -7,7 +7,7 @@ SELECT m.id, m.tenant_id, m.content, m.kind, m.metadata, m.importance, m.access_
        m.last_accessed_at, m.created_at, m.embedding_model, m.thread_id, m.position,
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
-                  WHERE e.tenant_id = m.tenant_id AND e.memory_id = m.id), '{{}}') AS entities,
+                  WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities,
        m.embedding
 FROM {schema}.memories m
 WHERE m.tenant_id = %(tenant_id)s AND m.id = ANY(%(ids)s::bigint[])
@@ -32,7 +32,7 @@ WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 
 -- name: forget
 -- One statement per call: the selected decisions (by id or task) go with their tool calls;
--- everything = true also takes the tenant's cache and documents.
+-- everything = true takes all three kinds of rows (and forget_the_rest the tenant's other rows).
 WITH chosen_decisions AS (
     SELECT id FROM {schema}.decisions
     WHERE tenant_id = %(tenant_id)s
@@ -53,49 +53,47 @@ WITH chosen_decisions AS (
     WHERE tenant_id = %(tenant_id)s
       AND (%(everything)s OR id = ANY(%(memory_ids)s::bigint[]))
     RETURNING id
-), removed_cache AS (
-    DELETE FROM {schema}.embedding_cache WHERE tenant_id = %(tenant_id)s AND %(everything)s
-    RETURNING 1
-), removed_documents AS (
-    -- Their chunks and postings go with them (ON DELETE CASCADE).
-    DELETE FROM {schema}.documents WHERE tenant_id = %(tenant_id)s AND %(everything)s
-    RETURNING doc_id
-), removed_term_stats AS (
-    DELETE FROM {schema}.document_term_stats WHERE tenant_id = %(tenant_id)s AND %(everything)s
-), removed_corpus AS (
-    DELETE FROM {schema}.document_corpus WHERE tenant_id = %(tenant_id)s AND %(everything)s
-), removed_ingest_keys AS (
-    -- A forgotten row keeps its ingest key (its file would not store it again); a forgotten
-    -- tenant does not.
-    DELETE FROM {schema}.ingest_keys WHERE tenant_id = %(tenant_id)s AND %(everything)s
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
-       (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls),
-       (SELECT count(*) FROM removed_cache),
+       (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls)
+
+-- name: forget_the_rest
+-- After forget with everything = true: the tenant's cache, documents (their chunks and postings
+-- go with them, ON DELETE CASCADE), their statistics and its ingest keys (a forgotten row keeps
+-- its key, so its file would not store it again; a forgotten tenant does not). A statement of
+-- its own, sent only then: a CTE whose condition is false leaves Citus no shard to name.
+WITH removed_cache AS (
+    DELETE FROM {schema}.embedding_cache WHERE tenant_id = %(tenant_id)s
+    RETURNING 1
+), removed_documents AS (
+    DELETE FROM {schema}.documents WHERE tenant_id = %(tenant_id)s
+    RETURNING doc_id
+), removed_term_stats AS (
+    DELETE FROM {schema}.document_term_stats WHERE tenant_id = %(tenant_id)s
+), removed_corpus AS (
+    DELETE FROM {schema}.document_corpus WHERE tenant_id = %(tenant_id)s
+), removed_ingest_keys AS (
+    DELETE FROM {schema}.ingest_keys WHERE tenant_id = %(tenant_id)s
+)
+SELECT (SELECT count(*) FROM removed_cache),
        (SELECT coalesce(array_agg(doc_id ORDER BY doc_id), '{{}}') FROM removed_documents)
 
--- name: create_cached_staging
--- Memories whose vectors the cache holds travel without them (retrieval.memory.cached_memories).
-CREATE TEMP TABLE IF NOT EXISTS retrieval_memory_staging_v2 (
-    tenant_id text, id bigint, content text, kind text, metadata jsonb, importance float8,
-    created_at timestamptz, embedding_model text, thread_id text, position integer, key bytea
-) ON COMMIT DELETE ROWS
-
 -- name: insert_cached
--- Each staged memory joined to its cached vector; {where} limits it to one tenant under
--- row-level security.
+-- A tenant's memories whose vectors the cache holds, sent as arrays without them and each
+-- joined to its cached vector (retrieval.memory.cached_memories).
 INSERT INTO {schema}.memories
     (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model,
      thread_id, position)
-SELECT s.tenant_id, s.id, s.content, s.kind, s.metadata, s.importance, s.created_at,
+SELECT c.tenant_id, s.id, s.content, s.kind, s.metadata::jsonb, s.importance, s.created_at,
        c.embedding, s.embedding_model, s.thread_id, s.position
-FROM pg_temp.retrieval_memory_staging_v2 AS s
-JOIN {schema}.embedding_cache AS c ON c.tenant_id = s.tenant_id AND c.key = s.key
-{where}
-
--- name: clear_cached_staging
-DELETE FROM pg_temp.retrieval_memory_staging_v2
+FROM unnest(%(ids)s::bigint[], %(contents)s::text[], %(kinds)s::text[], %(metadata)s::text[],
+            %(importance)s::float8[], %(created_at)s::timestamptz[], %(models)s::text[],
+            %(threads)s::text[], %(positions)s::int4[], %(keys)s::bytea[])
+     AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
+           position, key)
+JOIN {schema}.embedding_cache AS c ON c.key = s.key
+WHERE c.tenant_id = %(tenant_id)s
 
 -- name: reembed_pending
 -- Memories (of a tenant, or all) not embedded by the model.
@@ -120,19 +118,17 @@ FROM unnest(%(ids)s::bigint[], %(embeddings)s::vector[]) AS u(id, embedding)
 WHERE m.tenant_id = %(tenant_id)s AND m.id = u.id
 
 -- name: next_positions
--- The position after the last stored turn of each (tenant, thread).
-SELECT tenant_id, thread_id, max(position) + 1 FROM {schema}.memories
-WHERE (tenant_id, thread_id) IN (
-    SELECT * FROM unnest(%(tenants)s::text[], %(threads)s::text[])
-)
-GROUP BY tenant_id, thread_id
+-- The position after the last stored turn of each of a tenant's threads.
+SELECT thread_id, max(position) + 1 FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND thread_id = ANY(%(threads)s::text[])
+GROUP BY thread_id
 
 -- name: export_memories
 -- A tenant's memories in the order they were stored, with their entity ids.
 SELECT m.content, m.kind, m.metadata, m.importance, m.created_at, m.thread_id, m.position,
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
-                  WHERE e.tenant_id = m.tenant_id AND e.memory_id = m.id), '{{}}') AS entities
+                  WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities
 FROM {schema}.memories m
 WHERE m.tenant_id = %(tenant_id)s
 ORDER BY m.created_at, m.id

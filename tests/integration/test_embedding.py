@@ -198,7 +198,7 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
     from datetime import UTC, datetime
 
     from retrieval.errors import DatabaseError
-    from retrieval.memory.cached_memories import copy_cached_memories
+    from retrieval.memory.cached_memories import insert_cached_memories
 
     store.remember("kept", tenant_id="t1")
     with database.engine.connect() as connection:
@@ -214,7 +214,7 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
         pytest.raises(DatabaseError, match="1 of 2 cached embeddings disappeared"),
         database.engine.begin() as connection,
     ):
-        copy_cached_memories(connection, "retrieval", rows, len(rows))
+        insert_cached_memories(connection, "retrieval", rows, len(rows))
     with database.engine.connect() as connection:
         after = connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar()
     assert after == before

@@ -1,0 +1,220 @@
+"""One pass through the whole public API on a database, and what it left there.
+
+The same calls, with the same data and the same times, run on one server and on a Citus
+cluster give the same ids, scores, events and statistics: :func:`run_scenario` makes them and
+returns a :class:`Fingerprint` of everything a caller sees and every statistic the writes kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from retrieval import AsyncHybridRetriever, AsyncMemoryStore
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.embedding.models import Embedder
+from retrieval.memory.export import export_records
+from retrieval.memory.file_ingest import ingest, read_file
+from retrieval.memory.reembed import reembed
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
+
+AS_OF = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+TENANTS = ("acme", "globex", "initech")
+QUERIES = (
+    "Why did the deploy fail?",
+    "Where does the deploy key live?",
+    "what did Ann say about the migration",
+    "rotate the vault credentials",
+)
+MODES = ("semantic", "session_recovery", "knowledge_lookup")
+
+
+@dataclass
+class Fingerprint:
+    """What the scenario saw and left: results, events, exports and statistics."""
+
+    results: dict[str, list[tuple[str, int, float, float, float]]]
+    events: dict[str, list[tuple[str, int, str]]]
+    exports: dict[str, list[str]]
+    statistics: dict[str, list[tuple[Any, ...]]]
+    forgotten: list[tuple[Any, ...]]
+
+
+def _memories(tenant: str) -> list[dict[str, Any]]:
+    start = AS_OF - timedelta(days=3)
+    facts = [
+        ("The deploy failed because the database migration timed out", "critique"),
+        ("The deploy key lives in the vault, rotated monthly", "fact"),
+        ("Ann prefers the blue-green deploy for the payments service", "episteme"),
+        ("Rotate the vault credentials before every audit", "directive"),
+        (f"{tenant} runs PostgreSQL 18 with pgvector on two nodes", "fact"),
+    ]
+    return [
+        {"text": content, "tenant_id": tenant, "kind": kind, "importance": 0.5,
+         "created_at": start + timedelta(hours=i), "entities": ["deploy"] if i % 2 else []}
+        for i, (content, kind) in enumerate(facts)
+    ]  # fmt: skip
+
+
+def _transcript(path: Path) -> Path:
+    turns = [
+        ("Ann", "The migration of the orders table timed out again"),
+        ("Bo", "Did you raise the lock timeout?"),
+        ("Ann", "Yes, to ten seconds, and the deploy went through"),
+        ("Bo", "Then rotate the vault key tomorrow"),
+    ]
+    lines = [
+        {"id": f"turn-{i}", "speaker": who, "text": said, "session": "standup",
+         "time": (AS_OF - timedelta(days=1, minutes=60 - i)).isoformat()}
+        for i, (who, said) in enumerate(turns)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def write_everything(store: MemoryStore, tmp: Path) -> None:
+    """Every write path: single and batched memories of several tenants, decisions and tool
+    calls, a keyed transcript (run twice), documents."""
+    store.remember(**_memories("acme")[0])
+    store.remember_many([m for tenant in TENANTS for m in _memories(tenant)[1:]])
+    for tenant in TENANTS:
+        decision = store.record_decision(
+            tenant_id=tenant, task_id="deploy-7", action_type="fix",
+            content="raised the migration lock timeout after the deploy failed",
+            status="done", created_at=AS_OF - timedelta(hours=5),
+        )  # fmt: skip
+        store.record_tool_calls(
+            [
+                {"tenant_id": tenant, "decision_id": decision, "tool_name": "kubectl",
+                 "params": {"op": "rollout", "service": "payments"},
+                 "result": "deploy rolled out", "created_at": AS_OF - timedelta(hours=4)},
+                {"tenant_id": tenant, "decision_id": None, "tool_name": "vault",
+                 "params": {"op": "rotate"}, "result": "key rotated",
+                 "created_at": AS_OF - timedelta(hours=3)},
+            ]
+        )  # fmt: skip
+    transcript = _transcript(tmp / "standup.jsonl")
+    for _ in range(2):  # keyed: the second run stores nothing
+        ingest(store, read_file(transcript, store, tenant_id="acme"))
+    documents = DocumentStore(store)
+    for tenant in TENANTS[:2]:
+        documents.add(
+            DocumentInput(
+                tenant_id=tenant, doc_id="runbook.md", filename="runbook.md",
+                chunks=[ChunkInput("Restore a backup with pg_restore into a new database"),
+                        ChunkInput("Rotate the vault key after restoring the deploy secrets")],
+                created_at=AS_OF - timedelta(days=2),
+            )
+        )  # fmt: skip
+
+
+def read_everything(retriever: HybridRetriever) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every read path: each query in each mode, with neighbours, a task, a working state,
+    entities; the timelines."""
+    results: dict[str, Any] = {}
+    for tenant in TENANTS:
+        for query in QUERIES:
+            for mode in MODES:
+                response = retriever.retrieve(query, tenant_id=tenant, mode=mode, as_of=AS_OF)
+                results[f"{tenant}|{query}|{mode}"] = _ranked(response)
+            response = retriever.retrieve(
+                query, tenant_id=tenant, as_of=AS_OF, neighbors=1, task_id="deploy-7",
+                entities=["deploy"], limit=5,
+                working_state=[{"role": "user", "content": "the deploy is failing again"}],
+            )  # fmt: skip
+            results[f"{tenant}|{query}|all options"] = _ranked(response)
+    events = {
+        tenant: [(e.item, e.id, e.kind) for e in retriever.timeline(tenant, limit=100)]
+        for tenant in TENANTS
+    }
+    return results, events
+
+
+async def _read_async(store: MemoryStore) -> list[tuple[str, int, float, float, float]]:
+    async with (
+        AsyncMemoryStore(store) as writer,
+        AsyncHybridRetriever.from_store(writer, background_writes=False) as reader,
+    ):
+        await writer.remember(
+            "Async writes reach the same shards", tenant_id="globex", created_at=AS_OF
+        )
+        return _ranked(await reader.retrieve("async shards", tenant_id="globex", as_of=AS_OF))
+
+
+def _ranked(response: Any) -> list[tuple[str, int, float, float, float]]:
+    return [
+        (r.source, int(r.metadata.get("id", -1)), r.final_score, r.relevance_score, r.recency_score)
+        for r in response
+    ]
+
+
+STATISTICS = {
+    "memory_term_stats": "SELECT tenant_id, term, document_frequency FROM {s}.memory_term_stats",
+    "memory_corpus": "SELECT tenant_id, text_search_config, memories, total_terms, "
+    "sampled_memories FROM {s}.memory_corpus",
+    "episodic_vocabulary": "SELECT tenant_id, token, rows FROM {s}.episodic_vocabulary",
+    "episodic_postings": "SELECT p.tenant_id, v.token, p.created_at, p.item, p.row_id "
+    "FROM {s}.episodic_postings AS p JOIN {s}.episodic_vocabulary AS v "
+    "ON v.tenant_id = p.tenant_id AND v.id = p.token_id",
+    "document_term_stats": "SELECT * FROM {s}.document_term_stats",
+    "document_corpus": "SELECT * FROM {s}.document_corpus",
+    "memories": "SELECT tenant_id, id, content, thread_id, position, access_count "
+    "FROM {s}.memories",
+}
+
+
+def statistics(engine: Engine, schema: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every statistic the writes keep, sorted (as the owner: every tenant)."""
+    with engine.connect() as connection:
+        return {
+            name: sorted(tuple(row) for row in connection.execute(text(query.format(s=schema))))
+            for name, query in STATISTICS.items()
+        }
+
+
+def run_scenario(
+    engine: Engine,
+    schema: str,
+    embedder: Embedder,
+    tmp: Path,
+    *,
+    admin: Engine | None = None,
+) -> Fingerprint:
+    """The whole API on ``schema`` of ``engine``, from an empty migrated schema; the
+    statistics are read across tenants through ``admin`` (default: ``engine``)."""
+    store = MemoryStore(engine, schema=schema, embedder=embedder)
+    write_everything(store, tmp)
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        results, events = read_everything(retriever)
+        retriever.flush()
+    results["async"] = asyncio.run(_read_async(store))
+    exports = {
+        tenant: [json.dumps(line, sort_keys=True, default=str)
+                 for line in export_records(store, tenant)]
+        for tenant in TENANTS
+    }  # fmt: skip
+    # Re-embedding one tenant's memories marked as another model's.
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                f"UPDATE {schema}.memories SET embedding_model = 'old' WHERE tenant_id = 'initech'"
+            )
+        )
+    reembed(store, tenant_id="initech")
+    forgotten = [
+        tuple(store.forget(tenant_id="acme", task_id="deploy-7").decision_ids),
+        tuple(store.forget(tenant_id="globex", memory_ids=[7, 8]).memory_ids),
+        tuple(store.forget(tenant_id="initech", everything=True).memory_ids),
+        (DocumentStore(store).forget(tenant_id="acme", doc_id="runbook.md"),),
+    ]
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        after, _ = read_everything(retriever)
+    results.update({f"after forget|{key}": value for key, value in after.items()})
+    return Fingerprint(results, events, exports, statistics(admin or engine, schema), forgotten)

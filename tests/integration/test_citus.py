@@ -1,0 +1,146 @@
+"""The library on a real Citus cluster: a coordinator and two workers started from an installed
+Citus (``tests/citus_cluster.py``), the schema distributed by tenant.
+
+Skipped, with what to install, where no Citus is found (``RETRIEVAL_CITUS_BIN``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from retrieval.db.distribute import distribute, distributed_tables
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import (
+    MigrationSettings,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
+from retrieval.db.schema import ALL_TABLES
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.errors import ConfigurationError
+from tests.citus_cluster import Cluster, citus_bin, citus_cluster, why_no_citus
+from tests.citus_scenario import Fingerprint, run_scenario
+from tests.conftest import PgDatabase
+
+pytestmark = [
+    pytest.mark.citus,
+    pytest.mark.skipif(citus_bin() is None, reason=why_no_citus()),
+]
+_schemas = itertools.count()
+# Every statement the library sends on these connections must go to one shard.
+ONE_SHARD = "options=-c%20citus.multi_task_query_log_level%3Derror"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with citus_cluster(workers=2, spare=1) as running:
+        yield running
+
+
+@pytest.fixture
+def cluster_engine(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Engine]:
+    engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
+    yield engine
+    engine.dispose()
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        print(cluster.logs())
+
+
+def _schema() -> str:
+    return f"tenants_{next(_schemas)}"
+
+
+def _distributed_schema(engine: Engine) -> str:
+    schema = _schema()
+    settings = MigrationSettings(schema=schema, embedding_dim=384)
+    upgrade(engine, settings)
+    done = distribute(engine, schema, head=head_revision(), revision=head_revision())
+    assert set(done.tables) == set(ALL_TABLES)
+    return schema
+
+
+def _same(one: Fingerprint, other: Fingerprint) -> None:
+    assert one.results.keys() == other.results.keys()
+    for key, expected in one.results.items():
+        found = other.results[key]
+        assert [(s, i) for s, i, *_ in found] == [(s, i) for s, i, *_ in expected], key
+        for row, wanted in zip(found, expected, strict=True):
+            pairs = zip(row[2:], wanted[2:], strict=True)
+            assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in pairs), key
+    assert other.events == one.events
+    assert other.exports == one.exports
+    assert other.forgotten == one.forgotten
+    for name, rows in one.statistics.items():
+        assert other.statistics[name] == rows, name
+
+
+def test_the_whole_api_on_a_distributed_schema_equals_one_server(
+    cluster: Cluster,
+    cluster_engine: Engine,
+    database: PgDatabase,
+    embedder: SentenceTransformerEmbedder,
+    tmp_path: Path,
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "cluster").mkdir()
+    one_server = run_scenario(database.engine, "retrieval", embedder, tmp_path / "one")
+    admin = make_engine(cluster.url)  # reads every tenant's statistics: many shards
+    try:
+        on_cluster = run_scenario(
+            cluster_engine, schema, embedder, tmp_path / "cluster", admin=admin
+        )
+    finally:
+        admin.dispose()
+    assert one_server.results["acme|Why did the deploy fail?|semantic"]
+    assert one_server.statistics["memory_term_stats"]
+    assert one_server.statistics["episodic_postings"]
+    _same(one_server, on_cluster)
+
+
+def test_distribute_refuses_where_it_cannot_and_a_second_run_has_nothing_to_do(
+    cluster: Cluster, database: PgDatabase
+) -> None:
+    with pytest.raises(ConfigurationError, match="no citus extension"):
+        distribute(database.engine, "retrieval", head=head_revision(), revision=head_revision())
+    engine = make_engine(cluster.url)
+    try:
+        schema = _schema()
+        settings = MigrationSettings(schema=schema, embedding_dim=384)
+        upgrade(engine, settings, "0013")
+        with pytest.raises(ConfigurationError, match="run `retrieval db upgrade` first"):
+            distribute(engine, schema, head=head_revision(), revision="0013")
+        with engine.connect() as connection:
+            assert distributed_tables(connection, schema) == set()
+        upgrade(engine, settings)
+        first = distribute(engine, schema, head=head_revision(), revision=head_revision())
+        assert first.changed
+        again = distribute(engine, schema, head=head_revision(), revision=head_revision())
+        assert not again.changed
+        with engine.connect() as connection:
+            colocated = connection.execute(
+                text(
+                    "SELECT count(DISTINCT colocationid) FROM pg_dist_partition "
+                    "WHERE logicalrelid::text LIKE :pattern"
+                ),
+                {"pattern": f"{schema}.%"},
+            ).scalar_one()
+        assert colocated == 1
+        # One step down (revision 0015's functions stay) works; further is refused first.
+        downgrade(engine, settings, "-1")
+        assert current_revision(engine, settings) == "0014"
+        with pytest.raises(ConfigurationError, match="distributed by Citus"):
+            downgrade(engine, settings, "0012")
+        assert current_revision(engine, settings) == "0014"
+        upgrade(engine, settings)
+        assert current_revision(engine, settings) == head_revision()
+    finally:
+        engine.dispose()
