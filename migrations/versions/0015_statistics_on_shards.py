@@ -36,6 +36,7 @@ depends_on = None
 # The SQL of the statistics is the earlier revisions' own (frozen with them).
 _memory = importlib.import_module("retrieval.migrations.versions.0010_memory_search_vector")
 _words = importlib.import_module("retrieval.migrations.versions.0007_episodic_words")
+_rls = importlib.import_module("retrieval.migrations.versions.0011_row_level_security")
 
 _MARK = "@schema@"  # stands for the schema while a statement's relations become placeholders
 
@@ -99,6 +100,61 @@ TRUNCATED = """
         WHERE NOT EXISTS (SELECT FROM %2$s AS p
                           WHERE p.tenant_id = v.tenant_id AND p.token_id = v.id)
     $statement$, {arguments});"""
+
+
+# Revision 0011's lookups for a role bound by row-level security, which run as the tables'
+# owner. Inside a statement that Citus routes to a worker they run on the shard: a query there
+# naming the distributed table would be a distributed query inside a shard's (refused), so they
+# read the tenant's shard by name; on one server, the table.
+LOOKUPS = """
+CREATE OR REPLACE FUNCTION {schema}.memories_matching(p_tenant text, p_query tsquery,
+                                                       p_limit integer)
+RETURNS SETOF {schema}.memories
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF p_tenant IS DISTINCT FROM current_setting('{setting}', true) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT m.* FROM %s AS m WHERE m.tenant_id = $1 AND m.search_vector @@ $2 LIMIT $3',
+        {schema}.tenant_relation('{schema}.memories', p_tenant)
+    ) USING p_tenant, p_query, p_limit;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION {schema}.episodic_tokens_like(p_tenant text, p_pattern text)
+RETURNS TABLE (id bigint, rows bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF p_tenant IS DISTINCT FROM current_setting('{setting}', true) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT v.id, v.rows FROM %s AS v WHERE v.tenant_id = $1 AND v.token LIKE $2',
+        {schema}.tenant_relation('{schema}.episodic_vocabulary', p_tenant)
+    ) USING p_tenant, p_pattern;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION {schema}.tenant_relation(p_relation regclass, p_tenant text)
+RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    shard text;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN  -- Citus is installed
+        EXECUTE 'SELECT shard_name(logicalrelid, '
+                '    get_shard_id_for_distribution_column(logicalrelid, $2)) '
+                'FROM pg_dist_partition WHERE logicalrelid = $1'
+            INTO shard USING p_relation, p_tenant;
+    END IF;
+    RETURN coalesce(shard, p_relation::text);
+END
+$function$;
+"""
 
 
 def _dynamic(statement: str, schema: str, relations: tuple[str, ...], tail: str = "") -> str:
@@ -252,16 +308,32 @@ def episodic_functions(schema: str) -> list[str]:
     return functions
 
 
+def lookup_functions(schema: str) -> list[str]:
+    """Revision 0011's two lookups (and the relation they read), one statement each."""
+    text = LOOKUPS.format(schema=schema, setting="retrieval.tenant_id")
+    tenant_relation = text.index(f"CREATE OR REPLACE FUNCTION {schema}.tenant_relation")
+    first = text.index(f"CREATE OR REPLACE FUNCTION {schema}.episodic_tokens_like")
+    # The function they call is made first.
+    return [text[tenant_relation:], text[:first], text[first:tenant_relation]]
+
+
 def upgrade() -> None:
     settings = current_settings()
     schema = f'"{settings.schema}"'
     for function in [
         *memory_functions(schema, settings.text_search_config),
         *episodic_functions(schema),
+        *lookup_functions(schema),
     ]:
         op.execute(function)  # one statement per execute
 
 
 def downgrade() -> None:
-    # The functions keep working on one server as they are: revision 0014 has no other.
-    pass
+    # The statistics' functions keep working on one server as they are; the lookups go back to
+    # revision 0011's, which do not need the relation function.
+    schema = f'"{current_settings().schema}"'
+    lookups = _rls.FUNCTIONS.format(schema=schema, setting=_rls.SETTING)
+    for part in lookups.split(";"):
+        if part.strip().startswith("CREATE FUNCTION"):
+            op.execute(part.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+    op.execute(f"DROP FUNCTION {schema}.tenant_relation(regclass, text)")

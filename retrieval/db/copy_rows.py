@@ -11,7 +11,6 @@ psycopg), instead of one adapter call per row.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,8 +20,9 @@ import numpy.typing as npt
 from psycopg import sql
 from sqlalchemy import Connection
 
+from retrieval.db.insert_values import insert_rows
 from retrieval.db.queries import execute, quote_schema, statement
-from retrieval.db.row_security import insert_each_tenant, row_security_active
+from retrieval.db.row_security import row_security_active
 from retrieval.db.vector_type import VectorType
 
 # vector's binary format (pgvector vector_send/vector_recv): int16 dim, int16 unused, then dim
@@ -54,11 +54,11 @@ def copy_rows(
 
     An exception raised while ``rows`` is consumed aborts the ``COPY`` (and so the caller's
     transaction). On a connection bound by row-level security (which refuses ``COPY FROM``)
-    the rows go through a temporary table and one ``INSERT`` per tenant
-    (:mod:`retrieval.db.row_security`).
+    the rows go as ``INSERT ... VALUES``, one tenant at a time
+    (:mod:`retrieval.db.insert_values`).
     """
     if schema != "pg_temp" and row_security_active(connection, schema):
-        _copy_through_staging(connection, schema, table, columns, types, rows)
+        insert_rows(connection, schema, table, columns, types, rows)
         return
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
         sql.Identifier(schema),
@@ -71,38 +71,6 @@ def copy_rows(
         copy.set_types(list(types))
         for row in rows:
             copy.write_row(row)
-
-
-def _copy_through_staging(
-    connection: Connection,
-    schema: str,
-    table: str,
-    columns: Sequence[str],
-    types: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-) -> None:
-    digest = hashlib.sha256(" ".join(columns).encode()).hexdigest()[:8]
-    staging_name = f"retrieval_rls_{table}_{digest}"
-    staging = sql.Identifier(staging_name)
-    names = sql.SQL(", ").join(sql.Identifier(column) for column in columns)
-    target = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
-    driver_connection = connection.connection.driver_connection
-    assert driver_connection is not None
-    driver_connection.execute(
-        sql.SQL(
-            "CREATE TEMP TABLE IF NOT EXISTS {} ON COMMIT DELETE ROWS AS "
-            "SELECT {} FROM {} WITH NO DATA"
-        ).format(staging, names, target)
-    )
-    copy_rows(connection, "pg_temp", staging_name, columns, types, rows)
-    insert = sql.SQL("INSERT INTO {} ({}) SELECT {} FROM pg_temp.{} WHERE tenant_id = %(tenant)s")
-    insert_each_tenant(
-        connection,
-        schema,
-        staging.as_string(driver_connection),
-        insert.format(target, names, names, staging).as_string(driver_connection),
-    )
-    driver_connection.execute(sql.SQL("DELETE FROM pg_temp.{}").format(staging))
 
 
 def encode_vectors(

@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError
 
 from retrieval.db.config import DatabaseConfig, require_unambiguous_url
 from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
+from retrieval.db.local_settings import propagate_to_workers
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VECTOR_TYPES, VectorType
 from retrieval.errors import (
@@ -118,13 +119,23 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def make_engine(url: str, **engine_options: Any) -> Engine:
-    """Create an engine for ``url`` with pgvector's type registered on each new connection."""
+    """Create an engine for ``url`` with pgvector's type registered on each new connection
+    (and, on a Citus coordinator, its ``SET LOCAL`` commands sent on to the workers: see
+    :mod:`retrieval.db.local_settings`)."""
     engine = create_engine(sqlalchemy_url(url), pool_pre_ping=True, **engine_options)
-    event.listen(engine, "connect", _register_vector)
+    event.listen(engine, "connect", _prepare_connection)
     return engine
 
 
-def _register_vector(dbapi_connection: psycopg.Connection[Any], _record: object) -> None:
+def _prepare_connection(dbapi_connection: psycopg.Connection[Any], _record: object) -> None:
+    _register_vector(dbapi_connection)
+    propagate_to_workers(dbapi_connection)
+    # The lookups opened a transaction; end it (keeping the session's setting) and leave the
+    # connection idle, as the pool expects.
+    dbapi_connection.commit()
+
+
+def _register_vector(dbapi_connection: psycopg.Connection[Any]) -> None:
     # Before the first migration the type does not exist yet; connections made then work
     # without the adapter (the migration runner disposes the pool once the type exists).
     info = TypeInfo.fetch(dbapi_connection, "vector")
@@ -135,8 +146,6 @@ def _register_vector(dbapi_connection: psycopg.Connection[Any], _record: object)
     half = TypeInfo.fetch(dbapi_connection, "halfvec")
     if half is not None:  # pgvector 0.7 and later
         register_halfvec_info(dbapi_connection, half)
-    # TypeInfo.fetch opened a transaction; leave the connection idle, as the pool expects.
-    dbapi_connection.rollback()
 
 
 @dataclass(frozen=True)

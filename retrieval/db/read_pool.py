@@ -17,6 +17,11 @@ The connections are bounded: at most ``max_connections`` are open at once (each 
 call holds one); a call beyond them waits up to ``wait_seconds`` for one to come free, then
 raises :class:`~retrieval.errors.DatabaseError`. Without the bound a burst of threads would
 open a server connection each and keep them all, up to PostgreSQL's ``max_connections``.
+
+On a Citus coordinator a statement runs on the worker that holds its tenant's shard, which
+does not see the coordinator's session settings: there each statement runs in a transaction of
+its own that names its settings with ``SET LOCAL`` (sent on to the worker, see
+:mod:`retrieval.db.local_settings`), in one pipelined round trip.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine
 
+from retrieval.db.local_settings import has_citus, set_local_statement
 from retrieval.db.queries import statement
 from retrieval.db.row_security import PROBE, SETTING, probe_parameters
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
@@ -102,6 +108,8 @@ class ReadConnections:
         # each statement (its ``tenant_id`` parameter) to the policies first.
         self.schema = schema
         self._bound: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
+        # Connections to a Citus coordinator: their settings go with each statement.
+        self._distributed: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
         self._row_security: bool | None = None
         self.settings = tuple(settings)
         self.max_connections = max_connections
@@ -144,6 +152,8 @@ class ReadConnections:
                         if self._bound.get(connection):
                             tenant = str(params.get("tenant_id", ""))  # none: sees nothing
                             settings = {**(settings or {}), SETTING: tenant}
+                        if self._distributed.get(connection):
+                            return self._on_workers(connection, converted, values, settings)
                         if settings:
                             self._apply(connection, settings)
                         with psycopg.RawCursor(connection) as cursor:
@@ -162,6 +172,23 @@ class ReadConnections:
             with translate_database_errors(str(self.engine.url)), self._connection() as connection:
                 self._row_security = bool(self._bound.get(connection))
         return self._row_security
+
+    def _on_workers(
+        self,
+        connection: Connection,
+        converted: PositionalQuery,
+        values: list[Any],
+        settings: Mapping[str, str] | None,
+    ) -> list[tuple[Any, ...]]:
+        # The statement in a transaction of its own with every setting it needs as SET LOCAL.
+        wanted = {**dict(self.settings), **(settings or {})}
+        with connection.pipeline() as pipeline, connection.transaction():
+            for name, value in wanted.items():
+                connection.execute(set_local_statement(name, value))
+            with psycopg.RawCursor(connection) as cursor:
+                cursor.execute(converted.text, values, binary=True)
+                pipeline.sync()  # the result's description arrives with it
+                return cursor.fetchall() if cursor.description else []
 
     def _apply(self, connection: Connection, settings: Mapping[str, str]) -> None:
         current = self._settings_of.setdefault(connection, dict(self.settings))
@@ -213,6 +240,7 @@ class ReadConnections:
         if self.schema is not None:
             probe = connection.execute(PROBE, probe_parameters(self.schema)).fetchone()
             self._bound[connection] = bool(probe and probe[0])
+        self._distributed[connection] = has_citus(connection)
         return connection
 
 

@@ -12,17 +12,15 @@ kept with it; on an unbound one (the owner, a superuser such as the embedded ser
 ``postgres``) nothing is sent and nothing costs more.
 
 ``COPY FROM`` is refused by PostgreSQL on a table whose policies bind the role, so on a bound
-connection rows are copied into a temporary table first and inserted from it, one ``INSERT``
-per tenant, each after the tenant is set.
+connection rows are written as ``INSERT ... VALUES``, one tenant at a time, each after the
+tenant is named (:mod:`retrieval.db.insert_values`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sqlalchemy import Connection
 
+from retrieval.db.local_settings import set_local
 from retrieval.db.queries import blocks, execute, quote_schema, statement
 
 SETTING = "retrieval.tenant_id"
@@ -49,29 +47,21 @@ def row_security_active(connection: Connection, schema: str) -> bool:
 
 def bind_tenant(connection: Connection, schema: str, tenant_id: str) -> None:
     """Name ``tenant_id`` to the policies for the rest of the transaction, on a bound
-    connection; nothing on an unbound one."""
+    connection (with ``SET LOCAL``, which Citus sends on to the worker that holds the tenant's
+    shard); nothing on an unbound one."""
     if row_security_active(connection, schema):
-        execute(connection, blocks("db")["set_tenant"], {"tenant": tenant_id})
+        set_local(connection, SETTING, tenant_id)
 
 
-def insert_each_tenant(
-    connection: Connection,
-    schema: str,
-    staging: str,
-    insert: str,
-    params: Mapping[str, Any] | None = None,
-) -> int:
-    """Run ``insert`` (an ``INSERT ... SELECT`` from ``pg_temp.<staging>`` limited by a
-    ``%(tenant)s`` condition, with ``params`` besides) once per tenant of the staged rows, each
-    named to the policies first; return the rows inserted. ``staging`` is a fixed name of the
-    library's."""
-    staged = statement("db.staged_tenants", schema, staging=staging)
-    tenants = execute(connection, staged).scalars().all()
-    inserted = 0
-    for tenant in tenants:
-        bind_tenant(connection, schema, tenant)
-        inserted += execute(connection, insert, {**(params or {}), "tenant": tenant}).rowcount
-    return inserted
+_SEQUENCES = "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
+
+
+def sequences_grant(schema: str, role: str) -> str:
+    """The grant of the schema's sequences to ``role`` (identifiers quoted by psycopg)."""
+    from psycopg import sql
+
+    names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
+    return sql.SQL(_SEQUENCES).format(**names).as_string()
 
 
 def grant_statements(schema: str, role: str) -> list[str]:
@@ -90,7 +80,7 @@ def grant_statements(schema: str, role: str) -> list[str]:
         "GRANT USAGE ON SCHEMA {schema} TO {role}",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE {tables} TO {role}",
         "REVOKE ALL ON TABLE {version} FROM {role}",
-        "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
+        _SEQUENCES,
         # The index lookups that run as the owner (revision 0011), for the role's tenant only.
         "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {role}",
     )
@@ -104,7 +94,8 @@ def grant_statements(schema: str, role: str) -> list[str]:
 def grant_application_role(connection: Connection, schema: str, role: str) -> None:
     """Give ``role`` what :func:`grant_statements` lists, after checking that row-level security
     will bind it (it must not be a superuser, have ``BYPASSRLS`` or own the tables)."""
-    from retrieval.errors import ConfigurationError
+    from retrieval.db.distribute import citus_version
+    from retrieval.errors import ConfigurationError, DatabaseError
 
     found = execute(
         connection, statement("db.role_binding", schema), {"role": role, "schema_name": schema}
@@ -123,3 +114,13 @@ def grant_application_role(connection: Connection, schema: str, role: str) -> No
         )
     for grant in grant_statements(schema, role):
         execute(connection, grant)
+    if citus_version(connection) is not None:
+        # Citus does not pass grants on sequences to the workers, where the word statistics'
+        # triggers take the vocabulary's ids (revision 0015): grant them there too.
+        command = {"command": sequences_grant(schema, role)}
+        failed = execute(connection, statement("db.run_on_workers"), command).all()
+        if failed:
+            raise DatabaseError(
+                "granting the sequences on the workers failed: "
+                + "; ".join(f"{host}:{port}: {result}" for host, port, result in failed)
+            )

@@ -25,6 +25,7 @@ from sqlalchemy import Connection
 from retrieval import arguments
 from retrieval.db.config import DatabaseConfig, require_text_search_config
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
+from retrieval.db.local_settings import set_local
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
@@ -220,9 +221,10 @@ class DocumentStore:
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
             vector = self.memories.cache.embed(connection, tenant_id, [query], store=False)[0]
-            ef_search = {"ef_search": str(max(limit, 40))}
-            execute(connection, self._sql("ef_search"), ef_search)
-            execute(connection, self._sql("iterative_scan"))
+            # The HNSW search widened to the chunks asked for, and pgvector's iterative scan
+            # (a small tenant still gets its chunks through the index), for this transaction.
+            set_local(connection, "hnsw.ef_search", str(max(limit, 40)))
+            set_local(connection, "hnsw.iterative_scan", "relaxed_order")
             rows = execute(
                 connection,
                 self._sql("dense"),

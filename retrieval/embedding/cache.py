@@ -20,8 +20,9 @@ from sqlalchemy import Connection, Engine
 
 from retrieval.db.copy_rows import copy_rows, decode_vector, encode_vectors
 from retrieval.db.engine import check_embedding_dim
+from retrieval.db.insert_values import insert_rows
 from retrieval.db.queries import execute, statement
-from retrieval.db.row_security import bind_tenant, insert_each_tenant, row_security_active
+from retrieval.db.row_security import bind_tenant, row_security_active
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import EmbeddingError
 
@@ -116,11 +117,7 @@ class EmbeddingCache:
         self._lookup = statement("embedding.lookup", schema)
         self._stored_keys = statement("embedding.stored_keys", schema)
         self.schema = schema
-        self._insert = statement("embedding.insert", schema, where="")
-        # Under row-level security, one tenant's rows at a time (retrieval.db.row_security).
-        self._insert_tenant = statement(
-            "embedding.insert", schema, where="WHERE tenant_id = %(tenant)s"
-        )
+        self._insert = statement("embedding.insert", schema)
         self._lru: OrderedDict[Entry, Vectors] = OrderedDict()
         self._lru_entries = lru_entries
         self._lock = threading.Lock()
@@ -228,28 +225,34 @@ class EmbeddingCache:
         self._remember(new)
 
     def save(self, connection: Connection, plan: EmbeddingPlan) -> None:
-        """Insert the plan's new vectors (binary COPY to a staging table, then ON CONFLICT)."""
+        """Insert the plan's new vectors (binary COPY to a staging table, then ON CONFLICT; a
+        role bound by row-level security writes them as INSERT ... VALUES, one tenant at a
+        time, in key order)."""
         if not plan.new:
             return
-        execute(connection, statement("embedding.create_staging", self.schema))
         blobs = encode_vectors(np.stack([vector for _, vector in plan.new]))
-        rows = (
+        if row_security_active(connection, self.schema):
+            model_id = self.embedder.model_id
+            rows = sorted(
+                (tenant, key, model_id, blob)
+                for ((tenant, key), _), blob in zip(plan.new, blobs, strict=True)
+            )
+            insert_rows(
+                connection, self.schema, "embedding_cache",
+                ["tenant_id", "key", "model_id", "embedding"],
+                ["text", "bytea", "text", "bytea"],
+                rows,
+                suffix="ON CONFLICT (tenant_id, key) DO NOTHING",
+            )  # fmt: skip
+            plan.new.clear()
+            return
+        execute(connection, statement("embedding.create_staging", self.schema))
+        staged = (
             (tenant, key, blob) for ((tenant, key), _), blob in zip(plan.new, blobs, strict=True)
         )
         columns = ["tenant_id", "key", "embedding"]
-        copy_rows(
-            connection,
-            "pg_temp",
-            _STAGING,
-            columns,
-            ["text", "bytea", "bytea"],
-            rows,
-        )
-        if row_security_active(connection, self.schema):  # one tenant at a time
-            model = {"model_id": self.embedder.model_id}
-            insert_each_tenant(connection, self.schema, _STAGING, self._insert_tenant, model)
-        else:
-            execute(connection, self._insert, {"model_id": self.embedder.model_id})
+        copy_rows(connection, "pg_temp", _STAGING, columns, ["text", "bytea", "bytea"], staged)
+        execute(connection, self._insert, {"model_id": self.embedder.model_id})
         execute(connection, statement("embedding.clear_staging", self.schema))
         plan.new.clear()
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection
 
+from retrieval.db.insert_values import insert_rows
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError
@@ -66,21 +67,7 @@ def store_keys(
     schema: str,
     made: Iterable[tuple[str, str, str, int]],
 ) -> None:
-    """Keep the keys of rows just written: (tenant, key, item, row id) each."""
-    by_tenant: dict[str, list[tuple[str, str, int]]] = {}
-    for tenant, key, item, row_id in made:
-        by_tenant.setdefault(tenant, []).append((key, item, row_id))
-    insert = statement("memory.insert_ingest_keys", schema)
-    for tenant, rows in by_tenant.items():
-        bind_tenant(connection, schema, tenant)
-        keys, items, row_ids = zip(*rows, strict=True)
-        execute(
-            connection,
-            insert,
-            {
-                "tenant_id": tenant,
-                "keys": list(keys),
-                "items": list(items),
-                "row_ids": list(row_ids),
-            },
-        )
+    """Keep the keys of rows just written: (tenant, key, item, row id) each, one tenant's at
+    a time (:mod:`retrieval.db.insert_values`: routed to its shard on Citus)."""
+    columns = ["tenant_id", "key", "item", "row_id"]
+    insert_rows(connection, schema, "ingest_keys", columns, ["text", "text", "text", "int8"], made)

@@ -42,13 +42,6 @@ ORDER BY a.pid
 -- Whether the policies bind this role; NULL (no such table yet) counts as not bound.
 SELECT COALESCE(row_security_active(to_regclass(%(relation)s)), false)
 
--- name: set_tenant
--- Names the tenant of the transaction to the row-level security policies.
-SELECT set_config('retrieval.tenant_id', %(tenant)s, true)
-
--- name: staged_tenants
-SELECT DISTINCT tenant_id FROM pg_temp.{staging}
-
 -- name: role_binding
 -- Whether a role would escape row-level security: superuser, BYPASSRLS, or the tables' owner.
 SELECT r.rolsuper, r.rolbypassrls, r.rolname = t.tableowner
@@ -122,3 +115,13 @@ ORDER BY 1
 
 -- name: create_distributed_function
 SELECT create_distributed_function(%(function)s::regprocedure)
+
+-- name: column_types
+-- The type oid of each column of a table (what a binary parameter declares itself as).
+SELECT attname, atttypid FROM pg_attribute
+WHERE attrelid = %(relation)s::regclass AND attnum > 0 AND NOT attisdropped
+
+-- name: run_on_workers
+-- One command on every worker of a Citus cluster; an error on any of them is raised.
+SELECT nodename, nodeport, result FROM run_command_on_workers(%(command)s)
+WHERE NOT success

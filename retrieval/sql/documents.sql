@@ -112,10 +112,3 @@ SELECT id, embedding <-> %(vector)s::vector AS distance
 FROM {schema}.document_chunks WHERE tenant_id = %(tenant_id)s
 ORDER BY distance LIMIT %(limit)s
 
--- name: ef_search
--- The HNSW search widened to the number of chunks asked for, for this transaction.
-SELECT set_config('hnsw.ef_search', %(ef_search)s, true)
-
--- name: iterative_scan
--- pgvector's iterative scan: a small tenant still gets its chunks through the index.
-SET LOCAL hnsw.iterative_scan = relaxed_order

@@ -20,10 +20,9 @@ CREATE TEMP TABLE IF NOT EXISTS retrieval_cache_staging
 -- name: insert
 -- ON CONFLICT DO NOTHING keeps concurrent writers of the same texts safe; in key order, so that
 -- two writers of overlapping texts wait for each other in one order instead of deadlocking.
--- {where} limits it to one tenant under row-level security.
 INSERT INTO {schema}.embedding_cache (tenant_id, key, model_id, embedding)
 SELECT tenant_id, key, %(model_id)s, embedding FROM pg_temp.retrieval_cache_staging
-{where} ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING
+ORDER BY tenant_id, key ON CONFLICT (tenant_id, key) DO NOTHING
 
 -- name: clear_staging
 DELETE FROM pg_temp.retrieval_cache_staging

@@ -147,10 +147,3 @@ ORDER BY created_at, id
 -- The keys among %(keys)s a tenant's earlier ingests stored, with the rows they made.
 SELECT key, item, row_id FROM {schema}.ingest_keys
 WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[])
-
--- name: insert_ingest_keys
--- The keys of one batch's records, in its transaction: a concurrent run of the same file fails
--- on the primary key rather than storing a record twice.
-INSERT INTO {schema}.ingest_keys (tenant_id, key, item, row_id)
-SELECT %(tenant_id)s, key, item, row_id
-FROM unnest(%(keys)s::text[], %(items)s::text[], %(row_ids)s::bigint[]) AS k (key, item, row_id)

@@ -6,12 +6,17 @@ Skipped, with what to install, where no Citus is found (``RETRIEVAL_CITUS_BIN``)
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from sqlalchemy import Engine, text
 
 from retrieval.db.distribute import distribute, distributed_tables
@@ -23,11 +28,15 @@ from retrieval.db.migrate import (
     head_revision,
     upgrade,
 )
+from retrieval.db.row_security import bind_tenant, grant_application_role
 from retrieval.db.schema import ALL_TABLES
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 from tests.citus_cluster import Cluster, citus_bin, citus_cluster, why_no_citus
-from tests.citus_scenario import Fingerprint, run_scenario
+from tests.citus_scenario import AS_OF, Fingerprint, run_scenario
 from tests.conftest import PgDatabase
 
 pytestmark = [
@@ -37,6 +46,7 @@ pytestmark = [
 _schemas = itertools.count()
 # Every statement the library sends on these connections must go to one shard.
 ONE_SHARD = "options=-c%20citus.multi_task_query_log_level%3Derror"
+RETRIEVAL = str(Path(sys.executable).with_name("retrieval"))
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +154,97 @@ def test_distribute_refuses_where_it_cannot_and_a_second_run_has_nothing_to_do(
         assert current_revision(engine, settings) == head_revision()
     finally:
         engine.dispose()
+
+
+def test_row_level_security_binds_an_application_role_on_the_workers(
+    cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    role = f"agent_app_{next(_schemas)}"
+    cluster.coordinator.execute(f"CREATE ROLE {role} LOGIN")
+    with cluster_engine.begin() as connection:
+        grant_application_role(connection, schema, role)
+    app = make_engine(
+        f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval?{ONE_SHARD}"
+    )
+    try:
+        owner_store = MemoryStore(cluster_engine, schema=schema, embedder=embedder)
+        store = MemoryStore(app, schema=schema, embedder=embedder)
+        texts = ["The deploy key lives in the vault", "Ann prefers the blue-green deploy"]
+        mine = store.remember_many(
+            [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
+             for tenant in ("alpha", "beta") for text in texts]
+        )  # fmt: skip
+        decision = store.record_decision(
+            tenant_id="alpha", task_id="t", action_type="fix", content="rotate the vault key",
+            status="done", created_at=AS_OF,
+        )  # fmt: skip
+        DocumentStore(store).add(
+            DocumentInput(tenant_id="alpha", doc_id="d", chunks=[ChunkInput("vault runbook")])
+        )
+        with (
+            HybridRetriever.from_store(store, background_writes=False) as bound,
+            HybridRetriever.from_store(owner_store, background_writes=False) as owner,
+        ):
+            found = bound.retrieve("rotate the vault key", tenant_id="alpha", as_of=AS_OF)
+            again = owner.retrieve("rotate the vault key", tenant_id="alpha", as_of=AS_OF)
+            assert [(r.source, r.metadata.get("id"), round(r.final_score, 6)) for r in found] == [
+                (r.source, r.metadata.get("id"), round(r.final_score, 6)) for r in again
+            ]
+            assert {r.metadata["id"] for r in found if r.source == "semantic"} <= set(mine[:2])
+            assert any(r.source == "episodic" for r in found)
+            assert any(r.source == "documents" for r in found)
+            assert [e.id for e in bound.timeline("alpha") if e.item == "decision"] == [decision]
+        # A statement without a tenant filter (many shards) sees only the tenant named.
+        anywhere = make_engine(
+            f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval"
+        )
+        with anywhere.begin() as connection:
+            bind_tenant(connection, schema, "beta")
+            seen = connection.execute(text(f"SELECT tenant_id FROM {schema}.memories")).all()
+        anywhere.dispose()
+        assert sorted(row[0] for row in seen) == ["beta", "beta"]
+        gone = store.forget(tenant_id="alpha", memory_ids=mine)
+        assert gone.memory_ids == tuple(mine[:2])
+    finally:
+        app.dispose()
+
+
+def test_the_mcp_tools_on_a_distributed_schema(cluster: Cluster, cluster_engine: Engine) -> None:
+    schema = _distributed_schema(cluster_engine)
+    params = StdioServerParameters(
+        command=RETRIEVAL,
+        args=["--database-url", f"{cluster.url}?{ONE_SHARD}", "--schema", schema, "mcp",
+              "--tenant", "acme"],
+        env={"HF_HUB_OFFLINE": "1", "PATH": os.environ.get("PATH", "")},
+    )  # fmt: skip
+
+    async def scenario() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+
+            async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                result = await session.call_tool(tool, arguments)
+                assert not result.is_error, result.content
+                assert result.structured_content is not None
+                return result.structured_content
+
+            stored = await call("remember", {"text": "The staging database is PostgreSQL 18"})
+            decision = await call(
+                "record_decision",
+                {"action_type": "fix", "content": "rotate the vault key", "status": "done"},
+            )
+            await call("record_tool_call", {"tool_name": "vault", "decision_id": decision["id"]})
+            found = await call("search_memory", {"query": "which postgres runs staging"})
+            assert found["results"][0]["id"] == stored["id"]
+            events = await call("timeline", {})
+            assert {event["item"] for event in events["events"]} == {
+                "memory",
+                "decision",
+                "tool_call",
+            }
+            assert await call("forget", {"memory_ids": [stored["id"]]}) == {
+                "forgotten": [stored["id"]]
+            }
+
+    asyncio.run(scenario())

@@ -1,0 +1,50 @@
+"""Settings for one transaction, that reach every node a statement of it runs on.
+
+``set_config(name, value, true)`` sets a setting for the transaction on the server the library
+is connected to. On a Citus coordinator that is not where a routed statement runs: the worker
+holding the tenant's shard reads its own settings, so the HNSW search there would use its
+defaults and row-level security would see no tenant. Citus sends ``SET LOCAL`` commands of a
+transaction on to the workers it opens (``citus.propagate_set_commands = local``, set on every
+connection of a Citus database by :func:`propagate_to_workers`), so the library names each such
+setting with ``SET LOCAL``. ``SET`` takes no bound parameter: the setting's name is one of the
+library's own and its value is quoted by psycopg as a literal, never formatted in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from sqlalchemy import Connection
+
+from retrieval.db.queries import execute
+
+PROPAGATE = "SET citus.propagate_set_commands = 'local'"
+_HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+
+
+def set_local_statement(name: str, value: str) -> str:
+    """``SET LOCAL name = 'value'``: ``name`` a setting's (dotted) name, ``value`` quoted."""
+    identifier = sql.Identifier(*name.split("."))
+    return sql.SQL("SET LOCAL {} = {}").format(identifier, sql.Literal(value)).as_string(None)
+
+
+def set_local(connection: Connection, name: str, value: str) -> None:
+    """Set ``name`` to ``value`` until the transaction ends, on every node it runs on."""
+    execute(connection, set_local_statement(name, value).replace("%", "%%"))
+
+
+def has_citus(connection: psycopg.Connection[Any]) -> bool:
+    """Whether the database of this (driver) connection has the citus extension."""
+    found = connection.execute(_HAS_CITUS).fetchone()
+    return bool(found and found[0])
+
+
+def propagate_to_workers(connection: psycopg.Connection[Any]) -> bool:
+    """On a connection to a Citus database, send its ``SET LOCAL`` commands on to the workers;
+    whether it is one."""
+    if not has_citus(connection):
+        return False
+    connection.execute(PROPAGATE)
+    return True
