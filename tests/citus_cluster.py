@@ -120,13 +120,13 @@ def _run(command: list[str], **options: Any) -> None:
     subprocess.run(command, check=True, capture_output=True, text=True, user=user, **options)
 
 
-def _start_node(bin_dir: Path, parent: Path, name: str) -> Node:
+def _start_node(bin_dir: Path, parent: Path, name: str, *, citus: bool = True) -> Node:
     data_dir = parent / name
     port = _free_port()
     _run([str(bin_dir / "initdb"), "-D", str(data_dir), "-U", "postgres", "--auth=trust",
           "--encoding=utf8", "--no-sync"], timeout=120)  # fmt: skip
     settings = {
-        "shared_preload_libraries": "'citus'",
+        "shared_preload_libraries": "'citus'" if citus else "''",
         "listen_addresses": "'127.0.0.1'",
         "port": str(port),
         "unix_socket_directories": f"'{parent}'",
@@ -148,9 +148,29 @@ def _start_node(bin_dir: Path, parent: Path, name: str) -> Node:
           "-l", str(parent / f"{name}.log"), "start"], timeout=90)  # fmt: skip
     node = Node(name=name, port=port, data_dir=data_dir)
     node.execute(f"CREATE DATABASE {DATABASE}", database="postgres")
-    for extension in EXTENSIONS:
+    for extension in EXTENSIONS if citus else EXTENSIONS[1:]:
         node.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
     return node
+
+
+@contextmanager
+def plain_server() -> Iterator[Node]:
+    """One PostgreSQL of the same installation and settings as a cluster's nodes, without
+    Citus: what a benchmark compares the cluster with."""
+    bin_dir = citus_bin()
+    if bin_dir is None:
+        raise LookupError(why_no_citus())
+    parent = Path(tempfile.mkdtemp(prefix="rtv-p-"))
+    if os.geteuid() == 0:
+        shutil.chown(parent, _SYSTEM_USER)
+    try:
+        node = _start_node(bin_dir, parent, "server", citus=False)
+        yield node
+    finally:
+        with contextlib.suppress(subprocess.SubprocessError):
+            _run([str(bin_dir / "pg_ctl"), "-D", str(parent / "server"), "-m", "immediate",
+                  "-w", "stop"], timeout=60)  # fmt: skip
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 @contextmanager

@@ -7,10 +7,13 @@ Skipped, with what to install, where no Citus is found (``RETRIEVAL_CITUS_BIN``)
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import math
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,7 @@ from retrieval.db.row_security import bind_tenant, grant_application_role
 from retrieval.db.schema import ALL_TABLES
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
-from retrieval.errors import ConfigurationError
+from retrieval.errors import ConfigurationError, DatabaseError
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
 from tests.citus_cluster import Cluster, citus_bin, citus_cluster, why_no_citus
@@ -248,3 +251,91 @@ def test_the_mcp_tools_on_a_distributed_schema(cluster: Cluster, cluster_engine:
             }
 
     asyncio.run(scenario())
+
+
+def test_a_worker_added_and_shards_rebalanced_while_the_library_reads_and_writes(
+    cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    store = MemoryStore(cluster_engine, schema=schema, embedder=embedder)
+    tenants = [f"tenant-{i}" for i in range(8)]
+    store.remember_many(
+        [{"text": f"{tenant} keeps note {n}: the deploy key rotates every {n} days",
+          "tenant_id": tenant, "created_at": AS_OF} for tenant in tenants for n in range(10)]
+    )  # fmt: skip
+    query = "how often does the deploy key rotate"
+
+    def ranked(retriever: HybridRetriever, tenant: str) -> list[tuple[int, float]]:
+        found = retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
+        return [(int(r.metadata["id"]), round(r.final_score, 6)) for r in found]
+
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        before = {tenant: ranked(retriever, tenant) for tenant in tenants}
+        stop = threading.Event()
+        failures: list[str] = []
+        mismatches: list[tuple[str, Any, Any]] = []
+        written: list[str] = []
+        reads = 0
+
+        def with_one_retry(call: Any) -> Any:
+            try:
+                return call()
+            except DatabaseError as first:
+                time.sleep(0.5)
+                try:
+                    return call()
+                except DatabaseError as second:
+                    failures.append(f"{first} / then {second}")
+                    return None
+
+        def write() -> None:
+            n = 0
+            while not stop.is_set():
+                tenant = f"writer-{n % 4}"  # the readers' tenants stay as they were
+                text_ = f"written during the move {n}"
+                remember = functools.partial(store.remember, text_, tenant_id=tenant)
+                if with_one_retry(remember) is not None:
+                    written.append(text_)
+                n += 1
+
+        def read() -> None:
+            nonlocal reads
+            n = 0
+            while not stop.is_set():
+                tenant = tenants[n % len(tenants)]
+                found = with_one_retry(functools.partial(ranked, retriever, tenant))
+                if found is not None:
+                    reads += 1
+                    if found != before[tenant]:
+                        mismatches.append((tenant, found, before[tenant]))
+                n += 1
+
+        threads = [threading.Thread(target=write), threading.Thread(target=read)]
+        for thread in threads:
+            thread.start()
+        try:
+            time.sleep(1)
+            added = cluster.add_worker()
+            cluster.coordinator.execute(
+                "SELECT rebalance_table_shards(shard_transfer_mode => 'force_logical')"
+            )
+            time.sleep(1)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(60)
+        moved = cluster.coordinator.execute(
+            "SELECT count(*) FROM pg_dist_shard_placement WHERE nodeport = %s", (added.port,)
+        )[0][0]
+        assert moved > 0, "the rebalance moved no shard to the new worker"
+        assert not failures, failures
+        assert not mismatches, mismatches[:3]  # results unchanged while shards moved
+        assert reads > 0 and written
+        after = {tenant: ranked(retriever, tenant) for tenant in tenants}
+    stored = cluster.coordinator.execute(  # every shard
+        f"SELECT content, count(*) FROM {schema}.memories "
+        "WHERE content LIKE 'written during the move %%' GROUP BY content"
+    )
+    assert sorted(content for content, _ in stored) == sorted(written)  # none lost
+    assert all(count == 1 for _, count in stored)  # none duplicated
+    assert after == before

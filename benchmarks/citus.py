@@ -1,0 +1,230 @@
+"""One server against a Citus cluster on the same machine and data.
+
+Both from the same PostgreSQL installation (one with the citus extension: ``RETRIEVAL_CITUS_BIN``
+or the embedded server's own, as the tests find it, ``tests/citus_cluster.py``) and the same
+settings: a plain server, and a coordinator with two workers whose schema ``retrieval db
+distribute`` has distributed by tenant. The same data goes to both: ``--tenants`` tenants of
+``--memories`` memories each (SciFact titles with their vectors given, as an import would) plus
+as many decisions and tool calls, in batches of ``--batch`` rows. Then:
+
+* ingest rows/s on each (the batches timed, the model not involved);
+* ``retrieve()`` p50/p95 over the SciFact claims, each asked of one tenant in turn, all sources
+  (``--runs`` runs, median); every statement on the cluster's connections runs with
+  ``citus.multi_task_query_log_level = error``, so a statement touching two shards would fail
+  the benchmark: the shards each call touched is one;
+* a third worker added (``citus_add_node``) and the shards rebalanced onto it
+  (``rebalance_table_shards``, logical replication) while a thread keeps calling ``retrieve()``:
+  the rebalance's duration, the calls served meanwhile, their p50 and failures.
+
+On two cores the absolute figures mean little (three servers share them); the ratios to one
+server are the result. Usage: python benchmarks/citus.py [--tenants 100] [--memories 1000]
+[--runs 3] [--queries 300] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import ROOT, add_output, percentiles, write_result
+from _scifact import AS_OF, TOOLS, Corpus, load_corpus, noisy_copies
+from sqlalchemy import Engine
+
+from retrieval.db.distribute import distribute
+from retrieval.db.engine import make_engine
+from retrieval.db.migrate import MigrationSettings, head_revision, upgrade
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.retriever import HybridRetriever
+
+sys.path.insert(0, str(ROOT))
+from tests.citus_cluster import Cluster, citus_cluster, plain_server
+
+SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
+ONE_SHARD = "options=-c%20citus.multi_task_query_log_level%3Derror"
+CACHE = Path(tempfile.gettempdir()) / "rtv-scifact-title-vectors.npy"  # computed once
+
+
+def tenant_of(i: int) -> str:
+    return f"tenant-{i:03d}"
+
+
+def ingest(
+    engine: Engine, embedder: SentenceTransformerEmbedder, corpus: Corpus, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Every tenant's memories, decisions and tool calls, in batches; rows/s of each kind."""
+    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder)
+    rows = args.tenants * args.memories
+    vectors = noisy_copies(corpus.vectors, rows, np.random.default_rng(5))
+    seconds = {"memories": 0.0, "decisions": 0.0, "tool_calls": 0.0}
+
+    def timed(kind: str, write: Callable[[], list[int]]) -> list[int]:
+        started = time.perf_counter()
+        ids = write()
+        seconds[kind] += time.perf_counter() - started
+        return ids
+
+    for start in range(0, rows, args.batch):
+        span = range(start, min(rows, start + args.batch))
+        when = [AS_OF - timedelta(minutes=i % 50_000) for i in span]
+        timed("memories", lambda span=span, when=when: store.remember_many(
+            MemoryInput(text=f"{corpus.titles[i % len(corpus.titles)]} (note {i})",
+                        tenant_id=tenant_of(i % args.tenants), created_at=when[n],
+                        embedding=vectors[i])
+            for n, i in enumerate(span)
+        ))  # fmt: skip
+        decisions = timed("decisions", lambda span=span, when=when: store.record_decisions(
+            DecisionInput(tenant_id=tenant_of(i % args.tenants), task_id=f"task-{i % 500}",
+                          action_type="investigate",
+                          content=corpus.sentences[i % len(corpus.sentences)],
+                          status="done", created_at=when[n])
+            for n, i in enumerate(span)
+        ))  # fmt: skip
+        timed("tool_calls", lambda span=span, when=when, ids=decisions: store.record_tool_calls(
+            ToolCallInput(tenant_id=tenant_of(i % args.tenants), decision_id=ids[n],
+                          tool_name=TOOLS[i % len(TOOLS)], params={"limit": i % 50},
+                          result=f"{i % 37} results", created_at=when[n])
+            for n, i in enumerate(span)
+        ))  # fmt: skip
+        print(f"  {span.stop} rows of each kind", flush=True)
+    return {kind: round(rows / spent, 1) for kind, spent in seconds.items()} | {"rows": rows}
+
+
+def latency(
+    engine: Engine, embedder: SentenceTransformerEmbedder, queries: list[str], runs: int,
+    tenants: int,
+) -> dict[str, Any]:  # fmt: skip
+    """``retrieve()`` p50/p95 of each run (all sources, one tenant per query in turn)."""
+    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder)
+    config = RetrievalConfig(record_access=False)
+    per_run = []
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        for n, query in enumerate(queries):  # every query vector cached, connections warm
+            retriever.retrieve(query, tenant_id=tenant_of(n % tenants), as_of=AS_OF)
+        for _ in range(runs):
+            times = []
+            for n, query in enumerate(queries):
+                started = time.perf_counter()
+                retriever.retrieve(query, tenant_id=tenant_of(n % tenants), as_of=AS_OF)
+                times.append((time.perf_counter() - started) * 1000)
+            per_run.append(percentiles(times))
+    return {
+        "runs": per_run,
+        "p50_ms": statistics.median(run["p50"] for run in per_run),
+        "p95_ms": statistics.median(run["p95"] for run in per_run),
+    }
+
+
+def rebalance(
+    cluster: Cluster, engine: Engine, embedder: SentenceTransformerEmbedder, queries: list[str],
+    tenants: int,
+) -> dict[str, Any]:  # fmt: skip
+    """A worker added and the shards moved onto it while a thread keeps reading."""
+    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder)
+    stop = threading.Event()
+    times: list[float] = []
+    failures: list[str] = []
+    with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as reader:
+
+        def read() -> None:
+            n = 0
+            while not stop.is_set():
+                started = time.perf_counter()
+                try:
+                    reader.retrieve(
+                        queries[n % len(queries)], tenant_id=tenant_of(n % tenants), as_of=AS_OF
+                    )
+                    times.append((time.perf_counter() - started) * 1000)
+                except Exception as error:  # counted, not raised: the figure is how many
+                    failures.append(f"{type(error).__name__}: {error}")
+                n += 1
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        try:
+            added = cluster.add_worker()
+            started = time.perf_counter()
+            cluster.coordinator.execute(
+                "SELECT rebalance_table_shards(shard_transfer_mode => 'force_logical')"
+            )
+            seconds = time.perf_counter() - started
+        finally:
+            stop.set()
+            thread.join(120)
+    moved = cluster.coordinator.execute(
+        "SELECT count(*) FROM pg_dist_shard_placement WHERE nodeport = %s", (added.port,)
+    )[0][0]
+    return {
+        "seconds": round(seconds, 2),
+        "shard_placements_moved": int(moved),
+        "reads_served": len(times),
+        "reads_p50_ms": round(statistics.median(times), 2) if times else None,
+        "failures": len(failures),
+        "first_failures": failures[:3],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tenants", type=int, default=100)
+    parser.add_argument("--memories", type=int, default=1000, help="memories per tenant")
+    parser.add_argument("--batch", type=int, default=2000, help="rows per batch")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--queries", type=int, default=300)
+    add_output(parser)
+    args = parser.parse_args()
+
+    embedder = SentenceTransformerEmbedder()
+    corpus = load_corpus(embedder, CACHE)
+    queries = corpus.queries[: args.queries]
+    results: dict[str, Any] = {}
+    with plain_server() as server:
+        engine = make_engine(server.url())
+        upgrade(engine, SETTINGS)
+        print("one server: ingest", flush=True)
+        results["one_server"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
+        results["one_server"]["retrieve"] = latency(
+            engine, embedder, queries, args.runs, args.tenants
+        )
+        engine.dispose()
+    with citus_cluster(workers=2, spare=1) as cluster:
+        engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
+        upgrade(engine, SETTINGS)
+        distribute(engine, SETTINGS.schema, head=head_revision(), revision=head_revision())
+        print("cluster: ingest", flush=True)
+        results["cluster"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
+        results["cluster"]["retrieve"] = latency(engine, embedder, queries, args.runs, args.tenants)
+        results["cluster"]["shards_per_call"] = 1  # else multi_task_query_log_level had failed
+        print("cluster: a worker added, shards rebalanced", flush=True)
+        results["cluster"]["rebalance"] = rebalance(
+            cluster, engine, embedder, queries, args.tenants
+        )
+        results["cluster"]["citus"] = cluster.coordinator.execute("SELECT citus_version()")[0][0]
+        engine.dispose()
+    one, many = results["one_server"], results["cluster"]
+    results["ratios_cluster_to_one_server"] = {
+        "ingest_memories": round(
+            many["ingest_rows_per_s"]["memories"] / one["ingest_rows_per_s"]["memories"], 2
+        ),
+        "ingest_decisions": round(
+            many["ingest_rows_per_s"]["decisions"] / one["ingest_rows_per_s"]["decisions"], 2
+        ),
+        "retrieve_p50": round(many["retrieve"]["p50_ms"] / one["retrieve"]["p50_ms"], 2),
+        "retrieve_p95": round(many["retrieve"]["p95_ms"] / one["retrieve"]["p95_ms"], 2),
+    }
+    write_result("citus", results, args)
+
+
+if __name__ == "__main__":
+    main()
