@@ -39,13 +39,15 @@ from typing import Any
 import numpy as np
 from _common import add_output, parts_variant, write_result
 from _scifact import scifact_sentences, scifact_texts
+from pgvector import HalfVector, Vector
 from sqlalchemy import Engine, text
 
 from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine, sqlalchemy_url
+from retrieval.db.engine import make_engine, sqlalchemy_url, stored_vector_type
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.schema import HNSW_LINKS
 from retrieval.db.vector_index import build_vector_index
+from retrieval.db.vector_type import operator_class
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
@@ -53,7 +55,7 @@ from retrieval.memory.store import MemoryStore
 SETTINGS = MigrationSettings(schema="bench", embedding_dim=384)
 HNSW = (
     "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw_idx ON bench.memories "
-    "USING hnsw (embedding vector_l2_ops) WITH (m = {links})"
+    "USING hnsw (embedding {operators}) WITH (m = {links})"
 )
 NO_HNSW = "DROP INDEX IF EXISTS bench.memories_embedding_hnsw_idx"
 # The memories and what refers to them, and with them the embedding cache.
@@ -134,7 +136,7 @@ def main() -> None:
         results["memory_bm25"] = _memory_bm25(engine, embedder, args.bm25_rows, args.runs)
     if "history" in parts:
         results["history"] = _history(engine, embedder, args.history_rows, args.runs)
-    _execute(engine, HNSW.format(links=HNSW_LINKS))
+    _execute(engine, _hnsw(engine, HNSW_LINKS))
     write_result(
         "ingest",
         results,
@@ -151,7 +153,7 @@ def _bulk(
     *,
     indexed: bool,
 ) -> dict[str, Any]:
-    _execute(engine, HNSW.format(links=HNSW_LINKS) if indexed else NO_HNSW)
+    _execute(engine, _hnsw(engine, HNSW_LINKS) if indexed else NO_HNSW)
     n = len(vectors)
     items = [
         MemoryInput(text=f"memory {i}: precomputed", tenant_id="bench", embedding=vectors[i],
@@ -237,7 +239,15 @@ def _index_build(engine: Engine, rows: int) -> dict[str, Any]:
     return {"n": rows, "seconds": seconds, "rows_per_second": rows / seconds}
 
 
+def _hnsw(engine: Engine, links: int) -> str:
+    # The graph of the column's own type (halfvec, the default since revision 0013).
+    operators = operator_class(stored_vector_type(engine, SETTINGS.schema))
+    return HNSW.format(operators=operators, links=links)
+
+
 def _raw_copy(engine: Engine, items: list[MemoryInput]) -> None:
+    # The embeddings in the column's own type (halfvec, the default since revision 0013).
+    kind = stored_vector_type(engine, SETTINGS.schema)
     with engine.begin() as connection:
         driver = connection.connection.driver_connection
         assert driver is not None
@@ -248,11 +258,13 @@ def _raw_copy(engine: Engine, items: list[MemoryInput]) -> None:
                 "embedding_model) FROM STDIN WITH (FORMAT BINARY)"
             ) as copy,
         ):
-            copy.set_types(["text", "text", "text", "jsonb", "vector", "text"])
+            copy.set_types(["text", "text", "text", "jsonb", kind, "text"])
+            wrap = HalfVector if kind == "halfvec" else Vector
             for item in items:
                 copy.write_row(
-                    (item.tenant_id, item.text, item.kind, {}, item.embedding, item.embedding_model)
-                )
+                    (item.tenant_id, item.text, item.kind, {}, wrap(item.embedding),
+                     item.embedding_model)
+                )  # fmt: skip
 
 
 def _embedding(
@@ -282,7 +294,7 @@ def _embedding(
         for case in cases if run % 2 == 0 else cases[::-1]:  # alternate which goes first
             _execute(engine, TRUNCATE)
             _execute(engine, NO_HNSW)
-            _execute(engine, HNSW.format(links=case or HNSW_LINKS))
+            _execute(engine, _hnsw(engine, case or HNSW_LINKS))
             if case is None:
                 began = time.perf_counter()
                 vectors = embedder.embed(texts)
@@ -302,7 +314,7 @@ def _embedding(
             ours[case].append(len(texts) / (time.perf_counter() - began))
             assert store.cache_stats.embedded == len(set(texts))
     _execute(engine, NO_HNSW)
-    _execute(engine, HNSW.format(links=HNSW_LINKS))
+    _execute(engine, _hnsw(engine, HNSW_LINKS))
     by_links = {m: _summary(len(texts), ours[m], model, "texts/s", "embedder alone") for m in links}
     bound = _summary(len(texts), bare, model, "texts/s", "embedder alone") if ceiling else None
     return by_links, bound
@@ -321,7 +333,7 @@ def _cache_hits(
     MemoryStore(engine, schema="bench", embedder=embedder).remember_many(
         [{"text": t, "tenant_id": "hits"} for t in texts]
     )  # fills the cache
-    _execute(engine, HNSW.format(links=HNSW_LINKS) if indexed else NO_HNSW)
+    _execute(engine, _hnsw(engine, HNSW_LINKS) if indexed else NO_HNSW)
     rates: list[float] = []
     for _ in range(runs):
         _execute(engine, MEMORY_ROWS)
