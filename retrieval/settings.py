@@ -34,7 +34,11 @@ DEFAULT_TEXT = "default_text"
 SOURCE = "<SOURCE>"
 
 # Read elsewhere: the test suite's server (tests/harness.py).
-OTHER_VARIABLES = {"RETRIEVAL_TEST_DATABASE_URL": "The test suite's PostgreSQL (tests only)."}
+OTHER_VARIABLES = {
+    "RETRIEVAL_TEST_DATABASE_URL": "The test suite's PostgreSQL (tests only).",
+    "RETRIEVAL_CITUS_BIN": "The bin directory of a PostgreSQL with Citus, for the Citus tests "
+    "and benchmarks (tests only).",
+}
 
 _NONE_WORDS = frozenset({"none", "off"})
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -26,6 +26,7 @@ from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.row_security import grant_application_role
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.memory.store import MemoryStore
+from retrieval.settings import OTHER_VARIABLES
 from tests.harness import PgServer, engine_for, open_server, unique_name
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
@@ -33,10 +34,10 @@ SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
 
 @pytest.fixture(autouse=True)
 def _no_retrieval_settings_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts with no ``RETRIEVAL_*`` variable but the test server's: the library
+    """Every test starts with no ``RETRIEVAL_*`` variable but the tests' own: the library
     reads them wherever a config is not given, so a developer's shell must not change a test."""
     for name in list(os.environ):
-        if name.startswith("RETRIEVAL_") and name != "RETRIEVAL_TEST_DATABASE_URL":
+        if name.startswith("RETRIEVAL_") and name not in OTHER_VARIABLES:
             monkeypatch.delenv(name)
 
 

@@ -87,9 +87,9 @@ INSERT INTO {schema}.memories
      thread_id, position)
 SELECT c.tenant_id, s.id, s.content, s.kind, s.metadata::jsonb, s.importance, s.created_at,
        c.embedding, s.embedding_model, s.thread_id, s.position
-FROM unnest(%(ids)s::bigint[], %(contents)s::text[], %(kinds)s::text[], %(metadata)s::text[],
-            %(importance)s::float8[], %(created_at)s::timestamptz[], %(models)s::text[],
-            %(threads)s::text[], %(positions)s::int4[], %(keys)s::bytea[])
+FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metadata)b::text[],
+            %(importance)b::float8[], %(created_at)b::timestamptz[], %(models)b::text[],
+            %(threads)b::text[], %(positions)b::int4[], %(keys)b::bytea[])
      AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
            position, key)
 JOIN {schema}.embedding_cache AS c ON c.key = s.key

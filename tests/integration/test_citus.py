@@ -339,3 +339,25 @@ def test_a_worker_added_and_shards_rebalanced_while_the_library_reads_and_writes
     assert sorted(content for content, _ in stored) == sorted(written)  # none lost
     assert all(count == 1 for _, count in stored)  # none duplicated
     assert after == before
+
+
+def test_an_upgrade_keeps_a_table_of_a_later_revision_distributed(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table a later revision makes is distributed by the upgrade that makes it (here a
+    table made by hand stands for it)."""
+    from retrieval.db import distribute as distribution
+
+    engine = make_engine(cluster.url)
+    try:
+        schema = _distributed_schema(engine)
+        cluster.coordinator.execute(
+            f"CREATE TABLE {schema}.later_notes (tenant_id text NOT NULL, id bigint NOT NULL, "
+            "PRIMARY KEY (tenant_id, id))"
+        )
+        monkeypatch.setattr(distribution, "ALL_TABLES", (*ALL_TABLES, "later_notes"))
+        upgrade(engine, MigrationSettings(schema=schema, embedding_dim=384))
+        with engine.connect() as connection:
+            assert "later_notes" in distributed_tables(connection, schema)
+    finally:
+        engine.dispose()
