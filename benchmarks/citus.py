@@ -9,7 +9,9 @@ as many decisions and tool calls, in batches of ``--batch`` rows. Then:
 
 * ingest rows/s on each (the batches timed, the model not involved);
 * ``retrieve()`` p50/p95 over the SciFact claims, each asked of one tenant in turn, all sources
-  (``--runs`` runs, median); every statement on the cluster's connections runs with
+  (``--runs`` runs, median), and the floor: the bare nearest-neighbour statement of the same
+  tenants on a plain psycopg connection, none of the library's code (on the cluster with the
+  settings sent as ``SET LOCAL``); every statement on the cluster's connections runs with
   ``citus.multi_task_query_log_level = error``, so a statement touching two shards would fail
   the benchmark: the shards each call touched is one;
 * a third worker added (``citus_add_node``) and the shards rebalanced onto it
@@ -35,12 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 from _common import ROOT, add_output, percentiles, write_result
 from _scifact import AS_OF, TOOLS, Corpus, load_corpus, noisy_copies
+from pgvector.psycopg import register_vector
 from sqlalchemy import Engine
 
 from retrieval.db.distribute import distribute
 from retrieval.db.engine import make_engine
+from retrieval.db.local_settings import PROPAGATE, has_citus
 from retrieval.db.migrate import MigrationSettings, head_revision, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
@@ -126,6 +131,53 @@ def latency(
     }
 
 
+FLOOR = (
+    "SELECT id, embedding <-> $1::vector AS distance FROM retrieval.memories "
+    "WHERE tenant_id = $2 ORDER BY distance LIMIT 40"
+)
+
+
+def floor(url: str, vectors: np.ndarray, runs: int, tenants: int) -> dict[str, Any]:
+    """The bare operation, none of the library's code: a tenant's 40 nearest memories by one
+    statement on a plain psycopg connection (on the cluster with the settings the library
+    sends there, as SET LOCAL in one pipelined transaction)."""
+    per_run = []
+    with psycopg.connect(url, autocommit=True) as connection:
+        register_vector(connection)
+        distributed = has_citus(connection)
+        if distributed:
+            connection.execute(PROPAGATE)
+        else:
+            connection.execute("SET hnsw.iterative_scan = relaxed_order")
+            connection.execute("SET hnsw.ef_search = 160")
+
+        def once(n: int) -> None:
+            params = [vectors[n], tenant_of(n % tenants)]
+            if not distributed:
+                with psycopg.RawCursor(connection) as cursor:
+                    cursor.execute(FLOOR, params, binary=True)
+                    cursor.fetchall()
+                return
+            with connection.pipeline() as pipeline, connection.transaction():
+                connection.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                connection.execute("SET LOCAL hnsw.ef_search = 160")
+                with psycopg.RawCursor(connection) as cursor:
+                    cursor.execute(FLOOR, params, binary=True)
+                    pipeline.sync()
+                    cursor.fetchall()
+
+        for n in range(len(vectors)):
+            once(n)
+        for _ in range(runs):
+            times = []
+            for n in range(len(vectors)):
+                started = time.perf_counter()
+                once(n)
+                times.append((time.perf_counter() - started) * 1000)
+            per_run.append(percentiles(times))
+    return {"p50_ms": statistics.median(run["p50"] for run in per_run)}
+
+
 def rebalance(
     cluster: Cluster, engine: Engine, embedder: SentenceTransformerEmbedder, queries: list[str],
     tenants: int,
@@ -188,6 +240,7 @@ def main() -> None:
     embedder = SentenceTransformerEmbedder()
     corpus = load_corpus(embedder, CACHE)
     queries = corpus.queries[: args.queries]
+    vectors = embedder.embed(queries)
     results: dict[str, Any] = {}
     with plain_server() as server:
         engine = make_engine(server.url())
@@ -197,6 +250,7 @@ def main() -> None:
         results["one_server"]["retrieve"] = latency(
             engine, embedder, queries, args.runs, args.tenants
         )
+        results["one_server"]["floor"] = floor(server.url(), vectors, args.runs, args.tenants)
         engine.dispose()
     with citus_cluster(workers=2, spare=1) as cluster:
         engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
@@ -205,6 +259,7 @@ def main() -> None:
         print("cluster: ingest", flush=True)
         results["cluster"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
         results["cluster"]["retrieve"] = latency(engine, embedder, queries, args.runs, args.tenants)
+        results["cluster"]["floor"] = floor(cluster.url, vectors, args.runs, args.tenants)
         results["cluster"]["shards_per_call"] = 1  # else multi_task_query_log_level had failed
         print("cluster: a worker added, shards rebalanced", flush=True)
         results["cluster"]["rebalance"] = rebalance(
@@ -222,6 +277,7 @@ def main() -> None:
         ),
         "retrieve_p50": round(many["retrieve"]["p50_ms"] / one["retrieve"]["p50_ms"], 2),
         "retrieve_p95": round(many["retrieve"]["p95_ms"] / one["retrieve"]["p95_ms"], 2),
+        "floor_p50": round(many["floor"]["p50_ms"] / one["floor"]["p50_ms"], 2),
     }
     write_result("citus", results, args)
 
