@@ -77,17 +77,24 @@ def test_a_bad_variable_is_named_when_connect_reads_it(monkeypatch: pytest.Monke
         connect()
 
 
-def test_the_stores_and_retrievers_read_their_settings_from_the_environment(
-    empty_database: PgDatabase, monkeypatch: pytest.MonkeyPatch, counting_embedder: CountingEmbedder
-) -> None:
+@pytest.fixture
+def team_database(empty_database: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> PgDatabase:
+    """A database migrated in schema ``team_memory``, named with the store's and the read
+    settings only by the environment."""
     upgrade(empty_database.engine, MigrationSettings(schema="team_memory", embedding_dim=384))
     monkeypatch.setenv("RETRIEVAL_DATABASE_URL", empty_database.url)
     monkeypatch.setenv("RETRIEVAL_SCHEMA", "team_memory")
     monkeypatch.setenv("RETRIEVAL_MAX_TEXT_CHARS", "40")
     monkeypatch.setenv("RETRIEVAL_SEMANTIC_LIMIT", "3")
+    return empty_database
+
+
+def test_the_stores_and_retrievers_read_their_settings_from_the_environment(
+    team_database: PgDatabase, monkeypatch: pytest.MonkeyPatch, counting_embedder: CountingEmbedder
+) -> None:
     monkeypatch.setenv("RETRIEVAL_TEXT_SEARCH_CONFIG", "simple")
     monkeypatch.setenv("RETRIEVAL_EMBEDDER_BACKEND", "torch")
-    engine = empty_database.engine
+    engine = team_database.engine
 
     store = MemoryStore(engine, embedder=counting_embedder)
     assert store.schema == "team_memory"
@@ -119,13 +126,8 @@ def test_the_stores_and_retrievers_read_their_settings_from_the_environment(
 
 
 def test_the_async_api_reads_its_settings_from_the_environment(
-    empty_database: PgDatabase, monkeypatch: pytest.MonkeyPatch, counting_embedder: CountingEmbedder
+    team_database: PgDatabase, counting_embedder: CountingEmbedder
 ) -> None:
-    upgrade(empty_database.engine, MigrationSettings(schema="team_memory", embedding_dim=384))
-    monkeypatch.setenv("RETRIEVAL_DATABASE_URL", empty_database.url)
-    monkeypatch.setenv("RETRIEVAL_SCHEMA", "team_memory")
-    monkeypatch.setenv("RETRIEVAL_MAX_TEXT_CHARS", "40")
-    monkeypatch.setenv("RETRIEVAL_SEMANTIC_LIMIT", "3")
 
     async def run() -> None:
         database = connect()
