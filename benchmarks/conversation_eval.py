@@ -13,14 +13,18 @@ Configurations:
 * ``defaults``: ``retrieve()`` as shipped, with only the number of results set per call
   (``limit=k``), for k = 5 and 10; for k = 25 and 50 "the limits opened" (the same call);
   recall@10 per question category too;
-* ``defaults + neighbors N``: the same, each hit counting the turns ``neighbors=N`` returns
-  around it (the context a caller receives);
+* ``defaults + neighbors N``: the same, each hit followed by the turns ``neighbors=N`` returns
+  around it (the context a caller receives), counted at an equal budget: the first k distinct
+  turns read, never more;
+* with ``--ablations``: the defaults with one choice undone at a time (the thread's lift, the
+  query's time, the turn context at write time, their parameters), each dialogue stored again
+  where the write-time setting differs; the median ``retrieve()`` time at k = 10 of each;
 * with ``--against REV``: the best configuration of revision REV (its memories' BM25 channel
   fused by ``convex``, relevance alone: recency weight 0, no threshold, no cut-off), run from
   a temporary ``git worktree`` of REV in its own process, on the same server, in the same run.
 
 Usage: python benchmarks/conversation_eval.py DATA [--json PATH] [--against REV]
-       [--neighbors 1] [--data-dir DIR]
+       [--neighbors 1] [--ablations] [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,6 +86,9 @@ def main() -> None:
     parser.add_argument("--against", help="a git revision whose best configuration to run too")
     parser.add_argument("--neighbors", type=int, default=1, help="turns around each hit")
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    parser.add_argument(
+        "--ablations", action="store_true", help="the defaults with one choice undone at a time"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--migrations", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -103,6 +110,9 @@ def main() -> None:
         "questions": sum(len(d.questions) for d in dialogues),
     }
     results |= run_current(dialogues, server.url(), args.neighbors)
+    results["plain_rrf"] = run_rrf(dialogues)
+    if args.ablations:
+        results["ablations"] = run_ablations(dialogues, server.url())
     if args.against:
         results["baseline"] = {"revision": args.against} | against(args, data_dir)
     write_result("conversation", results, args)
@@ -179,10 +189,56 @@ def run_current(dialogues: Sequence[Dialogue], url: str, neighbors: int) -> dict
     return results
 
 
+# Read-time choices undone one at a time (RetrievalConfig fields), and write-time ones (the
+# WriteConfig's turn context, each stored again in a schema of its own).
+READ_ABLATIONS: dict[str, dict[str, Any]] = {
+    "no thread lift (context_lift 0)": {"context_lift": 0.0},
+    "no query time (time_weight 0)": {"time_weight": 0.0},
+    "neither lift nor time": {"context_lift": 0.0, "time_weight": 0.0},
+    "context_window 1": {"context_window": 1},
+    "context_lift 0.75": {"context_lift": 0.75},
+    "context_lift 0.9": {"context_lift": 0.9},
+    "time_weight 0.3": {"time_weight": 0.3},
+    "time_half_life_days 30": {"time_half_life_days": 30.0},
+}
+TURN_CONTEXT_ABLATIONS = (0.0, 0.5)
+
+
+def run_ablations(dialogues: Sequence[Dialogue], url: str) -> dict[str, Any]:
+    """The defaults, then each of :data:`READ_ABLATIONS` and :data:`TURN_CONTEXT_ABLATIONS`."""
+    from retrieval.db.engine import make_engine
+    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.memory.config import WriteConfig
+    from retrieval.memory.store import MemoryStore
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import HybridRetriever
+
+    engine = make_engine(url)
+    defaults = RetrievalConfig(record_access=False)
+    results: dict[str, Any] = {}
+    store = MemoryStore(engine, schema=SCHEMA)
+    for name, change in {"defaults": {}, **READ_ABLATIONS}.items():
+        with HybridRetriever.from_store(store, config=replace(defaults, **change)) as retriever:
+            results[name] = evaluate(retriever, dialogues, neighbors=0)
+        print(f"{name}: {results[name]['recall@5']} / {results[name]['recall@10']}", flush=True)
+    for weight in TURN_CONTEXT_ABLATIONS:
+        schema = f"conversation_turn_context_{int(weight * 100)}"
+        upgrade(engine, MigrationSettings(schema=schema, embedding_dim=384))
+        other = MemoryStore(engine, schema=schema, config=WriteConfig(turn_context=weight))
+        store_dialogues(other, dialogues)
+        name = f"turn_context {weight}"
+        with HybridRetriever.from_store(other, config=defaults) as retriever:
+            results[name] = evaluate(retriever, dialogues, neighbors=0)
+        print(f"{name}: {results[name]['recall@5']} / {results[name]['recall@10']}", flush=True)
+    engine.dispose()
+    return results
+
+
 def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -> dict[str, Any]:
     """Recall@k (k in :data:`KS`) of ``retrieve(..., limit=k)``, and @10 per category."""
     recalls: dict[int, list[float]] = {k: [] for k in KS}
     by_category: dict[str, list[float]] = defaultdict(list)
+    by_category_at_5: dict[str, list[float]] = defaultdict(list)
     returned: list[int] = []
     times: list[float] = []
     for dialogue in dialogues:
@@ -196,18 +252,34 @@ def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -
                     limit=k,
                     neighbors=neighbors,
                 )
-                found = set(_turn_ids(response.results, with_neighbors=neighbors > 0))
+                # At an equal budget: the first k distinct turns a caller reads (each hit, then
+                # the turns around it), never more.
+                found = set(
+                    first_turns(_turn_ids(response.results, with_neighbors=neighbors > 0), k)
+                )
                 recall = len(found & set(question.evidence)) / len(question.evidence)
                 recalls[k].append(recall)
+                if k == 5:
+                    by_category_at_5[CATEGORIES[question.category]].append(recall)
                 if k == 10:
                     times.append((time.perf_counter() - began) * 1000)
                     by_category[CATEGORIES[question.category]].append(recall)
                 if k == max(KS):
                     returned.append(len(response.results))
-    return _summary(recalls, by_category) | {
+    return _summary(recalls, by_category, by_category_at_5) | {
         "mean_results_at_50": round(sum(returned) / len(returned), 2),
         "median_ms_at_10": round(sorted(times)[len(times) // 2], 2),
     }
+
+
+def first_turns(turns: Iterable[str], budget: int) -> list[str]:
+    """The first ``budget`` distinct turns of ``turns``, in the order they are read."""
+    read: dict[str, None] = {}
+    for turn in turns:
+        read.setdefault(turn, None)
+        if len(read) == budget:
+            break
+    return list(read)
 
 
 def _turn_ids(results: Sequence[Any], *, with_neighbors: bool) -> Iterator[str]:
@@ -218,6 +290,83 @@ def _turn_ids(results: Sequence[Any], *, with_neighbors: bool) -> Iterator[str]:
         if with_neighbors:
             for neighbor in result.metadata.get("neighbors", ()):
                 yield neighbor["metadata"]["dia_id"]
+
+
+# -- the plain baseline --------------------------------------------------------------------
+
+
+def run_rrf(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+    """Plain reciprocal rank fusion (k = 60) of all-MiniLM-L6-v2 (cosine) and BM25 (Okapi,
+    k1 1.5, b 0.75, lower-cased ``\\w+`` tokens) over each dialogue's turns, in numpy: the
+    baseline of ``../shared/data/locomo-dev/README.md``, per category in the same run."""
+    import numpy as np
+
+    from retrieval.embedding.models import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    recalls: dict[int, list[float]] = {k: [] for k in KS}
+    by_category: dict[str, list[float]] = defaultdict(list)
+    by_category_at_5: dict[str, list[float]] = defaultdict(list)
+    for dialogue in dialogues:
+        texts = [turn.text for turn in dialogue.turns]
+        turns = embedder.embed(texts)
+        questions = embedder.embed([question.text for question in dialogue.questions])
+        bm25 = _Bm25(texts)
+        for question, vector in zip(dialogue.questions, questions, strict=True):
+            fused: dict[int, float] = defaultdict(float)
+            for rank, row in enumerate(np.argsort(-(turns @ vector), kind="stable")):
+                fused[int(row)] += 1.0 / (60 + rank + 1)
+            lexical = bm25.scores(question.text)
+            order = [int(row) for row in np.argsort(-lexical, kind="stable") if lexical[row] > 0]
+            for rank, row in enumerate(order):
+                fused[row] += 1.0 / (60 + rank + 1)
+            ranked = [dialogue.turns[row].dia_id for row, _ in
+                      sorted(fused.items(), key=lambda item: (-item[1], item[0]))]  # fmt: skip
+            for k in KS:
+                found = set(ranked[:k])
+                recall = len(found & set(question.evidence)) / len(question.evidence)
+                recalls[k].append(recall)
+                if k == 5:
+                    by_category_at_5[CATEGORIES[question.category]].append(recall)
+                if k == 10:
+                    by_category[CATEGORIES[question.category]].append(recall)
+    return _summary(recalls, by_category, by_category_at_5)
+
+
+class _Bm25:
+    """Okapi BM25 over lower-cased ``\\w+`` tokens (k1 1.5, b 0.75; idf ``log(1 + (N - df + 0.5)
+    / (df + 0.5))``)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        from collections import Counter
+
+        self.documents = [Counter(_tokens(text)) for text in texts]
+        self.lengths = [sum(document.values()) for document in self.documents]
+        self.average = sum(self.lengths) / len(self.lengths)
+        self.frequency = Counter(term for document in self.documents for term in document)
+
+    def scores(self, query: str) -> Any:
+        import math
+
+        import numpy as np
+
+        total = np.zeros(len(self.documents))
+        n = len(self.documents)
+        for term in set(_tokens(query)):
+            df = self.frequency.get(term)
+            if not df:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for row, document in enumerate(self.documents):
+                tf = document.get(term)
+                if tf:
+                    norm = 1.5 * (1 - 0.75 + 0.75 * self.lengths[row] / self.average)
+                    total[row] += idf * tf * 2.5 / (tf + norm)
+        return total
+
+
+def _tokens(text: str) -> list[str]:
+    return [token.lower() for token in re.findall(r"\w+", text)]
 
 
 # -- storing -----------------------------------------------------------------------------
@@ -358,9 +507,11 @@ def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any
 
 
 def _summary(
-    recalls: Mapping[int, Sequence[float]], by_category: Mapping[str, Sequence[float]]
+    recalls: Mapping[int, Sequence[float]],
+    by_category: Mapping[str, Sequence[float]],
+    by_category_at_5: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, Any]:
-    return {
+    summary: dict[str, Any] = {
         "questions": len(recalls[KS[0]]),
         **{f"recall@{k}": round(100 * sum(v) / len(v), 1) for k, v in recalls.items()},
         "recall@10_by_category": {
@@ -368,18 +519,47 @@ def _summary(
             for name, v in sorted(by_category.items())
         },
     }
+    if by_category_at_5 is not None:
+        summary["recall@5_by_category"] = {
+            name: {"questions": len(v), "recall": round(100 * sum(v) / len(v), 1)}
+            for name, v in sorted(by_category_at_5.items())
+        }
+    return summary
 
 
 def print_table(results: Mapping[str, Any]) -> None:
     """The recall table, as Markdown."""
     print("\n| configuration | R@5 | R@10 | R@25 | R@50 |\n|---|---|---|---|---|")
-    rows = [(name, value) for name, value in results.items() if name.startswith("defaults")]
+    rows = [
+        (name, value)
+        for name, value in results.items()
+        if name.startswith("defaults") or name == "plain_rrf"
+    ]
     if "baseline" in results:
         rows.append((f"{results['baseline']['revision']}: memory_bm25 + convex, relevance alone",
                      results["baseline"]))  # fmt: skip
     for name, value in rows:
         cells = " | ".join(f"{value[f'recall@{k}']:.1f}" for k in KS)
         print(f"| {name} | {cells} |")
+    if "ablations" in results:
+        categories = sorted(results["ablations"]["defaults"]["recall@10_by_category"])
+        print(
+            "\n| ablation | R@5 | R@10 | "
+            + " | ".join(f"{name} R@5/10" for name in categories)
+            + " | median ms @10 |\n|---|---|---|"
+            + "---|" * (len(categories) + 1)
+        )
+        for name, value in results["ablations"].items():
+            by = [
+                f"{value['recall@5_by_category'][c]['recall']:.1f} / "
+                f"{value['recall@10_by_category'][c]['recall']:.1f}"
+                for c in categories
+            ]
+            print(
+                f"| {name} | {value['recall@5']:.1f} | {value['recall@10']:.1f} | "
+                + " | ".join(by)
+                + f" | {value['median_ms_at_10']:.2f} |"
+            )
 
 
 def _git(*arguments: str) -> str:

@@ -21,6 +21,10 @@
    written in batches (``record_decisions`` / ``record_tool_calls``) and one by one, with the
    episodic word index's triggers (revision 0007) against the same with them disabled, and
    against the same without the vocabulary's index on tenant and token (revision 0009).
+6. ``--parts turns`` (not in the default set): the short texts as conversation turns (threads
+   of 20, each with its ``thread_id`` and ``position``) written with the model, then again
+   with every vector in the cache (a new store), each with the default turn context (every
+   turn embedded with the one before it) against ``WriteConfig(turn_context=0)``, interleaved.
 
 Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
@@ -49,6 +53,7 @@ from retrieval.db.schema import HNSW_LINKS
 from retrieval.db.vector_index import build_vector_index
 from retrieval.db.vector_type import operator_class
 from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.config import DEFAULT_TURN_CONTEXT, WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 
@@ -85,7 +90,7 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="bulk,embed,hits",
-        help="comma-separated subset of bulk, embed, hits, bm25, history "
+        help="comma-separated subset of bulk, embed, hits, bm25, history, turns "
         "(default: bulk, embed, hits)",
     )
     args = parser.parse_args()
@@ -136,6 +141,8 @@ def main() -> None:
         results["memory_bm25"] = _memory_bm25(engine, embedder, args.bm25_rows, args.runs)
     if "history" in parts:
         results["history"] = _history(engine, embedder, args.history_rows, args.runs)
+    if "turns" in parts:
+        results["turns"] = _turns(engine, embedder, texts[: args.embed_texts], args.runs)
     _execute(engine, _hnsw(engine, HNSW_LINKS))
     write_result(
         "ingest",
@@ -348,6 +355,38 @@ def _cache_hits(
         "ours": rates,
         "unit": "texts/s",
     }
+
+
+def _turns(
+    engine: Engine, embedder: SentenceTransformerEmbedder, texts: list[str], runs: int
+) -> dict[str, Any]:
+    """Conversation turns with the default turn context against none, new then cached."""
+    turns = [
+        MemoryInput(text=t, tenant_id="turns", kind="message", thread_id=f"s{i // 20}",
+                    position=i % 20)
+        for i, t in enumerate(texts)
+    ]  # fmt: skip
+    embedder.embed(texts[:16])  # load the model outside the timings
+    rates: dict[str, dict[str, list[float]]] = {
+        case: {"new": [], "cached": []} for case in ("context", "none")
+    }
+    for run in range(runs):
+        for case in ("context", "none") if run % 2 == 0 else ("none", "context"):
+            config = WriteConfig(turn_context=DEFAULT_TURN_CONTEXT if case == "context" else 0.0)
+            _execute(engine, TRUNCATE)
+            for stage in ("new", "cached"):
+                if stage == "cached":
+                    _execute(engine, MEMORY_ROWS)
+                store = MemoryStore(engine, schema="bench", embedder=embedder, config=config)
+                began = time.perf_counter()
+                store.remember_many(turns)
+                rates[case][stage].append(len(turns) / (time.perf_counter() - began))
+                assert store.cache_stats.embedded == (len(set(texts)) if stage == "new" else 0)
+    return {
+        stage: _summary(len(turns), rates["context"][stage], rates["none"][stage], "turns/s",
+                        "turn_context 0")
+        for stage in ("new", "cached")
+    }  # fmt: skip
 
 
 HISTORY_TABLES = ("decisions", "tool_calls")

@@ -87,6 +87,8 @@ class EmbeddingPlan:
     new: list[tuple[Entry, Vectors]] = field(default_factory=list)
     # Entries whose vectors the table holds but were not read (``plan(read_stored=False)``).
     stored: frozenset[Entry] = frozenset()
+    # Entries looked up only for another item's sake (``plan(uncounted=...)``): not counted.
+    uncounted: frozenset[Entry] = frozenset()
 
     def vectors(self) -> Vectors:
         """Every vector, in order (all must be known)."""
@@ -123,17 +125,25 @@ class EmbeddingCache:
         self._lock = threading.Lock()
 
     def embed(
-        self, connection: Connection, tenant_id: str, texts: Sequence[str], *, store: bool = True
+        self,
+        connection: Connection,
+        tenant_id: str,
+        texts: Sequence[str],
+        *,
+        store: bool = True,
+        uncounted: int = 0,
     ) -> Vectors:
         """Vectors of ``texts`` for ``tenant_id``, from the LRU, the table, or the model.
 
         New vectors are inserted on ``connection`` (in the caller's transaction), unless
         ``store`` is false (a read, such as a query's vector, never writes: it stays in the
-        in-process LRU).
+        in-process LRU). The last ``uncounted`` texts are left out of the statistics
+        (:meth:`plan`).
         """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        plan = self.plan(connection, [(tenant_id, item) for item in texts])
+        items = [(tenant_id, item) for item in texts]
+        plan = self.plan(connection, items, uncounted=uncounted)
         if plan.missing:
             self.prepare_model()
             self.add(plan, plan.missing, self.model([item for _, item in plan.missing]))
@@ -156,17 +166,21 @@ class EmbeddingCache:
         items: Sequence[tuple[str, str]],
         *,
         read_stored: bool = True,
+        uncounted: int = 0,
     ) -> EmbeddingPlan:
         """Look up ``(tenant_id, text)`` items: the LRU first, then one query per tenant.
 
         With ``read_stored=False`` the vectors found in the table are not read: their entries
-        are listed in ``plan.stored`` for a writer that joins the table in SQL instead.
+        are listed in ``plan.stored`` for a writer that joins the table in SQL instead. The
+        last ``uncounted`` items are looked up (and embedded) for another item's sake, such as
+        a turn's context: they are left out of the statistics.
         """
         model_id = self.embedder.model_id
         entries = [(tenant, cache_key(model_id, item)) for tenant, item in items]
         found = self._from_memory(entries)
-        self.stats.texts += len(entries)
-        self.stats.memory_hits += sum(1 for entry in entries if entry in found)
+        counted = entries[: len(entries) - uncounted]
+        self.stats.texts += len(counted)
+        self.stats.memory_hits += sum(1 for entry in counted if entry in found)
         wanted: dict[str, list[bytes]] = {}
         for tenant, key in dict.fromkeys(e for e in entries if e not in found):
             wanted.setdefault(tenant, []).append(key)
@@ -186,7 +200,7 @@ class EmbeddingCache:
                     rows = cursor.execute(self._stored_keys, wanted_keys).fetchall()
                     stored.update((tenant, key) for (key,) in rows)
         self.stats.database_hits += sum(
-            1 for entry in entries if entry in from_table or entry in stored
+            1 for entry in counted if entry in from_table or entry in stored
         )
         found.update(from_table)
         self._remember(from_table)
@@ -196,7 +210,11 @@ class EmbeddingCache:
             for e in dict.fromkeys(e for e in entries if e not in found and e not in stored)
         ]
         return EmbeddingPlan(
-            entries=entries, found=found, missing=missing, stored=frozenset(stored)
+            entries=entries,
+            found=found,
+            missing=missing,
+            stored=frozenset(stored),
+            uncounted=frozenset(entries[len(counted) :]) - frozenset(counted),
         )
 
     def prepare_model(self) -> None:
@@ -221,7 +239,7 @@ class EmbeddingCache:
         new = dict(zip((entry for entry, _ in chunk), vectors, strict=True))
         plan.found.update(new)
         plan.new.extend(new.items())
-        self.stats.embedded += len(new)
+        self.stats.embedded += sum(1 for entry in new if entry not in plan.uncounted)
         self._remember(new)
 
     def save(self, connection: Connection, plan: EmbeddingPlan) -> None:

@@ -14,6 +14,9 @@ DEFAULT_MAX_TEXT_CHARS = 32_000
 DEFAULT_CACHE_ENTRIES = 10_000
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_MAX_ENTITIES = 256
+# A conversation turn is embedded with 0.3 of its previous turn's vector
+# (docs/decisions/0012-conversation-context-and-time.md).
+DEFAULT_TURN_CONTEXT = 0.3
 DEFAULT_MAX_METADATA_BYTES = 65_536
 
 
@@ -65,6 +68,12 @@ class WriteConfig:
         env="RETRIEVAL_MAX_ENTITIES",
         help="Most entity ids of one memory.",
     )
+    turn_context: float = setting(
+        DEFAULT_TURN_CONTEXT,
+        env="RETRIEVAL_TURN_CONTEXT",
+        help="Share of the previous turn's vector in a conversation turn's stored vector (a "
+        "memory with thread_id and position, embedded by the store); 0 turns it off.",
+    )
     max_metadata_bytes: int = setting(
         DEFAULT_MAX_METADATA_BYTES,
         env="RETRIEVAL_MAX_METADATA_BYTES",
@@ -80,6 +89,13 @@ class WriteConfig:
         require_int("cache_entries", self.cache_entries, minimum=0)
         require_int("batch_size", self.batch_size, minimum=1)
         require_int("max_entities", self.max_entities, minimum=1)
+        context = self.turn_context
+        if (
+            isinstance(context, bool)
+            or not isinstance(context, int | float)
+            or not (0.0 <= context <= 1.0)
+        ):
+            raise ConfigurationError(f"turn_context must be a number in [0, 1], got {context!r}")
         require_int("max_metadata_bytes", self.max_metadata_bytes, minimum=2)
         if self.embedding_model is not None and not self.embedding_model.strip():
             raise ConfigurationError(

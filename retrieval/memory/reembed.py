@@ -4,7 +4,8 @@ Rows whose ``embedding_model`` differs from the store's embedder are re-embedded
 embedding cache) and updated in batches of one transaction each. An interrupted run loses at
 most the batch in flight: running it again picks up the rows still on the old model.
 A model of another dimension needs a migration instead (docs/schema.md, "Changing the
-embedding model").
+embedding model"). A conversation turn is re-embedded in the context of its previous turn, as
+the store embeds it when written (retrieval.memory.turn_context).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgvector import Vector
+from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
+from retrieval.embedding.models import Vectors
 from retrieval.errors import translate_database_errors
 from retrieval.memory.store import MemoryStore
+from retrieval.memory.turn_context import Place, in_context, previous_texts
 
 
 @dataclass(frozen=True)
@@ -76,13 +80,12 @@ def reembed(
             ).all()
             if not rows:
                 break
-            by_tenant: dict[str, list[tuple[int, str]]] = defaultdict(list)
-            for row_tenant, row_id, content in rows:
-                by_tenant[row_tenant].append((row_id, content))
+            by_tenant: dict[str, list[tuple[int, str, Place | None]]] = defaultdict(list)
+            for row_tenant, row_id, content, thread_id, position in rows:
+                place = None if thread_id is None else (row_tenant, thread_id, position)
+                by_tenant[row_tenant].append((row_id, content, place))
             for row_tenant, items in by_tenant.items():
-                vectors = store.cache.embed(
-                    batch.connection, row_tenant, [content for _, content in items]
-                )
+                vectors = _vectors(store, batch.connection, row_tenant, items)
                 bind_tenant(batch.connection, store.schema, row_tenant)
                 execute(
                     batch.connection,
@@ -90,7 +93,7 @@ def reembed(
                     {
                         "model": model_id,
                         "tenant_id": row_tenant,
-                        "ids": [row_id for row_id, _ in items],
+                        "ids": [row_id for row_id, _, _ in items],
                         "embeddings": [Vector(vector) for vector in vectors],
                     },
                 )
@@ -105,3 +108,28 @@ def reembed(
         embedded=store.cache_stats.embedded - stats_before[0],
         cache_hits=store.cache_stats.hits - stats_before[1],
     )
+
+
+def _vectors(
+    store: MemoryStore,
+    connection: Connection,
+    tenant_id: str,
+    items: list[tuple[int, str, Place | None]],
+) -> Vectors:
+    """The new vectors of one tenant's ``(id, content, place)`` rows: a turn's with its
+    previous turn's, as the store writes it."""
+    texts = [content for _, content, _ in items]
+    weight = store.config.turn_context
+    before: dict[int, str] = {}
+    if weight > 0 and any(place is not None for _, _, place in items):
+        batch = {place: content for _, content, place in items if place is not None}
+        places = [place for _, _, place in items]
+        found = previous_texts(connection, store.schema, places, batch)
+        before = {index: text for index, text in enumerate(found) if text is not None}
+    vectors = store.cache.embed(
+        connection, tenant_id, texts + list(before.values()), uncounted=len(before)
+    )
+    own = vectors[: len(texts)].copy()
+    for offset, index in enumerate(before):
+        own[index] = in_context(own[index], vectors[len(texts) + offset], weight)
+    return own

@@ -85,7 +85,9 @@ class MemoryStore:
             max_json_bytes=self.config.max_metadata_bytes,
         )
         self._lookup = Lookup(schema)
-        self._writer = Writer(schema, self.cache, self._lookup, self.vector_type)
+        self._writer = Writer(
+            schema, self.cache, self._lookup, self.vector_type, self.config.turn_context
+        )
 
     @classmethod
     def from_database(

@@ -23,6 +23,7 @@ from retrieval.errors import ValidationError
 from retrieval.memory.cached_memories import MEMORY_FIELDS, insert_cached_memories
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput
+from retrieval.memory.turn_context import Place, in_context, previous_texts
 from retrieval.memory.validation import (
     Limits,
     ValidDecision,
@@ -66,11 +67,14 @@ class Writer:
         cache: EmbeddingCache,
         lookup: Lookup,
         vector_type: VectorType = "vector",
+        turn_context: float = 0.0,
     ) -> None:
         self.schema = schema
         self.cache = cache
         self.lookup = lookup
         self.vector_type = vector_type
+        # The previous turn's share of a conversation turn's vector (retrieval.memory.turn_context).
+        self.turn_context = turn_context
 
     def memories(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[int]:
         """Embed (through the cache) and copy ``memories`` and their entity links.
@@ -82,11 +86,11 @@ class Writer:
         if not memories:
             return []
         needing = [row for row, memory in enumerate(memories) if memory.embedding is None]
-        plan = self.cache.plan(
-            connection,
-            [(memories[row].tenant_id, memories[row].text) for row in needing],
-            read_stored=False,
-        )
+        before = self._previous_turns(connection, memories, needing)
+        items = [(memories[row].tenant_id, memories[row].text) for row in needing]
+        items += [(memories[row].tenant_id, text) for row, text in before.items()]
+        # Turns in context need their own vectors in hand: their batch reads the cached ones.
+        plan = self.cache.plan(connection, items, read_stored=not before, uncounted=len(before))
         if plan.missing:
             self.cache.prepare_model()
             self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
@@ -98,8 +102,14 @@ class Writer:
         in_table = [row for row in needing if entry_of[row] in plan.stored]
         with_vector = [row for row in range(len(memories)) if entry_of.get(row) not in plan.stored]
         if with_vector:
+            previous_of = {
+                row: plan.entries[len(needing) + index] for index, row in enumerate(before)
+            }
 
             def vector_of(row: int) -> Vectors:
+                if row in previous_of:
+                    own, previous = plan.found[entry_of[row]], plan.found[previous_of[row]]
+                    return in_context(own, previous, self.turn_context)
                 if row in entry_of:
                     return plan.found[entry_of[row]]
                 embedding = memories[row].embedding
@@ -129,6 +139,26 @@ class Writer:
             ],
         )
         return ids
+
+    def _previous_turns(
+        self, connection: Connection, memories: Sequence[ValidMemory], needing: Sequence[int]
+    ) -> dict[int, str]:
+        """The previous turn's text of each row to embed that is a turn of a thread and has
+        one (in the batch or stored), by row; none when turn context is off."""
+        if self.turn_context <= 0.0:
+            return {}
+
+        def place(memory: ValidMemory) -> Place | None:
+            if memory.thread_id is None or memory.position is None:
+                return None
+            return (memory.tenant_id, memory.thread_id, memory.position)
+
+        batch = {p: m.text for m in memories if (p := place(m)) is not None}
+        places = [place(memories[row]) for row in needing]
+        if not any(places):
+            return {}
+        texts = previous_texts(connection, self.schema, places, batch)
+        return {row: text for row, text in zip(needing, texts, strict=True) if text is not None}
 
     def memories_streamed(
         self, connection: Connection, items: Sequence[MemoryInput], limits: Limits

@@ -46,6 +46,14 @@ DEFAULT_EF_SEARCH = 160
 # document frequencies), beside the vector channel's pool
 # (docs/decisions/0002-memory-bm25-on-by-default.md).
 DEFAULT_MEMORY_BM25_ROWS = 300
+# A turn's relevance lifts its thread's neighbours by this share per position away, up to two
+# positions (docs/decisions/0012-conversation-context-and-time.md).
+DEFAULT_CONTEXT_LIFT = 0.85
+DEFAULT_CONTEXT_WINDOW = 2
+# A time the query names weighs 0.2 of a result's final score; its fit halves every 7 days
+# outside the named window (docs/decisions/0012-conversation-context-and-time.md).
+DEFAULT_TIME_WEIGHT = 0.2
+DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
 _WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
 _TOLERANCE = 1e-6
 
@@ -299,6 +307,30 @@ class RetrievalConfig:
         "large tenant, at some latency.",
     )
 
+    context_lift: float = setting(
+        DEFAULT_CONTEXT_LIFT,
+        env="RETRIEVAL_CONTEXT_LIFT",
+        help="Share of a conversation turn's relevance its thread's neighbouring turns take, "
+        "per position away: they become candidates when that outranks their own relevance "
+        "(0 turns it off).",
+    )
+    context_window: int = setting(
+        DEFAULT_CONTEXT_WINDOW,
+        env="RETRIEVAL_CONTEXT_WINDOW",
+        help="How many positions before and after a turn its relevance lifts.",
+    )
+    time_weight: float = setting(
+        DEFAULT_TIME_WEIGHT,
+        env="RETRIEVAL_TIME_WEIGHT",
+        help="Weight of how well a result's date fits a time the query names (on 1 February "
+        "2023, in June, last week), taken from the source's other weights; 0 turns it off.",
+    )
+    time_half_life_days: float = setting(
+        DEFAULT_TIME_HALF_LIFE_DAYS,
+        env="RETRIEVAL_TIME_HALF_LIFE_DAYS",
+        help="Days outside the query's time after which a result's time fit halves.",
+    )
+
     def __post_init__(self) -> None:
         if self.lexical_match not in (None, "max", "weighted", "cascade"):
             raise ConfigurationError(
@@ -343,6 +375,26 @@ class RetrievalConfig:
             if not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
         require_text_search_config(self.text_search_config)
+        for name in ("context_lift", "time_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"{name} must be a number, got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
+        require_int("context_window", self.context_window, minimum=0)
+        if self.context_window > 20:
+            raise ConfigurationError(
+                f"context_window must be at most 20 positions, got {self.context_window}"
+            )
+        half_life = self.time_half_life_days
+        if (
+            isinstance(half_life, bool)
+            or not isinstance(half_life, int | float)
+            or not (0.0 < half_life < 36_500.0)
+        ):
+            raise ConfigurationError(
+                f"time_half_life_days must be a number of days in (0, 36500), got {half_life!r}"
+            )
         require_int("candidate_pool", self.candidate_pool, minimum=1)
         require_int("ef_search", self.ef_search, minimum=1)
         require_int("memory_bm25_rows", self.memory_bm25_rows, minimum=0)

@@ -23,8 +23,11 @@ def to_messages(
     own object, unchanged and in order; without it, the working-state messages the response
     kept, in conversation order.
     """
+    bodies = _bodies(response)
     context: list[Mapping[str, Any]] = [
-        _assistant(result) for result in response if result.source != WORKING_STATE
+        _assistant(result, body)
+        for result, body in zip(response, bodies, strict=True)
+        if result.source != WORKING_STATE
     ]
     if working_state is not None:
         return context + list(working_state)
@@ -41,24 +44,37 @@ def to_markdown(response: RetrievalResponse, *, title: str = "Previous context")
     lines = [f"## {title}", ""]
     if not response.results:
         lines.append("(nothing relevant found)")
-    for result in response:
+    for result, body in zip(response, _bodies(response), strict=True):
         lines.append(f"- **{_label(result)}** · {_when(result)} · {_scores(result)}")
-        lines.extend(f"  {line}" if line else "" for line in _body(result).splitlines())
+        lines.extend(f"  {line}" if line else "" for line in body.splitlines())
     return "\n".join(lines) + "\n"
 
 
-def _body(result: RetrievalResult) -> str:
-    # The result's text; with neighbours, the turns of its thread in order, the hit marked.
-    neighbors = result.metadata.get("neighbors")
-    if not neighbors:
-        return result.content
-    position = result.metadata.get("position")
-    turns = [(n["position"], f"[{_date(n['created_at'])}] {n['content']}") for n in neighbors]
-    turns.append((position, f"» {result.content}"))
-    return "\n".join(text for _, text in sorted(turns, key=lambda turn: turn[0]))
+def _bodies(response: RetrievalResponse) -> list[str]:
+    """Each result's text; with neighbours, the turns of its thread in order, the hit marked.
+    A turn is shown once: not as a neighbour when it is a result itself, nor again when an
+    earlier result's window showed it (overlapping windows of nearby hits)."""
+    memories = {r.metadata.get("id") for r in response if r.source == "semantic"}
+    shown: set[Any] = set()
+    bodies = []
+    for result in response:
+        neighbors = [
+            n
+            for n in result.metadata.get("neighbors") or ()
+            if n["id"] not in memories and n["id"] not in shown
+        ]
+        shown.update(n["id"] for n in neighbors)
+        if not neighbors:
+            bodies.append(result.content)
+            continue
+        position = result.metadata.get("position")
+        turns = [(n["position"], f"[{_date(n['created_at'])}] {n['content']}") for n in neighbors]
+        turns.append((position, f"» {result.content}"))
+        bodies.append("\n".join(text for _, text in sorted(turns, key=lambda turn: turn[0])))
+    return bodies
 
 
-def _assistant(result: RetrievalResult) -> dict[str, Any]:
+def _assistant(result: RetrievalResult, body: str) -> dict[str, Any]:
     metadata = {
         "source": result.source,
         "final_score": result.final_score,
@@ -70,7 +86,7 @@ def _assistant(result: RetrievalResult) -> dict[str, Any]:
             metadata[key] = result.metadata[key]
     return {
         "role": "assistant",
-        "content": f"[{_when(result)}] {_body(result)}",
+        "content": f"[{_when(result)}] {body}",
         "metadata": metadata,
     }
 

@@ -40,18 +40,25 @@ class Scored(NamedTuple):
     candidate: Candidate | None = None
     weights: Mapping[str, float] | None = None
     result: RetrievalResult | None = None
+    signals: Mapping[str, float] | None = None  # the candidate's, and the call's own (time)
 
     def to_result(self) -> RetrievalResult:
         """The :class:`RetrievalResult` this record stands for."""
         if self.result is not None:
             return self.result
         assert self.candidate is not None and self.weights is not None
-        return to_result(self.candidate, self.weights, self.final_score)
+        return to_result(self.candidate, self.weights, self.final_score, self.signals)
 
 
-def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scored:
+def scored_candidate(
+    candidate: Candidate,
+    weights: Mapping[str, float],
+    extra: Mapping[str, float] | None = None,
+) -> Scored:
     """A database candidate scored with its source's ``weights`` (its non-zero weights by
-    signal name, as :attr:`SourceConfig.weights <retrieval.search.config.SourceConfig.weights>`).
+    signal name, as :attr:`SourceConfig.weights <retrieval.search.config.SourceConfig.weights>`)
+    and ``extra`` signals of the call besides the candidate's own (``time``: how well its date
+    fits a time the query names).
 
     A score outside [0, 1] raises ``ValueError`` here, returned or not.
     """
@@ -59,15 +66,17 @@ def scored_candidate(candidate: Candidate, weights: Mapping[str, float]) -> Scor
     if not (0.0 <= relevance <= 1.0 and 0.0 <= recency <= 1.0):  # NaN fails too
         check_score("relevance_score", relevance)
         check_score("recency_score", recency)
+    signals = candidate.signals if extra is None else {**candidate.signals, **extra}
     return Scored(
         candidate.source,
-        scoring.weighted_sum(candidate.signals, weights),
+        scoring.weighted_sum(signals, weights),
         relevance,
         recency,
         candidate.item,
         candidate.id,
         candidate,
         weights,
+        signals=None if extra is None else signals,
     )
 
 
@@ -85,13 +94,19 @@ def scored_result(result: RetrievalResult) -> Scored:
     )
 
 
-def to_result(candidate: Candidate, weights: Mapping[str, float], final: float) -> RetrievalResult:
-    """The result of a database candidate, with its ``final`` score from ``weights``.
+def to_result(
+    candidate: Candidate,
+    weights: Mapping[str, float],
+    final: float,
+    signals: Mapping[str, float] | None = None,
+) -> RetrievalResult:
+    """The result of a database candidate, with its ``final`` score from ``weights`` over
+    ``signals`` (default: the candidate's own).
 
     ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
     that only returned candidates pay for decoding it.
     """
-    signals = candidate.signals
+    signals = dict(candidate.signals if signals is None else signals)
     metadata: dict[str, Any] = {
         "id": candidate.id,
         "item": candidate.item,

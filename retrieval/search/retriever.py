@@ -33,11 +33,13 @@ from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import aware_datetime, check_tenant
-from retrieval.search import ranking
+from retrieval.search import ranking, scoring
 from retrieval.search.access_counts import AccessRecorder
 from retrieval.search.config import Fusion, RetrievalConfig
+from retrieval.search.context_lift import context_candidates
 from retrieval.search.neighbors import MAX_NEIGHBORS, neighbors_statement, with_neighbors
 from retrieval.search.query import prepare_query
+from retrieval.search.query_time import TimeWindow, query_window
 from retrieval.search.results import (
     Diagnostics,
     RetrievalResponse,
@@ -45,6 +47,7 @@ from retrieval.search.results import (
     SourceDiagnostics,
 )
 from retrieval.search.sources.common import Candidate
+from retrieval.search.sources.context import context_statement
 from retrieval.search.sources.episodic import DECISION, MAX_BITS, TOOL_CALL, EpisodicQuery
 from retrieval.search.sources.presence import (
     DOCUMENTS,
@@ -74,6 +77,7 @@ class _Call:
     semantic: bool
     episodic: bool
     documents: bool
+    window: TimeWindow | None = None  # the time the query names, when time_weight is on
 
     @property
     def probed(self) -> tuple[str, ...]:
@@ -230,6 +234,8 @@ class HybridRetriever:
         vector, cached = self._vector(call)
         embedded = time.perf_counter()
         candidates, statements = self._candidates(call, vector, reads)
+        candidates, context = self._with_context(call, vector, candidates, reads)
+        statements += context
         queried = time.perf_counter()
         results, per_source = self._rank(call, candidates, working_state)
         if neighbors:
@@ -361,13 +367,14 @@ class HybridRetriever:
             and bool(prepared.keywords)
             and bool(kinds)
         )
+        moment = as_of or datetime.now(UTC)
         return _Call(
             config=config,
             values=CallValues(
                 tenant_id=tenant_id,
                 query=prepared,
                 vector=None,
-                as_of=as_of or datetime.now(UTC),
+                as_of=moment,
                 task_id=checked.task_id,
                 entities=checked.entities,
                 mode=chosen,
@@ -376,6 +383,7 @@ class HybridRetriever:
             semantic=semantic,
             episodic=episodic,
             documents=config.documents.enabled and config.documents.limit > 0,
+            window=query_window(prepared.text, moment) if config.time_weight > 0 else None,
         )
 
     def _vector(self, call: _Call) -> tuple[Vectors | None, bool]:
@@ -409,14 +417,67 @@ class HybridRetriever:
             return candidates, 2
         return candidates, 1
 
+    def _with_context(
+        self,
+        call: _Call,
+        vector: Vectors | None,
+        candidates: list[Candidate],
+        reads: ReadConnections,
+    ) -> tuple[list[Candidate], int]:
+        # The turns around the best memories, lifted by their relevance (context_lift); the
+        # statements it sent (none when no best memory is a turn of a thread).
+        config = call.config
+        semantic = [c for c in candidates if c.source == "semantic"]
+        if not semantic or config.context_lift <= 0.0 or config.context_window <= 0:
+            return candidates, 0
+        weights = config.semantic.weights
+        best = sorted(
+            semantic, key=lambda c: ranking.rank_key(ranking.scored_candidate(c, weights))
+        )
+        values = call.values
+        params = {
+            "tenant_id": values.tenant_id,
+            "as_of": values.as_of,
+            "query_vector": vector,
+            "semantic_half_life": config.semantic.half_life_hours * 3600.0,
+            "dense_zero_squared": self._calibration.zero_squared,
+            "dense_span_squared": self._calibration.span_squared,
+            "include_kinds": (
+                sorted(values.mode.include_kinds) if values.mode.include_kinds is not None else None
+            ),
+            "exclude_kinds": sorted(values.mode.exclude_kinds),
+            "context_window": config.context_window,
+        }
+        statement = context_statement(self.schema, values.mode)
+
+        sent = 0
+
+        def fetch(ids: Sequence[int], threads: Sequence[str], positions: Sequence[int]) -> Any:
+            nonlocal sent
+            sent += 1
+            found = {"hit_ids": list(ids), "threads": list(threads), "positions": list(positions)}
+            return reads.execute(statement, params | found)
+
+        lifted = context_candidates(
+            best[: config.semantic.limit],
+            {c.id: c for c in semantic},
+            lift=config.context_lift,
+            fetch=fetch,
+        )
+        if not lifted:
+            return candidates, sent
+        kept = [lifted.pop(c.id, c) if c.source == "semantic" else c for c in candidates]
+        return kept + list(lifted.values()), sent
+
     def _rank(
         self,
         call: _Call,
         candidates: Sequence[Candidate],
         working_state: Sequence[Mapping[str, Any]] | None,
     ) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
-        # Each candidate scored by its source's weights, the working state scored in Python,
-        # then the thresholds, the ranking and the limits.
+        # Each candidate scored by its source's weights (and, when the query names a time, by
+        # how well its date fits it), the working state scored in Python, then the thresholds,
+        # the ranking and the limits.
         config = call.config
         scored: dict[str, list[ranking.Scored]] = {}
         if call.semantic:
@@ -425,10 +486,22 @@ class HybridRetriever:
             scored["episodic"] = []
         if call.documents:
             scored["documents"] = []
-        weights = {name: config.source(name).weights for name in scored}
+        window = call.window
+        weights = {
+            name: (
+                config.source(name).weights
+                if window is None
+                else scoring.with_time(config.source(name).weights, config.time_weight)
+            )
+            for name in scored
+        }
         for candidate in candidates:
             source = candidate.source
-            scored[source].append(ranking.scored_candidate(candidate, weights[source]))
+            extra = None
+            if window is not None:
+                distance = window.distance_days(candidate.created_at)
+                extra = {"time": scoring.time_fit(distance, config.time_half_life_days)}
+            scored[source].append(ranking.scored_candidate(candidate, weights[source], extra))
         if working_state is not None and config.working_state.enabled:
             lexical = (
                 LexicalOption(

@@ -84,6 +84,26 @@ def weighted_sum(scores: Mapping[str, float], weights: Mapping[str, float]) -> f
     return min(1.0, max(0.0, total))
 
 
+# Past 1,000 halvings a score is 0 (PostgreSQL's power() underflows there too).
+_MAX_HALVINGS = 1000
+
+
+def time_fit(distance_days: float, half_life_days: float) -> float:
+    """How well a date fits a time the query names: ``0.5 ^ (days outside / half_life)``, 1
+    inside the window (an exponential decay, as recency's, from the window's edge)."""
+    if distance_days <= 0.0:
+        return 1.0
+    halvings = distance_days / half_life_days
+    return 0.0 if halvings > _MAX_HALVINGS else 0.5**halvings
+
+
+def with_time(weights: Mapping[str, float], time_weight: float) -> dict[str, float]:
+    """A source's ``weights`` when the query names a time: each scaled by ``1 - time_weight``
+    and ``time`` weighted ``time_weight``, so that they still sum to 1."""
+    scaled = {name: weight * (1.0 - time_weight) for name, weight in weights.items()}
+    return scaled | {"time": time_weight}
+
+
 def extract_keywords(
     text: str,
     *,

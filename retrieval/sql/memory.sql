@@ -103,7 +103,7 @@ WHERE embedding_model <> %(model)s
 
 -- name: reembed_next_batch
 -- The next rows to re-embed after (after_tenant, after_id), skipping rows another run holds.
-SELECT tenant_id, id, content FROM {schema}.memories
+SELECT tenant_id, id, content, thread_id, position FROM {schema}.memories
 WHERE embedding_model <> %(model)s
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
   AND (tenant_id, id) > (%(after_tenant)s::text, %(after_id)s::bigint)
@@ -147,3 +147,10 @@ ORDER BY created_at, id
 -- The keys among %(keys)s a tenant's earlier ingests stored, with the rows they made.
 SELECT key, item, row_id FROM {schema}.ingest_keys
 WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[])
+
+-- name: turns_at
+-- The texts of a tenant's memories at the given (thread, position) places.
+SELECT m.thread_id, m.position, m.content
+FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
+JOIN {schema}.memories AS m
+  ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position

@@ -33,8 +33,10 @@ SEED = [
     """,
     """
     INSERT INTO retrieval.memories (tenant_id, content, embedding, embedding_model)
+    -- Centred on zero: vectors drawn from [0, 1) crowd together, and HNSW may then miss
+    -- the exact nearest one.
     SELECT 'tenant-' || (g % 20), 'memory ' || g,
-           (SELECT array_agg(random() + 0 * (d + g))::vector(384)
+           (SELECT array_agg(random() - 0.5 + 0 * (d + g))::vector(384)
               FROM generate_series(1, 384) AS d),
            'test-random'
     FROM generate_series(1, 2000) AS g

@@ -119,7 +119,7 @@ def test_a_memory_with_neighbors_shows_its_turns_in_order_each_dated() -> None:
         "thread_id": "session_2",
         "neighbors": [
             _turn(9, "Bob: and after?", 5, "2026-11-21T14:13:00+00:00"),
-            _turn(7, "Bob: what happened?", 3, "2026-11-21T14:11:00+00:00"),
+            _turn(8, "Bob: what happened?", 3, "2026-11-21T14:11:00+00:00"),
         ],
     }
     response = RetrievalResponse(
@@ -152,3 +152,27 @@ def test_table_lists_results_in_rank_order() -> None:
     assert lines[0].split() == ["#", "source", "final", "rel", "rec", "text"]
     assert lines[2].split()[:3] == ["1", "working_state/user", "0.70"]
     assert lines[3].split()[:3] == ["2", "semantic/critique", "0.63"]
+
+
+def test_overlapping_neighbour_windows_show_each_turn_once() -> None:
+    memory = next(r for r in _response().results if r.source == "semantic")
+    first, second = memory, replace(memory, content="Migration 0043 failed too.")
+    window = [
+        _turn(20, "Bob: before", 1, "2026-11-21T14:10:00+00:00"),
+        _turn(21, "Bob: between", 2, "2026-11-21T14:11:00+00:00"),
+        _turn(22, "Bob: after", 4, "2026-11-21T14:13:00+00:00"),
+    ]
+    one = {**first.metadata, "id": 30, "position": 0, "thread_id": "s",
+           "neighbors": [window[0], window[1]]}  # fmt: skip
+    two = {**second.metadata, "id": 31, "position": 3, "thread_id": "s",
+           "neighbors": [window[1], window[2]]}  # fmt: skip
+    response = RetrievalResponse(
+        results=(replace(first, metadata=one), replace(second, metadata=two)),
+        diagnostics=_response().diagnostics,
+    )
+    messages = to_messages(response)
+    text = "\n".join(str(m["content"]) for m in messages)
+    assert text.count("Bob: between") == 1 and text.count("Bob: before") == 1
+    assert "Bob: after" in text
+    block = to_markdown(response)
+    assert block.count("Bob: between") == 1

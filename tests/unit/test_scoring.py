@@ -90,3 +90,20 @@ def test_results_refuse_scores_outside_the_unit_interval() -> None:
         RetrievalResult("text", "episodic", 0.5, "0.5", 0.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="source 'web' is not one of"):
         RetrievalResult("text", "web", 0.5, 0.5, 0.5)
+
+
+def test_time_fit_is_one_inside_the_window_and_halves_per_half_life_outside() -> None:
+    from retrieval.search.scoring import time_fit
+
+    assert time_fit(0.0, 7.0) == 1.0
+    assert time_fit(7.0, 7.0) == pytest.approx(0.5)
+    assert time_fit(21.0, 7.0) == pytest.approx(0.125)
+    assert time_fit(1e9, 7.0) == 0.0
+
+
+def test_with_time_keeps_the_weights_summing_to_one() -> None:
+    from retrieval.search.scoring import with_time
+
+    weights = with_time({"relevance": 0.95, "recency": 0.05}, 0.2)
+    assert weights == pytest.approx({"relevance": 0.76, "recency": 0.04, "time": 0.2})
+    assert sum(weights.values()) == pytest.approx(1.0)

@@ -92,7 +92,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     (:mod:`retrieval.search.sources.relevance`).
     """
     s = quote_schema(schema)
-    filters = ["m.tenant_id = %(tenant_id)s", *_kind_filters(query.mode, "m")]
+    filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m")]
     vector_column = ", m.search_vector" if query.bm25 else ""
     ctes = [
         f"""semantic_nearest AS MATERIALIZED (
@@ -164,7 +164,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     return ctes
 
 
-def _kind_filters(mode: Mode, alias: str) -> list[str]:
+def kind_filters(mode: Mode, alias: str) -> list[str]:
     # The mode's kinds, on the ``kind`` column of ``alias``.
     filters = []
     if mode.include_kinds is not None:
@@ -181,7 +181,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # joined to the dense pool; every candidate scored with every query term from its own
     # lexemes; the lexical channel keeps its best ``semantic_candidates``.
     s = quote_schema(schema)
-    kinds = " AND ".join(["TRUE", *_kind_filters(query.mode, "r")])
+    kinds = " AND ".join(["TRUE", *kind_filters(query.mode, "r")])
     return [
         f"""mem_corpus AS MATERIALIZED (
     SELECT memories::float8 AS n, total_terms::float8 / NULLIF(memories, 0) AS average_length,

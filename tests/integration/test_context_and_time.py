@@ -1,0 +1,163 @@
+"""A thread's relevance lifts its turns, and a time the query names is preferred: both within
+the caller's budget and the scoring contract (every final score the weighted sum of its
+signals, each in [0, 1])."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.results import RetrievalResponse
+from retrieval.search.retriever import HybridRetriever
+
+AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+MAY = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
+TURNS = [
+    'Ana said, "How did the move to the new flat go?"',
+    'Bo said, "Exhausting, but the kitchen is finally unpacked."',
+    'Ana said, "And which neighbourhood did you end up in?"',
+    'Bo said, "Riverside, two streets from the old bakery."',
+    'Ana said, "Sounds lovely. Coffee there next week?"',
+]
+
+
+def _turns(store: MemoryStore, tenant: str = "acme") -> list[int]:
+    return store.remember_many(
+        MemoryInput(text=body, tenant_id=tenant, kind="message", thread_id="chat",
+                    position=position, created_at=MAY + timedelta(minutes=position))
+        for position, body in enumerate(TURNS)
+    )  # fmt: skip
+
+
+@pytest.fixture
+def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    config = RetrievalConfig(record_access=False)
+    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
+        yield retriever
+
+
+def _check_contract(response: RetrievalResponse) -> None:
+    for result in response:
+        signals, weights = result.metadata["signals"], result.metadata["weights"]
+        assert math.isclose(sum(weights.values()), 1.0, abs_tol=1e-9)
+        total = sum(weight * signals[name] for name, weight in weights.items())
+        assert math.isclose(result.final_score, min(1.0, total), abs_tol=1e-9)
+        assert all(0.0 <= signals[name] <= 1.0 for name in weights)
+
+
+def test_the_answer_next_to_a_matching_question_is_lifted_into_the_results(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _turns(store)
+    question = "Which neighbourhood did Bo end up in after the move?"
+    response = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=3)
+    found = {r.metadata["id"]: r for r in response}
+    assert len(response.results) <= 3  # within the budget
+    lifted = [r for r in response if "lifted_by" in r.metadata]
+    assert lifted, [r.content for r in response]
+    for result in lifted:
+        by = result.metadata["lifted_by"]
+        parent = found.get(by["id"]) or retriever.retrieve(
+            question, tenant_id="acme", as_of=AS_OF, limit=10,
+            config=replace(retriever.config, context_lift=0.0),
+        ).results[0]  # fmt: skip
+        expected = parent.relevance_score * 0.85 ** abs(by["offset"])
+        assert math.isclose(result.relevance_score, expected, abs_tol=1e-9)
+        assert by["own_relevance"] < result.relevance_score
+        assert abs(result.metadata["position"] - parent.metadata["position"]) == abs(by["offset"])
+    assert ids[3] in found  # "Riverside, ...": the answer, which its own words barely match
+    _check_contract(response)
+    # Off, the answer comes only by its own relevance, and nothing says it was lifted.
+    off = retriever.retrieve(
+        question, tenant_id="acme", as_of=AS_OF, limit=3,
+        config=replace(retriever.config, context_lift=0.0),
+    )  # fmt: skip
+    assert all("lifted_by" not in r.metadata for r in off)
+    assert off.diagnostics.statements == 1 and response.diagnostics.statements == 2
+
+
+def test_memories_without_a_thread_are_not_lifted_and_cost_no_statement(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    store.remember_many(
+        {"text": f"The build of module {i} passed on the staging runner.", "tenant_id": "acme"}
+        for i in range(6)
+    )
+    response = retriever.retrieve("which builds passed", tenant_id="acme", as_of=AS_OF)
+    assert response.results and all("lifted_by" not in r.metadata for r in response)
+    assert response.diagnostics.statements == 1
+
+
+def test_another_tenants_thread_of_the_same_name_is_not_lifted(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _turns(store)
+    other = _turns(store, tenant="globex")
+    response = retriever.retrieve("Which neighbourhood?", tenant_id="acme", as_of=AS_OF)
+    assert not {r.metadata["id"] for r in response} & set(other)
+
+
+def _releases(store: MemoryStore) -> dict[str, int]:
+    when = {
+        "march": datetime(2026, 3, 12, 10, 0, tzinfo=UTC),
+        "june": datetime(2026, 6, 18, 10, 0, tzinfo=UTC),
+        "october": datetime(2026, 10, 2, 10, 0, tzinfo=UTC),
+    }
+    return {
+        month: store.remember("The team shipped the billing release to every customer.",
+                              tenant_id="acme", created_at=at)
+        for month, at in when.items()
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("question", "month"),
+    [
+        ("Which billing release did the team ship in March?", "march"),
+        ("the billing release shipped during June 2026", "june"),
+        ("Was a billing release shipped to customers on 12 March, 2026?", "march"),
+        ("the billing release shipped two weeks before July 2, 2026", "june"),
+        ("which billing release did the team ship last month", "october"),
+        ("what billing release did we ship in spring 2026", "march"),
+    ],
+)
+def test_a_time_named_in_the_query_is_preferred(
+    store: MemoryStore, retriever: HybridRetriever, question: str, month: str
+) -> None:
+    ids = _releases(store)
+    response = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF)
+    assert response.results[0].metadata["id"] == ids[month]
+    best = response.results[0]
+    assert best.metadata["weights"]["time"] == pytest.approx(0.2)
+    assert best.metadata["signals"]["time"] == 1.0
+    _check_contract(response)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did the team ship?",
+        "What did the team ship on 31 February, 2026?",  # no such day: no window
+        "ship 99999999999 days ago",
+        "the release in 12345",
+        "\u202e\u0301 May?? 2026-13-45 ship",
+    ],
+)
+def test_a_query_without_a_usable_time_ranks_as_before(
+    store: MemoryStore, retriever: HybridRetriever, question: str
+) -> None:
+    _releases(store)
+    plain = replace(retriever.config, time_weight=0.0)
+    with_time = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF)
+    without = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, config=plain)
+    assert [(r.metadata["id"], r.final_score) for r in with_time] == [
+        (r.metadata["id"], r.final_score) for r in without
+    ]
+    assert all("time" not in r.metadata["weights"] for r in with_time)
