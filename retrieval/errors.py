@@ -83,10 +83,9 @@ def mask_url(url: object) -> str:
         return _DSN_SECRET.sub(r"\1***", text)
     match = _SCHEME.match(text)
     head, rest = (match.group(1), match.group(2)) if match else ("", text)
-    at = rest.rfind("@")
-    colon = rest.find(":")
-    if at >= 0 and 0 <= colon < at:
-        rest = f"{rest[:colon]}:***{rest[at:]}"
+    span = _password_span(rest)
+    if span is not None:
+        rest = f"{rest[: span[0]]}:***{rest[span[1] :]}"
     address, mark, query = rest.partition("?")
     if mark:
         query = "&".join(
@@ -169,11 +168,15 @@ def url_password(url: str) -> str | None:
     or ``None``."""
     match = _SCHEME.match(url)
     rest = match.group(2) if match else url
+    span = _password_span(rest)
+    return None if span is None else rest[span[0] + 1 : span[1]]
+
+
+def _password_span(rest: str) -> tuple[int, int] | None:
+    # In a URL after its scheme: the user's ':' and the last '@', if the URL has a password.
     at = rest.rfind("@")
     colon = rest.find(":")
-    if at < 0 or not 0 <= colon < at:
-        return None
-    return rest[colon + 1 : at]
+    return (colon, at) if at >= 0 and 0 <= colon < at else None
 
 
 def _is_connection_failure(error: BaseException) -> bool:

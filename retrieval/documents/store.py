@@ -39,7 +39,7 @@ from retrieval.memory.validation import (
     json_text_problem,
 )
 from retrieval.search import scoring
-from retrieval.search.query import MAX_QUERY_CHARS
+from retrieval.search.query import check_query_length
 
 _CHUNK_COLUMNS = (
     ("tenant_id", "text"),
@@ -496,9 +496,5 @@ def check_doc_id(doc_id: object) -> str:
 def _check_query(query: object) -> None:
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("query is empty: give the text to search for", field="query")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ValidationError(
-            f"query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}",
-            field="query",
-        )
+    check_query_length(query)
     _check_storable("query", query, None)

@@ -52,6 +52,15 @@ def checked_options(options: Mapping[str, Any], *, count_name: str) -> dict[str,
     return dict(options)
 
 
+def check_setting(name: str, value: Any, *, count_name: str) -> None:
+    """A framework retriever's ``count_name`` (its number of results) or ``search_options``,
+    checked as a call would check it, when it is set; any other field is not checked here."""
+    if name == count_name:
+        arguments.optional_count(count_name, value, maximum=arguments.MAX_RESULTS)
+    elif name == "search_options":
+        checked_options(value, count_name=count_name)
+
+
 def call_options(
     defaults: Mapping[str, Any], count: int | None, given: Mapping[str, Any], *, count_name: str
 ) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
-from retrieval import arguments
 from retrieval.errors import ValidationError
 from retrieval.integrations import _search
 from retrieval.memory.validation import check_tenant
@@ -55,8 +54,8 @@ class RetrievalRetriever(BaseRetriever):
     def __init__(self, **data: Any) -> None:
         # The library's errors, before pydantic would wrap them in its own.
         check_tenant(data.get("tenant_id"))
-        arguments.optional_count(COUNT, data.get(COUNT), maximum=arguments.MAX_RESULTS)
-        _search.checked_options(data.get("search_options") or {}, count_name=COUNT)
+        _search.check_setting(COUNT, data.get(COUNT), count_name=COUNT)
+        _search.check_setting("search_options", data.get("search_options") or {}, count_name=COUNT)
         super().__init__(**data)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -67,10 +66,7 @@ class RetrievalRetriever(BaseRetriever):
                 "HybridRetriever",
                 field="tenant_id",
             )
-        if name == COUNT:
-            arguments.optional_count(COUNT, value, maximum=arguments.MAX_RESULTS)
-        elif name == "search_options":
-            _search.checked_options(value, count_name=COUNT)
+        _search.check_setting(name, value, count_name=COUNT)
         super().__setattr__(name, value)
 
     @classmethod

@@ -18,7 +18,6 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from retrieval import arguments
 from retrieval.errors import ValidationError
 from retrieval.integrations import _search
 from retrieval.memory.validation import check_tenant
@@ -67,10 +66,7 @@ class RetrievalNodeRetriever(BaseRetriever):
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == COUNT:
-            arguments.optional_count(COUNT, value, maximum=arguments.MAX_RESULTS)
-        elif name == "search_options":
-            _search.checked_options(value, count_name=COUNT)
+        _search.check_setting(name, value, count_name=COUNT)
         super().__setattr__(name, value)
 
     def _options(self) -> dict[str, Any]:

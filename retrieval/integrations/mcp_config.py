@@ -8,6 +8,10 @@ from pathlib import Path
 
 from retrieval.settings import configurable, from_env, require_int, setting
 
+# The largest request body of the HTTP transport (a memory of 32,000 characters escaped as JSON,
+# with its metadata, fits several times over).
+DEFAULT_MAX_REQUEST_BYTES = 1_048_576
+
 
 @configurable
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class McpConfig:
     )
 
     max_request_bytes: int = setting(
-        1_048_576,
+        DEFAULT_MAX_REQUEST_BYTES,
         env="RETRIEVAL_MCP_MAX_REQUEST_BYTES",
         help="largest request body retrieval mcp --http reads (a larger one gets 413)",
     )

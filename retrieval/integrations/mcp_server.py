@@ -28,6 +28,7 @@ from pydantic import AnyHttpUrl, Field
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.errors import DatabaseError, EmbeddingError, RetrievalError
+from retrieval.integrations.mcp_config import DEFAULT_MAX_REQUEST_BYTES
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
 from retrieval.integrations.records import jsonable, result_record
 from retrieval.memory.kinds import MEMORY_KINDS
@@ -38,9 +39,6 @@ logger = logging.getLogger(__name__)
 
 TenantOf = Callable[[Context], str]
 TENANT_CLAIM = "tenant_id"
-# The largest request body of the HTTP transport (a memory of 32,000 characters escaped as JSON,
-# with its metadata, fits several times over).
-DEFAULT_MAX_REQUEST_BYTES = 1_048_576
 UNAVAILABLE = (
     "the memory is unavailable right now (its database or its embedding model failed); try "
     "again later. The server's log has the details."

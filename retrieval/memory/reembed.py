@@ -121,11 +121,10 @@ def _vectors(
     texts = [content for _, content, _ in items]
     weight = store.config.turn_context
     before: dict[int, str] = {}
-    if weight > 0 and any(place is not None for _, _, place in items):
+    if weight > 0:
         batch = {place: content for _, content, place in items if place is not None}
         places = [place for _, _, place in items]
-        found = previous_texts(connection, store.schema, places, batch)
-        before = {index: text for index, text in enumerate(found) if text is not None}
+        before = previous_texts(connection, store.schema, places, batch)
     vectors = store.cache.embed(
         connection, tenant_id, texts + list(before.values()), uncounted=len(before)
     )

@@ -34,16 +34,19 @@ def previous_texts(
     schema: str,
     places: Sequence[Place | None],
     batch: Mapping[Place, str],
-) -> list[str | None]:
-    """The text of the turn before each place (``None`` where there is none): from ``batch``
-    (the texts of the batch being written, by place), else from the stored memories (one
-    statement per tenant)."""
+) -> dict[int, str]:
+    """The text of the turn before each place that has one, by the place's index: from
+    ``batch`` (the texts of the batch being written, by place), else from the stored memories
+    (one statement per tenant)."""
+    before = {
+        index: (place[0], place[1], place[2] - 1)
+        for index, place in enumerate(places)
+        if place is not None and place[2] > 0
+    }
     wanted: dict[str, set[tuple[str, int]]] = defaultdict(set)
-    for place in places:
-        if place is not None and place[2] > 0:
-            before = (place[0], place[1], place[2] - 1)
-            if before not in batch:
-                wanted[place[0]].add((place[1], place[2] - 1))
+    for tenant, thread, position in before.values():
+        if (tenant, thread, position) not in batch:
+            wanted[tenant].add((thread, position))
     stored: dict[Place, str] = {}
     query = statement("memory.turns_at", schema)
     for tenant, turns in sorted(wanted.items()):
@@ -55,14 +58,8 @@ def previous_texts(
             {"tenant_id": tenant, "threads": list(threads), "positions": list(positions)},
         )
         stored.update(((tenant, thread, position), text) for thread, position, text in rows)
-    found: list[str | None] = []
-    for place in places:
-        if place is None or place[2] == 0:
-            found.append(None)
-            continue
-        before = (place[0], place[1], place[2] - 1)
-        found.append(batch.get(before, stored.get(before)))
-    return found
+    texts = {index: batch.get(place, stored.get(place)) for index, place in before.items()}
+    return {index: text for index, text in texts.items() if text is not None}
 
 
 def in_context(own: Vectors, previous: Vectors, weight: float) -> Vectors:

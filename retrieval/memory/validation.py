@@ -21,7 +21,9 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from retrieval.db import schema
 from retrieval.errors import ValidationError
+from retrieval.memory.config import DEFAULT_MAX_ENTITIES, DEFAULT_MAX_METADATA_BYTES
 from retrieval.memory.kinds import describe_kinds
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 
@@ -30,9 +32,9 @@ MAX_NAME_CHARS = 256
 MAX_TENANT_CHARS = 256
 # The largest position PostgreSQL's integer column holds.
 MAX_POSITION = 2**31 - 1
-# The times a row may hold (the CHECKs of revision 0014: retrieval.db.schema.EARLIEST_TIME).
-EARLIEST_TIME = datetime(1, 1, 2, tzinfo=UTC)
-LATEST_TIME = datetime(9999, 12, 30, tzinfo=UTC)
+# The times a row may hold (the CHECKs of revision 0014).
+EARLIEST_TIME = datetime.fromisoformat(schema.EARLIEST_TIME)
+LATEST_TIME = datetime.fromisoformat(schema.LATEST_TIME)
 # Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -46,8 +48,8 @@ class Limits:
     max_text_chars: int
     dim: int
     kinds: frozenset[str] | None = None
-    max_entities: int = 256
-    max_json_bytes: int = 65_536
+    max_entities: int = DEFAULT_MAX_ENTITIES
+    max_json_bytes: int = DEFAULT_MAX_METADATA_BYTES
 
 
 class ValidMemory(NamedTuple):

@@ -155,10 +155,8 @@ class Writer:
 
         batch = {p: m.text for m in memories if (p := place(m)) is not None}
         places = [place(memories[row]) for row in needing]
-        if not any(places):
-            return {}
-        texts = previous_texts(connection, self.schema, places, batch)
-        return {row: text for row, text in zip(needing, texts, strict=True) if text is not None}
+        found = previous_texts(connection, self.schema, places, batch)
+        return {needing[index]: text for index, text in found.items()}
 
     def memories_streamed(
         self, connection: Connection, items: Sequence[MemoryInput], limits: Limits

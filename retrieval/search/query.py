@@ -25,6 +25,17 @@ from retrieval.search.config import RetrievalConfig
 MAX_QUERY_CHARS = 10_000
 
 
+def check_query_length(query: str) -> None:
+    """A :class:`ValidationError` if ``query`` is longer than :data:`MAX_QUERY_CHARS`."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(
+            f"query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}: the "
+            "model reads only its first 256 tokens (about 1,000 characters); give the question, "
+            "not a document",
+            field="query",
+        )
+
+
 @dataclass(frozen=True)
 class PreparedQuery:
     """``text`` as written; ``lexical``, cleaned and with its expansions; its ``keywords``."""
@@ -45,13 +56,7 @@ def prepare_query(query: object, config: RetrievalConfig) -> PreparedQuery:
         raise ValidationError(
             f"query is empty ({query!r}): give the text to find context for", field="query"
         )
-    if len(query) > MAX_QUERY_CHARS:
-        raise ValidationError(
-            f"query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}: the "
-            "model reads only its first 256 tokens (about 1,000 characters); give the question, "
-            "not a document",
-            field="query",
-        )
+    check_query_length(query)
     check_storable("query", query)
     lexical = expand(query, config.query_expansions)
     keywords = scoring.extract_keywords(

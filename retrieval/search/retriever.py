@@ -60,6 +60,7 @@ from retrieval.search.sources.statement import (
     CallValues,
     StatementShape,
     build_statement,
+    semantic_parameters,
     statement_parameters,
 )
 from retrieval.search.sources.working_state import LexicalOption, score_working_state
@@ -434,20 +435,9 @@ class HybridRetriever:
         best = sorted(
             semantic, key=lambda c: ranking.rank_key(ranking.scored_candidate(c, weights))
         )
-        values = call.values
-        params = {
-            "tenant_id": values.tenant_id,
-            "as_of": values.as_of,
-            "query_vector": vector,
-            "semantic_half_life": config.semantic.half_life_hours * 3600.0,
-            "dense_zero_squared": self._calibration.zero_squared,
-            "dense_span_squared": self._calibration.span_squared,
-            "include_kinds": (
-                sorted(values.mode.include_kinds) if values.mode.include_kinds is not None else None
-            ),
-            "exclude_kinds": sorted(values.mode.exclude_kinds),
-            "context_window": config.context_window,
-        }
+        values = replace(call.values, vector=vector)
+        params = semantic_parameters(config, values, self._calibration)
+        params["context_window"] = config.context_window
         statement = context_statement(self.schema, values.mode)
 
         sent = 0

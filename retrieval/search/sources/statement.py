@@ -105,11 +105,8 @@ def statement_parameters(
     )
     params: dict[str, Any] = {
         **band_parameters(bands),
-        "tenant_id": call.tenant_id,
-        "as_of": call.as_of,
-        "query_vector": call.vector,
+        **semantic_parameters(config, call, calibration),
         "semantic_candidates": config.pool,
-        "semantic_half_life": config.semantic.half_life_hours * _HOUR,
         "max_distance": config.max_distance,
         "entity_ids": list(dict.fromkeys(call.entities)),
         "keywords": list(keywords),
@@ -119,12 +116,6 @@ def statement_parameters(
         "episodic_relevance": config.episodic.relevance,
         "episodic_recency": config.episodic.recency,
         "task_id": call.task_id,
-        "dense_zero_squared": calibration.zero_squared,
-        "dense_span_squared": calibration.span_squared,
-        "include_kinds": (
-            sorted(call.mode.include_kinds) if call.mode.include_kinds is not None else None
-        ),
-        "exclude_kinds": sorted(call.mode.exclude_kinds),
     }
     semantic, episodic = shape.semantic, shape.episodic
     if shape.documents or (semantic is not None and semantic.bm25):
@@ -132,6 +123,25 @@ def statement_parameters(
     if (semantic is not None and semantic.lexical) or (episodic is not None and episodic.lexical):
         params.update(_lexical_parameters(config, call.query))
     return params
+
+
+def semantic_parameters(
+    config: RetrievalConfig, call: CallValues, calibration: DenseCalibration
+) -> dict[str, Any]:
+    """The values a memory's signals bind (its dense relevance, recency, the mode's kinds):
+    the semantic source's, and the context turns' (:mod:`retrieval.search.sources.context`)."""
+    return {
+        "tenant_id": call.tenant_id,
+        "as_of": call.as_of,
+        "query_vector": call.vector,
+        "semantic_half_life": config.semantic.half_life_hours * _HOUR,
+        "dense_zero_squared": calibration.zero_squared,
+        "dense_span_squared": calibration.span_squared,
+        "include_kinds": (
+            sorted(call.mode.include_kinds) if call.mode.include_kinds is not None else None
+        ),
+        "exclude_kinds": sorted(call.mode.exclude_kinds),
+    }
 
 
 def _bm25_parameters(config: RetrievalConfig, query: PreparedQuery) -> dict[str, Any]:
