@@ -15,6 +15,7 @@ from typing import Any
 
 from retrieval.cli import by_hand
 from retrieval.cli import mcp as mcp_commands
+from retrieval.cli import ui as ui_command
 from retrieval.cli.terminal import confirmed
 from retrieval.db import migrate
 from retrieval.db.config import DatabaseConfig
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_write_commands(commands)
     by_hand.add_commands(commands)
     mcp_commands.add_commands(commands)
+    ui_command.add_command(commands)
     _add_search_command(commands)
     _add_documents_command(commands)
     demo = commands.add_parser(

@@ -116,7 +116,7 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
             server = mcp_server.memory_server(
                 store, retriever, mcp_server.fixed_tenant(check_tenant(args.tenant))
             )
-            with _until_stopped():
+            with until_stopped():
                 server.run("stdio")
             return 0
         if args.tenant is not None:
@@ -144,7 +144,7 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
             f"MCP server at {url}/mcp for {len(tenants)} tenant(s) by bearer token; Ctrl-C stops",
             file=sys.stderr,
         )
-        with _until_stopped():
+        with until_stopped():
             http = mcp_server.http_server(
                 server, host=host, port=port, max_request_bytes=config.max_request_bytes
             )
@@ -155,7 +155,7 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
 
 
 @contextmanager
-def _until_stopped() -> Iterator[None]:
+def until_stopped(command: str = "retrieval mcp") -> Iterator[None]:
     """Ctrl-C (SIGINT) or SIGTERM ends the server with one line and lets the caller's cleanup
     run. uvicorn shuts down gracefully on either, then raises the signal again once its own
     handlers are gone: SIGINT arrives as KeyboardInterrupt, and SIGTERM is made one here
@@ -165,7 +165,7 @@ def _until_stopped() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        print("retrieval mcp: stopped", file=sys.stderr)
+        print(f"{command}: stopped", file=sys.stderr)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -1,0 +1,113 @@
+"""The inspector's query parameters, read and checked: a bad one is a :class:`PageError` (400)
+whose message says what was wrong and what to give instead."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+
+from retrieval.memory.validation import tenant_problem
+
+MAX_QUERY_CHARS = 10_000
+MAX_PAGE_EVENTS = 1000
+MAX_SEARCH_RESULTS = 100
+
+
+class PageError(Exception):
+    """A request the inspector cannot answer: an HTTP status and a message for the page."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def whole_number(field: str, value: str | None, *, default: int, maximum: int) -> int:
+    """``value`` as a whole number from 1 to ``maximum`` (``default`` when empty)."""
+    if value is None or not value.strip():
+        return default
+    text = value.strip()
+    if not text.isdigit() or not 1 <= int(text) <= maximum:
+        raise PageError(
+            400, f"{field} must be a whole number from 1 to {maximum}, got {_shown(value)}"
+        )
+    return int(text)
+
+
+def moment(field: str, value: str | None, *, end_of_day: bool = False) -> datetime | None:
+    """``value`` as an aware datetime: a date (``2026-11-20``: its start, or the next day's
+    start with ``end_of_day``) or a date and time (``2026-11-20T14:30``, UTC unless it names
+    its zone)."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            start = datetime.combine(date.fromisoformat(text), time(), tzinfo=UTC)
+            return _next_day(start, field) if end_of_day else start
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise PageError(
+            400,
+            f"{field} must be a date (2026-11-20) or a date and time (2026-11-20T14:30, UTC "
+            f"unless a zone is given), got {_shown(value)}",
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def kinds(values: Sequence[str], known: Sequence[str]) -> tuple[str, ...] | None:
+    """The kinds chosen among ``known`` (memory kinds, ``decision``, ``tool_call``), or
+    ``None`` for all."""
+    chosen = tuple(dict.fromkeys(value for value in values if value))
+    unknown = [kind for kind in chosen if kind not in known]
+    if unknown:
+        raise PageError(400, f"kind {_shown(unknown[0])} is not one of: {', '.join(known)}")
+    return chosen or None
+
+
+def name(field: str, value: str | None) -> str | None:
+    """An optional name (a thread or a task id): stripped, ``None`` when empty."""
+    if value is None or not value.strip():
+        return None
+    if len(value) > 1000:
+        raise PageError(400, f"{field} is {len(value)} characters long: give at most 1000")
+    return value.strip()
+
+
+def query(value: str | None) -> str | None:
+    """The search's query text (``None`` when none was asked)."""
+    if value is None or not value.strip():
+        return None
+    if len(value) > MAX_QUERY_CHARS:
+        raise PageError(
+            400,
+            f"the query is {len(value):,} characters long: give at most {MAX_QUERY_CHARS:,}",
+        )
+    return value
+
+
+def tenant(value: str) -> str:
+    """A tenant id of a URL, checked as the library checks it."""
+    problem = tenant_problem(value)
+    if problem is not None:
+        raise PageError(400, problem)
+    return value
+
+
+def row_id(field: str, value: str) -> int:
+    """A row id of a URL (a positive whole number within bigint)."""
+    if not value.isdigit() or not 1 <= int(value) < 2**63:
+        raise PageError(404, f"{field} {_shown(value)} is not a row id (a positive whole number)")
+    return int(value)
+
+
+def _next_day(start: datetime, field: str) -> datetime:
+    try:
+        return start + timedelta(days=1)
+    except OverflowError:
+        raise PageError(400, f"{field} is past the last date that can be stored") from None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
