@@ -38,6 +38,10 @@ OTHER_VARIABLES = {
     "RETRIEVAL_TEST_DATABASE_URL": "The test suite's PostgreSQL (tests only).",
     "RETRIEVAL_CITUS_BIN": "The bin directory of a PostgreSQL with Citus, for the Citus tests "
     "and benchmarks (tests only).",
+    "RETRIEVAL_CHROMIUM": "The Chromium the inspector's browser tests drive (tests only; "
+    "default: chromium on the PATH).",
+    "RETRIEVAL_UPDATE_SCREENSHOT": "Set to 1, the browser tests rewrite the README's "
+    "screenshot of the inspector (tests only).",
 }
 
 _NONE_WORDS = frozenset({"none", "off"})

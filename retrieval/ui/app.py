@@ -45,7 +45,7 @@ SECURITY_HEADERS = {
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # "no-referrer" would send a form's Origin as null
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
