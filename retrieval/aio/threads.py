@@ -10,6 +10,7 @@ PostgreSQL is not interrupted); its result is dropped.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -34,10 +35,13 @@ class ThreadPool:
         self._executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix=name)
 
     async def run(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        """``function(*args, **kwargs)`` on a thread of the pool, awaited."""
+        """``function(*args, **kwargs)`` on a thread of the pool, awaited, in a copy of the
+        caller's context (so that an OpenTelemetry span of the caller is the parent of the
+        call's spans)."""
         loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
         return await loop.run_in_executor(
-            self._executor, functools.partial(function, *args, **kwargs)
+            self._executor, functools.partial(context.run, function, *args, **kwargs)
         )
 
     def close(self) -> None:

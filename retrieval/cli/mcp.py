@@ -31,7 +31,8 @@ MCP_HELP = """\
 Serve a tenant's memory to an agent over the Model Context Protocol. Tools: search_memory,
 remember, record_decision, record_tool_call, timeline, forget. The tenant is never a tool
 argument: over stdio it is --tenant; over HTTP (--http) each request's bearer token names it
-(retrieval mcp-token makes one), and a request without a valid token gets 401.
+(retrieval mcp-token makes one), and a request without a valid token gets 401. Over HTTP,
+Prometheus metrics of the tool calls are at /metrics.
 
 The server loads the embedding model once, then answers each call in milliseconds: it is the
 long-running process to use instead of one `retrieval search` per query.
@@ -136,8 +137,9 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
                 "(or RETRIEVAL_MCP_TOKENS_FILE)"
             )
         url = f"http://{host}:{port}"
+        metrics = mcp_server.tool_metrics(retriever)
         server = mcp_server.memory_server(
-            store, retriever, mcp_server.tenant_from_token, tokens=tokens, url=url
+            store, retriever, mcp_server.tenant_from_token, tokens=tokens, url=url, metrics=metrics
         )
         tenants = sorted(set(tokens.tenants.values()))
         print(
@@ -146,7 +148,11 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
         )
         with until_stopped():
             http = mcp_server.http_server(
-                server, host=host, port=port, max_request_bytes=config.max_request_bytes
+                server,
+                host=host,
+                port=port,
+                max_request_bytes=config.max_request_bytes,
+                metrics=metrics,
             )
             asyncio.run(http.serve())
         return 0

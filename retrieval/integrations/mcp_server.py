@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -25,13 +25,16 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
+from starlette.routing import Route
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
-from retrieval.errors import DatabaseError, EmbeddingError, RetrievalError
+from retrieval.integrations.mcp_calls import ToolCalls
 from retrieval.integrations.mcp_config import DEFAULT_MAX_REQUEST_BYTES
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
 from retrieval.integrations.records import jsonable, result_record
 from retrieval.memory.kinds import MEMORY_KINDS
+from retrieval.observability.metrics import ServerMetrics
+from retrieval.observability.tracing import Tracing
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.timeline import TimelineEvent
 
@@ -39,10 +42,6 @@ logger = logging.getLogger(__name__)
 
 TenantOf = Callable[[Context], str]
 TENANT_CLAIM = "tenant_id"
-UNAVAILABLE = (
-    "the memory is unavailable right now (its database or its embedding model failed); try "
-    "again later. The server's log has the details."
-)
 
 INSTRUCTIONS = """\
 This server is your long-term memory. Before answering from scratch, call search_memory with \
@@ -108,11 +107,15 @@ def memory_server(
     *,
     tokens: TokenTable | None = None,
     url: str | None = None,
+    metrics: ServerMetrics | None = None,
+    tracer_provider: Any = None,
 ) -> MCPServer:
     """The MCP server of ``store`` and ``retriever``; ``tenant_of`` names each call's tenant.
 
     For HTTP give ``tokens`` (the accepted bearer tokens) and ``url`` (where the server is
-    reached, e.g. ``http://127.0.0.1:8765``), with ``tenant_of=tenant_from_token``.
+    reached, e.g. ``http://127.0.0.1:8765``), with ``tenant_of=tenant_from_token``. Each tool
+    call is counted by ``metrics`` (see :func:`tool_metrics`) and traced as a span
+    ``retrieval.mcp.<tool>`` of ``tracer_provider`` (default: the global one).
     """
     auth: dict[str, Any] = {}
     if tokens is not None:
@@ -144,8 +147,14 @@ def memory_server(
         log_level="WARNING",
         **auth,
     )
-    _add_tools(server, store, retriever, tenant_of)
+    _add_tools(server, store, retriever, tenant_of, ToolCalls(Tracing(tracer_provider), metrics))
     return server
+
+
+def tool_metrics(retriever: AsyncHybridRetriever) -> ServerMetrics:
+    """The metrics of the tool calls (``retrieval_mcp_tool_*``), by tool and the modes of
+    ``retriever``'s config."""
+    return ServerMetrics("retrieval_mcp_tool", "tool", retriever.config.modes)
 
 
 def http_server(
@@ -154,6 +163,7 @@ def http_server(
     host: str,
     port: int,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    metrics: ServerMetrics | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server of ``server``'s streamable HTTP app at ``http://host:port/mcp``
     (``await http.serve()`` runs it; ``http.should_exit = True`` stops it).
@@ -162,10 +172,13 @@ def http_server(
     and the server keeps no session between requests, so no client can fill a table of
     sessions and lock the others out (the SDK's sessions are shared by every token, 10,000 in
     all). The tools need no session: each call names everything it needs. A request body over
-    ``max_request_bytes`` is refused (413) before it is read whole."""
+    ``max_request_bytes`` is refused (413) before it is read whole. With ``metrics`` (the
+    server's, see :func:`tool_metrics`), ``/metrics`` serves them to Prometheus."""
     app = server.streamable_http_app(
         host=host, stateless_http=True, max_request_body_size=max_request_bytes
     )
+    if metrics is not None:
+        app.router.routes.append(Route("/metrics", metrics.endpoint))
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
 
 
@@ -180,6 +193,7 @@ def _add_tools(
     store: AsyncMemoryStore,
     retriever: AsyncHybridRetriever,
     tenant_of: TenantOf,
+    calls: ToolCalls,
 ) -> None:
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -211,7 +225,7 @@ def _add_tools(
         (relevance and recency combined, higher is better), relevance_score, recency_score,
         created_at and id."""
         tenant = tenant_of(context)
-        with _tool_errors():
+        with calls.call("search_memory", tenant, mode):
             response = await retriever.retrieve(
                 query,
                 tenant_id=tenant,
@@ -240,7 +254,7 @@ def _add_tools(
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
         that worked, a conclusion). Returns its id."""
         tenant = tenant_of(context)
-        with _tool_errors():
+        with calls.call("remember", tenant):
             memory_id = await store.remember(
                 text,
                 tenant_id=tenant,
@@ -264,7 +278,7 @@ def _add_tools(
         """Record a decision you took, within a task. Returns its id (give it to
         record_tool_call as decision_id)."""
         tenant = tenant_of(context)
-        with _tool_errors():
+        with calls.call("record_decision", tenant):
             decision_id = await store.record_decision(
                 tenant_id=tenant,
                 task_id=task_id,
@@ -288,7 +302,7 @@ def _add_tools(
     ) -> dict[str, Any]:
         """Record a tool call you made and its result. Returns its id."""
         tenant = tenant_of(context)
-        with _tool_errors():
+        with calls.call("record_tool_call", tenant):
             call_id = await store.record_tool_call(
                 tenant_id=tenant,
                 decision_id=decision_id,
@@ -315,7 +329,7 @@ def _add_tools(
         """What happened between since and until, newest first: memories stored, decisions
         taken, tool calls made."""
         tenant = tenant_of(context)
-        with _tool_errors():
+        with calls.call("timeline", tenant):
             events = await retriever.timeline(
                 tenant, since=since, until=until, kinds=kinds, limit=limit
             )
@@ -335,23 +349,9 @@ def _add_tools(
     ) -> dict[str, Any]:
         """Delete memories by id (for good). Returns the ids that were deleted."""
         tenant = tenant_of(context)
-        with _tool_errors():
+        with calls.call("forget", tenant):
             forgotten = await store.forget(tenant_id=tenant, memory_ids=memory_ids)
         return {"forgotten": list(forgotten.memory_ids)}
-
-
-@contextmanager
-def _tool_errors() -> Iterator[None]:
-    # A bad argument's message says what was wrong and what to do: the model reads it. An
-    # outage's does not go to the client (it may name the database's host, user or socket,
-    # or the server's paths): the client is told to try later, the log has the detail.
-    try:
-        yield
-    except (DatabaseError, EmbeddingError) as error:
-        logger.warning("an MCP tool failed: %s: %s", type(error).__name__, error)
-        raise ToolError(UNAVAILABLE) from None
-    except RetrievalError as error:
-        raise ToolError(str(error)) from None
 
 
 def _search_result(response: RetrievalResponse) -> dict[str, Any]:

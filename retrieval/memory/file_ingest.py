@@ -134,6 +134,27 @@ def ingest(
     line without a ``position`` is numbered after the highest position its thread holds."""
     if batch_size < 1:
         raise ValidationError(f"batch_size must be >= 1, got {batch_size}")
+    with store.tracing.span("retrieval.ingest") as span:
+        summary = _ingest(store, records, batch_size, progress)
+        span.set(
+            {
+                "retrieval.memories": summary.memories,
+                "retrieval.decisions": summary.decisions,
+                "retrieval.tool_calls": summary.tool_calls,
+                "retrieval.skipped": summary.skipped,
+                "retrieval.cache_hits": summary.cache_hits,
+                "retrieval.embedded": summary.embedded,
+            }
+        )
+        return summary
+
+
+def _ingest(
+    store: MemoryStore,
+    records: Sequence[Record],
+    batch_size: int,
+    progress: Callable[[int], None] | None,
+) -> IngestSummary:
     began = time.perf_counter()
     hits, embedded = store.cache_stats.hits, store.cache_stats.embedded
     counts = {name: 0 for name in RECORD_TYPES}

@@ -7,7 +7,7 @@ they stream into it): a batch with one bad row lands nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,7 @@ from retrieval.memory.validation import (
     valid_tool_call,
 )
 from retrieval.memory.writer import Writer
+from retrieval.observability.tracing import Tracing
 
 
 class MemoryStore:
@@ -53,7 +54,9 @@ class MemoryStore:
     ``config`` defaults to the environment's (:meth:`WriteConfig.from_env`) and ``schema`` to
     ``RETRIEVAL_SCHEMA`` (else ``retrieval``). ``embedder`` defaults to sentence-transformers
     with ``config.embedding_model`` (the bundled all-MiniLM-L6-v2 unless set); it is loaded on
-    first use, and refused if its dimension is not the database's.
+    first use, and refused if its dimension is not the database's. ``tracer_provider``
+    (OpenTelemetry's; default the global one) receives a span per write call (see
+    :mod:`retrieval.observability.tracing`).
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class MemoryStore:
         schema: str | None = None,
         embedder: Embedder | None = None,
         config: WriteConfig | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.engine = engine
         self.schema = schema = schema_or_env(schema)
@@ -88,6 +92,7 @@ class MemoryStore:
         self._writer = Writer(
             schema, self.cache, self._lookup, self.vector_type, self.config.turn_context
         )
+        self.tracing = Tracing(tracer_provider)
 
     @classmethod
     def from_database(
@@ -135,8 +140,8 @@ class MemoryStore:
             thread_id=thread_id,
             position=position,
         )
-        with self.batch() as batch:
-            return batch.write_memories([valid_memory(item, self._limits)])[0]
+        with self._traced("retrieval.remember") as written, self.batch() as batch:
+            return written(batch.write_memories([valid_memory(item, self._limits)]))[0]
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
         """Store a batch of memories in one transaction; return their ids in order.
@@ -144,8 +149,8 @@ class MemoryStore:
         Items are :class:`MemoryInput` or dicts with the same keys. One bad item refuses the
         whole batch with a :class:`ValidationError` naming it, and nothing is written.
         """
-        with self.batch() as batch:
-            return batch.remember_many(items)
+        with self._traced("retrieval.remember_many") as written, self.batch() as batch:
+            return written(batch.remember_many(items))
 
     @property
     def limits(self) -> Limits:
@@ -294,9 +299,35 @@ class MemoryStore:
             yield StoreBatch(self._writer, self._limits, connection)
 
     @contextmanager
+    def _traced(self, name: str) -> Iterator[Callable[[list[int]], list[int]]]:
+        # A span around a write of memories; ``written(ids)`` notes what it wrote.
+        with self.tracing.span(name) as span:
+            if not span.recording:
+                yield _as_is
+                return
+            stats = self.cache.stats
+            before = (stats.hits, stats.embedded)
+
+            def written(ids: list[int]) -> list[int]:
+                span.set(
+                    {
+                        "retrieval.memories": len(ids),
+                        "retrieval.cache_hits": stats.hits - before[0],
+                        "retrieval.embedded": stats.embedded - before[1],
+                    }
+                )
+                return ids
+
+            yield written
+
+    @contextmanager
     def _transaction(self) -> Iterator[Connection]:
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             yield connection
+
+
+def _as_is(ids: list[int]) -> list[int]:
+    return ids
 
 
 class StoreBatch:

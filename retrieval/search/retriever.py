@@ -33,6 +33,7 @@ from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import aware_datetime, check_tenant
+from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
 from retrieval.search import ranking, scoring
 from retrieval.search.access_counts import AccessRecorder
 from retrieval.search.config import Fusion, RetrievalConfig
@@ -108,6 +109,10 @@ class HybridRetriever:
     timelines read there, while the embedding cache and the access counts go to ``engine``, the
     primary. A replica may not have replayed the latest writes yet; a call with
     ``read_your_writes=True`` reads the primary instead.
+
+    ``tracer_provider`` (OpenTelemetry's) receives a span ``retrieval.retrieve`` per call,
+    with a child per stage; default: the global provider, which records nothing unless the
+    application set one (see :mod:`retrieval.observability.tracing`).
     """
 
     def __init__(
@@ -123,6 +128,7 @@ class HybridRetriever:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
         read_engine: Engine | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.engine = engine
         self.read_engine = read_engine
@@ -163,6 +169,7 @@ class HybridRetriever:
         self._neighbors = neighbors_statement(schema)
         # The embedding model's relevance scale (its id needs no model load).
         self._calibration = calibration_for(self.embedder.model_id)
+        self._tracing = Tracing(tracer_provider)
 
     @classmethod
     def from_store(
@@ -222,6 +229,32 @@ class HybridRetriever:
         ``read_your_writes`` reads the primary even when the retriever has a replica, so that
         what this process has just stored is seen (see the class's ``read_engine``).
         """
+        with self._tracing.span("retrieval.retrieve") as span:
+            response = self._retrieve(
+                query, tenant_id, working_state, task_id, mode, as_of, config, entities,
+                fusion, limit, neighbors, read_your_writes,
+            )  # fmt: skip
+            if span.recording:
+                span.set(_span_attributes(tenant_id, neighbors, response))
+            return response
+
+    def _retrieve(
+        self,
+        query: str,
+        tenant_id: str,
+        working_state: Sequence[Mapping[str, Any]] | None,
+        task_id: str | None,
+        mode: str,
+        as_of: datetime | None,
+        config: RetrievalConfig | None,
+        entities: Sequence[str],
+        fusion: Fusion | None,
+        limit: int | None,
+        neighbors: int,
+        read_your_writes: bool,
+    ) -> RetrievalResponse:
+        # retrieve() without its span: each stage in a span of its own.
+        span = self._tracing.span
         started = time.perf_counter()
         reads = (
             self._connections
@@ -232,25 +265,30 @@ class HybridRetriever:
         call = self._plan(
             query, tenant_id, task_id, mode, as_of, config, entities, fusion, limit, neighbors
         )
-        vector, cached = self._vector(call)
+        with span("retrieval.embedding"):
+            vector, cached = self._vector(call)
         embedded = time.perf_counter()
-        candidates, statements = self._candidates(call, vector, reads)
-        candidates, context = self._with_context(call, vector, candidates, reads)
+        with span("retrieval.statement"):
+            candidates, statements = self._candidates(call, vector, reads)
+            candidates, context = self._with_context(call, vector, candidates, reads)
         statements += context
         queried = time.perf_counter()
-        results, per_source = self._rank(call, candidates, working_state)
+        with span("retrieval.ranking"):
+            results, per_source = self._rank(call, candidates, working_state)
         if neighbors:
-            results = with_neighbors(
-                results,
-                tenant_id=tenant_id,
-                neighbors=neighbors,
-                statement=self._neighbors,
-                execute=reads.execute,
-            )
+            with span("retrieval.neighbors"):
+                results = with_neighbors(
+                    results,
+                    tenant_id=tenant_id,
+                    neighbors=neighbors,
+                    statement=self._neighbors,
+                    execute=reads.execute,
+                )
         fused = time.perf_counter()
         if call.config.record_access:
-            returned = [r.metadata["id"] for r in results if r.source == "semantic"]
-            self._access.record(tenant_id, returned)
+            with span("retrieval.access_counts"):
+                returned = [r.metadata["id"] for r in results if r.source == "semantic"]
+                self._access.record(tenant_id, returned)
         diagnostics = Diagnostics(
             embedding_ms=(embedded - started) * 1000,
             sql_ms=(queried - embedded) * 1000,
@@ -556,6 +594,22 @@ class HybridRetriever:
             statement = build_statement(self.schema, shape)
             self._statements[shape] = statement
         return statement
+
+
+def _span_attributes(tenant_id: str, neighbors: int, response: RetrievalResponse) -> Attributes:
+    # What retrieve()'s span says of a call: never its text, its tenant only as a hash.
+    diagnostics = response.diagnostics
+    sources = diagnostics.sources
+    return {
+        "retrieval.tenant.hash": tenant_hash(tenant_id),
+        "retrieval.mode": diagnostics.mode,
+        "retrieval.sources": tuple(sources),
+        "retrieval.candidates": sum(source.candidates for source in sources.values()),
+        "retrieval.results": len(response),
+        "retrieval.statements": diagnostics.statements,
+        "retrieval.query_embedding_cached": diagnostics.query_embedding_cached,
+        "retrieval.neighbors": neighbors,
+    }
 
 
 def read_settings(config: RetrievalConfig) -> dict[str, str]:
