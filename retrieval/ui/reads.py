@@ -73,7 +73,9 @@ class InspectorReads:
 
     def holdings(self, tenant_id: str | None = None) -> list[Holdings]:
         """Every tenant's holdings (or only ``tenant_id``'s), by tenant id."""
-        rows = self._rows(tenant_id, "inspector.holdings", {"tenant_id": tenant_id})
+        rows = self._rows(
+            tenant_id, statement("inspector.holdings", self.schema), {"tenant_id": tenant_id}
+        )
         found: dict[str, Holdings] = {}
         for item, tenant, kind, count, last in rows:
             held = found.setdefault(tenant, Holdings(tenant))
@@ -110,7 +112,10 @@ class InspectorReads:
             "task_id": task_id,
             "limit": limit,
         }
-        return [Event(*row) for row in self._rows(tenant_id, "inspector.events", params)]
+        return [
+            Event(*row)
+            for row in self._rows(tenant_id, statement("inspector.events", self.schema), params)
+        ]
 
     def thread_turns(self, tenant_id: str, thread_id: str, position: int) -> list[Turn]:
         """The turns of ``thread_id`` within :data:`THREAD_AROUND` positions of ``position``."""
@@ -120,16 +125,22 @@ class InspectorReads:
             "position": position,
             "around": THREAD_AROUND,
         }
-        return [Turn(*row) for row in self._rows(tenant_id, "inspector.thread_turns", params)]
+        return [
+            Turn(*row)
+            for row in self._rows(
+                tenant_id, statement("inspector.thread_turns", self.schema), params
+            )
+        ]
 
     def task_size(self, tenant_id: str, task_id: str) -> tuple[int, int]:
         """How many decisions ``task_id`` has, and how many tool calls carry them out."""
         params = {"tenant_id": tenant_id, "task_id": task_id}
-        decisions, calls = self._rows(tenant_id, "inspector.task_size", params)[0]
+        decisions, calls = self._rows(
+            tenant_id, statement("inspector.task_size", self.schema), params
+        )[0]
         return int(decisions), int(calls)
 
-    def _rows(self, tenant_id: str | None, name: str, params: dict[str, Any]) -> list[Any]:
-        query = statement(name, self.schema)
+    def _rows(self, tenant_id: str | None, query: str, params: dict[str, Any]) -> list[Any]:
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
             if tenant_id is not None:
                 bind_tenant(connection, self.schema, tenant_id)
