@@ -49,6 +49,12 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
+HEADINGS = {
+    401: "Sign in first",
+    403: "Not allowed here",
+    404: "Not found",
+    503: "Database unavailable",
+}
 UNAVAILABLE = (
     "The database is unavailable right now. This page works again by itself once it is back: "
     "reload it in a moment. (The server's log has the details.)"
@@ -139,7 +145,8 @@ async def _stylesheet(_request: Request) -> Response:
 
 def _error_page(inspector: Inspector, request: Request, status: int, message: str) -> Response:
     request.state.viewer = getattr(request.state, "viewer", None)
-    return inspector.render(request, "error.html", status=status, message=message)
+    heading = HEADINGS.get(status, "This page cannot be shown")
+    return inspector.render(request, "error.html", status=status, message=message, heading=heading)
 
 
 async def _page_error(inspector: Inspector, request: Request, error: Exception) -> Response:

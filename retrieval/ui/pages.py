@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
 from itertools import groupby
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -113,18 +112,23 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
     params = request.query_params
     known = inspector.kinds()
     chosen = forms.kinds(params.getlist("kind"), known)
-    filters = {
-        "since": forms.moment("since", params.get("since")),
-        "until": forms.moment("until", params.get("until"), end_of_day=True),
-        "thread_id": forms.name("thread", params.get("thread")),
-        "task_id": forms.name("task", params.get("task")),
-    }
-    since, until = filters["since"], filters["until"]
-    if isinstance(since, datetime) and isinstance(until, datetime) and since >= until:
+    since = forms.moment("since", params.get("since"))
+    until = forms.moment("until", params.get("until"), end_of_day=True)
+    if since is not None and until is not None and since >= until:
         raise PageError(400, "since must be before until")
+    thread_id = forms.name("thread", params.get("thread"))
+    task_id = forms.name("task", params.get("task"))
     limit = forms.whole_number("limit", params.get("limit"), default=100, maximum=1000)
     events = await run_in_threadpool(
-        lambda: inspector.reads.events(tenant, kinds=chosen, limit=limit, **filters)  # type: ignore[arg-type]
+        lambda: inspector.reads.events(
+            tenant,
+            since=since,
+            until=until,
+            kinds=chosen,
+            thread_id=thread_id,
+            task_id=task_id,
+            limit=limit,
+        )
     )
     days = [(day, list(items)) for day, items in groupby(events, key=lambda e: e.created_at.date())]
     older = None
