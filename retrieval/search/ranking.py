@@ -13,6 +13,7 @@ returned: most candidates are not (about 90 per call, 10 returned).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC
 from typing import Any, NamedTuple
@@ -132,12 +133,17 @@ def to_result(
     )
 
 
-def rank_key(scored: Scored) -> tuple[float, float, float, int, str, int]:
-    """Best first: final, then relevance, then recency, then source, item and id (stable)."""
+def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]:
+    """Best first: final, then relevance, then recency, then the smaller vector distance (a
+    relevance clamped to 0 or 1 ties rows the distance still tells apart), then source, item
+    and id (stable)."""
+    candidate = scored.candidate
+    distance = candidate.distance if candidate is not None else None
     return (
         -scored.final_score,
         -scored.relevance_score,
         -scored.recency_score,
+        math.inf if distance is None else distance,
         SOURCES.index(scored.source),
         scored.item,
         scored.identity,
