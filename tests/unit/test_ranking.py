@@ -93,3 +93,17 @@ def test_a_candidate_score_outside_the_unit_interval_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="outside"):
         ranking.scored_candidate(_candidate(1, relevance, recency), WEIGHTS)
+
+
+def test_equal_scores_go_to_the_nearer_vector() -> None:
+    # Relevance clamped to 0 (both past the calibrated zero) ties the two on every score: the
+    # distance still tells them apart, before the id does.
+    far = _candidate(1, 0.0, 0.5)._replace(distance=1.9)
+    near = _candidate(2, 0.0, 0.5)._replace(distance=1.4)
+    ranked = sorted(
+        (ranking.scored_candidate(c, WEIGHTS) for c in (far, near)), key=ranking.rank_key
+    )
+    assert [scored.identity for scored in ranked] == [2, 1]
+    no_distance = ranking.scored_candidate(_candidate(0, 0.0, 0.5)._replace(distance=None), WEIGHTS)
+    ranked = sorted([no_distance, *ranked], key=ranking.rank_key)
+    assert [scored.identity for scored in ranked] == [2, 1, 0]  # no vector: after those with one
