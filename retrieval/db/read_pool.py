@@ -111,6 +111,7 @@ class ReadConnections:
         # Connections to a Citus coordinator: their settings go with each statement.
         self._distributed: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
         self._row_security: bool | None = None
+        self._citus: bool | None = None
         self.settings = tuple(settings)
         self.max_connections = max_connections
         self.wait_seconds = wait_seconds
@@ -172,6 +173,13 @@ class ReadConnections:
             with translate_database_errors(str(self.engine.url)), self._connection() as connection:
                 self._row_security = bool(self._bound.get(connection))
         return self._row_security
+
+    def distributed(self) -> bool:
+        """Whether the database is a Citus coordinator (asked once, on the first connection)."""
+        if self._citus is None:
+            with translate_database_errors(str(self.engine.url)), self._connection() as connection:
+                self._citus = bool(self._distributed.get(connection))
+        return self._citus
 
     def _on_workers(
         self,

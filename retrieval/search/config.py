@@ -306,6 +306,13 @@ class RetrievalConfig:
         "at least the candidate pool): more finds more of the true nearest memories in a "
         "large tenant, at some latency.",
     )
+    exact_scan_factor: float = setting(
+        4.0,
+        env="RETRIEVAL_EXACT_SCAN_FACTOR",
+        help="A tenant of n memories in a table of N is read exactly (its btree and a sort) "
+        "when n^2 <= factor x candidate pool x N, else through the HNSW graph; 0 always takes "
+        "the graph.",
+    )
 
     context_lift: float = setting(
         DEFAULT_CONTEXT_LIFT,
@@ -397,6 +404,11 @@ class RetrievalConfig:
             )
         require_int("candidate_pool", self.candidate_pool, minimum=1)
         require_int("ef_search", self.ef_search, minimum=1)
+        factor = self.exact_scan_factor
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 <= factor < 1e6:
+            raise ConfigurationError(
+                f"exact_scan_factor must be a number in [0, 1000000), got {factor!r}"
+            )
         require_int("memory_bm25_rows", self.memory_bm25_rows, minimum=0)
         if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
             raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")

@@ -134,16 +134,16 @@ def to_result(
 
 
 def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]:
-    """Best first: final, then relevance, then recency, then the smaller vector distance (a
-    relevance clamped to 0 or 1 ties rows the distance still tells apart), then source, item
-    and id (stable)."""
+    """Best first: final, then relevance, then the smaller vector distance (a relevance clamped
+    to 0 or 1 ties rows the distance still tells apart), then recency, then source, item and
+    id (stable)."""
     candidate = scored.candidate
     distance = candidate.distance if candidate is not None else None
     return (
         -scored.final_score,
         -scored.relevance_score,
-        -scored.recency_score,
         math.inf if distance is None else distance,
+        -scored.recency_score,
         SOURCES.index(scored.source),
         scored.item,
         scored.identity,

@@ -561,6 +561,7 @@ class HybridRetriever:
                 lexical=lexical if "semantic" in config.lexical_sources else None,
                 bm25=config.memory_bm25,
                 bound=bound,
+                exact_gate=not self._connections.distributed(),
             )
             if call.semantic
             else None,

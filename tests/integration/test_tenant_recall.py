@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ SEMANTIC_ONLY = RetrievalConfig(
     min_final_score=0.0,
     max_distance=None,
     record_access=False,
+    exact_scan_factor=0.0,  # the graph, whatever the tenant's size: what these tests are about
 )
 
 
@@ -89,6 +91,36 @@ def test_a_one_percent_tenant_gets_its_full_top_k(
             assert {m.id for m in memories} >= set(got)
             recalls.append(len(set(exact.tolist()) & set(got)) / K)
     assert np.mean(recalls) >= 0.95, (plan, recalls)
+
+
+def test_a_small_tenant_is_read_exactly(spread_store: MemoryStore) -> None:
+    # With the default factor, a tenant of 100 in 10,000 rows (100^2 <= 4 x 90 x 10,000) is
+    # read through its btree and sorted: the exact top k, whatever the graph would find.
+    tenant = "t07"
+    memories = spread_store.get_memories([i for i in range(1, ROWS + 1)], tenant_id=tenant)
+    ids = np.array([m.id for m in memories])
+    matrix = np.stack([m.embedding for m in memories]).astype(np.float64)
+    # Ranked by distance alone: no BM25 channel, no time fit (a claim may name "7-day-old"),
+    # no thread lift.
+    config = replace(
+        SEMANTIC_ONLY,
+        exact_scan_factor=RetrievalConfig().exact_scan_factor,
+        memory_bm25=False,
+        time_weight=0.0,
+        context_lift=0.0,
+    )
+    with HybridRetriever.from_store(spread_store, config=config) as retriever:
+        for query in _queries():
+            vector = spread_store.embedder.embed([query])[0]
+            distances = dict(
+                zip(ids.tolist(), np.linalg.norm(matrix - vector, axis=1), strict=True)
+            )
+            exact = sorted(distances.values())[:K]
+            got = [r.metadata["id"] for r in retriever.retrieve(query, tenant_id=tenant)]
+            # The k nearest, up to the float rounding of near-copies that tie.
+            assert sorted(distances[i] for i in got) == pytest.approx(exact, abs=1e-3), query
+        large = replace(config, exact_scan_factor=0.0001)  # 100^2 > 0.0001 x 90 x 10,000
+        assert len(retriever.retrieve(_queries()[0], tenant_id=tenant, config=large)) == K
 
 
 def test_without_the_iterative_scan_the_filtered_graph_walk_comes_up_short(
