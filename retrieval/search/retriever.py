@@ -561,7 +561,7 @@ class HybridRetriever:
                 lexical=lexical if "semantic" in config.lexical_sources else None,
                 bm25=config.memory_bm25,
                 bound=bound,
-                exact_gate=not self._connections.distributed(),
+                exact_gate=config.exact_scan_factor > 0 and not self._connections.distributed(),
             )
             if call.semantic
             else None,

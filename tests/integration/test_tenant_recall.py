@@ -30,7 +30,7 @@ SEMANTIC_ONLY = RetrievalConfig(
     min_final_score=0.0,
     max_distance=None,
     record_access=False,
-    exact_scan_factor=0.0,  # the graph, whatever the tenant's size: what these tests are about
+    exact_scan_factor=0.0,  # the graph, whatever the tenant's size (the default)
 )
 
 
@@ -94,7 +94,7 @@ def test_a_one_percent_tenant_gets_its_full_top_k(
 
 
 def test_a_small_tenant_is_read_exactly(spread_store: MemoryStore) -> None:
-    # With the default factor, a tenant of 100 in 10,000 rows (100^2 <= 4 x 90 x 10,000) is
+    # With exact_scan_factor 4, a tenant of 100 in 10,000 rows (100^2 <= 4 x 90 x 10,000) is
     # read through its btree and sorted: the exact top k, whatever the graph would find.
     tenant = "t07"
     memories = spread_store.get_memories([i for i in range(1, ROWS + 1)], tenant_id=tenant)
@@ -104,7 +104,7 @@ def test_a_small_tenant_is_read_exactly(spread_store: MemoryStore) -> None:
     # no thread lift.
     config = replace(
         SEMANTIC_ONLY,
-        exact_scan_factor=RetrievalConfig().exact_scan_factor,
+        exact_scan_factor=4.0,
         memory_bm25=False,
         time_weight=0.0,
         context_lift=0.0,

@@ -81,27 +81,28 @@ class SemanticQuery:
     lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
     bm25: bool = False  # the BM25 channel over the memories' lexemes, fused by ``fusion``
     bound: bool = False  # the connection's role is bound by row-level security
-    # Whether the dense channel may read a small tenant exactly: not on Citus, whose router
-    # cannot plan the statement's look at the planner's statistics (pg_class).
-    exact_gate: bool = True
+    # Whether the dense channel may read a small tenant exactly (exact_scan_factor > 0): not
+    # on Citus, whose router cannot plan the statement's look at the planner's statistics.
+    exact_gate: bool = False
 
 
 def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     """The CTEs of the semantic source, the last named ``semantic``.
 
-    The dense channel reads the tenant's rows exactly (btree, then a sort) when the tenant is
-    small for the table: ``n^2 <= exact_scan_factor * semantic_candidates * N``, the tenant's
-    count ``n`` from ``memory_corpus``, the table's ``N`` from the planner's statistics. An HNSW
-    scan filtered to the tenant visits about ``pool * N / n`` rows, each dearer than one exact
-    distance, and past ``hnsw.max_scan_tuples`` stops short (at 1,000,000 rows a tenant of
-    10,000 reads exactly in a third of the filtered scan's time, with every nearest row; at
-    100,000 a tenant of 10,000 is faster by the graph: ``benchmarks/peers.py``).
+    With ``query.exact_gate``, the dense channel reads the tenant's rows exactly (btree, then a
+    sort) when the tenant is small for the table: ``n^2 <= exact_scan_factor * pool * N``, the
+    tenant's count ``n`` from ``memory_corpus``, the table's ``N`` from the planner's
+    statistics. An HNSW scan filtered to the tenant visits about ``pool * N / n`` rows, each
+    dearer than one exact distance, and past ``hnsw.max_scan_tuples`` stops short (at
+    1,000,000 rows a tenant of 10,000: 31 ms through the graph with recall 0.97, 23 ms exactly
+    with every nearest row; ``benchmarks/peers.py``). Planning the two branches costs about
+    0.4 ms per call, so the gate is off unless the factor is set.
 
     Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``, ``exact_scan_factor``,
-    ``semantic_half_life``,
-    ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when used ``include_kinds``,
-    ``exclude_kinds``, ``max_distance``, ``entity_ids``; with ``query.bm25`` ``query_text``,
-    ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``, ``bm25_min_coverage`` and the fusion's
+    ``semantic_half_life``, ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when
+    used ``include_kinds``, ``exclude_kinds``, ``max_distance``, ``entity_ids``; with
+    ``query.bm25`` ``query_text``, ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``,
+    ``bm25_min_coverage`` and the fusion's
     (:mod:`retrieval.search.sources.relevance`).
     """
     s = quote_schema(schema)
@@ -195,10 +196,13 @@ def _nearest(s: str, columns: str, where: str) -> list[str]:
            AS exact
 )""",
         f"""semantic_nearest AS MATERIALIZED (
-    (SELECT {columns}, m.embedding <-> %(query_vector)s::vector AS distance
-     FROM {s}.memories AS m
-     WHERE {where} AND (SELECT e.exact FROM semantic_exact AS e)
-     ORDER BY (m.embedding <-> %(query_vector)s::vector) + 0.0::float8
+    (SELECT x.* FROM (
+         SELECT {columns}, m.embedding <-> %(query_vector)s::vector AS distance
+         FROM {s}.memories AS m
+         WHERE {where} AND (SELECT e.exact FROM semantic_exact AS e)
+         OFFSET 0  -- the tenant's rows by its btree; each distance computed once, then sorted
+     ) AS x
+     ORDER BY x.distance
      LIMIT %(semantic_candidates)s)
     UNION ALL
     (SELECT {columns}, m.embedding <-> %(query_vector)s::vector AS distance
