@@ -151,6 +151,31 @@ def _timed_ingest(data: Data, add: Callable[[list[dict[str, Any]], np.ndarray], 
     return len(data.rows) / (time.perf_counter() - began)
 
 
+def _adder(memories: Any) -> Callable[[list[dict[str, Any]], np.ndarray], None]:
+    """A batch of rows into a LangChain ``VectorStore`` (both langchain-postgres classes)."""
+
+    def add(rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        memories.add_embeddings(
+            texts=[r["text"] for r in rows],
+            embeddings=vectors.tolist(),
+            metadatas=[{"tenant": r["tenant"], "row": r["row"]} for r in rows],
+        )
+
+    return add
+
+
+def _searcher(data: Data, vectors: Any) -> Callable[[str, int], list[int]]:
+    """A LangChain ``VectorStore``'s filtered top 10 for a tenant and a claim, as row numbers."""
+
+    def search(tenant: str, index: int) -> list[int]:
+        found = vectors.similarity_search_by_vector(
+            data.query_vectors[index].tolist(), k=10, filter={"tenant": tenant}
+        )
+        return [int(d.metadata["row"]) for d in found]
+
+    return search
+
+
 def _langchain(url: str, data: Data) -> dict[str, Any]:
     from langchain_postgres import PGVector
     from langchain_postgres.vectorstores import DistanceStrategy
@@ -176,30 +201,16 @@ def _langchain(url: str, data: Data) -> dict[str, Any]:
             )
         )
 
-    def add(rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        memories.add_embeddings(
-            texts=[r["text"] for r in rows],
-            embeddings=vectors.tolist(),
-            metadatas=[{"tenant": r["tenant"], "row": r["row"]} for r in rows],
-        )
-
-    result: dict[str, Any] = {"ingest_rows_per_s": _timed_ingest(data, add)}
+    result: dict[str, Any] = {"ingest_rows_per_s": _timed_ingest(data, _adder(memories))}
     _analyze(url, "langchain_pg_embedding")
 
-    def searcher(vectors: Any) -> Callable[[str, int], list[int]]:
-        def search(tenant: str, index: int) -> list[int]:
-            found = vectors.similarity_search_by_vector(
-                data.query_vectors[index].tolist(), k=10, filter={"tenant": tenant}
-            )
-            return [int(d.metadata["row"]) for d in found]
-
-        return search
-
-    result["filtered"] = {"shipped": _searches(data, searcher(memories))}
+    result["filtered"] = {"shipped": _searches(data, _searcher(data, memories))}
     engine.dispose()
     _iterative_scan(url, True)
     engine = create_engine(url)
-    result["filtered"]["best"] = _searches(data, searcher(store("peers_memories", engine, False)))
+    result["filtered"]["best"] = _searches(
+        data, _searcher(data, store("peers_memories", engine, False))
+    )
     engine.dispose()
     _iterative_scan(url, False)
     if data.plan["scifact"]:
@@ -248,26 +259,10 @@ def _pgvectorstore(url: str, data: Data) -> dict[str, Any]:
     memories = open_store(engine, table, ["tenant", "row"])
     memories.apply_vector_index(HNSWIndex(distance_strategy=DistanceStrategy.EUCLIDEAN))
 
-    def add(rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        memories.add_embeddings(
-            texts=[r["text"] for r in rows],
-            embeddings=vectors.tolist(),
-            metadatas=[{"tenant": r["tenant"], "row": r["row"]} for r in rows],
-        )
-
-    result: dict[str, Any] = {"ingest_rows_per_s": _timed_ingest(data, add)}
+    result: dict[str, Any] = {"ingest_rows_per_s": _timed_ingest(data, _adder(memories))}
     _analyze(url, table)
 
-    def searcher(vectors: Any) -> Callable[[str, int], list[int]]:
-        def search(tenant: str, index: int) -> list[int]:
-            found = vectors.similarity_search_by_vector(
-                data.query_vectors[index].tolist(), k=10, filter={"tenant": tenant}
-            )
-            return [int(d.metadata["row"]) for d in found]
-
-        return search
-
-    result["filtered"] = {"shipped": _searches(data, searcher(memories))}
+    result["filtered"] = {"shipped": _searches(data, _searcher(data, memories))}
     sync = create_engine(url)
     with sync.begin() as connection:  # its tenant is a column: a btree serves the filter
         connection.execute(text(f'CREATE INDEX peers_v2_tenant ON "{table}" (tenant)'))
@@ -276,7 +271,7 @@ def _pgvectorstore(url: str, data: Data) -> dict[str, Any]:
     _iterative_scan(url, True)
     engine = PGEngine.from_connection_string(url=url)
     best = open_store(engine, table, ["tenant", "row"])
-    result["filtered"]["best"] = _searches(data, searcher(best))
+    result["filtered"]["best"] = _searches(data, _searcher(data, best))
     _iterative_scan(url, False)
     if data.plan["scifact"]:
         engine = PGEngine.from_connection_string(url=url)

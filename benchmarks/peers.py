@@ -46,7 +46,7 @@ fusion; 40 candidates from each channel).
 
 Usage: python benchmarks/peers.py [--rows 100000] [--data-dir DIR] [--peers-python PATH]
        [--libraries langchain,langchain-pgvectorstore,llamaindex] [--ours NAMES]
-       [--filtered-only] [--floor-only RESULT] [--json PATH]
+       [--filtered-only] [--searches-only RESULT] [--json PATH]
 """
 
 from __future__ import annotations
@@ -140,12 +140,6 @@ def main() -> None:
         "earlier run of the same --rows), keeping that run's ingest figures and peers, and "
         "write them into this result file",
     )
-    parser.add_argument(
-        "--floor-only",
-        type=Path,
-        help="measure the floor again on the data of --data-dir (stored by an earlier run of "
-        "the same --rows) and write it into this result file",
-    )
     add_output(parser)
     args = parser.parse_args()
     libraries = [name for name in args.libraries.split(",") if name]
@@ -193,12 +187,6 @@ def main() -> None:
         "passes": PASSES,
     }
     pool = _vector_alone(shapes()["semantic"]).pool
-    if args.floor_only is not None:
-        kept = json.loads(args.floor_only.read_text())
-        kept["results"]["floor"] = _floor(database.embedded.libpq_dsn(), claim_vectors, exact, pool)
-        args.floor_only.write_text(json.dumps(kept, indent=2) + "\n")
-        print("floor", json.dumps(kept["results"]["floor"]))
-        return
     scifact = None if args.filtered_only else (abstracts, abstract_vectors, qrels, query_ids)
     if args.searches_only is not None:
         kept = json.loads(args.searches_only.read_text())
@@ -395,9 +383,9 @@ def _floor(
     url: str, claim_vectors: np.ndarray, exact: dict[str, list[list[int]]], pool: int
 ) -> dict[str, Any]:
     """The bare statement of our filtered search on our default table, no library code: the
-    tenant's ``pool`` nearest rows as the semantic CTE asks for them (exactly, through the
-    tenant's btree and a sort, where our statement decides so; else through the graph), the 10
-    nearest of them kept (``relaxed_order`` returns them nearly in order); the same
+    tenant's ``pool`` nearest rows as the default semantic CTE asks for them (the planner then
+    makes the same choice between the tenant's btree and the graph), the 10 nearest of them
+    kept (``relaxed_order`` returns them nearly in order); the same
     session settings as the retriever's, psycopg, prepared, vectors bound in binary."""
     schema = OURS["ours"][0]
     floor: dict[str, Any] = {}
@@ -407,37 +395,21 @@ def _floor(
         connection.execute("SET hnsw.ef_search = 160")
         ids = connection.execute(f"SELECT id FROM {schema}.memories ORDER BY id").fetchall()
         row_of = {memory_id: row for row, (memory_id,) in enumerate(ids)}
-        table_rows = connection.execute(
-            f"SELECT reltuples FROM pg_class WHERE oid = '{schema}.memories'::regclass"
-        ).fetchone()[0]
-        factor = RetrievalConfig().exact_scan_factor
+        query = (
+            f"SELECT id, embedding <-> %s::halfvec AS distance FROM {schema}.memories "
+            "WHERE tenant_id = %s ORDER BY distance LIMIT %s"
+        )
         halves = [vector.astype(np.float16) for vector in claim_vectors]
         for tenant, nearest in exact.items():
-            tenant_rows = connection.execute(
-                f"SELECT count(*) FROM {schema}.memories WHERE tenant_id = %s", (tenant,)
-            ).fetchone()[0]
-            exactly = tenant_rows**2 <= factor * pool * table_rows  # as our statement decides
-            order = "(embedding <-> %s::halfvec) + 0.0" if exactly else "distance"
-            query = (
-                f"SELECT id, embedding <-> %s::halfvec AS distance FROM {schema}.memories "
-                f"WHERE tenant_id = %s ORDER BY {order} LIMIT %s"
-            )
 
-            def search(
-                index: int, tenant: str = tenant, query: str = query, exactly: bool = exactly
-            ) -> list[int]:
-                vector = HalfVector(halves[index])
-                values = (vector, tenant, vector, pool) if exactly else (vector, tenant, pool)
+            def search(index: int, tenant: str = tenant) -> list[int]:
+                values = (HalfVector(halves[index]), tenant, pool)
                 rows = connection.execute(query, values, prepare=True, binary=True).fetchall()
                 rows.sort(key=lambda row: row[1])  # an iterative scan's order is relaxed
                 return [row_of[memory_id] for memory_id, _ in rows[:10]]
 
             found, times = _measured(search, len(claim_vectors))
-            floor[tenant] = {
-                **_timing(times),
-                "recall_at_10": _recall(found, nearest),
-                "plan": "exact (gated)" if exactly else "the planner's choice",
-            }
+            floor[tenant] = {**_timing(times), "recall_at_10": _recall(found, nearest)}
     return floor
 
 

@@ -229,79 +229,58 @@ class HybridRetriever:
         ``read_your_writes`` reads the primary even when the retriever has a replica, so that
         what this process has just stored is seen (see the class's ``read_engine``).
         """
-        with self._tracing.span("retrieval.retrieve") as span:
-            response = self._retrieve(
-                query, tenant_id, working_state, task_id, mode, as_of, config, entities,
-                fusion, limit, neighbors, read_your_writes,
-            )  # fmt: skip
-            if span.recording:
-                span.set(_span_attributes(tenant_id, neighbors, response))
+        # One span for the call, and one per stage inside it.
+        with self._tracing.span("retrieval.retrieve") as call_span:
+            started = time.perf_counter()
+            reads = (
+                self._connections
+                if arguments.flag("read_your_writes", read_your_writes)
+                else self._reads
+            )
+            working_state = arguments.messages("working_state", working_state)
+            call = self._plan(
+                query, tenant_id, task_id, mode, as_of, config, entities, fusion, limit, neighbors
+            )
+            with self._tracing.span("retrieval.embedding"):
+                vector, cached = self._vector(call)
+            embedded = time.perf_counter()
+            with self._tracing.span("retrieval.statement"):
+                candidates, statements = self._candidates(call, vector, reads)
+                candidates, context = self._with_context(call, vector, candidates, reads)
+            statements += context
+            queried = time.perf_counter()
+            with self._tracing.span("retrieval.ranking"):
+                results, per_source = self._rank(call, candidates, working_state)
+            if neighbors:
+                with self._tracing.span("retrieval.neighbors"):
+                    results = with_neighbors(
+                        results,
+                        tenant_id=tenant_id,
+                        neighbors=neighbors,
+                        statement=self._neighbors,
+                        execute=reads.execute,
+                    )
+            fused = time.perf_counter()
+            if call.config.record_access:
+                with self._tracing.span("retrieval.access_counts"):
+                    returned = [r.metadata["id"] for r in results if r.source == "semantic"]
+                    self._access.record(tenant_id, returned)
+            diagnostics = Diagnostics(
+                embedding_ms=(embedded - started) * 1000,
+                sql_ms=(queried - embedded) * 1000,
+                fusion_ms=(fused - queried) * 1000,
+                total_ms=(time.perf_counter() - started) * 1000,
+                sources=per_source,
+                keywords=call.values.query.keywords,
+                mode=mode,
+                as_of=call.values.as_of,
+                query_embedding_cached=cached,
+                statements=statements,
+            )
+            response = RetrievalResponse(results=tuple(results), diagnostics=diagnostics)
+            if call_span.recording:
+                call_span.set(_span_attributes(tenant_id, neighbors, response))
             return response
-
-    def _retrieve(
-        self,
-        query: str,
-        tenant_id: str,
-        working_state: Sequence[Mapping[str, Any]] | None,
-        task_id: str | None,
-        mode: str,
-        as_of: datetime | None,
-        config: RetrievalConfig | None,
-        entities: Sequence[str],
-        fusion: Fusion | None,
-        limit: int | None,
-        neighbors: int,
-        read_your_writes: bool,
-    ) -> RetrievalResponse:
-        # retrieve() without its span: each stage in a span of its own.
-        span = self._tracing.span
-        started = time.perf_counter()
-        reads = (
-            self._connections
-            if arguments.flag("read_your_writes", read_your_writes)
-            else self._reads
-        )
-        working_state = arguments.messages("working_state", working_state)
-        call = self._plan(
-            query, tenant_id, task_id, mode, as_of, config, entities, fusion, limit, neighbors
-        )
-        with span("retrieval.embedding"):
-            vector, cached = self._vector(call)
-        embedded = time.perf_counter()
-        with span("retrieval.statement"):
-            candidates, statements = self._candidates(call, vector, reads)
-            candidates, context = self._with_context(call, vector, candidates, reads)
-        statements += context
-        queried = time.perf_counter()
-        with span("retrieval.ranking"):
-            results, per_source = self._rank(call, candidates, working_state)
-        if neighbors:
-            with span("retrieval.neighbors"):
-                results = with_neighbors(
-                    results,
-                    tenant_id=tenant_id,
-                    neighbors=neighbors,
-                    statement=self._neighbors,
-                    execute=reads.execute,
-                )
-        fused = time.perf_counter()
-        if call.config.record_access:
-            with span("retrieval.access_counts"):
-                returned = [r.metadata["id"] for r in results if r.source == "semantic"]
-                self._access.record(tenant_id, returned)
-        diagnostics = Diagnostics(
-            embedding_ms=(embedded - started) * 1000,
-            sql_ms=(queried - embedded) * 1000,
-            fusion_ms=(fused - queried) * 1000,
-            total_ms=(time.perf_counter() - started) * 1000,
-            sources=per_source,
-            keywords=call.values.query.keywords,
-            mode=mode,
-            as_of=call.values.as_of,
-            query_embedding_cached=cached,
-            statements=statements,
-        )
-        return RetrievalResponse(results=tuple(results), diagnostics=diagnostics)
 
     def timeline(
         self,

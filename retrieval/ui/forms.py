@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
 from retrieval.memory.validation import tenant_problem
+from retrieval.search.query import MAX_QUERY_CHARS
 
-MAX_QUERY_CHARS = 10_000
 MAX_PAGE_EVENTS = 1000
 MAX_SEARCH_RESULTS = 100
 

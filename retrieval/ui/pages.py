@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.search.retriever import HybridRetriever
@@ -77,7 +76,7 @@ class Inspector:
 
     def kinds(self) -> list[str]:
         """Every kind the timeline filters on."""
-        memory_kinds = sorted(set(MEMORY_KINDS) | self.store.config.extra_kinds)
+        memory_kinds = sorted(self.store.limits.kinds or ())
         return [*memory_kinds, *(k for k in ("decision", "tool_call") if k not in memory_kinds)]
 
 
@@ -118,7 +117,9 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
         raise PageError(400, "since must be before until")
     thread_id = forms.name("thread", params.get("thread"))
     task_id = forms.name("task", params.get("task"))
-    limit = forms.whole_number("limit", params.get("limit"), default=100, maximum=1000)
+    limit = forms.whole_number(
+        "limit", params.get("limit"), default=100, maximum=forms.MAX_PAGE_EVENTS
+    )
     events = await run_in_threadpool(
         lambda: inspector.reads.events(
             tenant,
@@ -181,7 +182,9 @@ async def search(inspector: Inspector, request: Request) -> Response:
     if mode not in modes:
         raise PageError(400, f"mode {mode!r:.60} is not one of: {', '.join(modes)}")
     as_of = forms.moment("as_of", params.get("as_of"))
-    limit = forms.whole_number("limit", params.get("limit"), default=10, maximum=100)
+    limit = forms.whole_number(
+        "limit", params.get("limit"), default=10, maximum=forms.MAX_SEARCH_RESULTS
+    )
     context: dict[str, Any] = {
         "tenant": tenant,
         "form": params,
