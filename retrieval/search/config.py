@@ -41,6 +41,7 @@ DEFAULT_MAX_DISTANCE = 1.2
 DEFAULT_CANDIDATE_POOL = 40
 # The HNSW search's list of candidates (hnsw.ef_search), at least the pool: recall@10 against exact
 # search 0.60 -> 0.82 in a tenant of 1,000,000 memories for about 1 ms (docs/decisions/0010).
+DEFAULT_EXACT_SCAN_FACTOR = 4.0  # see retrieval.search.sources.exact_read
 DEFAULT_EF_SEARCH = 160
 # Memories the rarest query terms of the memories' BM25 channel may bring in (their summed
 # document frequencies), beside the vector channel's pool
@@ -307,12 +308,11 @@ class RetrievalConfig:
         "large tenant, at some latency.",
     )
     exact_scan_factor: float = setting(
-        0.0,
+        DEFAULT_EXACT_SCAN_FACTOR,
         env="RETRIEVAL_EXACT_SCAN_FACTOR",
-        help="Above 0, a tenant of n memories in a table of N is read exactly (its btree and a "
-        "sort) when n^2 <= factor x candidate pool x N, else through the HNSW graph; 4 suits a "
-        "table of a million memories or more (off by default: the choice costs about 0.4 ms "
-        "per call).",
+        help="A tenant of n memories in a table of N is read exactly (its btree and a sort) when "
+        "n^2 <= factor x candidate pool x N, else through the HNSW graph (the retriever learns "
+        "n and N from its statements); 0 always takes the graph.",
     )
 
     context_lift: float = setting(

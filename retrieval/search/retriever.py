@@ -50,6 +50,7 @@ from retrieval.search.results import (
 from retrieval.search.sources.common import Candidate
 from retrieval.search.sources.context import context_statement
 from retrieval.search.sources.episodic import DECISION, MAX_BITS, TOOL_CALL, EpisodicQuery
+from retrieval.search.sources.exact_read import SIZE_ROWS, TenantSizes
 from retrieval.search.sources.presence import (
     DOCUMENTS,
     EPISODIC,
@@ -166,6 +167,7 @@ class HybridRetriever:
         )
         self._statements: dict[StatementShape, str] = {}
         self._presence = SourcePresence()
+        self._sizes = TenantSizes()
         self._neighbors = neighbors_statement(schema)
         # The embedding model's relevance scale (its id needs no model load).
         self._calibration = calibration_for(self.embedder.model_id)
@@ -427,6 +429,7 @@ class HybridRetriever:
         documents = call.documents and self._presence.may_hold(tenant_id, DOCUMENTS)
         candidates, counts = self._run(call, values, self._shape(call, episodic, documents), reads)
         self._presence.learn(tenant_id, counts)
+        self._sizes.learn(tenant_id, counts)
         if (not episodic and counts.get(EPISODIC, 0) > 0) or (
             not documents and counts.get(DOCUMENTS, 0) > 0
         ):  # a source left out has its first rows: ask again with every source in
@@ -532,6 +535,15 @@ class HybridRetriever:
         config, values = call.config, call.values
         lexical = config.lexical_match
         bound = self._connections.row_security_active()
+        # Whether the tenant is read exactly, from the sizes the retriever last saw; they are
+        # asked for again when they are stale (see sources.exact_read).
+        readable = (
+            call.semantic and config.exact_scan_factor > 0 and not self._connections.distributed()
+        )
+        sized = readable and self._sizes.stale(values.tenant_id)
+        exact = readable and self._sizes.read_exactly(
+            values.tenant_id, config.exact_scan_factor, config.pool
+        )
         return StatementShape(
             semantic=SemanticQuery(
                 mode=values.mode,
@@ -540,7 +552,7 @@ class HybridRetriever:
                 lexical=lexical if "semantic" in config.lexical_sources else None,
                 bm25=config.memory_bm25,
                 bound=bound,
-                exact_gate=config.exact_scan_factor > 0 and not self._connections.distributed(),
+                exact=exact,
             )
             if call.semantic
             else None,
@@ -556,7 +568,7 @@ class HybridRetriever:
             else None,
             documents=documents,
             gated=config.max_distance is not None,
-            presence=call.probed,
+            presence=call.probed + (SIZE_ROWS if sized else ()),
         )
 
     def _run(

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.sources.common import Candidate
+from retrieval.search.sources.exact_read import MEMORIES, MEMORY_TABLE
 
 DOCUMENTS = "documents"
 EPISODIC = "episodic"
@@ -34,7 +35,9 @@ _MAX_TENANTS = 100_000  # tenants remembered per retriever (then it starts afres
 def presence_cte(schema: str, sources: Iterable[str]) -> str:
     """A CTE ``source_presence``: a row per source in ``sources`` (``documents``,
     ``episodic``) in the statement's columns, its ``id`` above zero when the tenant holds rows
-    of that source (the chunk count for documents). Parameters: ``tenant_id``, ``as_of``."""
+    of that source (the chunk count for documents); for ``memories`` and ``memory_table`` the
+    tenant's memory count and the table's rows (:mod:`~retrieval.search.sources.exact_read`).
+    Parameters: ``tenant_id``, ``as_of``."""
     s = quote_schema(schema)
     counts = {
         DOCUMENTS: f"""COALESCE((SELECT c.chunks FROM {s}.document_corpus AS c
@@ -43,6 +46,10 @@ def presence_cte(schema: str, sources: Iterable[str]) -> str:
                                WHERE d.tenant_id = %(tenant_id)s)
                        OR EXISTS (SELECT FROM {s}.tool_calls AS t
                                   WHERE t.tenant_id = %(tenant_id)s))::int""",
+        MEMORIES: f"""COALESCE((SELECT c.memories FROM {s}.memory_corpus AS c
+                               WHERE c.tenant_id = %(tenant_id)s), 0)""",
+        MEMORY_TABLE: f"""GREATEST(COALESCE((SELECT t.reltuples FROM pg_catalog.pg_class AS t
+                                            WHERE t.oid = to_regclass('{s}.memories')), 0), 0)""",
     }
     rows = "\n    UNION ALL\n    ".join(
         f"""SELECT '{source}'::text AS source, '{_ITEM}'::text AS item,
@@ -89,4 +96,5 @@ class SourcePresence:
             if len(self._held) >= _MAX_TENANTS:
                 self._held.clear()
             for source, count in counts.items():
-                self._held[(tenant_id, source)] = count > 0
+                if source in (DOCUMENTS, EPISODIC):
+                    self._held[(tenant_id, source)] = count > 0

@@ -81,24 +81,20 @@ class SemanticQuery:
     lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
     bm25: bool = False  # the BM25 channel over the memories' lexemes, fused by ``fusion``
     bound: bool = False  # the connection's role is bound by row-level security
-    # Whether the dense channel may read a small tenant exactly (exact_scan_factor > 0): not
-    # on Citus, whose router cannot plan the statement's look at the planner's statistics.
-    exact_gate: bool = False
+    # The dense channel reads the tenant's rows exactly (its btree, then a sort) in place of
+    # the HNSW graph: see retrieval.search.sources.exact_read for when.
+    exact: bool = False
 
 
 def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     """The CTEs of the semantic source, the last named ``semantic``.
 
-    With ``query.exact_gate``, the dense channel reads the tenant's rows exactly (btree, then a
-    sort) when the tenant is small for the table: ``n^2 <= exact_scan_factor * pool * N``, the
-    tenant's count ``n`` from ``memory_corpus``, the table's ``N`` from the planner's
-    statistics. An HNSW scan filtered to the tenant visits about ``pool * N / n`` rows, each
-    dearer than one exact distance, and past ``hnsw.max_scan_tuples`` stops short (at
-    1,000,000 rows a tenant of 10,000: 31 ms through the graph with recall 0.97, 23 ms exactly
-    with every nearest row; ``benchmarks/peers.py``). Planning the two branches costs about
-    0.4 ms per call, so the gate is off unless the factor is set.
+    The dense channel's pool: the tenant's nearest memories through the HNSW graph (pgvector's
+    iterative scan keeps the tenant's filter inside the walk), or with ``query.exact`` its rows
+    read exactly, each distance computed once and sorted (for a tenant small for its table:
+    :mod:`~retrieval.search.sources.exact_read`).
 
-    Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``, ``exact_scan_factor``,
+    Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``,
     ``semantic_half_life``, ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when
     used ``include_kinds``, ``exclude_kinds``, ``max_distance``, ``entity_ids``; with
     ``query.bm25`` ``query_text``, ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``,
@@ -109,19 +105,25 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m")]
     vector_column = ", m.search_vector" if query.bm25 else ""
     where = " AND ".join(filters)
-    ctes = (
-        _nearest(s, _row("m") + vector_column, where)
-        if query.exact_gate
-        else [
-            f"""semantic_nearest AS MATERIALIZED (
-    SELECT {_row("m")}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance
+    columns = f"{_row('m')}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance"
+    ctes = [
+        f"""semantic_nearest AS MATERIALIZED (
+    SELECT x.* FROM (
+        SELECT {columns} FROM {s}.memories AS m WHERE {where}
+        OFFSET 0  -- the tenant's rows by its btree; each distance computed once, then sorted
+    ) AS x
+    ORDER BY x.distance
+    LIMIT %(semantic_candidates)s
+)"""
+        if query.exact
+        else f"""semantic_nearest AS MATERIALIZED (
+    SELECT {columns}
     FROM {s}.memories AS m
     WHERE {where}
     ORDER BY distance
     LIMIT %(semantic_candidates)s
 )"""
-        ]
-    )
+    ]
     dense = dense_relevance_sql("n.distance")
     if query.bm25:
         ctes += _bm25_channel(schema, query)
@@ -181,37 +183,6 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
 )"""
     )
     return ctes
-
-
-def _nearest(s: str, columns: str, where: str) -> list[str]:
-    # The tenant's pool of nearest memories: read exactly when the tenant is small for the
-    # table, else through the HNSW graph (one branch runs: the other's gate is false).
-    return [
-        f"""semantic_exact AS MATERIALIZED (
-    SELECT COALESCE((SELECT c.memories FROM {s}.memory_corpus AS c
-                     WHERE c.tenant_id = %(tenant_id)s), 0)::float8 ^ 2
-           <= %(exact_scan_factor)s::float8 * %(semantic_candidates)s::float8
-              * GREATEST(COALESCE((SELECT t.reltuples FROM pg_catalog.pg_class AS t
-                                   WHERE t.oid = to_regclass('{s}.memories')), 0), 0)
-           AS exact
-)""",
-        f"""semantic_nearest AS MATERIALIZED (
-    (SELECT x.* FROM (
-         SELECT {columns}, m.embedding <-> %(query_vector)s::vector AS distance
-         FROM {s}.memories AS m
-         WHERE {where} AND (SELECT e.exact FROM semantic_exact AS e)
-         OFFSET 0  -- the tenant's rows by its btree; each distance computed once, then sorted
-     ) AS x
-     ORDER BY x.distance
-     LIMIT %(semantic_candidates)s)
-    UNION ALL
-    (SELECT {columns}, m.embedding <-> %(query_vector)s::vector AS distance
-     FROM {s}.memories AS m
-     WHERE {where} AND NOT (SELECT e.exact FROM semantic_exact AS e)
-     ORDER BY distance
-     LIMIT %(semantic_candidates)s)
-)""",
-    ]
 
 
 def kind_filters(mode: Mode, alias: str) -> list[str]:

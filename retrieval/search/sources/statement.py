@@ -107,7 +107,6 @@ def statement_parameters(
         **band_parameters(bands),
         **semantic_parameters(config, call, calibration),
         "semantic_candidates": config.pool,
-        "exact_scan_factor": config.exact_scan_factor,
         "max_distance": config.max_distance,
         "entity_ids": list(dict.fromkeys(call.entities)),
         "keywords": list(keywords),

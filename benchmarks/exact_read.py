@@ -1,0 +1,114 @@
+"""The semantic source's exact read of a small tenant against the HNSW graph, paired.
+
+On the data a ``peers.py`` run keeps (``--data-dir``: our default table ``peers_ours`` with
+``--rows`` memories over tenants of 0.1%, 1% and 10%), for each tenant and the 300 SciFact
+claims: ``retrieve()`` with the semantic source ranking by its vector channel alone (the
+peers' call, as in ``peers.py``) at ``exact_scan_factor`` 0 (always the graph) and at each
+factor of ``--factors``, interleaved claim by claim so both see the same machine. Each claim
+is warmed once per setting, then timed ``--passes`` times; a claim's time is the median of its
+passes, and p50/p95 are over the claims; recall@10 against the exact 10 nearest; whether the
+setting read the tenant exactly (``n^2 <= factor x pool x N``). Ratios are to factor 0.
+
+Usage: python benchmarks/exact_read.py --data-dir DIR [--rows 100000] [--factors 4]
+       [--passes 3] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import add_output, write_result
+from _scifact import AS_OF, cached_vectors, load_corpus, shapes
+from peers import OURS, SCIFACT_TENANT, TENANTS, _exact, _recall, _timing, _vector_alone, tenant_of
+from scale import memory_vectors
+from sqlalchemy import text
+
+from retrieval.db.config import DatabaseConfig
+from retrieval.db.engine import connect
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="a peers.py data directory")
+    parser.add_argument("--rows", type=int, default=100_000, help="the rows of that peers.py run")
+    parser.add_argument("--factors", default="4", help="comma-separated factors beside 0")
+    parser.add_argument("--passes", type=int, default=3)
+    add_output(parser)
+    args = parser.parse_args()
+    factors = [0.0, *(float(f) for f in args.factors.split(","))]
+
+    database = connect(DatabaseConfig(data_dir=args.data_dir))
+    embedder = SentenceTransformerEmbedder()
+    corpus = load_corpus(embedder, args.data_dir.parent / "scifact-title-vectors.npy")
+    base = cached_vectors(
+        embedder, corpus.sentences, args.data_dir.parent / "scifact-sentence-vectors.npy"
+    )
+    vectors = memory_vectors(base, args.rows)
+    owners = np.array([tenant_of(i) for i in range(args.rows)])
+    claims = corpus.queries
+    claim_vectors = embedder.embed(claims)
+    schema = OURS["ours"][0]
+    store = MemoryStore(database.engine, schema=schema, embedder=embedder)
+    with database.engine.connect() as connection:
+        ids = connection.execute(
+            text(f"SELECT id FROM {schema}.memories WHERE tenant_id <> :s ORDER BY id"),
+            {"s": SCIFACT_TENANT},
+        ).scalars()
+        row_of = {memory_id: row for row, memory_id in enumerate(ids)}
+    assert len(row_of) == args.rows, f"{len(row_of)} memories, not --rows {args.rows}"
+
+    semantic = _vector_alone(shapes()["semantic"])
+    configs = {factor: replace(semantic, exact_scan_factor=factor) for factor in factors}
+    results: dict[str, Any] = {"rows": args.rows, "claims": len(claims), "passes": args.passes}
+    with HybridRetriever.from_store(store, config=semantic) as retriever:
+        for tenant in TENANTS:
+            nearest = _exact(vectors, np.flatnonzero(owners == tenant), claim_vectors)
+
+            def search(index: int, factor: float, tenant: str = tenant) -> list[int]:
+                found = retriever.retrieve(
+                    claims[index], tenant_id=tenant, as_of=AS_OF, config=configs[factor]
+                )
+                return [row_of[r.metadata["id"]] for r in found]
+
+            found: dict[float, list[list[int]]] = {f: [] for f in factors}
+            times: dict[float, list[list[float]]] = {f: [] for f in factors}
+            for index in range(len(claims)):
+                for factor in factors:
+                    search(index, factor)  # warm, and the tenant's size learnt
+                    runs = []
+                    for _ in range(args.passes):
+                        began = time.perf_counter()
+                        got = search(index, factor)
+                        runs.append((time.perf_counter() - began) * 1000)
+                    found[factor].append(got)
+                    times[factor].append(runs)
+            exact = {
+                f: retriever._sizes.read_exactly(tenant, f, semantic.pool) for f in factors
+            }  # what the last call of each setting decided
+            baseline = statistics.median(statistics.median(t) for t in times[0.0])
+            results[tenant] = {
+                f"factor {f:g}": {
+                    **_timing(times[f]),
+                    "recall_at_10": _recall(found[f], nearest),
+                    "read_exactly": exact[f],
+                    "p50_ratio_to_graph": statistics.median(statistics.median(t) for t in times[f])
+                    / baseline,
+                }
+                for f in factors
+            }
+            print(tenant, results[tenant], flush=True)
+    write_result("exact-read", results, args)
+    database.dispose()
+
+
+if __name__ == "__main__":
+    main()
