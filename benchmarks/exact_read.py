@@ -1,16 +1,19 @@
-"""The semantic source's exact read of a small tenant against the HNSW graph, paired.
+"""The semantic source's exact read of a small tenant against the HNSW graph, and
+``hnsw.ef_search``, paired.
 
 On the data a ``peers.py`` run keeps (``--data-dir``: our default table ``peers_ours`` with
 ``--rows`` memories over tenants of 0.1%, 1% and 10%), for each tenant and the 300 SciFact
 claims: ``retrieve()`` with the semantic source ranking by its vector channel alone (the
 peers' call, as in ``peers.py``) at ``exact_scan_factor`` 0 (always the graph) and at each
-factor of ``--factors``, interleaved claim by claim so both see the same machine. Each claim
-is warmed once per setting, then timed ``--passes`` times; a claim's time is the median of its
-passes, and p50/p95 are over the claims; recall@10 against the exact 10 nearest; whether the
-setting read the tenant exactly (``n^2 <= factor x pool x N``). Ratios are to factor 0.
+factor of ``--factors``, each at every ``hnsw.ef_search`` of ``--ef-search``, interleaved
+claim by claim so all see the same machine. Each claim is warmed once per setting, then timed
+``--passes`` times; a claim's time is the median of its passes, and p50/p95 are over the
+claims; recall@10 against the exact 10 nearest; whether the setting read the tenant exactly
+(``n^2 <= factor x pool x N``). Ratios are to the first setting (factor 0, the first
+ef_search).
 
 Usage: python benchmarks/exact_read.py --data-dir DIR [--rows 100000] [--factors 4]
-       [--passes 3] [--json PATH]
+       [--ef-search 160] [--tenants t-0.1pct,t-1pct,t-10pct] [--passes 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import DEFAULT_EF_SEARCH
 from retrieval.search.retriever import HybridRetriever
 
 
@@ -41,10 +45,13 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="a peers.py data directory")
     parser.add_argument("--rows", type=int, default=100_000, help="the rows of that peers.py run")
     parser.add_argument("--factors", default="4", help="comma-separated factors beside 0")
+    parser.add_argument("--ef-search", default=str(DEFAULT_EF_SEARCH), help="comma-separated")
+    parser.add_argument("--tenants", default=",".join(TENANTS), help="comma-separated")
     parser.add_argument("--passes", type=int, default=3)
     add_output(parser)
     args = parser.parse_args()
     factors = [0.0, *(float(f) for f in args.factors.split(","))]
+    settings = [(f, int(ef)) for f in factors for ef in args.ef_search.split(",")]
 
     database = connect(DatabaseConfig(data_dir=args.data_dir))
     embedder = SentenceTransformerEmbedder()
@@ -67,43 +74,44 @@ def main() -> None:
     assert len(row_of) == args.rows, f"{len(row_of)} memories, not --rows {args.rows}"
 
     semantic = _vector_alone(shapes()["semantic"])
-    configs = {factor: replace(semantic, exact_scan_factor=factor) for factor in factors}
+    configs = {
+        (factor, ef): replace(semantic, exact_scan_factor=factor, ef_search=ef)
+        for factor, ef in settings
+    }
     results: dict[str, Any] = {"rows": args.rows, "claims": len(claims), "passes": args.passes}
     with HybridRetriever.from_store(store, config=semantic) as retriever:
-        for tenant in TENANTS:
+        for tenant in args.tenants.split(","):
             nearest = _exact(vectors, np.flatnonzero(owners == tenant), claim_vectors)
 
-            def search(index: int, factor: float, tenant: str = tenant) -> list[int]:
+            def search(index: int, setting: tuple[float, int], tenant: str = tenant) -> list[int]:
                 found = retriever.retrieve(
-                    claims[index], tenant_id=tenant, as_of=AS_OF, config=configs[factor]
+                    claims[index], tenant_id=tenant, as_of=AS_OF, config=configs[setting]
                 )
                 return [row_of[r.metadata["id"]] for r in found]
 
-            found: dict[float, list[list[int]]] = {f: [] for f in factors}
-            times: dict[float, list[list[float]]] = {f: [] for f in factors}
+            found: dict[tuple[float, int], list[list[int]]] = {s: [] for s in settings}
+            times: dict[tuple[float, int], list[list[float]]] = {s: [] for s in settings}
             for index in range(len(claims)):
-                for factor in factors:
-                    search(index, factor)  # warm, and the tenant's size learnt
+                for setting in settings:
+                    search(index, setting)  # warm, and the tenant's size learnt
                     runs = []
                     for _ in range(args.passes):
                         began = time.perf_counter()
-                        got = search(index, factor)
+                        got = search(index, setting)
                         runs.append((time.perf_counter() - began) * 1000)
-                    found[factor].append(got)
-                    times[factor].append(runs)
-            exact = {
-                f: retriever._sizes.read_exactly(tenant, f, semantic.pool) for f in factors
-            }  # what the last call of each setting decided
-            baseline = statistics.median(statistics.median(t) for t in times[0.0])
+                    found[setting].append(got)
+                    times[setting].append(runs)
+
+            p50 = {s: statistics.median(statistics.median(t) for t in times[s]) for s in settings}
             results[tenant] = {
-                f"factor {f:g}": {
-                    **_timing(times[f]),
-                    "recall_at_10": _recall(found[f], nearest),
-                    "read_exactly": exact[f],
-                    "p50_ratio_to_graph": statistics.median(statistics.median(t) for t in times[f])
-                    / baseline,
+                f"factor {f:g}, ef_search {ef}": {
+                    **_timing(times[(f, ef)]),
+                    "recall_at_10": _recall(found[(f, ef)], nearest),
+                    # what the last call of the setting decided
+                    "read_exactly": retriever._sizes.read_exactly(tenant, f, semantic.pool),
+                    "p50_ratio": p50[(f, ef)] / p50[settings[0]],
                 }
-                for f in factors
+                for f, ef in settings
             }
             print(tenant, results[tenant], flush=True)
     write_result("exact-read", results, args)
