@@ -15,8 +15,8 @@ the retriever has not seen in the last :data:`REFRESH_SECONDS` carries two prese
 the table's rows (the planner's statistics, ``pg_class.reltuples``); the retriever remembers
 them and decides the tenant's next calls from them. A tenant not seen yet goes through the
 graph. Either way the statement returns the tenant's nearest memories, so a stale count costs
-time, never a result. Citus cannot plan the
-look at ``pg_class`` on its router path: there the graph is always used.
+time, never a result. Citus cannot plan the look at ``pg_class`` on its router path: there the
+graph is always used.
 """
 
 from __future__ import annotations
