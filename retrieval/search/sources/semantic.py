@@ -105,19 +105,26 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m")]
     vector_column = ", m.search_vector" if query.bm25 else ""
     where = " AND ".join(filters)
-    columns = f"{_row('m')}{vector_column}, m.embedding <-> %(query_vector)s::vector AS distance"
+    distance = "m.embedding <-> %(query_vector)s::vector"
     ctes = [
+        # The tenant's rows by its btree, each distance computed once and only the ids sorted;
+        # the pool's rows then read whole by the primary key.
         f"""semantic_nearest AS MATERIALIZED (
-    SELECT x.* FROM (
-        SELECT {columns} FROM {s}.memories AS m WHERE {where}
-        OFFSET 0  -- the tenant's rows by its btree; each distance computed once, then sorted
+    SELECT {_row("m")}{vector_column}, x.distance
+    FROM (
+        SELECT y.id, y.distance FROM (
+            SELECT m.id, {distance} AS distance FROM {s}.memories AS m WHERE {where}
+            OFFSET 0
+        ) AS y
+        ORDER BY y.distance
+        LIMIT %(semantic_candidates)s
     ) AS x
+    JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = x.id
     ORDER BY x.distance
-    LIMIT %(semantic_candidates)s
 )"""
         if query.exact
         else f"""semantic_nearest AS MATERIALIZED (
-    SELECT {columns}
+    SELECT {_row("m")}{vector_column}, {distance} AS distance
     FROM {s}.memories AS m
     WHERE {where}
     ORDER BY distance
