@@ -6,7 +6,8 @@ On the data a ``peers.py`` run keeps (``--data-dir``: our default table ``peers_
 claims: ``retrieve()`` with the semantic source ranking by its vector channel alone (the
 peers' call, as in ``peers.py``) at ``exact_scan_factor`` 0 (always the graph) and at each
 factor of ``--factors``, each at every ``hnsw.ef_search`` of ``--ef-search``, interleaved
-claim by claim so all see the same machine. Each claim is warmed once per setting, then timed
+claim by claim so all see the same machine (each setting first in turn, since the first runs
+on colder buffers). Each claim is warmed once per setting, then timed
 ``--passes`` times; a claim's time is the median of its passes, and p50/p95 are over the
 claims; recall@10 against the exact 10 nearest; whether the setting read the tenant exactly
 (``n^2 <= factor x pool x N``). Ratios are to the first setting (factor 0, the first
@@ -92,7 +93,8 @@ def main() -> None:
             found: dict[tuple[float, int], list[list[int]]] = {s: [] for s in settings}
             times: dict[tuple[float, int], list[list[float]]] = {s: [] for s in settings}
             for index in range(len(claims)):
-                for setting in settings:
+                turn = index % len(settings)  # each setting first in turn (the first runs colder)
+                for setting in settings[turn:] + settings[:turn]:
                     search(index, setting)  # warm, and the tenant's size learnt
                     runs = []
                     for _ in range(args.passes):
