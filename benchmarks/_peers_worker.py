@@ -427,12 +427,12 @@ def _llamaindex(url: str, data: Data) -> dict[str, Any]:
             ]
         )
 
-    def build_index() -> None:
+    def build_index() -> None:  # a store with hnsw_kwargs makes the index as it opens
         nonlocal memories
         memories = store("peers_memories")
         memories._initialize()
 
-    result = _stored(data, add, build_index if after_load else lambda: memories._initialize())
+    result = _stored(data, add, build_index)
     _drop_index(url, "peers_memories_idx_tenant_text")  # its indexed_metadata_keys btree
     _analyze(url, "data_peers_memories")
 

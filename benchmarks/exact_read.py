@@ -29,9 +29,17 @@ from typing import Any
 import numpy as np
 from _common import add_output, write_result
 from _scifact import AS_OF, cached_vectors, load_corpus, shapes
-from peers import OURS, SCIFACT_TENANT, TENANTS, _exact, _recall, _timing, _vector_alone, tenant_of
+from peers import (
+    OURS,
+    TENANTS,
+    _exact,
+    _recall,
+    _timing,
+    _vector_alone,
+    row_numbers,
+    tenant_of,
+)
 from scale import memory_vectors
-from sqlalchemy import text
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
@@ -66,12 +74,7 @@ def main() -> None:
     claim_vectors = embedder.embed(claims)
     schema = OURS["ours"][0]
     store = MemoryStore(database.engine, schema=schema, embedder=embedder)
-    with database.engine.connect() as connection:
-        ids = connection.execute(
-            text(f"SELECT id FROM {schema}.memories WHERE tenant_id <> :s ORDER BY id"),
-            {"s": SCIFACT_TENANT},
-        ).scalars()
-        row_of = {memory_id: row for row, memory_id in enumerate(ids)}
+    row_of = row_numbers(database.engine, schema)
     assert len(row_of) == args.rows, f"{len(row_of)} memories, not --rows {args.rows}"
 
     semantic = _vector_alone(shapes()["semantic"])

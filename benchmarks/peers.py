@@ -85,7 +85,7 @@ from _scifact import (
 from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 from scale import memory_vectors
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
@@ -206,6 +206,9 @@ def main() -> None:
         "passes": PASSES,
     }
     pool = _vector_alone(shapes()["semantic"]).pool
+    # What each peer's worker is asked to do (more below, by the kind of run).
+    plan = {"claims": claims, "tenants": list(TENANTS), "passes": PASSES,
+            "raised_ef_search": RAISED_EF_SEARCH}  # fmt: skip
     scifact = None if args.filtered_only else (abstracts, abstract_vectors, qrels, query_ids)
     if args.searches_only is not None:
         kept = json.loads(args.searches_only.read_text())
@@ -219,11 +222,12 @@ def main() -> None:
             print(name, json.dumps(kept["results"][name]), flush=True)
         kept["results"]["floor"] = _floor(database.embedded.libpq_dsn(), claim_vectors, exact, pool)
         print("floor", json.dumps(kept["results"]["floor"]), flush=True)
-        for library in libraries:  # their searches again, on their kept rows
+        if libraries:  # their searches again, on their kept rows
             url = str(database.embedded.url(PEERS_DATABASE))
-            plan = {"claims": claims, "tenants": list(TENANTS), "passes": PASSES, "scifact": False,
-                    "reuse": True, "raised_ef_search": RAISED_EF_SEARCH}  # fmt: skip
-            raw = _run_peer(args.peers_python, library, url, plan, rows, vectors, claim_vectors)
+            plan |= {"scifact": False, "reuse": True}
+            work = _peer_work(plan, rows, vectors, claim_vectors)
+        for library in libraries:
+            raw = _run_peer(args.peers_python, library, url, work)
             earlier = kept["results"].get(library, {})
             kept["results"][library] = {
                 **{k: v for k, v in earlier.items() if not isinstance(v, dict)},
@@ -243,15 +247,11 @@ def main() -> None:
 
     if libraries:
         url = _peers_database(database, args.index_after_load)
-        plan = {"claims": claims, "tenants": list(TENANTS), "passes": PASSES,
-                "scifact": not args.filtered_only, "index_after_load": args.index_after_load,
-                "raised_ef_search": RAISED_EF_SEARCH}  # fmt: skip
-        scifact_data = (abstracts, abstract_vectors)
+        plan |= {"scifact": not args.filtered_only, "index_after_load": args.index_after_load}
+        work = _peer_work(plan, rows, vectors, claim_vectors, (abstracts, abstract_vectors))
         for library in libraries:
             began = time.perf_counter()
-            raw = _run_peer(
-                args.peers_python, library, url, plan, rows, vectors, claim_vectors, scifact_data
-            )
+            raw = _run_peer(args.peers_python, library, url, work)
             results[library] = _peer_summary(raw, exact, qrels, query_ids)
             results[library]["run_s"] = time.perf_counter() - began
             print(library, json.dumps(results[library]), flush=True)
@@ -259,10 +259,11 @@ def main() -> None:
     database.dispose()
 
 
-def _run_peer(  # type: ignore[no-untyped-def]
-    python, library, url, plan, rows, vectors, claim_vectors, scifact_data=None
-) -> dict[str, Any]:
-    """One library's worker (in the peers' Python) on the data and plan written for it."""
+def _peer_work(  # type: ignore[no-untyped-def]
+    plan, rows, vectors, claim_vectors, scifact_data=None
+) -> Path:
+    """A directory holding the data and the plan the peers' workers read (written once for
+    all of them)."""
     work = Path(tempfile.mkdtemp(prefix="rtv-peers-work-"))
     abstracts, abstract_vectors = scifact_data or ([], np.zeros((0, vectors.shape[1])))
     (work / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -271,6 +272,11 @@ def _run_peer(  # type: ignore[no-untyped-def]
     np.save(work / "abstract_vectors.npy", abstract_vectors)
     (work / "queries.json").write_text(json.dumps(plan))
     np.save(work / "query_vectors.npy", claim_vectors)
+    return work
+
+
+def _run_peer(python: Path, library: str, url: str, work: Path) -> dict[str, Any]:
+    """One library's worker, in the peers' Python, on the data and plan of ``work``."""
     subprocess.run(
         [str(python), str(ROOT / "benchmarks" / "_peers_worker.py"), library,
          "--url", url, "--work", str(work)],
@@ -355,13 +361,18 @@ def _ours(database, embedder, setting, rows, vectors, claims, exact, scifact, re
     return {**result, **searched}
 
 
-def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  # type: ignore[no-untyped-def]
-    with database.engine.connect() as connection:
+def row_numbers(engine: Engine, schema: str) -> dict[int, int]:
+    """Each stored memory's row number in the data (the SciFact abstracts left out)."""
+    with engine.connect() as connection:
         ids = connection.execute(
             text(f"SELECT id FROM {schema}.memories WHERE tenant_id <> :s ORDER BY id"),
             {"s": SCIFACT_TENANT},
         ).scalars()
-        row_of = {memory_id: row for row, memory_id in enumerate(ids)}
+        return {memory_id: row for row, memory_id in enumerate(ids)}
+
+
+def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  # type: ignore[no-untyped-def]
+    row_of = row_numbers(database.engine, schema)
     result: dict[str, Any] = {}
     semantic = shapes()["semantic"]
     if ef_search is not None:
