@@ -89,8 +89,10 @@ class Writer:
         before = self._previous_turns(connection, memories, needing)
         items = [(memories[row].tenant_id, memories[row].text) for row in needing]
         items += [(memories[row].tenant_id, text) for row, text in before.items()]
-        # Turns in context need their own vectors in hand: their batch reads the cached ones.
-        plan = self.cache.plan(connection, items, read_stored=not before, uncounted=len(before))
+        # Turns in context need both vectors in hand (their own and the previous turn's, which
+        # another process or store may have cached): their batch reads the cached ones. A batch
+        # with none joins the cache table in SQL instead (retrieval.memory.cached_memories).
+        plan = self.cache.plan(connection, items, read_stored=bool(before), uncounted=len(before))
         if plan.missing:
             self.cache.prepare_model()
             self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
