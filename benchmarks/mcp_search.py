@@ -12,9 +12,14 @@ over the pipes, the tool's arguments validated, the results as JSON), and the se
 server over stdio with one tool that returns a saved ``search_memory`` answer (same size, none of
 this library's code). Target: MCP adds at most 5 ms at the p50.
 
+``--two-tokens``: one ``retrieval mcp --http`` with a token for each of two tenants holding the
+same sentences; token B's p50 alone and while token A keeps ``--in-flight`` calls going from
+another process (see ``_mcp_fairness.py``). Target: B's p50 with A at 200 within 2x of B alone.
+
 (Not named mcp.py: a script of that name would shadow the SDK it imports.)
 
 Usage: python benchmarks/mcp_search.py [--data-dir DIR] [--rows 3000] [--queries 300] [--runs 3]
+       python benchmarks/mcp_search.py --two-tokens [--in-flight 20,200] [--hostile] [--queries 100]
 """
 
 from __future__ import annotations
@@ -30,12 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from _common import add_output, summary_ms, write_result
+from _mcp_fairness import measure
 from _scifact import read_queries, sentence_memories
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from retrieval.search.retriever import HybridRetriever
 
 TENANT = "mcp-bench"
+TWO_TENANTS = ("mcp-token-a", "mcp-token-b")
 
 # The floor: the SDK's own MCPServer with one tool that returns a fixed result of the same
 # size, none of this library's code (the result is a real search_memory answer, saved first).
@@ -142,9 +149,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=3000, help="memories in the tenant")
     parser.add_argument("--queries", type=int, default=300, help="SciFact claims asked")
     parser.add_argument("--runs", type=int, default=3, help="rounds over the claims")
+    parser.add_argument(
+        "--two-tokens", action="store_true", help="B's latency beside A's load over HTTP"
+    )
+    parser.add_argument("--in-flight", default="20,200", help="A's concurrent calls per phase")
+    parser.add_argument("--hostile", action="store_true", help="A asks again at once after a 429")
     add_output(parser)
     args = parser.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-mcp-")) / "pg"
+    if args.two_tokens:
+        _two_tokens(data_dir, args)
+        return
     database, store = sentence_memories(data_dir, TENANT, args.rows)
     queries = read_queries()[: args.queries]
     with HybridRetriever.from_store(store) as retriever:
@@ -152,6 +167,17 @@ def main() -> None:
     database.dispose()
     results["target_added_p50_ms"] = 5.0
     write_result("mcp", results, args)
+
+
+def _two_tokens(data_dir: Path, args: argparse.Namespace) -> None:
+    for tenant in TWO_TENANTS:
+        database, _store = sentence_memories(data_dir, tenant, args.rows)
+        database.dispose()
+    queries = read_queries()[: args.queries]
+    in_flight = [int(n) for n in args.in_flight.split(",")]
+    results = measure(data_dir, TWO_TENANTS, queries, in_flight, args.runs, hostile=args.hostile)
+    results["target_b_p50_over_alone"] = 2.0
+    write_result("mcp-two-tokens-hostile" if args.hostile else "mcp-two-tokens", results, args)
 
 
 if __name__ == "__main__":

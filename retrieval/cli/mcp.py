@@ -153,6 +153,9 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
                 port=port,
                 max_request_bytes=config.max_request_bytes,
                 metrics=metrics,
+                tokens=tokens,
+                calls_per_token=config.calls_per_token,
+                calls_at_once=config.calls_at_once,
             )
             asyncio.run(http.serve())
         return 0

@@ -11,6 +11,10 @@ from retrieval.settings import configurable, from_env, require_int, setting
 # The largest request body of the HTTP transport (a memory of 32,000 characters escaped as JSON,
 # with its metadata, fits several times over).
 DEFAULT_MAX_REQUEST_BYTES = 1_048_576
+# What one token may have in flight: an agent's burst of parallel tool calls fits.
+DEFAULT_CALLS_PER_TOKEN = 16
+# Requests running at once, all tokens together (benchmarks/README.md, mcp-two-tokens).
+DEFAULT_CALLS_AT_ONCE = 8
 
 
 @configurable
@@ -43,9 +47,24 @@ class McpConfig:
         help="largest request body retrieval mcp --http reads (a larger one gets 413)",
     )
 
+    calls_per_token: int = setting(
+        DEFAULT_CALLS_PER_TOKEN,
+        env="RETRIEVAL_MCP_CALLS_PER_TOKEN",
+        help="requests one bearer token may have in flight (running or waiting); one more "
+        "gets 429 with Retry-After",
+    )
+    calls_at_once: int = setting(
+        DEFAULT_CALLS_AT_ONCE,
+        env="RETRIEVAL_MCP_CALLS_AT_ONCE",
+        help="requests that run at once, all tokens together; a token alone may use them all, "
+        "while several tokens are active each runs one at a time, in turn",
+    )
+
     def __post_init__(self) -> None:
         require_int("port", self.port, minimum=0)
         require_int("max_request_bytes", self.max_request_bytes, minimum=1024)
+        require_int("calls_per_token", self.calls_per_token, minimum=1)
+        require_int("calls_at_once", self.calls_at_once, minimum=1)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> McpConfig:

@@ -29,7 +29,12 @@ from starlette.routing import Route
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.integrations.mcp_calls import ToolCalls
-from retrieval.integrations.mcp_config import DEFAULT_MAX_REQUEST_BYTES
+from retrieval.integrations.mcp_config import (
+    DEFAULT_CALLS_AT_ONCE,
+    DEFAULT_CALLS_PER_TOKEN,
+    DEFAULT_MAX_REQUEST_BYTES,
+)
+from retrieval.integrations.mcp_fairness import FairShares, TurnTaking
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
 from retrieval.integrations.records import jsonable, result_record
 from retrieval.memory.kinds import MEMORY_KINDS
@@ -164,6 +169,9 @@ def http_server(
     port: int,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     metrics: ServerMetrics | None = None,
+    tokens: TokenTable | None = None,
+    calls_per_token: int = DEFAULT_CALLS_PER_TOKEN,
+    calls_at_once: int = DEFAULT_CALLS_AT_ONCE,
 ) -> uvicorn.Server:
     """A uvicorn server of ``server``'s streamable HTTP app at ``http://host:port/mcp``
     (``await http.serve()`` runs it; ``http.should_exit = True`` stops it).
@@ -173,13 +181,20 @@ def http_server(
     sessions and lock the others out (the SDK's sessions are shared by every token, 10,000 in
     all). The tools need no session: each call names everything it needs. A request body over
     ``max_request_bytes`` is refused (413) before it is read whole. With ``metrics`` (the
-    server's, see :func:`tool_metrics`), ``/metrics`` serves them to Prometheus."""
+    server's, see :func:`tool_metrics`), ``/metrics`` serves them to Prometheus. With
+    ``tokens`` (the server's), each token gets its fair share
+    (:mod:`retrieval.integrations.mcp_fairness`): at most ``calls_per_token`` requests in
+    flight (429 beyond), and ``calls_at_once`` running, given out to the tokens in turn."""
     app = server.streamable_http_app(
         host=host, stateless_http=True, max_request_body_size=max_request_bytes
     )
     if metrics is not None:
         app.router.routes.append(Route("/metrics", metrics.endpoint))
-    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    served: Any = app
+    if tokens is not None:
+        turns = TurnTaking(at_once=calls_at_once, per_token=calls_per_token)
+        served = FairShares(app, tokens, turns)
+    return uvicorn.Server(uvicorn.Config(served, host=host, port=port, log_level="warning"))
 
 
 def _log_model_failure(task: asyncio.Task[None]) -> None:

@@ -13,9 +13,10 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from sqlalchemy import text
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
+from retrieval.integrations.mcp_config import McpConfig
 from retrieval.integrations.mcp_server import http_server, memory_server, tenant_from_token
 from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
 from retrieval.memory.store import MemoryStore
@@ -149,11 +151,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def http_url(
-    database: PgDatabase, embedder: SentenceTransformerEmbedder
+@contextmanager
+def _serving(
+    database: PgDatabase, embedder: SentenceTransformerEmbedder, **options: Any
 ) -> Iterator[tuple[str, dict[str, str]]]:
-    """An HTTP MCP server on a free port; the tokens of tenants a and b."""
+    """An HTTP MCP server on a free port (``options`` go to ``http_server``); the tokens of
+    tenants a and b."""
     tokens = {"a": new_token(), "b": new_token()}
     table = TokenTable.parse(
         "\n".join(f"{token_hash(token)} {tenant}" for tenant, token in tokens.items()),
@@ -164,19 +167,30 @@ def http_url(
     store = AsyncMemoryStore(MemoryStore(database.engine, embedder=embedder))
     retriever = AsyncHybridRetriever.from_store(store, background_writes=False)
     server = memory_server(store, retriever, tenant_from_token, tokens=table, url=url)
-    http = http_server(server, host="127.0.0.1", port=port)
+    http = http_server(server, host="127.0.0.1", port=port, tokens=table, **options)
     thread = threading.Thread(target=lambda: asyncio.run(http.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not http.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert http.started
-    yield f"{url}/mcp", tokens
-    http.should_exit = True
-    thread.join(10)
-    retriever.sync.close()
-    store.threads.close()
-    retriever.threads.close()
+    try:
+        yield f"{url}/mcp", tokens
+    finally:
+        http.should_exit = True
+        thread.join(10)
+        retriever.sync.close()
+        store.threads.close()
+        retriever.threads.close()
+
+
+@pytest.fixture
+def http_url(
+    database: PgDatabase, embedder: SentenceTransformerEmbedder
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """An HTTP MCP server on a free port; the tokens of tenants a and b."""
+    with _serving(database, embedder) as served:
+        yield served
 
 
 @asynccontextmanager
@@ -302,10 +316,10 @@ def test_one_token_opening_sessions_without_end_leaves_the_others_working(
 
     async def scenario() -> None:
         async with httpx2.AsyncClient(timeout=60) as client:
-            for _ in range(10):
+            for _ in range(20):  # bursts of what one token may have in flight
                 answers = await asyncio.gather(
                     *(client.post(url, content=_initialize_body(), headers=headers)
-                      for _ in range(30))
+                      for _ in range(McpConfig().calls_per_token))
                 )  # fmt: skip
                 assert {answer.status_code for answer in answers} == {200}
                 assert not any("mcp-session-id" in answer.headers for answer in answers)
@@ -420,3 +434,71 @@ def _listening(port: int) -> bool:
         return _post_status(f"http://127.0.0.1:{port}/mcp", {}) == 401
     except urllib.error.URLError:
         return False
+
+
+def _search_body(query: str) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_memory", "arguments": {"query": query}},
+        }
+    ).encode()
+
+
+def _raw_post(url: str, token: str, body: bytes, *, sent: int | None = None) -> socket.socket:
+    """A POST on its own connection with ``sent`` bytes of its body sent (all by default): one
+    whose body is not finished stays in flight in the server."""
+    address = urllib.parse.urlsplit(url)
+    connection = socket.create_connection((address.hostname, address.port), timeout=60)
+    head = (
+        f"POST {address.path} HTTP/1.1\r\nHost: {address.netloc}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    connection.sendall(head.encode() + body[: len(body) if sent is None else sent])
+    return connection
+
+
+def _answer(connection: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """The status, headers and body of the response on ``connection`` (read to its end)."""
+    chunks = []
+    while chunk := connection.recv(65536):
+        chunks.append(chunk)
+    connection.close()
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    fields = (line.partition(":") for line in lines)
+    headers = {name.lower(): value.strip() for name, _, value in fields}
+    return int(status_line.split()[1]), headers, body
+
+
+def test_a_token_past_its_bound_gets_429_and_the_other_tokens_are_served(
+    database: PgDatabase, embedder: SentenceTransformerEmbedder
+) -> None:
+    body = _search_body("launch code")
+    with _serving(database, embedder, calls_per_token=2) as (url, tokens):
+        # Two requests of token a whose bodies never finish: a's two requests in flight.
+        held = [_raw_post(url, tokens["a"], body, sent=10) for _ in range(2)]
+        deadline = time.monotonic() + 30
+        while True:  # a third is refused once both are in the server
+            status, headers, answer = _answer(_raw_post(url, tokens["a"], body))
+            if status == 429 or time.monotonic() > deadline:
+                break
+        assert status == 429
+        assert headers["retry-after"] == "1"
+        assert "2 requests in flight" in json.loads(answer)["error_description"]
+
+        async def other_token() -> None:
+            async with _session(url, tokens["b"]) as bob:
+                _data(await bob.call_tool("remember", {"text": "Tenant b is served"}))
+                found = _data(await bob.call_tool("search_memory", {"query": "served"}))
+                assert found["results"][0]["content"] == "Tenant b is served"
+
+        asyncio.run(other_token())
+        for connection in held:  # a's held requests, finished, are answered
+            connection.sendall(body[10:])
+            assert _answer(connection)[0] == 200
+        assert _answer(_raw_post(url, tokens["a"], body))[0] == 200
