@@ -55,6 +55,8 @@ DEFAULT_CONTEXT_WINDOW = 2
 # outside the named window (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TIME_WEIGHT = 0.2
 DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
+# The query words a keyword channel reads at most (benchmarks/README.md, long-queries).
+DEFAULT_MAX_QUERY_WORDS = 32
 _WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
 _TOLERANCE = 1e-6
 
@@ -338,6 +340,13 @@ class RetrievalConfig:
         env="RETRIEVAL_TIME_HALF_LIFE_DAYS",
         help="Days outside the query's time after which a result's time fit halves.",
     )
+    max_query_words: int = setting(
+        DEFAULT_MAX_QUERY_WORDS,
+        env="RETRIEVAL_MAX_QUERY_WORDS",
+        help="Most distinct words of a query each keyword channel reads (episodic keywords, the "
+        "BM25 terms of memories and documents): beyond it, the rarest in the tenant's "
+        "statistics, so that a long query costs about what a short one does.",
+    )
 
     def __post_init__(self) -> None:
         if self.lexical_match not in (None, "max", "weighted", "cascade"):
@@ -411,6 +420,7 @@ class RetrievalConfig:
                 f"exact_scan_factor must be a number in [0, 1000000), got {factor!r}"
             )
         require_int("memory_bm25_rows", self.memory_bm25_rows, minimum=0)
+        require_int("max_query_words", self.max_query_words, minimum=1)
         if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
             raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")
         if self.total_limit < 1:

@@ -16,7 +16,8 @@ first time expression of a query and returns the window it names, ``[start, end)
 
 "before X" and "since X" or "after X" open the window on one side. Anything else (a query with
 no time, a date that does not exist such as "31 February") gives ``None``: the query behaves as
-one without a time. Nothing here raises on odd text.
+one without a time. Nothing here raises on odd text, and the work is linear in the query's
+length, of which the first :data:`READ_CHARS` characters are read.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+# The part of a query read for a time: about what the embedding model reads of it (256 tokens).
+# The parser is linear in what it reads, but its many patterns cost about 3 ms per 1,000
+# characters, so a 10,000-character query would spend 30 ms here.
+READ_CHARS = 1_000
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
 _MONTHS["sept"] = 9
@@ -44,6 +49,13 @@ _NUMBER = "|".join(sorted(map(re.escape, _NUMBERS), key=len, reverse=True))
 _MONTH_CUE = r"in|during|since|until|till|before|after|by|early|late|mid|last|this|next|of"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _OPEN = re.compile(r"\b(before|until|till|by|since|after)\s+$", re.IGNORECASE)
+_CUE = re.compile(rf"\b(?:{_MONTH_CUE})\s+(?:the\s+)?$", re.IGNORECASE)
+_LAST = re.compile(r"\blast\s+$", re.IGNORECASE)
+_CUED_MONTH = re.compile(rf"\b(?:{_MONTH_CUE})\s+(?:the\s+)?({_MONTH})\b", re.IGNORECASE)
+# The patterns above end at a time expression and read only this many characters before it
+# (a word or two and their spaces), so that finding every time in a long query stays linear in
+# its length: searched over the whole prefix, each would read it all again.
+_LOOK_BACK = 64
 # "two weeks before", "the day after", "the weekend before" a date: a window moved from it.
 _SHIFT = re.compile(
     rf"(?:\b(?P<count>\d+|{_NUMBER})\s+(?P<unit>day|week|month|year)s?"
@@ -72,8 +84,10 @@ class TimeWindow:
 
 def query_window(query: str, as_of: datetime) -> TimeWindow | None:
     """The window of the first time expression of ``query`` (relative ones from ``as_of``),
-    or ``None`` when it names no time (or one that does not exist)."""
+    or ``None`` when it names no time (or one that does not exist). Only the query's first
+    :data:`READ_CHARS` characters are read."""
     today = as_of.astimezone(UTC).date()
+    query = _beginning(query)
     for finder in _FINDERS:
         try:
             found = finder(query, today)
@@ -84,6 +98,14 @@ def query_window(query: str, as_of: datetime) -> TimeWindow | None:
     return None
 
 
+def _beginning(query: str) -> str:
+    # The first READ_CHARS characters, cut at a space so that no word is cut in two.
+    if len(query) <= READ_CHARS:
+        return query
+    cut = query.rfind(" ", 0, READ_CHARS + 1)
+    return query[: cut if cut > 0 else READ_CHARS]
+
+
 def _day(value: date) -> datetime:
     return datetime.combine(value, time(0), tzinfo=UTC)
 
@@ -91,7 +113,7 @@ def _day(value: date) -> datetime:
 def _span(first: date, after: date, words: str, query: str, at: int) -> TimeWindow:
     """``[first, after)``, moved by "two weeks before"/"the day after" that precedes the words,
     or opened on one side by "before"/"since"."""
-    shift = _SHIFT.search(query[:at])
+    shift = _before(_SHIFT, query, at)
     if shift is not None:
         count = shift["count"]
         number = 1 if count is None else int(count) if count.isdigit() else _NUMBERS[count]
@@ -105,7 +127,7 @@ def _span(first: date, after: date, words: str, query: str, at: int) -> TimeWind
         slack = max(1, unit // 2)
         return TimeWindow(_day(center - timedelta(days=slack)),
                           _day(center + timedelta(days=slack + 1)), shift[0] + words)  # fmt: skip
-    opener = _OPEN.search(query[:at])
+    opener = _before(_OPEN, query, at)
     start, end = _day(first), _day(after)
     if opener is not None:
         word = opener.group(1).lower()
@@ -190,22 +212,28 @@ def _season(query: str, today: date) -> TimeWindow | None:
     return _span(first, after, match[0], query, match.start())
 
 
+def _before(pattern: re.Pattern[str], query: str, at: int) -> re.Match[str] | None:
+    """``pattern`` (anchored by ``$``) matched in the last :data:`_LOOK_BACK` characters before
+    ``at``; word boundaries still see the character before that window."""
+    return pattern.search(query, max(0, at - _LOOK_BACK), at)
+
+
 def _cued(query: str, at: int) -> bool:
-    return re.search(rf"\b(?:{_MONTH_CUE})\s+(?:the\s+)?$", query[:at], re.IGNORECASE) is not None
+    return _before(_CUE, query, at) is not None
 
 
 def _month(query: str, today: date) -> TimeWindow | None:
-    for match in re.finditer(rf"\b({_MONTH})\b", query, re.IGNORECASE):
-        if match[1].lower() == "may" and match[1] != "May":
+    # A month name right after a cue ("in June", "since the March"), in one pass.
+    for cued in _CUED_MONTH.finditer(query):
+        name, at = cued[1], cued.start(1)
+        if name.lower() == "may" and name != "May":
             continue  # the verb "may"
-        if not _cued(query, match.start()):
-            continue
-        month = _MONTHS[match[1].lower()]
+        month = _MONTHS[name.lower()]
         year = _recent_year(month, today)
-        if re.search(r"\blast\s+$", query[: match.start()], re.IGNORECASE) and month >= today.month:
+        if _before(_LAST, query, at) and month >= today.month:
             year = min(year, today.year - 1)
         first, after = _month_span(year, month)
-        return _span(first, after, match[0], query, match.start())
+        return _span(first, after, name, query, at)
     return None
 
 

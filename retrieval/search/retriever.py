@@ -561,8 +561,9 @@ class HybridRetriever:
                 tool_calls=TOOL_CALL in call.kinds,
                 with_task=values.task_id is not None,
                 lexical=lexical if "episodic" in config.lexical_sources else None,
-                many_keywords=len(values.query.keywords) > MAX_BITS,
+                many_keywords=min(len(values.query.keywords), config.max_query_words) > MAX_BITS,
                 bound=bound,
+                capped=len(values.query.keywords) > config.max_query_words,
             )
             if episodic
             else None,

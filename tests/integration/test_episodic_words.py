@@ -243,6 +243,7 @@ def test_relevance_counts_each_matched_keyword_once(spread: MemoryStore, extra_w
         total_limit=40,
         min_final_score=0.0,
         record_access=False,
+        max_query_words=100,  # every keyword read
     )
     with HybridRetriever.from_store(spread, background_writes=False) as retriever:
         response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=config)

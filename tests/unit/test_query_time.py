@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.search.query_time import query_window
+from retrieval.search.query_time import READ_CHARS, query_window
 
 AS_OF = datetime(2023, 8, 16, 9, 30, tzinfo=UTC)  # a Wednesday
 
@@ -128,3 +128,21 @@ def test_odd_text_and_extreme_moments_never_raise(words: list[str], as_of: datet
         assert window.start is not None or window.end is not None
         if window.start is not None and window.end is not None:
             assert window.start < window.end
+
+
+def test_only_the_beginning_of_a_long_query_is_read() -> None:
+    filler = "word " * (READ_CHARS // 5 - 4)
+    window = query_window(filler + "in June", AS_OF)
+    assert window is not None and window.words == "June"  # within the first READ_CHARS
+    assert query_window(filler + "the notes from June and then in June", AS_OF) is None
+    # A cut never splits a word: "in Ju" + "ne" is not read as a month.
+    cut = "x" * (READ_CHARS - len("in Ju")) + "in June"
+    assert query_window(cut, AS_OF) is None
+
+
+@pytest.mark.parametrize(
+    "query", ["Jun " * 2500, "May " * 2500, "in " * 3333, "1 " * 5000, "in the " * 1428]
+)
+def test_many_month_names_and_cues_are_read_once(query: str) -> None:
+    # Each month name once checked for a cue before it, not the whole text before it each time.
+    assert query_window(query, AS_OF) is None

@@ -4,7 +4,8 @@ A decision matches on its content, a tool call on its tool name or its parameter
 text), case-insensitively, as ``ILIKE '%keyword%'`` would: on the lower-cased ``search_text``
 (revision 0006) with ``LIKE`` and the pattern lower-cased once. ``%``, ``_`` and ``\\`` in a
 keyword match literally (the patterns come from :func:`retrieval.search.scoring.like_pattern`).
-Relevance is the fraction of the query's keywords a row matches; recency
+Relevance is the fraction of the query's keywords a row matches (of the rarest
+``max_query_words`` when the query has more, see :func:`episodic_ctes`); recency
 ``0.5 ^ (age / half_life)``.
 
 Rows are found through the word index of revision 0007 (kept by triggers): each keyword finds
@@ -43,6 +44,7 @@ class EpisodicQuery:
     lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
     many_keywords: bool = False  # more than MAX_BITS keywords: counted without a bit set
     bound: bool = False  # the connection's role is bound by row-level security
+    capped: bool = False  # more keywords than it reads: the rarest are chosen in SQL
 
 
 # A row's keywords are counted as a bit set in a bigint up to this many keywords.
@@ -52,7 +54,8 @@ MAX_BITS = 63
 def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[str]]:
     """The CTEs of the episodic source and the names of those to select from.
 
-    Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_candidates``,
+    Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many
+    of them it reads: all, or when ``query.capped`` the rarest that many), ``episodic_candidates``,
     ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, the bands
     of :func:`band_parameters`, ``task_id`` when used, and the lexical parameters
     (:mod:`retrieval.search.sources.lexical`) when ``query.lexical`` is set: a decision's
@@ -61,7 +64,8 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     with the keyword relevance.
     """
     s = quote_schema(schema)
-    ctes, names = [_PATTERNS, *_found(schema, query.many_keywords, query.bound)], []
+    ctes = [_patterns(schema, query.capped), *_found(schema, query.many_keywords, query.bound)]
+    names: list[str] = []
     if query.decisions:
         task = "AND x.task_id = %(task_id)s" if query.with_task else ""
         ctes += [
@@ -125,11 +129,30 @@ def _evidence(query: EpisodicQuery) -> str:
     return ", " + lexical_evidence(query.lexical, "keywords", "t.relevance")
 
 
-# The keywords' patterns, lower-cased by PostgreSQL once (as ILIKE lower-cases its pattern).
-_PATTERNS = """episodic_patterns AS MATERIALIZED (
+def _patterns(schema: str, capped: bool) -> str:
+    # The keywords' patterns, lower-cased by PostgreSQL once (as ILIKE lower-cases its
+    # pattern). A query with more keywords than the source reads keeps the rarest the tenant
+    # holds: those its vocabulary holds as a token, in the fewest rows first (one probe of its
+    # unique key each), then the others (found only inside longer tokens, or not at all).
+    if not capped:
+        return """episodic_patterns AS MATERIALIZED (
     SELECT k.keyword, lower(k.pattern) AS pattern, k.position
     FROM unnest(%(keywords)s::text[], %(patterns)s::text[])
          WITH ORDINALITY AS k(keyword, pattern, position)
+)"""
+    return f"""episodic_patterns AS MATERIALIZED (
+    SELECT k.keyword, lower(k.pattern) AS pattern,
+           row_number() OVER (ORDER BY k.position) AS position
+    FROM (
+        SELECT k.keyword, k.pattern, k.position
+        FROM unnest(%(keywords)s::text[], %(patterns)s::text[])
+             WITH ORDINALITY AS k(keyword, pattern, position)
+        LEFT JOIN {quote_schema(schema)}.episodic_vocabulary AS v
+               ON v.tenant_id = %(tenant_id)s
+              AND v.digest = sha256(convert_to(lower(k.keyword), 'UTF8'))
+        ORDER BY v.rows IS NULL, v.rows, k.position
+        LIMIT %(episodic_keywords)s
+    ) AS k
 )"""
 
 
@@ -170,7 +193,7 @@ def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
         # count.
         f"""episodic_found AS MATERIALIZED (
     SELECT h.item, h.row_id, {_seen(many_keywords)} AS seen,
-           min(h.read) = cardinality(%(keywords)s::text[]) AS exact
+           min(h.read) = %(episodic_keywords)s::int AS exact
     FROM (
         SELECT p.item, p.row_id, t.position, b.read, b.lists
         FROM (
@@ -179,7 +202,7 @@ def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:
             -- as leaky (OFFSET 0 keeps it from being pulled up into the condition).
             SELECT lists, COALESCE(since, '-infinity'::timestamptz) AS since,
                    COALESCE(until, 'infinity'::timestamptz) AS until,
-                   LEAST(lists + 1, cardinality(%(keywords)s::text[])) AS read
+                   LEAST(lists + 1, %(episodic_keywords)s::int) AS read
             FROM unnest(%(episodic_band_lists)s::int[],
                         %(episodic_band_since)s::timestamptz[],
                         %(episodic_band_until)s::timestamptz[]) AS b(lists, since, until)
@@ -252,7 +275,7 @@ def _top(name: str, hits: str) -> str:
     return f"""{name} AS (
     SELECT * FROM (
         SELECT h.id,
-               h.hits::float8 / cardinality(%(keywords)s::text[]) AS relevance,
+               h.hits::float8 / %(episodic_keywords)s::int AS relevance,
                {recency_sql("h.created_at", "episodic_half_life")} AS recency,
                h.created_at
         FROM {hits} AS h

@@ -6,7 +6,8 @@ it with their vector channel (:mod:`retrieval.search.sources.relevance`). ``FUSI
 fusion strategies.
 
 Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
-``bm25_common_share``, and the query text and candidate count named by the caller.
+``bm25_common_share``, ``max_query_words``, and the query text and candidate count named by the
+caller.
 """
 
 from __future__ import annotations
@@ -89,9 +90,17 @@ def bm25_ctes(
         GROUP BY p.{key}"""
 
     return [
-        f"""{prefix}_terms AS (
-    SELECT DISTINCT lexeme AS term
-    FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig), %({query_text})s))
+        # The query's lexemes, at most max_query_words of them: those the rows hold, rarest
+        # first, then those they do not hold.
+        f"""{prefix}_terms AS MATERIALIZED (
+    SELECT q.term
+    FROM (
+        SELECT DISTINCT lexeme AS term
+        FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig), %({query_text})s))
+    ) AS q
+    LEFT JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+    ORDER BY t.document_frequency IS NULL, t.document_frequency, q.term
+    LIMIT %(max_query_words)s
 )""",
         f"""{prefix}_corpus AS (
     SELECT {postings.count}::float8 AS n,

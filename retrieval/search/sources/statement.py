@@ -91,9 +91,10 @@ def statement_parameters(
     # The episodic source reads only the postings of rows that can pass the threshold; with a
     # lexical score in its relevance (which keywords do not bound) it reads them all.
     keywords = call.query.keywords
+    read = min(len(keywords), config.max_query_words)  # the rarest, when there are more
     bands = (
         keyword_bands(
-            len(keywords),
+            read,
             relevance_weight=config.episodic.relevance,
             recency_weight=config.episodic.recency,
             threshold=config.threshold("episodic"),
@@ -101,7 +102,7 @@ def statement_parameters(
             as_of=call.as_of,
         )
         if shape.episodic is None or shape.episodic.lexical is None
-        else [Band(lists=len(keywords), since=None, until=None)]
+        else [Band(lists=read, since=None, until=None)]
     )
     params: dict[str, Any] = {
         **band_parameters(bands),
@@ -111,6 +112,7 @@ def statement_parameters(
         "entity_ids": list(dict.fromkeys(call.entities)),
         "keywords": list(keywords),
         "patterns": [scoring.like_pattern(keyword) for keyword in keywords],
+        "episodic_keywords": read,
         "episodic_candidates": config.pool,
         "episodic_half_life": config.episodic.half_life_hours * _HOUR,
         "episodic_relevance": config.episodic.relevance,
@@ -152,6 +154,7 @@ def _bm25_parameters(config: RetrievalConfig, query: PreparedQuery) -> dict[str,
         "text_search_config": config.text_search_config,
         "documents_candidates": config.pool,
         "memory_bm25_rows": config.memory_bm25_rows,
+        "max_query_words": config.max_query_words,
         "documents_half_life": config.documents.half_life_hours * _HOUR,
         "bm25_k1": config.bm25_k1,
         "bm25_b": config.bm25_b,
