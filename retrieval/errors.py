@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import unquote
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
 from sqlalchemy import exc as sa_exc
@@ -104,12 +105,33 @@ def unavailable_error(url: str, cause: BaseException) -> DatabaseUnavailableErro
             " (no answer within the connect timeout: RETRIEVAL_CONNECT_TIMEOUT, or "
             "connect_timeout in the URL, sets it)"
         )
+    data_dir = _embedded_data_dir(url)
+    if data_dir is not None:
+        return DatabaseUnavailableError(
+            f"Cannot connect to the embedded PostgreSQL in {data_dir}: {reason}. It starts "
+            "again by itself when it is down; if it does not, its log ("
+            f"{data_dir / 'log'}) says why (check free disk space), and RETRIEVAL_DATA_DIR set "
+            "to another directory starts afresh."
+        )
     return DatabaseUnavailableError(
         f"Cannot connect to PostgreSQL at {mask_url(url)}: {reason}. "
         "Check that the server is running and reachable from this machine, that the host, port, "
-        "user, password and database name in RETRIEVAL_DATABASE_URL are right, and that "
-        "pg_hba.conf allows this client. Unset RETRIEVAL_DATABASE_URL to use the embedded server."
+        "user, password and database name of the URL are right, and that pg_hba.conf allows "
+        "this client (a URL from RETRIEVAL_DATABASE_URL: unset it to use the embedded server "
+        "instead)."
     )
+
+
+def _embedded_data_dir(url: str) -> Path | None:
+    # The embedded server's URL names its socket's directory, its data directory (the socket
+    # lives there unless that path is too long for a socket), which holds PG_VERSION.
+    host = parse_qs(urlsplit(url.replace("+psycopg", "")).query).get("host", [""])[0]
+    if not host.startswith("/"):
+        return None
+    try:
+        return Path(host) if (Path(host) / "PG_VERSION").is_file() else None
+    except OSError:
+        return None
 
 
 @contextmanager

@@ -94,7 +94,14 @@ def open_server() -> Iterator[PgServer]:
         return
     data_dir = Path(tempfile.mkdtemp(prefix="rtv-test-"))
     server = start_embedded(data_dir / "pg", delete_on_exit=True)
-    yield PgServer(admin_url=server.url("postgres"), kind="embedded")
+    embedded = PgServer(admin_url=server.url("postgres"), kind="embedded")
+    # A throw-away server: nothing of it must survive a crash of the machine, so it need not
+    # wait for the disk (each test's CREATE DATABASE ... FILE_COPY checkpoints and syncs).
+    # Tests of crashes start servers of their own.
+    for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+        embedded.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+    embedded.execute("SELECT pg_reload_conf()")
+    yield embedded
 
 
 def _docker_answers() -> bool:

@@ -16,6 +16,7 @@ from retrieval.cli.terminal import confirmed
 from retrieval.db.engine import Database
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.json_text import parse_json
 from retrieval.memory.store import MemoryStore
 
 
@@ -72,11 +73,10 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
     metadata: dict[str, Any] = {}
     if args.metadata is not None:
         try:
-            metadata = json.loads(args.metadata)
-        except ValueError as error:
+            metadata = parse_json(args.metadata, "--metadata")
+        except ValidationError as error:
             raise ValidationError(
-                f"--metadata is not JSON ({error}): give an object such as '{{\"a\": 1}}'",
-                field="metadata",
+                f"{error.reason}: give an object such as '{{\"a\": 1}}'", field="metadata"
             ) from None
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     options: dict[str, Any] = {} if args.importance is None else {"importance": args.importance}

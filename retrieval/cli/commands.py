@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ from typing import Any
 from retrieval.cli import by_hand
 from retrieval.cli import mcp as mcp_commands
 from retrieval.cli import ui as ui_command
-from retrieval.cli.terminal import confirmed
+from retrieval.cli.terminal import confirmed, escaped_stdout, shown
 from retrieval.db import migrate
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
@@ -24,6 +25,7 @@ from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.documents.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from retrieval.errors import RetrievalError, SchemaError, ValidationError, mask_url
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import SOURCES, RetrievalConfig
 from retrieval.settings import SOURCE, configuration_markdown, variables
@@ -67,18 +69,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if offline is None and handler is None:
         parser.print_help()
         return 2
+    # Stored text reaches the terminal escaped; the MCP server's standard output is its
+    # protocol's channel, left as it is.
+    escaping = contextlib.nullcontext() if args.command == "mcp" else escaped_stdout()
     try:
-        if offline is not None:
-            return offline(args)
-        assert handler is not None
-        config = _config(args)
-        database = connect(config)
-        try:
-            return handler(args, database)
-        finally:
-            database.dispose()
+        with escaping:
+            if offline is not None:
+                return offline(args)
+            assert handler is not None
+            config = _config(args)
+            database = connect(config)
+            try:
+                return handler(args, database)
+            finally:
+                database.dispose()
     except RetrievalError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {shown(str(error))}", file=sys.stderr)
         return 1
     except OSError as error:  # a file or folder the command was given
         print(f"error: {_file_problem(error)}", file=sys.stderr)
@@ -113,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--schema", help="PostgreSQL schema (overrides RETRIEVAL_SCHEMA)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
     _add_db_commands(commands)
     _add_write_commands(commands)
     by_hand.add_commands(commands)
@@ -595,6 +601,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         until=args.until,
         kinds=args.kinds,
         limit=args.limit,
+        memory_kinds=frozenset(MEMORY_KINDS) | WriteConfig.from_env().extra_kinds,
     )
     if args.json:
         print(json.dumps([vars(event) for event in events], indent=2, default=str))

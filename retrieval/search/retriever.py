@@ -11,7 +11,7 @@ gets a second statement, once; see :mod:`retrieval.search.sources.presence`.)
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from retrieval import arguments
 from retrieval.db.config import schema_or_env
-from retrieval.db.engine import Database
+from retrieval.db.engine import Database, check_driver
 from retrieval.db.read_pool import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_WAIT_SECONDS,
@@ -31,6 +31,7 @@ from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import aware_datetime, check_tenant
 from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
@@ -130,8 +131,18 @@ class HybridRetriever:
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
         read_engine: Engine | None = None,
         tracer_provider: Any = None,
+        memory_kinds: Collection[str] | None = None,
     ) -> None:
+        check_driver(engine)
+        if read_engine is not None:
+            check_driver(read_engine)
         self.engine = engine
+        # The kinds a timeline may filter on besides decision and tool_call: the store's.
+        self.memory_kinds = (
+            frozenset(memory_kinds)
+            if memory_kinds is not None
+            else frozenset(MEMORY_KINDS) | WriteConfig.from_env().extra_kinds
+        )
         self.read_engine = read_engine
         self.schema = schema = schema_or_env(schema)
         self.config = RetrievalConfig.from_env() if config is None else config
@@ -177,7 +188,9 @@ class HybridRetriever:
     def from_store(
         cls, store: MemoryStore, *, config: RetrievalConfig | None = None, **options: Any
     ) -> HybridRetriever:
-        """A retriever over ``store``'s database sharing its embedder and embedding cache."""
+        """A retriever over ``store``'s database sharing its embedder and embedding cache (and
+        the memory kinds it accepts)."""
+        options.setdefault("memory_kinds", store.limits.kinds)
         return cls(store.engine, schema=store.schema, config=config, cache=store.cache, **options)
 
     @classmethod
@@ -308,6 +321,7 @@ class HybridRetriever:
             until=until,
             kinds=kinds,
             limit=limit,
+            memory_kinds=self.memory_kinds,
         )
 
     @property

@@ -6,7 +6,7 @@ one statement, each branch on its ``(tenant_id, created_at DESC)`` index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +17,10 @@ from retrieval import arguments
 from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.kinds import describe_kinds
 from retrieval.memory.validation import aware_datetime, check_tenant
+
+EPISODIC_KINDS = ("decision", "tool_call")
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,12 @@ def timeline(
     until: datetime | None = None,
     kinds: Sequence[str] | None = None,
     limit: int = 50,
+    memory_kinds: Collection[str] | None = None,
 ) -> list[TimelineEvent]:
-    """Events of ``tenant_id`` with ``since <= created_at < until``, newest first."""
+    """Events of ``tenant_id`` with ``since <= created_at < until``, newest first.
+
+    ``kinds`` filters: memory kinds, ``decision`` and ``tool_call``; with ``memory_kinds``
+    (the kinds a store accepts) any other is a :class:`ValidationError` that lists them."""
     aware_datetime("since", since)
     aware_datetime("until", until)
     if since is not None and until is not None and since >= until:
@@ -51,6 +58,8 @@ def timeline(
     limit = arguments.count("limit", limit, maximum=arguments.MAX_TIMELINE_EVENTS)
     if kinds is not None:
         kinds = arguments.names("kinds", kinds)
+        if memory_kinds is not None:
+            _check_kinds(kinds, memory_kinds)
     check_tenant(tenant_id)
     window = blocks("search")["timeline_window"].strip()
     query = statement("search.timeline", schema, window=window)
@@ -65,3 +74,14 @@ def timeline(
         bind_tenant(connection, schema, tenant_id)
         rows = execute(connection, query, params).all()
     return [TimelineEvent(*row) for row in rows]
+
+
+def _check_kinds(kinds: Sequence[str], memory_kinds: Collection[str]) -> None:
+    unknown = [k for k in kinds if k not in memory_kinds and k not in EPISODIC_KINDS]
+    if unknown:
+        known = describe_kinds(frozenset(memory_kinds))
+        raise ValidationError(
+            f"kinds: {unknown[0]!r:.60} is not a kind: use memory kinds ({known}) or "
+            f"{', '.join(EPISODIC_KINDS)}",
+            field="kinds",
+        )

@@ -26,13 +26,19 @@ UNION ALL
 
 -- name: events
 -- A tenant's memories, decisions and tool calls with since <= created_at < until, newest
--- first, filtered by kinds, a thread (memories) or a task (decisions and their tool calls).
+-- first (then by item, then newest id), filtered by kinds, a thread (memories) or a task
+-- (decisions and their tool calls); with a cursor (after_at, after_item, after_id), only the
+-- events after it in that order: the next page, where rows written together share a time.
 (SELECT 'memory' AS item, m.id, m.kind, m.content, m.created_at, m.thread_id, m.position,
         NULL::text AS task_id
  FROM {schema}.memories AS m
  WHERE m.tenant_id = %(tenant_id)s
    AND (%(since)s::timestamptz IS NULL OR m.created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR m.created_at < %(until)s)
+   AND (%(after_at)s::timestamptz IS NULL OR m.created_at < %(after_at)s
+        OR (m.created_at = %(after_at)s
+            AND ('memory' > %(after_item)s::text
+                 OR ('memory' = %(after_item)s::text AND m.id < %(after_id)s::bigint))))
    AND (%(kinds)s::text[] IS NULL OR m.kind = ANY(%(kinds)s::text[]))
    AND (%(thread_id)s::text IS NULL OR m.thread_id = %(thread_id)s)
    AND %(task_id)s::text IS NULL
@@ -44,6 +50,10 @@ UNION ALL
  WHERE d.tenant_id = %(tenant_id)s
    AND (%(since)s::timestamptz IS NULL OR d.created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR d.created_at < %(until)s)
+   AND (%(after_at)s::timestamptz IS NULL OR d.created_at < %(after_at)s
+        OR (d.created_at = %(after_at)s
+            AND ('decision' > %(after_item)s::text
+                 OR ('decision' = %(after_item)s::text AND d.id < %(after_id)s::bigint))))
    AND (%(kinds)s::text[] IS NULL OR 'decision' = ANY(%(kinds)s::text[]))
    AND %(thread_id)s::text IS NULL
    AND (%(task_id)s::text IS NULL OR d.task_id = %(task_id)s)
@@ -57,6 +67,10 @@ UNION ALL
  WHERE t.tenant_id = %(tenant_id)s
    AND (%(since)s::timestamptz IS NULL OR t.created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR t.created_at < %(until)s)
+   AND (%(after_at)s::timestamptz IS NULL OR t.created_at < %(after_at)s
+        OR (t.created_at = %(after_at)s
+            AND ('tool_call' > %(after_item)s::text
+                 OR ('tool_call' = %(after_item)s::text AND t.id < %(after_id)s::bigint))))
    AND (%(kinds)s::text[] IS NULL OR 'tool_call' = ANY(%(kinds)s::text[]))
    AND %(thread_id)s::text IS NULL
    AND (%(task_id)s::text IS NULL OR d.task_id = %(task_id)s)

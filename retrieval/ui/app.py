@@ -35,6 +35,7 @@ from retrieval.ui import pages
 from retrieval.ui.access import Access
 from retrieval.ui.forms import PageError
 from retrieval.ui.pages import Inspector
+from retrieval.ui.paths import segment
 from retrieval.ui.reads import InspectorReads
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ def inspector_app(
 ) -> Starlette:
     """The inspector over ``store`` and ``retriever`` (one database, one schema)."""
     environment = Environment(loader=PackageLoader("retrieval.ui", "templates"), autoescape=True)
-    environment.filters["q"] = lambda value: quote(str(value), safe="")
+    environment.filters["q"] = lambda value: quote(str(value), safe="")  # a query value
+    environment.filters["seg"] = segment  # an id in a path
     inspector = Inspector(
         store=store,
         retriever=retriever,
@@ -146,7 +148,12 @@ async def _stylesheet(_request: Request) -> Response:
 def _error_page(inspector: Inspector, request: Request, status: int, message: str) -> Response:
     request.state.viewer = getattr(request.state, "viewer", None)
     heading = HEADINGS.get(status, "This page cannot be shown")
-    return inspector.render(request, "error.html", status=status, message=message, heading=heading)
+    response = inspector.render(
+        request, "error.html", status=status, message=message, heading=heading
+    )
+    # A 500 is answered outside the middleware that adds them to every other answer.
+    response.headers.update(SECURITY_HEADERS)
+    return response
 
 
 async def _page_error(inspector: Inspector, request: Request, error: Exception) -> Response:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
-from retrieval.memory.validation import tenant_problem
+from retrieval.memory.validation import storable_problem, tenant_problem
 from retrieval.search.query import MAX_QUERY_CHARS
+from retrieval.ui.reads import Cursor
 
 MAX_PAGE_EVENTS = 1000
+ITEMS = ("memory", "decision", "tool_call")
 MAX_SEARCH_RESULTS = 100
 
 
@@ -27,7 +29,7 @@ def whole_number(field: str, value: str | None, *, default: int, maximum: int) -
     if value is None or not value.strip():
         return default
     text = value.strip()
-    if not text.isdigit() or not 1 <= int(text) <= maximum:
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or not 1 <= int(text) <= maximum:
         raise PageError(
             400, f"{field} must be a whole number from 1 to {maximum}, got {_shown(value)}"
         )
@@ -71,6 +73,9 @@ def name(field: str, value: str | None) -> str | None:
         return None
     if len(value) > 1000:
         raise PageError(400, f"{field} is {len(value)} characters long: give at most 1000")
+    problem = storable_problem(value)
+    if problem is not None:
+        raise PageError(400, f"{field} {problem}")
     return value.strip()
 
 
@@ -96,9 +101,38 @@ def tenant(value: str) -> str:
 
 def row_id(field: str, value: str) -> int:
     """A row id of a URL (a positive whole number within bigint)."""
-    if not value.isdigit() or not 1 <= int(value) < 2**63:
+    if not _id(value):
         raise PageError(404, f"{field} {_shown(value)} is not a row id (a positive whole number)")
     return int(value)
+
+
+def _id(value: str) -> bool:
+    # ASCII digits only (str.isdigit also takes "²" and "٣"), at most bigint's 19 digits.
+    return value.isascii() and value.isdigit() and len(value) <= 19 and 1 <= int(value) < 2**63
+
+
+def cursor_text(cursor: Cursor) -> str:
+    """``cursor`` as a query parameter: ``TIME~ITEM~ID``."""
+    return f"{cursor.created_at.isoformat()}~{cursor.item}~{cursor.id}"
+
+
+def cursor(field: str, value: str | None) -> Cursor | None:
+    """A page's cursor (:func:`cursor_text`), or ``None`` for the first page."""
+    if value is None or not value.strip():
+        return None
+    at, _, rest = value.strip().partition("~")
+    item, _, row = rest.partition("~")
+    try:
+        created_at = datetime.fromisoformat(at)
+    except ValueError:
+        created_at = None
+    if created_at is None or created_at.tzinfo is None or item not in ITEMS or not _id(row):
+        raise PageError(
+            400,
+            f"{field} must be where a page ended, as the Older events link gives it "
+            f"(TIME~ITEM~ID), got {_shown(value)}",
+        )
+    return Cursor(created_at, item, int(row))
 
 
 def _next_day(start: datetime, field: str) -> datetime:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -26,7 +26,8 @@ from retrieval.search.retriever import HybridRetriever
 from retrieval.ui import forms
 from retrieval.ui.access import COOKIE, Access, Viewer
 from retrieval.ui.forms import PageError
-from retrieval.ui.reads import InspectorReads
+from retrieval.ui.paths import segment, tenant_url, unsegment
+from retrieval.ui.reads import Cursor, InspectorReads
 from retrieval.ui.score_parts import PARTS, score_parts
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -62,7 +63,7 @@ class Inspector:
     def tenant(self, request: Request) -> str:
         """The tenant the URL names, if the viewer may see it (else 404)."""
         viewer = self.viewer(request)
-        tenant = request.path_params["tenant"]
+        tenant = unsegment(request.path_params["tenant"])
         if not viewer.sees(tenant):
             raise PageError(404, "no such tenant")
         return forms.tenant(tenant)
@@ -120,6 +121,7 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
     limit = forms.whole_number(
         "limit", params.get("limit"), default=100, maximum=forms.MAX_PAGE_EVENTS
     )
+    after = forms.cursor("after", params.get("after"))
     events = await run_in_threadpool(
         lambda: inspector.reads.events(
             tenant,
@@ -129,13 +131,14 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
             thread_id=thread_id,
             task_id=task_id,
             limit=limit,
+            after=after,
         )
     )
     days = [(day, list(items)) for day, items in groupby(events, key=lambda e: e.created_at.date())]
     older = None
-    if len(events) == limit:
-        kept = [(key, value) for key, value in params.multi_items() if key != "until"]
-        older = urlencode([*kept, ("until", events[-1].created_at.isoformat())])
+    if len(events) == limit:  # the next page starts after the last event shown
+        kept = [(key, value) for key, value in params.multi_items() if key != "after"]
+        older = urlencode([*kept, ("after", forms.cursor_text(Cursor.of(events[-1])))])
     return inspector.render(
         request,
         "timeline.html",
@@ -227,13 +230,13 @@ async def forget_memory(inspector: Inspector, request: Request) -> Response:
             tenant=tenant,
             what=f"memory #{memory_id}",
             text=found.content,
-            action=request.url.path,
+            action=f"{tenant_url(tenant)}/memories/{memory_id}/forget",
         )
     await run_in_threadpool(
         lambda: inspector.store.forget(tenant_id=tenant, memory_ids=[memory_id])
     )
     return RedirectResponse(
-        f"{_tenant_url(tenant)}?{urlencode({'forgot': f'memory #{memory_id}'})}", status_code=303
+        f"{tenant_url(tenant)}?{urlencode({'forgot': f'memory #{memory_id}'})}", status_code=303
     )
 
 
@@ -241,7 +244,7 @@ async def forget_task(inspector: Inspector, request: Request) -> Response:
     """``/tenants/{tenant}/tasks/{task}/forget``: a task's decisions and their tool calls."""
     tenant = inspector.tenant(request)
     inspector.writable()
-    task_id = forms.name("task", request.path_params["task_id"])
+    task_id = forms.name("task", unsegment(request.path_params["task_id"]))
     if task_id is None:
         raise PageError(404, "no task")
     decisions, calls = await run_in_threadpool(inspector.reads.task_size, tenant, task_id)
@@ -254,11 +257,11 @@ async def forget_task(inspector: Inspector, request: Request) -> Response:
             tenant=tenant,
             what=f"task {task_id!r}",
             text=f"{decisions} decision(s) and {calls} tool call(s)",
-            action=request.url.path,
+            action=f"{tenant_url(tenant)}/tasks/{segment(task_id)}/forget",
         )
     await run_in_threadpool(lambda: inspector.store.forget(tenant_id=tenant, task_id=task_id))
     return RedirectResponse(
-        f"{_tenant_url(tenant)}?{urlencode({'forgot': f'task {task_id!r}'})}", status_code=303
+        f"{tenant_url(tenant)}?{urlencode({'forgot': f'task {task_id!r}'})}", status_code=303
     )
 
 
@@ -275,7 +278,7 @@ async def login(inspector: Inspector, request: Request) -> Response:
         return inspector.render(
             request, "login.html", status=401, viewer=None, failed="that token is not valid here"
         )
-    response = RedirectResponse(_tenant_url(tenant), status_code=303)
+    response = RedirectResponse(tenant_url(tenant), status_code=303)
     response.set_cookie(
         COOKIE,
         token,
@@ -292,7 +295,3 @@ async def logout(inspector: Inspector, request: Request) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
-
-
-def _tenant_url(tenant: str) -> str:
-    return f"/tenants/{quote(tenant, safe='')}"

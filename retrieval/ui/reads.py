@@ -54,6 +54,20 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Cursor:
+    """Where a page of events ended: its last event's time, item and id."""
+
+    created_at: datetime
+    item: str
+    id: int
+
+    @classmethod
+    def of(cls, event: Event) -> Cursor:
+        """The cursor just after ``event``."""
+        return cls(event.created_at, event.item, event.id)
+
+
+@dataclass(frozen=True)
 class Turn:
     """A turn of a memory's thread."""
 
@@ -101,12 +115,17 @@ class InspectorReads:
         thread_id: str | None,
         task_id: str | None,
         limit: int,
+        after: Cursor | None = None,
     ) -> list[Event]:
-        """``tenant_id``'s events with ``since <= created_at < until``, newest first."""
+        """``tenant_id``'s events with ``since <= created_at < until``, newest first (then by
+        item, then newest id); with ``after`` (the last event of a page), those after it."""
         params = {
             "tenant_id": tenant_id,
             "since": since,
             "until": until,
+            "after_at": after.created_at if after else None,
+            "after_item": after.item if after else None,
+            "after_id": after.id if after else None,
             "kinds": list(kinds) if kinds else None,
             "thread_id": thread_id,
             "task_id": task_id,

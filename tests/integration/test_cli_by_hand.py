@@ -73,7 +73,7 @@ def test_remember_stores_one_memory_and_prints_its_id(
         ).one()
     assert (content, metadata) == ("The orders table is partitioned by month.", {"source": "cli"})
     assert main([*url, "remember", "x", "--tenant", "acme", "--metadata", "{oops"]) == 1
-    assert "--metadata is not JSON" in capsys.readouterr().err
+    assert "--metadata: not valid JSON" in capsys.readouterr().err
     assert main([*url, "remember", "x", "--tenant", "acme", "--kind", "nonsense"]) == 1
     assert _rows(database, "acme")["memories"] == 1
 

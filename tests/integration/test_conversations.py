@@ -108,7 +108,8 @@ def test_memories_without_a_thread_have_no_neighbors(
         ({"thread_id": "s", "position": -1}, "position: must be a non-negative integer"),
         ({"thread_id": "s", "position": 1.5}, "position: must be a non-negative integer"),
         ({"thread_id": "s", "position": True}, "position: must be a non-negative integer"),
-        ({"thread_id": "s", "position": 2**31}, "position: must be a non-negative integer"),
+        ({"thread_id": "s", "position": 2**31}, "position: is over the largest position"),
+        ({"position": 3}, "position: .* has no thread_id"),
     ],
 )
 def test_bad_threads_and_positions_write_nothing(

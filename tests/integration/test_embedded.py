@@ -234,3 +234,23 @@ def test_the_process_that_starts_the_server_sets_its_shared_buffers(data_dir: Pa
     overridden = Worker(data_dir)
     assert overridden.ask("SHOW shared_buffers") == "144MB"
     overridden.exit()
+
+
+def test_a_server_that_cannot_start_says_why_in_a_few_lines(data_dir: Path) -> None:
+    first = Worker(data_dir)
+    first.exit()
+    assert _wait_until_stopped(first.server_pid)
+    # A setting the server refuses: every start fails, as after a bad edit or a full disk.
+    with (data_dir / "postgresql.auto.conf").open("a") as conf:
+        conf.write("shared_buffers = 'plenty'\n")
+    env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}
+    ran = subprocess.run(
+        [sys.executable, "-m", "retrieval", "--data-dir", str(data_dir), "stats"],
+        env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 1
+    assert "did not start" in ran.stderr and str(data_dir / "log") in ran.stderr
+    assert 'invalid value for parameter "shared_buffers"' in ran.stderr  # the log's end
+    assert "Showing contents" not in ran.stderr and "Traceback" not in ran.stderr
+    assert "RETRIEVAL_DATABASE_URL" not in ran.stderr.replace("or RETRIEVAL_DATABASE_URL to", "")
+    assert len(ran.stderr.splitlines()) <= 3, ran.stderr

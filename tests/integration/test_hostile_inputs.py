@@ -4,6 +4,7 @@ message), and the database is left exactly as it was."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from retrieval.cli.commands import main
@@ -283,6 +284,21 @@ PYTHON: list[tuple[str, Call, type[Exception], str]] = [
     ("a URL with a scheme typo",
      lambda c: connect(DatabaseConfig(url="postgres:/alice:hunter2@host/db")),
      ConfigurationError, "not a"),
+    ("position 2**31",
+     lambda c: c.store.remember("x", tenant_id="acme", thread_id="s", position=2**31),
+     ValidationError, "over the largest position, 2,147,483,647"),
+    ("position without a thread",
+     lambda c: c.store.remember("x", tenant_id="acme", position=3),
+     ValidationError, "this memory has no thread_id"),
+    ("a timeline of an unknown kind",
+     lambda c: c.retriever.timeline("acme", kinds=["nope"]),
+     ValidationError, "'nope' is not a kind: use memory kinds"),
+    ("a retriever on an engine of another driver",
+     lambda c: HybridRetriever(create_engine("sqlite://")),
+     ConfigurationError, "through psycopg 3"),
+    ("a store on an engine of another driver",
+     lambda c: MemoryStore(create_engine("sqlite://")),
+     ConfigurationError, "through psycopg 3"),
 ]  # fmt: skip
 
 CLI: list[tuple[str, Callable[[Ctx], list[str]], str]] = [
@@ -312,6 +328,43 @@ CLI: list[tuple[str, Callable[[Ctx], list[str]], str]] = [
      "limit must be an integer from 1 to 1,000"),
     ("ingest-docs: a path that does not exist",
      lambda c: ["ingest-docs", "--tenant", "acme", str(c.tmp / "nowhere")], "nowhere"),
+    ("ingest: a JSON Lines integer of 5,000 digits",
+     lambda c: ["ingest", _file(c, "d.jsonl", '{"text": "x", "tenant_id": "acme", '
+                '"importance": ' + "9" * 5000 + "}\n")],
+     "line 1: a JSON number has more than 4,300 digits"),
+    ("ingest: a CSV metadata cell nested 3,000 deep",
+     lambda c: ["ingest", _file(c, "e.csv", "text,tenant_id,metadata\nx,acme,"
+                                + "[" * 3000 + "]" * 3000 + "\n")],
+     "line 2, metadata: JSON nested too deeply"),
+    ("ingest: a CSV params cell nested 3,000 deep",
+     lambda c: ["ingest", _file(c, "f.csv", "type,tool_name,tenant_id,params\ntool_call,t,"
+                                "acme," + "[" * 3000 + "]" * 3000 + "\n")],
+     "line 2, params: JSON nested too deeply"),
+    ("ingest: a CSV metadata cell that is not JSON",
+     lambda c: ["ingest", _file(c, "g.csv", "text,tenant_id,metadata\nok,acme,\nx,acme,{oops\n")],
+     "line 3, metadata: not valid JSON"),
+    ("ingest: a CSV importance that is not a number",
+     lambda c: ["ingest", _file(c, "h.csv", "text,tenant_id,importance\nx,acme,abc\n")],
+     "line 2, importance: 'abc' is not a number"),
+    ("ingest: a CSV position that is not a whole number",
+     lambda c: ["ingest", _file(c, "i.csv", "text,tenant_id,thread_id,position\nx,acme,t,1.5\n")],
+     "line 2, position: '1.5' is not a whole number"),
+    ("ingest: a CSV quote never closed",
+     lambda c: ["ingest", _file(c, "j.csv", 'text,tenant_id\nok,acme\n"open,acme\nx,acme\n')],
+     "line 3: a quoted cell that starts here never ends"),
+    ("ingest: a CSV header naming a column twice",
+     lambda c: ["ingest", _file(c, "k.csv", "text,text,tenant_id\nx,y,acme\n")],
+     "column 'text' appears more than once"),
+    ("remember: --metadata nested 3,000 deep",
+     lambda c: ["remember", "x", "--tenant", "acme", "--metadata", "[" * 3000 + "]" * 3000],
+     "--metadata: JSON nested too deeply"),
+    ("remember: --metadata holding an integer of 5,000 digits",
+     lambda c: ["remember", "x", "--tenant", "acme", "--metadata", '{"a": ' + "1" * 5000 + "}"],
+     "more than 4,300 digits"),
+    ("remember: --position without --thread",
+     lambda c: ["remember", "x", "--tenant", "acme", "--position", "2"], "no thread_id"),
+    ("timeline: an unknown kind",
+     lambda c: ["timeline", "--tenant", "acme", "--kind", "nope"], "'nope' is not a kind"),
 ]  # fmt: skip
 
 
@@ -438,3 +491,59 @@ def test_the_library_accepts_the_times_the_database_holds() -> None:
 
     assert datetime.fromisoformat(EARLIEST_TIME) == validation.EARLIEST_TIME
     assert datetime.fromisoformat(LATEST_TIME) == validation.LATEST_TIME
+
+
+def test_a_byte_order_mark_before_the_header_is_dropped(
+    database: PgDatabase, store: MemoryStore, tmp_path: Path
+) -> None:
+    for name, body in (
+        ("bom.csv", "\ufefftext,tenant_id\nfrom a spreadsheet,acme\n"),
+        ("bom.jsonl", '\ufeff{"text": "from an editor", "tenant_id": "acme"}\n'),
+    ):
+        path = tmp_path / name
+        path.write_text(body, encoding="utf-8")
+        (record,) = read_file(path, store)
+        assert record.valid.text in ("from a spreadsheet", "from an editor")
+
+
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x9b\u202e"
+
+
+def test_stored_control_characters_reach_the_terminal_escaped(
+    database: PgDatabase, store: MemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store.remember(f"deploy notes {ESCAPES} end", tenant_id="acme", thread_id="t", position=0,
+                   kind="message")  # fmt: skip
+    store.record_decision(tenant_id="acme", task_id=None, action_type="deploy",
+                          content=f"deploy {ESCAPES}", status="done")  # fmt: skip
+    url = ["--database-url", database.url]
+    for argv in (
+        ["search", "deploy notes", "--tenant", "acme"],
+        ["search", "deploy notes", "--tenant", "acme", "--neighbors", "1"],
+        ["timeline", "--tenant", "acme"],
+        ["export", "--tenant", "acme"],
+    ):
+        capsys.readouterr()
+        assert main([*url, *argv]) == 0
+        out = capsys.readouterr().out
+        assert "deploy" in out
+        assert not any(c in out for c in "\x1b\x07\x9b\u202e"), (argv, out)
+        assert "\\x1b]0;PWNED\\x07\\x1b[2J" in out or "\\u001b]0;PWNED" in out, (argv, out)
+    # What export wrote still reads back as the same text.
+    capsys.readouterr()
+    assert main([*url, "export", "--tenant", "acme"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert any(line.get("text") == f"deploy notes {ESCAPES} end" for line in lines)
+
+
+def test_a_retriever_on_an_engine_made_by_sqlalchemy_itself_searches(
+    database: PgDatabase, store: MemoryStore
+) -> None:
+    store.remember("The deploy key lives in the vault.", tenant_id="acme")
+    bare = create_engine(database.url)  # no pgvector types registered on its connections
+    try:
+        with HybridRetriever(bare, embedder=store.embedder, background_writes=False) as retriever:
+            response = retriever.retrieve("where is the deploy key", tenant_id="acme")
+        assert response[0].content == "The deploy key lives in the vault."
+    finally:
+        bare.dispose()

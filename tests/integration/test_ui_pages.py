@@ -109,7 +109,7 @@ def test_the_timeline_groups_by_day_and_filters(client: TestClient, stored: Stor
     first = Elements(_ok(client, "/tenants/acme?thread=standup&limit=2"))
     assert len(first.having("data-event")) == 2
     older = first.having("data-older")[0]["href"]
-    assert older is not None and "thread=standup" in older and "until=" in older
+    assert older is not None and "thread=standup" in older and "after=" in older
     second = Elements(_ok(client, older)).having("data-event")
     assert {a["data-event"] for a in second} == {f"memory-{stored.turns[i]}" for i in (1, 2)}
 

@@ -8,7 +8,7 @@ import pytest
 from retrieval.db.config import DatabaseConfig, default_data_dir
 from retrieval.db.embedded_sizing import auto_shared_buffers, memory_size_kb, physical_memory
 from retrieval.db.engine import sqlalchemy_url
-from retrieval.errors import ConfigurationError, mask_url
+from retrieval.errors import ConfigurationError, mask_url, unavailable_error
 from retrieval.memory.config import WriteConfig
 from retrieval.search.config import RetrievalConfig
 from retrieval.settings import known_variables
@@ -252,3 +252,15 @@ def test_a_data_dir_given_as_text_is_a_path() -> None:
     assert DatabaseConfig(data_dir="/tmp/somewhere").data_dir == Path("/tmp/somewhere")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="data_dir must be a path"):
         DatabaseConfig(data_dir=3)  # type: ignore[arg-type]
+
+
+def test_an_unreachable_embedded_server_is_not_told_to_unset_a_url(tmp_path: Path) -> None:
+    (tmp_path / "PG_VERSION").write_text("18\n")
+    embedded = unavailable_error(
+        f"postgresql+psycopg://postgres@/retrieval?host={tmp_path}", OSError("no socket")
+    )
+    assert f"embedded PostgreSQL in {tmp_path}" in str(embedded)
+    assert str(tmp_path / "log") in str(embedded) and "RETRIEVAL_DATABASE_URL" not in str(embedded)
+    remote = unavailable_error("postgresql://app:secret@db.internal/app", OSError("refused"))
+    assert "db.internal" in str(remote) and "secret" not in str(remote)
+    assert "unset it to use the embedded server" in str(remote)
