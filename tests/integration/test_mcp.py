@@ -510,3 +510,40 @@ def test_a_timeline_of_an_unknown_kind_is_a_tool_error(
             assert _data(await alice.call_tool("timeline", {"kinds": ["fact"]}))["events"] == []
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("search_memory", '{"query": "a\\u0000b"}'),
+        ("search_memory", json.dumps({"query": "Jun " * 2499})),
+        ("search_memory", '{"query": "x", "limit": ' + "9" * 5000 + "}"),
+        ("search_memory", '{"query": "x", "mode": "\\u001b[2J"}'),
+        ("timeline", '{"kinds": ["nope"]}'),
+        ("timeline", '{"since": "yesterday"}'),
+        ("forget", '{"memory_ids": [' + "1" * 30 + "]}"),
+        ("remember", '{"text": "x", "metadata": ' + "[" * 3000 + "]" * 3000 + "}"),
+        ("remember", '{"text": "x", "kind": "nope"}'),
+    ],
+)
+def test_a_hostile_tool_argument_is_answered_without_a_traceback(
+    http_url: tuple[str, dict[str, str]], database: PgDatabase, tool: str, arguments: str
+) -> None:
+    url, tokens = http_url
+    body = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "'
+        + tool
+        + '", "arguments": '
+        + arguments
+        + "}}"
+    ).encode()
+    status, _, answer = _answer(_raw_post(url, tokens["a"], body))
+    said = answer.decode("utf-8", errors="replace")
+    assert status in (200, 400, 413), (status, said[-300:])
+    assert "Traceback" not in said and 'File "' not in said
+    if tool == "search_memory" and "Jun" in arguments:
+        assert '"isError":false' in said  # long, but a question: answered
+    elif status == 200:
+        assert '"isError":true' in said or '"error"' in said, said[-300:]
+    with database.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar() == 0
