@@ -23,6 +23,7 @@ from retrieval.search.config import RetrievalConfig
 # The longest query: the model reads about 1,000 characters of it, the lexical channels all of
 # it, word by word.
 MAX_QUERY_CHARS = 10_000
+_WORD = re.compile(r"\w+")
 
 
 def check_query_length(query: str) -> None:
@@ -43,6 +44,8 @@ class PreparedQuery:
     text: str
     lexical: str
     keywords: tuple[str, ...]
+    # The lexical text's distinct words: a BM25 channel reads at most about as many lexemes.
+    words: int = 0
 
     @property
     def cleaned(self) -> str:
@@ -62,7 +65,8 @@ def prepare_query(query: object, config: RetrievalConfig) -> PreparedQuery:
     keywords = scoring.extract_keywords(
         lexical, min_length=config.keyword_min_length, stop_words=config.stop_words
     )
-    return PreparedQuery(text=query, lexical=lexical, keywords=keywords)
+    words = len({word.lower() for word in _WORD.findall(lexical)})
+    return PreparedQuery(text=query, lexical=lexical, keywords=keywords, words=words)
 
 
 def clean(query: str) -> str:

@@ -558,6 +558,9 @@ class HybridRetriever:
         exact = readable and self._sizes.read_exactly(
             values.tenant_id, config.exact_scan_factor, config.pool
         )
+        # A query of more words than the BM25 channels read: they choose the rarest lexemes (a
+        # word gives one lexeme, or a few for a compound such as "read-only").
+        many_words = values.query.words > config.max_query_words
         return StatementShape(
             semantic=SemanticQuery(
                 mode=values.mode,
@@ -567,6 +570,7 @@ class HybridRetriever:
                 bm25=config.memory_bm25,
                 bound=bound,
                 exact=exact,
+                capped=many_words,
             )
             if call.semantic
             else None,
@@ -583,6 +587,7 @@ class HybridRetriever:
             else None,
             documents=documents,
             gated=config.max_distance is not None,
+            capped=many_words,
             presence=call.probed + (SIZE_ROWS if sized else ()),
         )
 

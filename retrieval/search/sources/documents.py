@@ -29,7 +29,7 @@ SOURCE = "documents"
 __all__ = ["FUSIONS", "SOURCE", "documents_ctes"]
 
 
-def documents_ctes(schema: str, gated: bool = False) -> list[str]:
+def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> list[str]:
     """The CTEs of the documents source, the last named ``documents``.
 
     Parameters: ``tenant_id``, ``query_text``, ``query_vector``, ``text_search_config``,
@@ -56,7 +56,7 @@ def documents_ctes(schema: str, gated: bool = False) -> list[str]:
     dense = dense_relevance_sql("f.distance")
     lexical = lexical_relevance_sql("f.bm25", total_idf)
     return [
-        *bm25_ctes("doc", postings, "query_text", "documents_candidates"),
+        *bm25_ctes("doc", postings, "query_text", "documents_candidates", capped=capped),
         f"""doc_dense AS MATERIALIZED (
     SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
     FROM {s}.document_chunks AS c

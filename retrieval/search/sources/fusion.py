@@ -6,8 +6,8 @@ it with their vector channel (:mod:`retrieval.search.sources.relevance`). ``FUSI
 fusion strategies.
 
 Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
-``bm25_common_share``, ``max_query_words``, and the query text and candidate count named by the
-caller.
+``bm25_common_share``, ``max_query_words`` (with ``capped``), and the query text and candidate
+count named by the caller.
 """
 
 from __future__ import annotations
@@ -20,6 +20,22 @@ __all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes", "bm25_fact
 
 SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
 PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
+
+
+def _terms(prefix: str, postings: Postings, query_text: str, capped: bool) -> str:
+    # The query's lexemes; ``capped`` (a query of more words than max_query_words): that many
+    # of them, those the rows hold, rarest first, then those they do not hold.
+    lexemes = f"""SELECT DISTINCT lexeme AS term
+    FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig), %({query_text})s))"""
+    if not capped:
+        return f"{prefix}_terms AS (\n    {lexemes}\n)"
+    return f"""{prefix}_terms AS MATERIALIZED (
+    SELECT q.term
+    FROM ({lexemes}) AS q
+    LEFT JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+    ORDER BY t.document_frequency IS NULL, t.document_frequency, q.term
+    LIMIT %(max_query_words)s
+)"""
 
 
 def bm25_factors(document_frequency: str, corpus: str) -> str:
@@ -49,7 +65,13 @@ class Postings:
 
 
 def bm25_ctes(
-    prefix: str, postings: Postings, query_text: str, candidates: str, condition: str = ""
+    prefix: str,
+    postings: Postings,
+    query_text: str,
+    candidates: str,
+    condition: str = "",
+    *,
+    capped: bool = False,
 ) -> list[str]:
     """CTEs ending in ``{prefix}_bm25 (<key>, bm25)``: the best ``candidates`` rows by Okapi
     BM25 for the text of parameter ``query_text``; ``condition`` filters postings (alias
@@ -90,18 +112,7 @@ def bm25_ctes(
         GROUP BY p.{key}"""
 
     return [
-        # The query's lexemes, at most max_query_words of them: those the rows hold, rarest
-        # first, then those they do not hold.
-        f"""{prefix}_terms AS MATERIALIZED (
-    SELECT q.term
-    FROM (
-        SELECT DISTINCT lexeme AS term
-        FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig), %({query_text})s))
-    ) AS q
-    LEFT JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
-    ORDER BY t.document_frequency IS NULL, t.document_frequency, q.term
-    LIMIT %(max_query_words)s
-)""",
+        _terms(prefix, postings, query_text, capped),
         f"""{prefix}_corpus AS (
     SELECT {postings.count}::float8 AS n,
            total_terms::float8 / NULLIF({postings.count}, 0) AS average_length

@@ -84,6 +84,8 @@ class SemanticQuery:
     # The dense channel reads the tenant's rows exactly (its btree, then a sort) in place of
     # the HNSW graph: see retrieval.search.sources.exact_read for when.
     exact: bool = False
+    # The query has more words than max_query_words: its BM25 channel reads the rarest lexemes.
+    capped: bool = False
 
 
 def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
@@ -204,9 +206,9 @@ def kind_filters(mode: Mode, alias: str) -> list[str]:
 
 def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # The query's lexemes (in the text search configuration the tenant's memories were indexed
-    # with) and the sample's estimate of their document frequencies, at most max_query_words of
-    # them (the rarest by the estimate; a lexeme the sample lacks counts as the rarest); the
-    # rarest terms' memories,
+    # with) and the sample's estimate of their document frequencies (a query of more words than
+    # max_query_words: that many of them, the rarest by the estimate, a lexeme the sample lacks
+    # counting as the rarest); the rarest terms' memories,
     # within the row budget, fetched through the GIN index (which counts them exactly) and
     # joined to the dense pool; every candidate scored with every query term from its own
     # lexemes; the lexical channel keeps its best ``semantic_candidates``.
@@ -228,8 +230,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
         FROM unnest(to_tsvector(CAST(c.text_search_config AS regconfig), %(query_text)s))
     ) AS q
     LEFT JOIN {s}.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
-    ORDER BY estimate, q.term
-    LIMIT %(max_query_words)s
+    {"ORDER BY estimate, q.term LIMIT %(max_query_words)s" if query.capped else ""}
 )""",
         # The rarest terms (fewer than COMMON_SAMPLED sampled), in ascending estimate, while
         # their estimated memories stay within the row budget: their memories are fetched

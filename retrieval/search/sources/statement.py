@@ -44,6 +44,7 @@ class StatementShape:
     documents: bool = False
     gated: bool = True
     presence: tuple[str, ...] = ()
+    capped: bool = False  # more query words than max_query_words: the documents read the rarest
 
 
 def build_statement(schema: str, shape: StatementShape) -> str:
@@ -58,7 +59,7 @@ def build_statement(schema: str, shape: StatementShape) -> str:
         ctes += episodic
         selects += names
     if shape.documents:
-        ctes += documents_ctes(schema, gated=shape.gated)
+        ctes += documents_ctes(schema, gated=shape.gated, capped=shape.capped)
         selects.append("documents")
     if shape.presence:
         ctes.append(presence_cte(schema, shape.presence))
