@@ -125,7 +125,7 @@ def unavailable_error(url: str, cause: BaseException) -> DatabaseUnavailableErro
 def _embedded_data_dir(url: str) -> Path | None:
     # The embedded server's URL names its socket's directory, its data directory (the socket
     # lives there unless that path is too long for a socket), which holds PG_VERSION.
-    host = parse_qs(urlsplit(url.replace("+psycopg", "")).query).get("host", [""])[0]
+    host = parse_qs(urlsplit(url).query).get("host", [""])[0]
     if not host.startswith("/"):
         return None
     try:

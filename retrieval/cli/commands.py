@@ -25,7 +25,6 @@ from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.documents.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from retrieval.errors import RetrievalError, SchemaError, ValidationError, mask_url
 from retrieval.memory.config import WriteConfig
-from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import SOURCES, RetrievalConfig
 from retrieval.settings import SOURCE, configuration_markdown, variables
@@ -601,7 +600,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         until=args.until,
         kinds=args.kinds,
         limit=args.limit,
-        memory_kinds=frozenset(MEMORY_KINDS) | WriteConfig.from_env().extra_kinds,
+        memory_kinds=WriteConfig.from_env().memory_kinds(),
     )
     if args.json:
         print(json.dumps([vars(event) for event in events], indent=2, default=str))

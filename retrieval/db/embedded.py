@@ -107,9 +107,8 @@ def start_embedded(
         raise EmbeddedServerError(
             f"The embedded PostgreSQL in {data_dir} did not start: {_start_failure(error)}. "
             f"Its log is {data_dir / 'log'}.{_log_tail(data_dir)} Check free disk space and that "
-            "no other PostgreSQL "
-            "version used this directory; set RETRIEVAL_DATA_DIR to another directory to start "
-            "afresh, or RETRIEVAL_DATABASE_URL to use an existing server."
+            "no other PostgreSQL version used this directory; set RETRIEVAL_DATA_DIR to another "
+            "directory to start afresh, or RETRIEVAL_DATABASE_URL to use an existing server."
         ) from error
     embedded = EmbeddedServer(
         data_dir=data_dir,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from retrieval.embedding.models import BACKENDS, Backend, SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
+from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.settings import configurable, from_env, require_int, setting
 
 DEFAULT_MAX_TEXT_CHARS = 32_000
@@ -110,6 +111,10 @@ class WriteConfig:
                 "(letters, digits, _; at most 64 characters), for example {'runbook'}"
             )
         object.__setattr__(self, "extra_kinds", frozenset(self.extra_kinds))
+
+    def memory_kinds(self) -> frozenset[str]:
+        """Every memory kind a write accepts: the built-in ones and ``extra_kinds``."""
+        return frozenset(MEMORY_KINDS) | self.extra_kinds
 
     def embedder(self) -> SentenceTransformerEmbedder:
         """The embedder this config names (its model, batch size and backend; loaded on first

@@ -22,7 +22,6 @@ from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.get_and_forget import Lookup
-from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.records import (
     Decision,
     DecisionInput,
@@ -85,7 +84,7 @@ class MemoryStore:
         self._limits = Limits(
             max_text_chars=self.config.max_text_chars,
             dim=self.dim,
-            kinds=frozenset(MEMORY_KINDS) | self.config.extra_kinds,
+            kinds=self.config.memory_kinds(),
             max_entities=self.config.max_entities,
             max_json_bytes=self.config.max_metadata_bytes,
         )

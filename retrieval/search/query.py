@@ -17,13 +17,12 @@ from dataclasses import dataclass
 
 from retrieval.errors import ValidationError
 from retrieval.memory.validation import check_storable
-from retrieval.search import scoring
+from retrieval.search import lexical_match, scoring
 from retrieval.search.config import RetrievalConfig
 
 # The longest query: the model reads about 1,000 characters of it, the lexical channels all of
 # it, word by word.
 MAX_QUERY_CHARS = 10_000
-_WORD = re.compile(r"\w+")
 
 
 def check_query_length(query: str) -> None:
@@ -65,7 +64,7 @@ def prepare_query(query: object, config: RetrievalConfig) -> PreparedQuery:
     keywords = scoring.extract_keywords(
         lexical, min_length=config.keyword_min_length, stop_words=config.stop_words
     )
-    words = len({word.lower() for word in _WORD.findall(lexical)})
+    words = len(set(lexical_match.words(lexical)))
     return PreparedQuery(text=query, lexical=lexical, keywords=keywords, words=words)
 
 

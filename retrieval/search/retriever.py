@@ -31,7 +31,6 @@ from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
-from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import aware_datetime, check_tenant
 from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
@@ -141,7 +140,7 @@ class HybridRetriever:
         self.memory_kinds = (
             frozenset(memory_kinds)
             if memory_kinds is not None
-            else frozenset(MEMORY_KINDS) | WriteConfig.from_env().extra_kinds
+            else WriteConfig.from_env().memory_kinds()
         )
         self.read_engine = read_engine
         self.schema = schema = schema_or_env(schema)

@@ -5,9 +5,6 @@ on every status."""
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -24,6 +21,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.ui.app import SECURITY_HEADERS
 from retrieval.ui.reads import InspectorReads
 from tests.integration.test_ui_pages import Elements, _client
+from tests.live_server import free_port, running
 
 WRITTEN = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
@@ -114,21 +112,11 @@ ODD_TENANTS = ["a/b", "..", ".", "50%", "?x=1#y", "über uns"]
 def _served(app: Any) -> Iterator[str]:
     """``app`` on a real uvicorn server on a free port (Starlette's test client decodes a path
     twice, a server once): its base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    try:
+    port = free_port()
+    with running(
+        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    ):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 @pytest.mark.parametrize("tenant", ODD_TENANTS)

@@ -44,16 +44,20 @@ def _texts() -> list[str]:
     ]
 
 
-def _scores(response: object, key: str) -> dict[str, float]:
-    return {r.content: r.metadata[key] for r in response}  # type: ignore[attr-defined]
-
-
-def test_the_episodic_source_reads_the_rarest_keywords(store: MemoryStore) -> None:
+def _record_decisions(store: MemoryStore) -> None:
     store.record_decisions(
         {"tenant_id": "acme", "action_type": "note", "content": body, "status": "done",
          "created_at": AS_OF}
         for body in _texts()
     )  # fmt: skip
+
+
+def _scores(response: object, key: str) -> dict[str, float]:
+    return {r.content: r.metadata[key] for r in response}  # type: ignore[attr-defined]
+
+
+def test_the_episodic_source_reads_the_rarest_keywords(store: MemoryStore) -> None:
+    _record_decisions(store)
     query = " ".join([*COMMON, *RARE])  # 42 keywords
     config = _only("episodic")
     with HybridRetriever.from_store(store, background_writes=False) as retriever:
@@ -109,11 +113,7 @@ def test_the_memories_bm25_reads_the_rarest_by_its_sample(store: MemoryStore) ->
 
 
 def test_a_query_within_the_bound_reads_every_word(store: MemoryStore) -> None:
-    store.record_decisions(
-        {"tenant_id": "acme", "action_type": "note", "content": body, "status": "done",
-         "created_at": AS_OF}
-        for body in _texts()
-    )  # fmt: skip
+    _record_decisions(store)
     query = " ".join([*COMMON, *RARE])
     config = _only("episodic", max_query_words=100)
     with HybridRetriever.from_store(store, background_writes=False) as retriever:

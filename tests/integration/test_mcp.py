@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -35,6 +34,7 @@ from retrieval.integrations.mcp_server import http_server, memory_server, tenant
 from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
 from retrieval.memory.store import MemoryStore
 from tests.conftest import PgDatabase
+from tests.live_server import free_port, running
 
 TOOLS = {"search_memory", "remember", "record_decision", "record_tool_call", "timeline", "forget"}
 RETRIEVAL = str(Path(sys.executable).with_name("retrieval"))
@@ -145,12 +145,6 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
     ]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def _serving(
     database: PgDatabase, embedder: SentenceTransformerEmbedder, **options: Any
@@ -162,23 +156,16 @@ def _serving(
         "\n".join(f"{token_hash(token)} {tenant}" for tenant, token in tokens.items()),
         origin="test",
     )
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     store = AsyncMemoryStore(MemoryStore(database.engine, embedder=embedder))
     retriever = AsyncHybridRetriever.from_store(store, background_writes=False)
     server = memory_server(store, retriever, tenant_from_token, tokens=table, url=url)
     http = http_server(server, host="127.0.0.1", port=port, tokens=table, **options)
-    thread = threading.Thread(target=lambda: asyncio.run(http.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not http.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert http.started
     try:
-        yield f"{url}/mcp", tokens
+        with running(http):
+            yield f"{url}/mcp", tokens
     finally:
-        http.should_exit = True
-        thread.join(10)
         retriever.sync.close()
         store.threads.close()
         retriever.threads.close()
@@ -401,7 +388,7 @@ def test_retrieval_mcp_http_stops_with_one_line(
 ) -> None:
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{token_hash(new_token())} acme\n", encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [RETRIEVAL, "--database-url", database.url, "mcp", "--http", "--port", str(port),
          "--tokens-file", str(tokens)],

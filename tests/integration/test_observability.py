@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +32,8 @@ from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase
-from tests.integration.test_mcp import _data, _free_port, _session
+from tests.integration.test_mcp import _data, _session
+from tests.live_server import free_port, running
 
 TENANT = "tenant-with-a-secret-name"
 TEXTS = [
@@ -188,7 +187,7 @@ def traced_http(
     provider, exporter = spans
     token = new_token()
     table = TokenTable({token_hash(token): TENANT})
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     store = AsyncMemoryStore(
         MemoryStore(database.engine, embedder=embedder, tracer_provider=provider)
@@ -207,15 +206,8 @@ def traced_http(
         tracer_provider=provider,
     )
     http = http_server(server, host="127.0.0.1", port=port, metrics=metrics)
-    thread = threading.Thread(target=lambda: asyncio.run(http.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not http.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert http.started
-    yield url, token, exporter
-    http.should_exit = True
-    thread.join(10)
+    with running(http):
+        yield url, token, exporter
     retriever.sync.close()
     store.threads.close()
     retriever.threads.close()
