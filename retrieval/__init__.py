@@ -4,6 +4,7 @@ The public API is re-exported here; each name lives in a module of its own.
 """
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
+from retrieval.aio.agent_context import abuild_context
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.embedded import EmbeddedServer, start_embedded
 from retrieval.db.engine import Database, check_embedding_dim, connect, stored_embedding_dim
@@ -24,7 +25,6 @@ from retrieval.search.agent_context import (
     AgentContext,
     ContextConfig,
     ContextMetrics,
-    abuild_context,
     build_context,
 )
 from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
@@ -37,8 +37,7 @@ from retrieval.search.results import (
 )
 from retrieval.search.retriever import HybridRetriever
 from retrieval.search.timeline import TimelineEvent
-
-__version__ = "0.1.0"
+from retrieval.version import __version__
 
 __all__ = [
     "AgentContext",

@@ -1,7 +1,9 @@
-"""A call's plain arguments, checked before any SQL: counts, row ids, names and switches.
+"""A call's arguments, checked before any SQL: tenants, counts, row ids, names, switches,
+times and text PostgreSQL can hold.
 
-Records (a memory, a decision, a document) are checked by :mod:`retrieval.memory.validation`;
-these are the other arguments of the public calls (``limit=``, ``memory_id``, ``task_id=``,
+Records (a memory, a decision, a document) are checked field by field by
+:mod:`retrieval.memory.validation`, which uses these checks; these are also the other arguments
+of the public calls (``tenant_id=``, ``limit=``, ``memory_id``, ``task_id=``, ``as_of=``,
 ``everything=``). Each check raises :class:`~retrieval.errors.ValidationError` naming the
 argument and what it accepts, so that a bad value never reaches PostgreSQL (where it would
 come back as a :class:`~retrieval.errors.DatabaseError`, which callers treat as an outage).
@@ -13,11 +15,25 @@ write and forget alike: a string, stripped of surrounding whitespace, not empty,
 
 from __future__ import annotations
 
+import functools
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from retrieval.db import schema
 from retrieval.errors import ValidationError
-from retrieval.memory.validation import MAX_NAME_CHARS, storable_problem
+
+# The longest name (a task, a thread, an entity, a kind).
+MAX_NAME_CHARS = 256
+# The longest tenant id: far below what a B-tree entry holds (about 2,700 bytes).
+MAX_TENANT_CHARS = 256
+# The times a row may hold (the CHECKs of revision 0014).
+EARLIEST_TIME = datetime.fromisoformat(schema.EARLIEST_TIME)
+LATEST_TIME = datetime.fromisoformat(schema.LATEST_TIME)
+# Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # The largest row id: PostgreSQL's bigint.
 MAX_ROW_ID = 2**63 - 1
@@ -134,3 +150,141 @@ def messages(field: str, value: object) -> Sequence[Mapping[str, Any]] | None:
             field=field,
         )
     return value
+
+
+def check_storable(field: str, value: object, *, item: int | None = None, prefix: str = "") -> None:
+    """Raise :class:`ValidationError` if ``value`` is a string PostgreSQL text cannot hold (see
+    :func:`storable_problem`)."""
+    problem = storable_problem(value) if isinstance(value, str) else None
+    if problem is not None:
+        raise ValidationError(f"{prefix}{field} {problem}", item=item, field=field)
+
+
+def storable_problem(value: str) -> str | None:
+    """Why PostgreSQL text cannot hold ``value`` (a NUL byte, or an unpaired surrogate, which
+    UTF-8 cannot encode) and what to do; None when it can."""
+    if "\x00" in value:
+        return (
+            f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
+            "hold NUL bytes: remove them (for example value.replace('\\x00', ''))"
+        )
+    position = surrogate_at(value)
+    if position is not None:
+        return surrogate_problem(value[position], f" at position {position}")
+    return None
+
+
+def json_text_problem(encoded: str) -> str | None:
+    """Why PostgreSQL jsonb cannot hold the JSON text ``encoded`` (made with
+    ``ensure_ascii=False``) and what to do; None when it can."""
+    if "\\u0000" in encoded:
+        return "contains a NUL character, which PostgreSQL jsonb cannot hold"
+    position = surrogate_at(encoded)
+    if position is not None:
+        return surrogate_problem(encoded[position], " in a string")
+    return None
+
+
+def check_tenant(tenant_id: object) -> str:
+    """``tenant_id`` if it names a tenant, else a :class:`ValidationError` saying why.
+
+    One rule for every read and write: a non-empty string of at most ``MAX_TENANT_CHARS``
+    characters, without leading or trailing whitespace (a tenant id is never stripped: "beta "
+    is not "beta") and without control characters, NUL bytes or unpaired surrogates.
+    """
+    problem = tenant_check(tenant_id)
+    if problem is None:
+        return tenant_id  # type: ignore[return-value]
+    raise ValidationError(f"tenant_id {problem}", field="tenant_id")
+
+
+def tenant_problem(tenant_id: object) -> str | None:
+    """What is wrong with ``tenant_id`` as a tenant id, and what to do; None when nothing."""
+    if not isinstance(tenant_id, str):
+        return f"must be a string, got {type(tenant_id).__name__}"
+    if not tenant_id.strip():
+        return f"is empty ({tenant_id!r}): every row and every read names its tenant"
+    if len(tenant_id) > MAX_TENANT_CHARS:
+        return (
+            f"has {len(tenant_id):,} characters, over the limit of {MAX_TENANT_CHARS}: use a "
+            "shorter id (a UUID or a hash of a longer one)"
+        )
+    if tenant_id != tenant_id.strip():
+        return (
+            f"{tenant_id!r} has leading or trailing whitespace: tenant ids are compared exactly, "
+            "so remove it"
+        )
+    problem = storable_problem(tenant_id)
+    if problem is not None:
+        return problem
+    control = next((c for c in tenant_id if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        return (
+            f"contains a control character (U+{ord(control):04X}) at position "
+            f"{tenant_id.index(control)}: remove it"
+        )
+    return None
+
+
+def tenant_check(tenant_id: object) -> str | None:
+    """:func:`tenant_problem`, remembered for the 4,096 latest short tenant ids: tenants repeat
+    across a batch, so each distinct one is checked once (a long one is refused uncached)."""
+    if type(tenant_id) is str and len(tenant_id) <= MAX_TENANT_CHARS:
+        return _cached_tenant_problem(tenant_id)
+    return tenant_problem(tenant_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_tenant_problem(tenant_id: str) -> str | None:
+    return tenant_problem(tenant_id)
+
+
+def surrogate_at(value: str) -> int | None:
+    """Where ``value`` first holds a code point UTF-8 (and so PostgreSQL) cannot encode: half
+    of a surrogate pair, alone. None when it holds none."""
+    if value.isascii():
+        return None
+    found = _SURROGATE.search(value)
+    return None if found is None else found.start()
+
+
+def surrogate_problem(character: str, where: str) -> str:
+    """What is wrong with an unpaired surrogate ``character`` found ``where``, and what to do."""
+    return (
+        f"contains an unpaired surrogate (U+{ord(character):04X}){where}, which UTF-8 and "
+        "PostgreSQL text cannot hold (text decoded with errors='surrogateescape' or a JSON "
+        "'\\ud800' escape makes one): decode the source with errors='replace', or remove it"
+    )
+
+
+def time_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as a stored time (not a datetime, no time zone, or outside
+    what the database holds) and what to do; None when it is None or fits."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        return f"must be a datetime, got {type(value).__name__}"
+    if value.tzinfo is None or value.utcoffset() is None:
+        return (
+            f"{value.isoformat()} has no time zone: pass an aware datetime, for example "
+            "datetime.now(timezone.utc) or value.replace(tzinfo=timezone.utc)"
+        )
+    try:
+        within = EARLIEST_TIME <= value.astimezone(UTC) <= LATEST_TIME
+    except OverflowError:
+        within = False
+    if not within:
+        return (
+            f"{value.isoformat()} is outside the years 1 to 9999 in UTC (from "
+            f"{EARLIEST_TIME:%Y-%m-%d} to {LATEST_TIME:%Y-%m-%d}, so that any time zone "
+            "reads it back): give a time within them"
+        )
+    return None
+
+
+def aware_datetime(field: str, value: object) -> datetime | None:
+    """``value`` if it is None or a datetime with a time zone, else a :class:`ValidationError`."""
+    problem = time_problem(value)
+    if problem is not None:
+        raise ValidationError(f"{field}: {problem}", field=field)
+    return value  # type: ignore[return-value]

@@ -17,12 +17,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from retrieval.arguments import check_tenant
 from retrieval.db.engine import Database
 from retrieval.errors import ConfigurationError
 from retrieval.integrations.mcp_config import McpConfig
 from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
 from retrieval.memory.config import WriteConfig
-from retrieval.memory.validation import check_tenant
 from retrieval.search.config import RetrievalConfig
 
 logger = logging.getLogger(__name__)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-from retrieval.db.migrate import MigrationSettings, alembic_config, current_revision
+from retrieval.db.migrate import MigrationSettings, revisions_undone
 from retrieval.db.queries import execute, quote_schema, statement
 from retrieval.errors import translate_database_errors
 
@@ -88,23 +87,6 @@ LOSSES: dict[str, tuple[Loss, ...]] = {
         ),
     ),
 }
-
-
-def revisions_undone(engine: Engine, settings: MigrationSettings, target: str) -> list[str]:
-    """The revisions a downgrade to ``target`` (an id, ``base`` or ``-N``) would undo, newest
-    first; empty when ``target`` is not below the current revision (Alembic then says why)."""
-    current = current_revision(engine, settings)
-    if current is None:
-        return []
-    script = ScriptDirectory.from_config(alembic_config())
-    chain = [revision.revision for revision in script.walk_revisions("base", current)]
-    if target == "base":
-        return chain
-    if target.startswith("-") and target[1:].isdigit():
-        return chain[: int(target[1:])]
-    if target in chain:
-        return chain[: chain.index(target)]
-    return []
 
 
 def downgrade_losses(engine: Engine, settings: MigrationSettings, target: str) -> list[CountedLoss]:

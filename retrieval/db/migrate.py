@@ -150,7 +150,6 @@ def _check_distributed_downgrade(
     engine: Engine, settings: MigrationSettings, revision: str
 ) -> None:
     from retrieval.db.distribute import is_distributed
-    from retrieval.db.downgrade_losses import revisions_undone
 
     if not is_distributed(engine, settings.schema):
         return
@@ -178,6 +177,23 @@ def current_revision(engine: Engine, settings: MigrationSettings) -> str | None:
             connection, opts={"version_table_schema": settings.schema}
         )
         return context.get_current_revision()
+
+
+def revisions_undone(engine: Engine, settings: MigrationSettings, target: str) -> list[str]:
+    """The revisions a downgrade to ``target`` (an id, ``base`` or ``-N``) would undo, newest
+    first; empty when ``target`` is not below the current revision (Alembic then says why)."""
+    current = current_revision(engine, settings)
+    if current is None:
+        return []
+    script = ScriptDirectory.from_config(alembic_config())
+    chain = [revision.revision for revision in script.walk_revisions("base", current)]
+    if target == "base":
+        return chain
+    if target.startswith("-") and target[1:].isdigit():
+        return chain[: int(target[1:])]
+    if target in chain:
+        return chain[: chain.index(target)]
+    return []
 
 
 def head_revision() -> str:

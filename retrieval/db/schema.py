@@ -130,7 +130,7 @@ def _created_at() -> Column[object]:
 
 # The times a row may hold (revision 0014): within the years 1 to 9999 with a day to spare at
 # each end, so that every session time zone reads them back as a Python datetime; never
-# infinity. retrieval.memory.validation reads the same range from here.
+# infinity. retrieval.arguments reads the same range from here.
 EARLIEST_TIME = "0001-01-02 00:00:00+00"
 LATEST_TIME = "9999-12-30 00:00:00+00"
 # The time columns the reads compute on, by table.

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection
 
 from retrieval import arguments
+from retrieval.arguments import aware_datetime, check_storable, check_tenant, json_text_problem
 from retrieval.db.config import DatabaseConfig, require_text_search_config
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, encode_vectors, reserve_ids
 from retrieval.db.local_settings import set_local
@@ -31,13 +32,7 @@ from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.validation import (
-    aware_datetime,
-    check_storable,
-    check_tenant,
-    checked_vector,
-    json_text_problem,
-)
+from retrieval.memory.validation import checked_vector
 from retrieval.search import scoring
 from retrieval.search.query import check_query_length
 

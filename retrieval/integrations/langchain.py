@@ -21,9 +21,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
+from retrieval.arguments import check_tenant
 from retrieval.errors import ValidationError
 from retrieval.integrations import _search
-from retrieval.memory.validation import check_tenant
 from retrieval.search.retriever import HybridRetriever
 
 COUNT = "k"

@@ -18,9 +18,9 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from retrieval.arguments import check_tenant
 from retrieval.errors import ValidationError
 from retrieval.integrations import _search
-from retrieval.memory.validation import check_tenant
 from retrieval.search.retriever import HybridRetriever
 
 SHOWN_TO_THE_LLM = frozenset({"source", "created_at"})

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrieval.arguments import check_tenant
 from retrieval.errors import ConfigurationError
-from retrieval.memory.validation import check_tenant
 
 _HASH = re.compile(r"[0-9a-f]{64}")
 

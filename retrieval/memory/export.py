@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from retrieval.arguments import check_tenant
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import translate_database_errors
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.validation import check_tenant
 
 
 def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any]]:

@@ -14,11 +14,11 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection
 
+from retrieval.arguments import check_storable
 from retrieval.db.insert_values import insert_rows
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError
-from retrieval.memory.validation import check_storable
 
 MAX_KEY_CHARS = 512
 

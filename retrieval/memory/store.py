@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from retrieval import arguments
+from retrieval.arguments import check_tenant
 from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database, check_driver, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
@@ -38,7 +39,6 @@ from retrieval.memory.validation import (
     ValidToolCall,
     as_input,
     batch_items,
-    check_tenant,
     valid_decision,
     valid_memory,
     valid_tool_call,

@@ -10,33 +10,30 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from numbers import Real
 from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.db import schema
+from retrieval.arguments import (
+    MAX_NAME_CHARS,
+    json_text_problem,
+    storable_problem,
+    surrogate_at,
+    tenant_check,
+    time_problem,
+)
 from retrieval.errors import ValidationError
 from retrieval.memory.config import DEFAULT_MAX_ENTITIES, DEFAULT_MAX_METADATA_BYTES
 from retrieval.memory.kinds import describe_kinds
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 
-MAX_NAME_CHARS = 256
-# The longest tenant id: far below what a B-tree entry holds (about 2,700 bytes).
-MAX_TENANT_CHARS = 256
 # The largest position PostgreSQL's integer column holds.
 MAX_POSITION = 2**31 - 1
-# The times a row may hold (the CHECKs of revision 0014).
-EARLIEST_TIME = datetime.fromisoformat(schema.EARLIEST_TIME)
-LATEST_TIME = datetime.fromisoformat(schema.LATEST_TIME)
-# Code points UTF-8 cannot encode: halves of surrogate pairs, alone in a Python str.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -197,7 +194,7 @@ class _Checker:
         )
 
     def tenant(self, value: object) -> str:
-        problem = _tenant_check(value)
+        problem = tenant_check(value)
         if problem is None:
             return value  # type: ignore[return-value]
         raise self.fail("tenant_id", problem)
@@ -276,28 +273,10 @@ class _Checker:
         return number
 
     def aware(self, field: str, value: object) -> datetime | None:
-        if value is None:
-            return None
-        if not isinstance(value, datetime):
-            raise self.fail(field, f"must be a datetime, got {type(value).__name__}")
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise self.fail(
-                field,
-                f"{value.isoformat()} has no time zone: pass an aware datetime, for example "
-                "datetime.now(timezone.utc) or value.replace(tzinfo=timezone.utc)",
-            )
-        try:
-            within = EARLIEST_TIME <= value.astimezone(UTC) <= LATEST_TIME
-        except OverflowError:
-            within = False
-        if not within:
-            raise self.fail(
-                field,
-                f"{value.isoformat()} is outside the years 1 to 9999 in UTC (from "
-                f"{EARLIEST_TIME:%Y-%m-%d} to {LATEST_TIME:%Y-%m-%d}, so that any time zone "
-                "reads it back): give a time within them",
-            )
-        return value
+        problem = time_problem(value)
+        if problem is not None:
+            raise self.fail(field, problem)
+        return value  # type: ignore[return-value]
 
     def entities(self, value: object, most: int) -> tuple[str, ...]:
         if value == ():
@@ -348,11 +327,6 @@ def checked_vector(index: int | None, value: object, dim: int) -> npt.NDArray[np
     return vector
 
 
-def aware_datetime(field: str, value: object) -> datetime | None:
-    """``value`` if it is None or a datetime with a time zone, else a :class:`ValidationError`."""
-    return _Checker(None).aware(field, value)
-
-
 def checked_embeddings(items: Sequence[MemoryInput], dim: int) -> npt.NDArray[np.float32] | None:
     """The embeddings of ``items`` as one matrix, if every one is a finite ``dim``-vector.
 
@@ -380,111 +354,6 @@ def _clean_name(value: str) -> str | None:
     ):
         return None
     return clean
-
-
-def check_storable(field: str, value: object, *, item: int | None = None, prefix: str = "") -> None:
-    """Raise :class:`ValidationError` if ``value`` is a string PostgreSQL text cannot hold (see
-    :func:`storable_problem`)."""
-    problem = storable_problem(value) if isinstance(value, str) else None
-    if problem is not None:
-        raise ValidationError(f"{prefix}{field} {problem}", item=item, field=field)
-
-
-def storable_problem(value: str) -> str | None:
-    """Why PostgreSQL text cannot hold ``value`` (a NUL byte, or an unpaired surrogate, which
-    UTF-8 cannot encode) and what to do; None when it can."""
-    if "\x00" in value:
-        return (
-            f"contains a NUL byte at position {value.index(chr(0))}; PostgreSQL text cannot "
-            "hold NUL bytes: remove them (for example value.replace('\\x00', ''))"
-        )
-    position = surrogate_at(value)
-    if position is not None:
-        return surrogate_problem(value[position], f" at position {position}")
-    return None
-
-
-def json_text_problem(encoded: str) -> str | None:
-    """Why PostgreSQL jsonb cannot hold the JSON text ``encoded`` (made with
-    ``ensure_ascii=False``) and what to do; None when it can."""
-    if "\\u0000" in encoded:
-        return "contains a NUL character, which PostgreSQL jsonb cannot hold"
-    position = surrogate_at(encoded)
-    if position is not None:
-        return surrogate_problem(encoded[position], " in a string")
-    return None
-
-
-def check_tenant(tenant_id: object) -> str:
-    """``tenant_id`` if it names a tenant, else a :class:`ValidationError` saying why.
-
-    One rule for every read and write: a non-empty string of at most ``MAX_TENANT_CHARS``
-    characters, without leading or trailing whitespace (a tenant id is never stripped: "beta "
-    is not "beta") and without control characters, NUL bytes or unpaired surrogates.
-    """
-    problem = _tenant_check(tenant_id)
-    if problem is None:
-        return tenant_id  # type: ignore[return-value]
-    raise ValidationError(f"tenant_id {problem}", field="tenant_id")
-
-
-def tenant_problem(tenant_id: object) -> str | None:
-    """What is wrong with ``tenant_id`` as a tenant id, and what to do; None when nothing."""
-    if not isinstance(tenant_id, str):
-        return f"must be a string, got {type(tenant_id).__name__}"
-    if not tenant_id.strip():
-        return f"is empty ({tenant_id!r}): every row and every read names its tenant"
-    if len(tenant_id) > MAX_TENANT_CHARS:
-        return (
-            f"has {len(tenant_id):,} characters, over the limit of {MAX_TENANT_CHARS}: use a "
-            "shorter id (a UUID or a hash of a longer one)"
-        )
-    if tenant_id != tenant_id.strip():
-        return (
-            f"{tenant_id!r} has leading or trailing whitespace: tenant ids are compared exactly, "
-            "so remove it"
-        )
-    problem = storable_problem(tenant_id)
-    if problem is not None:
-        return problem
-    control = next((c for c in tenant_id if unicodedata.category(c) == "Cc"), None)
-    if control is not None:
-        return (
-            f"contains a control character (U+{ord(control):04X}) at position "
-            f"{tenant_id.index(control)}: remove it"
-        )
-    return None
-
-
-def _tenant_check(tenant_id: object) -> str | None:
-    # Tenants repeat across a batch: each distinct short one is checked once (a long one is
-    # refused without being cached).
-    if type(tenant_id) is str and len(tenant_id) <= MAX_TENANT_CHARS:
-        return _cached_tenant_problem(tenant_id)
-    return tenant_problem(tenant_id)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_tenant_problem(tenant_id: str) -> str | None:
-    return tenant_problem(tenant_id)
-
-
-def surrogate_at(value: str) -> int | None:
-    """Where ``value`` first holds a code point UTF-8 (and so PostgreSQL) cannot encode: half
-    of a surrogate pair, alone. None when it holds none."""
-    if value.isascii():
-        return None
-    found = _SURROGATE.search(value)
-    return None if found is None else found.start()
-
-
-def surrogate_problem(character: str, where: str) -> str:
-    """What is wrong with an unpaired surrogate ``character`` found ``where``, and what to do."""
-    return (
-        f"contains an unpaired surrogate (U+{ord(character):04X}){where}, which UTF-8 and "
-        "PostgreSQL text cannot hold (text decoded with errors='surrogateescape' or a JSON "
-        "'\\ud800' escape makes one): decode the source with errors='replace', or remove it"
-    )
 
 
 Input = TypeVar("Input", MemoryInput, DecisionInput, ToolCallInput)

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from retrieval.version import __version__
+
 try:
     from opentelemetry import trace
     from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -37,8 +39,6 @@ class Tracing:
     def __init__(self, tracer_provider: Any = None) -> None:
         self._tracer: Any = None
         if trace is not None:
-            from retrieval import __version__
-
             self._tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
 
     @contextmanager

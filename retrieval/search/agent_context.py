@@ -16,16 +16,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from retrieval.errors import DatabaseError, EmbeddingError
 from retrieval.search.context import to_messages
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.retriever import HybridRetriever
 from retrieval.settings import configurable, from_env, setting
-
-if TYPE_CHECKING:
-    from retrieval.aio.retriever import AsyncHybridRetriever
 
 logger = logging.getLogger(__name__)
 
@@ -112,29 +109,6 @@ def build_context(
     started = time.perf_counter()
     try:
         response = retriever.retrieve(
-            query, tenant_id=tenant_id, working_state=working_state, **options
-        )
-    except OUTAGES as error:
-        return _failed(working_state, error, started)
-    return _retrieved(response, working_state, started)
-
-
-async def abuild_context(
-    retriever: AsyncHybridRetriever,
-    query: str,
-    working_state: Sequence[Mapping[str, Any]],
-    *,
-    tenant_id: str,
-    config: ContextConfig | None = None,
-    **options: Any,
-) -> AgentContext:
-    """:func:`build_context` for an :class:`~retrieval.aio.AsyncHybridRetriever`."""
-    config = config or ContextConfig.from_env()
-    if not config.enabled:
-        return _disabled(working_state)
-    started = time.perf_counter()
-    try:
-        response = await retriever.retrieve(
             query, tenant_id=tenant_id, working_state=working_state, **options
         )
     except OUTAGES as error:

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from retrieval.arguments import check_storable
 from retrieval.errors import ValidationError
-from retrieval.memory.validation import check_storable
 from retrieval.search import lexical_match, scoring
 from retrieval.search.config import RetrievalConfig
 

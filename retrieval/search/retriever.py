@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from retrieval import arguments
+from retrieval.arguments import aware_datetime, check_tenant
 from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database, check_driver
 from retrieval.db.read_pool import (
@@ -32,7 +33,6 @@ from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.validation import aware_datetime, check_tenant
 from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
 from retrieval.search import ranking, scoring
 from retrieval.search.access_counts import AccessRecorder

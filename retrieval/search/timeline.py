@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from retrieval import arguments
+from retrieval.arguments import aware_datetime, check_tenant
 from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.kinds import describe_kinds
-from retrieval.memory.validation import aware_datetime, check_tenant
 
 EPISODIC_KINDS = ("decision", "tool_call")
 

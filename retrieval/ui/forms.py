@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
-from retrieval.memory.validation import storable_problem, tenant_problem
+from retrieval.arguments import storable_problem, tenant_problem
 from retrieval.search.query import MAX_QUERY_CHARS
 from retrieval.ui.reads import Cursor
 

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from retrieval.aio import AsyncHybridRetriever
+from retrieval.aio.agent_context import abuild_context
 from retrieval.db.embedded import restart_if_down, start_embedded
 from retrieval.db.embedded_watchdog import postmaster_pid
 from retrieval.db.engine import make_engine
@@ -20,7 +21,7 @@ from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import ValidationError
 from retrieval.memory.store import MemoryStore
-from retrieval.search.agent_context import ContextConfig, abuild_context, build_context
+from retrieval.search.agent_context import ContextConfig, build_context
 from retrieval.search.retriever import HybridRetriever
 
 WORKING_STATE = [

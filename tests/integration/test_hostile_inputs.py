@@ -486,11 +486,11 @@ def test_a_time_no_reader_can_use_is_refused_by_the_database_itself(
 
 
 def test_the_library_accepts_the_times_the_database_holds() -> None:
+    from retrieval import arguments
     from retrieval.db.schema import EARLIEST_TIME, LATEST_TIME
-    from retrieval.memory import validation
 
-    assert datetime.fromisoformat(EARLIEST_TIME) == validation.EARLIEST_TIME
-    assert datetime.fromisoformat(LATEST_TIME) == validation.LATEST_TIME
+    assert datetime.fromisoformat(EARLIEST_TIME) == arguments.EARLIEST_TIME
+    assert datetime.fromisoformat(LATEST_TIME) == arguments.LATEST_TIME
 
 
 def test_a_byte_order_mark_before_the_header_is_dropped(

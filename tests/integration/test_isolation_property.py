@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from retrieval.arguments import tenant_problem
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.validation import tenant_problem
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import CountingEmbedder, PgDatabase
 

@@ -1,11 +1,9 @@
-"""The names the README and docs/api.md show import as written; old locations warn."""
+"""The names the README and docs/api.md show import as written."""
 
 from __future__ import annotations
 
 import importlib
 import re
-import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -30,12 +28,3 @@ def test_a_documented_import_works(module: str, name: str) -> None:
 def test_the_documents_show_the_main_names() -> None:
     shown = {name for _, name in _imports()}
     assert {"MemoryStore", "HybridRetriever", "connect", "DocumentStore"} <= shown
-
-
-def test_the_old_config_module_still_imports_with_a_warning() -> None:
-    sys.modules.pop("retrieval.config", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module("retrieval.config")
-    assert module.RetrievalConfig is importlib.import_module("retrieval").RetrievalConfig
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
