@@ -1,7 +1,8 @@
 """The timeline: what happened in a tenant's memory in a window of time, newest first.
 
 Memories (by their kind), decisions (kind ``decision``) and tool calls (kind ``tool_call``) in
-one statement, each branch on its ``(tenant_id, created_at DESC)`` index.
+one statement, each branch on its ``(tenant_id, created_at DESC)`` index. The API
+(:meth:`HybridRetriever.timeline`), the CLI, the MCP tool and the inspector's pages all read it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,32 @@ class TimelineEvent:
     content: str
     created_at: datetime
     details: dict[str, Any]
+    # A memory's thread and its place in it; a decision's task (a tool call's, through its
+    # decision).
+    thread_id: str | None = None
+    position: int | None = None
+    task_id: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """The event as one reads it in a list: a decision led by its action type and status."""
+        if self.item == "decision":
+            return f"{self.details['action_type']} ({self.details['status']}): {self.content}"
+        return self.content
+
+
+@dataclass(frozen=True)
+class TimelineCursor:
+    """Where a page of the timeline ended: its last event's time, item and id."""
+
+    created_at: datetime
+    item: str
+    id: int
+
+    @classmethod
+    def after(cls, event: TimelineEvent) -> TimelineCursor:
+        """The cursor just after ``event``: the next page starts there."""
+        return cls(event.created_at, event.item, event.id)
 
 
 def timeline(
@@ -46,11 +73,17 @@ def timeline(
     kinds: Sequence[str] | None = None,
     limit: int = 50,
     memory_kinds: Collection[str] | None = None,
+    thread_id: str | None = None,
+    task_id: str | None = None,
+    after: TimelineCursor | None = None,
 ) -> list[TimelineEvent]:
-    """Events of ``tenant_id`` with ``since <= created_at < until``, newest first.
+    """Events of ``tenant_id`` with ``since <= created_at < until``, newest first (then by
+    item, then newest id).
 
     ``kinds`` filters: memory kinds, ``decision`` and ``tool_call``; with ``memory_kinds``
-    (the kinds a store accepts) any other is a :class:`ValidationError` that lists them."""
+    (the kinds a store accepts) any other is a :class:`ValidationError` that lists them.
+    ``thread_id`` keeps a thread's memories, ``task_id`` a task's decisions and their tool
+    calls; ``after`` (the cursor of a page's last event) the events after it."""
     aware_datetime("since", since)
     aware_datetime("until", until)
     if since is not None and until is not None and since >= until:
@@ -60,20 +93,37 @@ def timeline(
         kinds = arguments.names("kinds", kinds)
         if memory_kinds is not None:
             _check_kinds(kinds, memory_kinds)
+    thread_id = arguments.optional_name("thread_id", thread_id)
+    task_id = arguments.optional_name("task_id", task_id)
     check_tenant(tenant_id)
-    window = blocks("search")["timeline_window"].strip()
-    query = statement("search.timeline", schema, window=window)
     params = {
         "tenant_id": tenant_id,
         "since": since,
         "until": until,
+        "after_at": after.created_at if after else None,
+        "after_item": after.item if after else None,
+        "after_id": after.id if after else None,
         "kinds": list(kinds) if kinds is not None else None,
+        "thread_id": thread_id,
+        "task_id": task_id,
         "limit": limit,
     }
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
         bind_tenant(connection, schema, tenant_id)
-        rows = execute(connection, query, params).all()
+        rows = execute(connection, _statement(schema), params).all()
     return [TimelineEvent(*row) for row in rows]
+
+
+def _statement(schema: str) -> str:
+    """The timeline's statement for ``schema``, each branch with its window."""
+    window = blocks("search")["timeline_window"].strip()
+    return statement(
+        "search.timeline",
+        schema,
+        memory_window=window.format(t="m", item="memory", kind="m.kind"),
+        decision_window=window.format(t="d", item="decision", kind="'decision'"),
+        tool_call_window=window.format(t="t", item="tool_call", kind="'tool_call'"),
+    )
 
 
 def _check_kinds(kinds: Sequence[str], memory_kinds: Collection[str]) -> None:

@@ -18,32 +18,52 @@ UPDATE {schema}.memories SET access_count = access_count + 1, last_accessed_at =
 WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 
 -- name: timeline_window
--- The window of every branch of the timeline: the tenant, since <= created_at < until.
-tenant_id = %(tenant_id)s
-   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
-   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
+-- What every branch of the timeline keeps ({t}: its table's alias, {item}: its item, {kind}:
+-- its kind): the tenant's rows with since <= created_at < until, of the kinds asked, and with
+-- a cursor (after_at, after_item, after_id) only those after it in the timeline's order.
+{t}.tenant_id = %(tenant_id)s
+   AND (%(since)s::timestamptz IS NULL OR {t}.created_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR {t}.created_at < %(until)s)
+   AND (%(after_at)s::timestamptz IS NULL OR {t}.created_at < %(after_at)s
+        OR ({t}.created_at = %(after_at)s
+            AND ('{item}' > %(after_item)s::text
+                 OR ('{item}' = %(after_item)s::text AND {t}.id < %(after_id)s::bigint))))
+   AND (%(kinds)s::text[] IS NULL OR {kind} = ANY(%(kinds)s::text[]))
 
 -- name: timeline
--- Memories, decisions and tool calls of a window ({window}), newest first; each branch reads
--- its own (tenant, created_at) index and stops at the limit.
-(SELECT 'semantic' AS source, 'memory' AS item, id, kind, content, created_at,
-        jsonb_build_object('metadata', metadata, 'importance', importance) AS details
- FROM {schema}.memories
- WHERE {window} AND (%(kinds)s::text[] IS NULL OR kind = ANY(%(kinds)s::text[]))
- ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
+-- A tenant's memories, decisions and tool calls, newest first (then by item, then newest id),
+-- each branch kept by its window ({memory_window}, ...), filtered by a thread (memories) or a
+-- task (decisions and their tool calls); each branch reads its own (tenant, created_at) index
+-- and stops at the limit.
+(SELECT 'semantic' AS source, 'memory' AS item, m.id, m.kind, m.content, m.created_at,
+        jsonb_build_object('metadata', m.metadata, 'importance', m.importance) AS details,
+        m.thread_id, m.position, NULL::text AS task_id
+ FROM {schema}.memories AS m
+ WHERE {memory_window}
+   AND (%(thread_id)s::text IS NULL OR m.thread_id = %(thread_id)s)
+   AND %(task_id)s::text IS NULL
+ ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s)
 UNION ALL
-(SELECT 'episodic', 'decision', id, 'decision', content, created_at,
-        jsonb_build_object('task_id', task_id, 'action_type', action_type, 'status', status)
- FROM {schema}.decisions
- WHERE {window} AND (%(kinds)s::text[] IS NULL OR 'decision' = ANY(%(kinds)s::text[]))
- ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
+(SELECT 'episodic', 'decision', d.id, 'decision', d.content, d.created_at,
+        jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type,
+                           'status', d.status),
+        NULL, NULL, d.task_id
+ FROM {schema}.decisions AS d
+ WHERE {decision_window}
+   AND %(thread_id)s::text IS NULL
+   AND (%(task_id)s::text IS NULL OR d.task_id = %(task_id)s)
+ ORDER BY d.created_at DESC, d.id DESC LIMIT %(limit)s)
 UNION ALL
-(SELECT 'episodic', 'tool_call', id, 'tool_call',
-        tool_name || ' ' || params::text || COALESCE(' -> ' || result, ''), created_at,
-        jsonb_build_object('tool_name', tool_name, 'params', params, 'result', result,
-                           'decision_id', decision_id)
- FROM {schema}.tool_calls
- WHERE {window} AND (%(kinds)s::text[] IS NULL OR 'tool_call' = ANY(%(kinds)s::text[]))
- ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
+(SELECT 'episodic', 'tool_call', t.id, 'tool_call',
+        t.tool_name || ' ' || t.params::text || COALESCE(' -> ' || t.result, ''), t.created_at,
+        jsonb_build_object('tool_name', t.tool_name, 'params', t.params, 'result', t.result,
+                           'decision_id', t.decision_id),
+        NULL, NULL, d.task_id
+ FROM {schema}.tool_calls AS t
+ LEFT JOIN {schema}.decisions AS d ON d.tenant_id = t.tenant_id AND d.id = t.decision_id
+ WHERE {tool_call_window}
+   AND %(thread_id)s::text IS NULL
+   AND (%(task_id)s::text IS NULL OR d.task_id = %(task_id)s)
+ ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s)
 ORDER BY created_at DESC, item, id DESC
 LIMIT %(limit)s

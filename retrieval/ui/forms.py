@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
-from retrieval.arguments import storable_problem, tenant_problem
+from retrieval.arguments import MAX_NAME_CHARS, storable_problem, tenant_problem
 from retrieval.search.query import MAX_QUERY_CHARS
-from retrieval.ui.reads import Cursor
+from retrieval.search.timeline import TimelineCursor
 
 MAX_PAGE_EVENTS = 1000
 ITEMS = ("memory", "decision", "tool_call")
@@ -71,8 +71,10 @@ def name(field: str, value: str | None) -> str | None:
     """An optional name (a thread or a task id): stripped, ``None`` when empty."""
     if value is None or not value.strip():
         return None
-    if len(value) > 1000:
-        raise PageError(400, f"{field} is {len(value)} characters long: give at most 1000")
+    if len(value) > MAX_NAME_CHARS:
+        raise PageError(
+            400, f"{field} is {len(value)} characters long: give at most {MAX_NAME_CHARS}"
+        )
     problem = storable_problem(value)
     if problem is not None:
         raise PageError(400, f"{field} {problem}")
@@ -111,12 +113,12 @@ def _id(value: str) -> bool:
     return value.isascii() and value.isdigit() and len(value) <= 19 and 1 <= int(value) < 2**63
 
 
-def cursor_text(cursor: Cursor) -> str:
+def cursor_text(cursor: TimelineCursor) -> str:
     """``cursor`` as a query parameter: ``TIME~ITEM~ID``."""
     return f"{cursor.created_at.isoformat()}~{cursor.item}~{cursor.id}"
 
 
-def cursor(field: str, value: str | None) -> Cursor | None:
+def cursor(field: str, value: str | None) -> TimelineCursor | None:
     """A page's cursor (:func:`cursor_text`), or ``None`` for the first page."""
     if value is None or not value.strip():
         return None
@@ -132,7 +134,7 @@ def cursor(field: str, value: str | None) -> Cursor | None:
             f"{field} must be where a page ended, as the Older events link gives it "
             f"(TIME~ITEM~ID), got {_shown(value)}",
         )
-    return Cursor(created_at, item, int(row))
+    return TimelineCursor(created_at, item, int(row))
 
 
 def _next_day(start: datetime, field: str) -> datetime:

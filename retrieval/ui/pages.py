@@ -23,11 +23,13 @@ from starlette.templating import Jinja2Templates
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.search.retriever import HybridRetriever
+from retrieval.search.timeline import TimelineCursor
+from retrieval.search.timeline import timeline as read_timeline
 from retrieval.ui import forms
 from retrieval.ui.access import COOKIE, Access, Viewer
 from retrieval.ui.forms import PageError
 from retrieval.ui.paths import segment, tenant_url, unsegment
-from retrieval.ui.reads import Cursor, InspectorReads
+from retrieval.ui.reads import InspectorReads
 from retrieval.ui.score_parts import PARTS, score_parts
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -123,7 +125,9 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
     )
     after = forms.cursor("after", params.get("after"))
     events = await run_in_threadpool(
-        lambda: inspector.reads.events(
+        lambda: read_timeline(
+            inspector.reads.engine,
+            inspector.reads.schema,
             tenant,
             since=since,
             until=until,
@@ -138,7 +142,7 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
     older = None
     if len(events) == limit:  # the next page starts after the last event shown
         kept = [(key, value) for key, value in params.multi_items() if key != "after"]
-        older = urlencode([*kept, ("after", forms.cursor_text(Cursor.of(events[-1])))])
+        older = urlencode([*kept, ("after", forms.cursor_text(TimelineCursor.after(events[-1])))])
     return inspector.render(
         request,
         "timeline.html",

@@ -1,5 +1,6 @@
 """What the inspector reads that the library's API does not: each tenant's holdings, a
-tenant's events with filters, a memory's thread, the size of a task.
+memory's thread, the size of a task (its events are the library's timeline,
+:func:`retrieval.search.timeline.timeline`).
 
 Every statement names its tenant (bound), and on a connection row-level security binds, the
 tenant is named to the policies too. The statements live in ``retrieval/sql/inspector.sql``.
@@ -7,7 +8,6 @@ tenant is named to the policies too. The statements live in ``retrieval/sql/insp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,34 +37,6 @@ class Holdings:
     def memories(self) -> int:
         """All the tenant's memories."""
         return sum(self.memories_by_kind.values())
-
-
-@dataclass(frozen=True)
-class Event:
-    """One row of a tenant's timeline."""
-
-    item: str  # memory | decision | tool_call
-    id: int
-    kind: str
-    content: str
-    created_at: datetime
-    thread_id: str | None
-    position: int | None
-    task_id: str | None
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """Where a page of events ended: its last event's time, item and id."""
-
-    created_at: datetime
-    item: str
-    id: int
-
-    @classmethod
-    def of(cls, event: Event) -> Cursor:
-        """The cursor just after ``event``."""
-        return cls(event.created_at, event.item, event.id)
 
 
 @dataclass(frozen=True)
@@ -104,37 +76,6 @@ class InspectorReads:
             if held.last_write is None or last > held.last_write:
                 held.last_write = last
         return [found[tenant] for tenant in sorted(found)]
-
-    def events(
-        self,
-        tenant_id: str,
-        *,
-        since: datetime | None,
-        until: datetime | None,
-        kinds: Sequence[str] | None,
-        thread_id: str | None,
-        task_id: str | None,
-        limit: int,
-        after: Cursor | None = None,
-    ) -> list[Event]:
-        """``tenant_id``'s events with ``since <= created_at < until``, newest first (then by
-        item, then newest id); with ``after`` (the last event of a page), those after it."""
-        params = {
-            "tenant_id": tenant_id,
-            "since": since,
-            "until": until,
-            "after_at": after.created_at if after else None,
-            "after_item": after.item if after else None,
-            "after_id": after.id if after else None,
-            "kinds": list(kinds) if kinds else None,
-            "thread_id": thread_id,
-            "task_id": task_id,
-            "limit": limit,
-        }
-        return [
-            Event(*row)
-            for row in self._rows(tenant_id, statement("inspector.events", self.schema), params)
-        ]
 
     def thread_turns(self, tenant_id: str, thread_id: str, position: int) -> list[Turn]:
         """The turns of ``thread_id`` within :data:`THREAD_AROUND` positions of ``position``."""

@@ -18,8 +18,8 @@ from starlette.testclient import TestClient
 
 from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
 from retrieval.memory.store import MemoryStore
+from retrieval.ui import pages
 from retrieval.ui.app import SECURITY_HEADERS
-from retrieval.ui.reads import InspectorReads
 from tests.integration.test_ui_pages import Elements, _client
 from tests.live_server import free_port, running
 
@@ -96,7 +96,7 @@ def test_every_status_carries_the_page_headers(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("a bug in a page")
 
-    monkeypatch.setattr(InspectorReads, "events", broken)
+    monkeypatch.setattr(pages, "read_timeline", broken)
     answers[500] = client.get("/tenants/acme")
     for status, response in answers.items():
         assert response.status_code == status
