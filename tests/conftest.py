@@ -26,8 +26,8 @@ from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.row_security import grant_application_role
 from retrieval.embedding.models import Embedder, SentenceTransformerEmbedder, Vectors
 from retrieval.memory.store import MemoryStore
-from retrieval.settings import OTHER_VARIABLES
 from tests.harness import PgServer, engine_for, open_server, unique_name
+from tests.variables import TEST_VARIABLES
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
 
@@ -37,7 +37,7 @@ def _no_retrieval_settings_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> No
     """Every test starts with no ``RETRIEVAL_*`` variable but the tests' own: the library
     reads them wherever a config is not given, so a developer's shell must not change a test."""
     for name in list(os.environ):
-        if name.startswith("RETRIEVAL_") and name not in OTHER_VARIABLES:
+        if name.startswith("RETRIEVAL_") and name not in TEST_VARIABLES:
             monkeypatch.delenv(name)
 
 

@@ -22,11 +22,9 @@ from retrieval.integrations.mcp_tokens import TokenTable
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
+from retrieval.ui.config import DEFAULT_PORT, InspectorConfig
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 
 UI_HELP = """\
 Serve web pages to look inside the memory: the tenants and what each holds, a tenant's
@@ -50,9 +48,9 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description=UI_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ui.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on ({DEFAULT_HOST})")
+    ui.add_argument("--host", help="address to listen on (RETRIEVAL_UI_HOST; 127.0.0.1)")
     ui.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT}; 0: any free one)"
+        "--port", type=int, help=f"port (RETRIEVAL_UI_PORT; {DEFAULT_PORT}; 0: any free one)"
     )
     ui.add_argument("--read-only", action="store_true", help="hide forget, and refuse it if asked")
     ui.add_argument(
@@ -76,35 +74,38 @@ def _ui(args: argparse.Namespace, database: Database) -> int:
         ) from None
     from retrieval.search.retriever import HybridRetriever
 
+    listen = InspectorConfig.from_env()
+    host = listen.host if args.host is None else args.host
+    port = listen.port if args.port is None else args.port
     tokens = TokenTable.load(file=args.tokens_file, variable=None) if args.tokens_file else None
     if tokens is not None and not tokens.tenants:
         raise ConfigurationError(
             f"{args.tokens_file} holds no token: add one with retrieval mcp-token --tenant T "
             f"--append-to {args.tokens_file}"
         )
-    if tokens is None and not is_loopback(args.host):
+    if tokens is None and not is_loopback(host):
         raise ConfigurationError(
-            f"retrieval ui on {args.host} would show every tenant to anyone who reaches it: "
+            f"retrieval ui on {host} would show every tenant to anyone who reaches it: "
             "give --tokens-file (retrieval mcp-token --tenant T --append-to tokens.txt makes "
             "one), or listen on 127.0.0.1"
         )
-    if not 0 <= args.port <= 65535:
-        raise ConfigurationError(f"--port must be from 0 to 65535, got {args.port}")
+    if not 0 <= port <= 65535:
+        raise ConfigurationError(f"--port must be from 0 to 65535, got {port}")
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     config = replace(RetrievalConfig.from_env(), record_access=False)
     retriever = HybridRetriever.from_store(store, config=config, background_writes=False)
     try:
         app = inspector_app(store, retriever, access=Access(tokens), read_only=args.read_only)
-        listener = _listen(args.host, args.port)
+        listener = _listen(host, port)
         port = listener.getsockname()[1]
-        host = f"[{args.host}]" if ":" in args.host else args.host
+        shown = f"[{host}]" if ":" in host else host
         who = (
             "every tenant"
             if tokens is None
             else f"{len(set(tokens.tenants.values()))} tenant(s) by token"
         )
         mode = ", read-only" if args.read_only else ""
-        print(f"inspector at http://{host}:{port}/ ({who}{mode}); Ctrl-C stops", file=sys.stderr)
+        print(f"inspector at http://{shown}:{port}/ ({who}{mode}); Ctrl-C stops", file=sys.stderr)
         sys.stderr.flush()
         threading.Thread(target=_warm, args=(store,), daemon=True).start()
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))

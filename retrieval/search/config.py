@@ -24,7 +24,15 @@ from retrieval.search.scoring import (
     DEFAULT_MIN_KEYWORD_LENGTH,
     DEFAULT_STOP_WORDS,
 )
-from retrieval.settings import configurable, from_env, require_int, setting
+from retrieval.settings import (
+    UNIT,
+    Within,
+    check_ranges,
+    configurable,
+    from_env,
+    require_int,
+    setting,
+)
 
 Fusion = Literal["rrf", "convex", "max", "cascade"]
 FUSIONS: tuple[Fusion, ...] = typing.get_args(Fusion)
@@ -57,6 +65,9 @@ DEFAULT_TIME_WEIGHT = 0.2
 DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
 # The query words a keyword channel reads at most (benchmarks/README.md, long-queries).
 DEFAULT_MAX_QUERY_WORDS = 32
+# Okapi BM25's parameters, for the BM25 channels and DocumentStore.bm25 alike.
+BM25_K1 = Within(0.0, 10.0)
+BM25_B = UNIT
 _WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
 _TOLERANCE = 1e-6
 
@@ -69,23 +80,38 @@ class SourceConfig:
     threshold (``None``: the config's ``min_final_score``)."""
 
     relevance: float = setting(
-        env="RETRIEVAL_<SOURCE>_RELEVANCE", help="Relevance weight of a source."
+        env="RETRIEVAL_<SOURCE>_RELEVANCE", help="Relevance weight of a source.", within=UNIT
     )
-    recency: float = setting(env="RETRIEVAL_<SOURCE>_RECENCY", help="Recency weight of a source.")
-    limit: int = setting(env="RETRIEVAL_<SOURCE>_LIMIT", help="Most results of a source.")
+    recency: float = setting(
+        env="RETRIEVAL_<SOURCE>_RECENCY", help="Recency weight of a source.", within=UNIT
+    )
+    limit: int = setting(
+        env="RETRIEVAL_<SOURCE>_LIMIT",
+        help="Most results of a source.",
+        within=Within(0, integer=True),
+    )
     half_life_hours: float = setting(
-        env="RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS", help="Recency half-life of a source, in hours."
+        env="RETRIEVAL_<SOURCE>_HALF_LIFE_HOURS",
+        help="Recency half-life of a source, in hours.",
+        within=Within(0.0, open_low=True),
     )
     importance: float = setting(
-        0.0, env="RETRIEVAL_<SOURCE>_IMPORTANCE", help="Weight of the stored importance."
+        0.0,
+        env="RETRIEVAL_<SOURCE>_IMPORTANCE",
+        help="Weight of the stored importance.",
+        within=UNIT,
     )
     popularity: float = setting(
         0.0,
         env="RETRIEVAL_<SOURCE>_POPULARITY",
         help="Weight of log10(access_count + 1) / log10(101).",
+        within=UNIT,
     )
     entity: float = setting(
-        0.0, env="RETRIEVAL_<SOURCE>_ENTITY", help="Weight of the entity overlap with the query."
+        0.0,
+        env="RETRIEVAL_<SOURCE>_ENTITY",
+        help="Weight of the entity overlap with the query.",
+        within=UNIT,
     )
     enabled: bool = setting(
         True, env="RETRIEVAL_<SOURCE>_ENABLED", help="Switch a source off with false."
@@ -94,31 +120,15 @@ class SourceConfig:
         None,
         env="RETRIEVAL_<SOURCE>_MIN_FINAL_SCORE",
         help="A source's own threshold (none: RETRIEVAL_MIN_FINAL_SCORE).",
+        within=UNIT,
     )
 
     def __post_init__(self) -> None:
-        for name in _WEIGHTS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigurationError(f"weight {name} must be a number, got {value!r}")
-            if not 0.0 <= value <= 1.0:
-                raise ConfigurationError(f"weight {name}={value!r} is outside [0, 1]")
+        check_ranges(self)
         total = sum(getattr(self, name) for name in _WEIGHTS)
         if not math.isclose(total, 1.0, abs_tol=_TOLERANCE):
             detail = ", ".join(f"{name}={getattr(self, name)}" for name in _WEIGHTS)
             raise ConfigurationError(f"weights must sum to 1, got {total:g} ({detail})")
-        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0:
-            raise ConfigurationError(f"limit must be an integer >= 0, got {self.limit!r}")
-        if not self.half_life_hours > 0:
-            raise ConfigurationError(f"half_life_hours must be > 0, got {self.half_life_hours!r}")
-        if self.min_final_score is not None and (
-            isinstance(self.min_final_score, bool)
-            or not isinstance(self.min_final_score, int | float)
-            or not 0.0 <= self.min_final_score <= 1.0
-        ):
-            raise ConfigurationError(
-                f"min_final_score={self.min_final_score!r} must be in [0, 1] or None"
-            )
 
     @property
     def weights(self) -> dict[str, float]:
@@ -197,12 +207,15 @@ class RetrievalConfig:
     documents: SourceConfig = SourceConfig(
         relevance=0.9, recency=0.1, limit=5, half_life_hours=24.0 * 365
     )
-    total_limit: int = setting(10, env="RETRIEVAL_TOTAL_LIMIT", help="Most results in all.")
+    total_limit: int = setting(
+        10, env="RETRIEVAL_TOTAL_LIMIT", help="Most results in all.", within=Within(1, integer=True)
+    )
     min_final_score: float = setting(
         DEFAULT_MIN_FINAL_SCORE,
         env="RETRIEVAL_MIN_FINAL_SCORE",
         help="Results below this final score are dropped, unless their source has its own "
         "threshold (calibrated: about the relevance of a memory at the distance cut-off).",
+        within=UNIT,
     )
     max_distance: float | None = setting(
         DEFAULT_MAX_DISTANCE,
@@ -210,11 +223,13 @@ class RetrievalConfig:
         help="Evidence gate of memories and documents: a result must lie within this L2 "
         "distance (calibrated for all-MiniLM-L6-v2; none turns it off) or cover "
         "RETRIEVAL_BM25_MIN_COVERAGE of the query.",
+        within=Within(0.0, open_low=True),
     )
     keyword_min_length: int = setting(
         DEFAULT_MIN_KEYWORD_LENGTH,
         env="RETRIEVAL_KEYWORD_MIN_LENGTH",
         help="Shortest keyword, in letters.",
+        within=Within(1, integer=True),
     )
     stop_words: frozenset[str] = DEFAULT_STOP_WORDS
     modes: Mapping[str, Mode] = field(default_factory=lambda: DEFAULT_MODES)
@@ -223,6 +238,7 @@ class RetrievalConfig:
         env="RETRIEVAL_CANDIDATE_POOL",
         help="Least candidates each database source hands from SQL to the ranking (a larger "
         "source limit raises it).",
+        within=Within(1, integer=True),
     )
     record_access: bool = setting(
         True,
@@ -244,37 +260,53 @@ class RetrievalConfig:
         DEFAULT_MEMORY_BM25_ROWS,
         env="RETRIEVAL_MEMORY_BM25_ROWS",
         help="Memories the rarest query terms may add to the BM25 channel of memories.",
+        within=Within(0, integer=True),
     )
-    rrf_k: int = setting(60, env="RETRIEVAL_RRF_K", help="The k of reciprocal rank fusion.")
+    rrf_k: int = setting(
+        60,
+        env="RETRIEVAL_RRF_K",
+        help="The k of reciprocal rank fusion.",
+        within=Within(0, integer=True),
+    )
     bm25_k1: float = setting(
-        DEFAULT_BM25_K1, env="RETRIEVAL_BM25_K1", help="Okapi BM25 k1 of the BM25 channels."
+        DEFAULT_BM25_K1,
+        env="RETRIEVAL_BM25_K1",
+        help="Okapi BM25 k1 of the BM25 channels.",
+        within=BM25_K1,
     )
     bm25_b: float = setting(
-        DEFAULT_BM25_B, env="RETRIEVAL_BM25_B", help="Okapi BM25 b of the BM25 channels."
+        DEFAULT_BM25_B,
+        env="RETRIEVAL_BM25_B",
+        help="Okapi BM25 b of the BM25 channels.",
+        within=BM25_B,
     )
     bm25_common_share: float = setting(
         0.15,
         env="RETRIEVAL_BM25_COMMON_SHARE",
         help="BM25 channels: terms held by more than this share of the rows are scored only "
         "for the rows the rarer terms found, when that provably changes no result.",
+        within=UNIT,
     )
     bm25_min_coverage: float = setting(
         0.9,
         env="RETRIEVAL_BM25_MIN_COVERAGE",
         help="A memory or chunk beyond the distance cut-off is still returned when its lexemes "
         "cover this share of the query's idf (an exact code or name).",
+        within=UNIT,
     )
     bm25_weight: float = setting(
         0.5,
         env="RETRIEVAL_BM25_WEIGHT",
         help="Weight of the BM25 channel in convex and rrf fusion; the vector channel gets 1 "
         "minus it.",
+        within=UNIT,
     )
     cascade_threshold: float = setting(
         0.7,
         env="RETRIEVAL_CASCADE_THRESHOLD",
         help="cascade fusion: the lexical relevance (BM25 over the query's idf) that wins over "
         "the vector channel's.",
+        within=UNIT,
     )
     text_search_config: str = setting(
         DEFAULT_TEXT_SEARCH_CONFIG, env="RETRIEVAL_TEXT_SEARCH_CONFIG", help=TEXT_SEARCH_CONFIG_HELP
@@ -308,6 +340,7 @@ class RetrievalConfig:
         help="Candidates the HNSW graph search keeps while it walks (pgvector's hnsw.ef_search; "
         "at least the candidate pool): more finds more of the true nearest memories in a "
         "large tenant, at some latency.",
+        within=Within(1, integer=True),
     )
     exact_scan_factor: float = setting(
         DEFAULT_EXACT_SCAN_FACTOR,
@@ -315,6 +348,7 @@ class RetrievalConfig:
         help="A tenant of n memories in a table of N is read exactly (its btree and a sort) when "
         "n^2 <= factor x candidate pool x N, else through the HNSW graph (the retriever learns "
         "n and N from its statements); 0 always takes the graph.",
+        within=Within(0.0, 1e6, open_high=True),
     )
 
     context_lift: float = setting(
@@ -323,22 +357,26 @@ class RetrievalConfig:
         help="Share of a conversation turn's relevance its thread's neighbouring turns take, "
         "per position away: they become candidates when that outranks their own relevance "
         "(0 turns it off).",
+        within=UNIT,
     )
     context_window: int = setting(
         DEFAULT_CONTEXT_WINDOW,
         env="RETRIEVAL_CONTEXT_WINDOW",
         help="How many positions before and after a turn its relevance lifts.",
+        within=Within(0, 20, integer=True),
     )
     time_weight: float = setting(
         DEFAULT_TIME_WEIGHT,
         env="RETRIEVAL_TIME_WEIGHT",
         help="Weight of how well a result's date fits a time the query names (on 1 February "
         "2023, in June, last week), taken from the source's other weights; 0 turns it off.",
+        within=UNIT,
     )
     time_half_life_days: float = setting(
         DEFAULT_TIME_HALF_LIFE_DAYS,
         env="RETRIEVAL_TIME_HALF_LIFE_DAYS",
         help="Days outside the query's time after which a result's time fit halves.",
+        within=Within(0.0, 36_500.0, open_low=True, open_high=True),
     )
     max_query_words: int = setting(
         DEFAULT_MAX_QUERY_WORDS,
@@ -346,9 +384,11 @@ class RetrievalConfig:
         help="Most distinct words of a query each keyword channel reads (episodic keywords, the "
         "BM25 terms of memories and documents): beyond it, the rarest in the tenant's "
         "statistics, so that a long query costs about what a short one does.",
+        within=Within(1, integer=True),
     )
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         if self.lexical_match not in (None, "max", "weighted", "cascade"):
             raise ConfigurationError(
                 f"lexical_match {self.lexical_match!r} is not one of max, weighted, cascade "
@@ -372,67 +412,7 @@ class RetrievalConfig:
             )
         if self.fusion not in FUSIONS:
             raise ConfigurationError(f"fusion {self.fusion!r} is not one of {', '.join(FUSIONS)}")
-        require_int("rrf_k", self.rrf_k, minimum=0)
-        if (
-            isinstance(self.bm25_k1, bool)
-            or not isinstance(self.bm25_k1, int | float)
-            or not (0.0 <= self.bm25_k1 <= 10.0)
-        ):
-            raise ConfigurationError(f"bm25_k1 must be a number in [0, 10], got {self.bm25_k1!r}")
-        for name in (
-            "bm25_weight",
-            "cascade_threshold",
-            "bm25_common_share",
-            "bm25_min_coverage",
-            "bm25_b",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigurationError(f"{name} must be a number, got {value!r}")
-            if not 0.0 <= value <= 1.0:
-                raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
         require_text_search_config(self.text_search_config)
-        for name in ("context_lift", "time_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigurationError(f"{name} must be a number, got {value!r}")
-            if not 0.0 <= value <= 1.0:
-                raise ConfigurationError(f"{name}={value!r} is outside [0, 1]")
-        require_int("context_window", self.context_window, minimum=0)
-        if self.context_window > 20:
-            raise ConfigurationError(
-                f"context_window must be at most 20 positions, got {self.context_window}"
-            )
-        half_life = self.time_half_life_days
-        if (
-            isinstance(half_life, bool)
-            or not isinstance(half_life, int | float)
-            or not (0.0 < half_life < 36_500.0)
-        ):
-            raise ConfigurationError(
-                f"time_half_life_days must be a number of days in (0, 36500), got {half_life!r}"
-            )
-        require_int("candidate_pool", self.candidate_pool, minimum=1)
-        require_int("ef_search", self.ef_search, minimum=1)
-        factor = self.exact_scan_factor
-        if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 <= factor < 1e6:
-            raise ConfigurationError(
-                f"exact_scan_factor must be a number in [0, 1000000), got {factor!r}"
-            )
-        require_int("memory_bm25_rows", self.memory_bm25_rows, minimum=0)
-        require_int("max_query_words", self.max_query_words, minimum=1)
-        if isinstance(self.total_limit, bool) or not isinstance(self.total_limit, int):
-            raise ConfigurationError(f"total_limit must be an integer, got {self.total_limit!r}")
-        if self.total_limit < 1:
-            raise ConfigurationError(f"total_limit must be >= 1, got {self.total_limit}")
-        if not 0.0 <= self.min_final_score <= 1.0:
-            raise ConfigurationError(f"min_final_score={self.min_final_score!r} is outside [0, 1]")
-        if self.max_distance is not None and not self.max_distance > 0:
-            raise ConfigurationError(f"max_distance must be > 0 or None, got {self.max_distance!r}")
-        if self.keyword_min_length < 1:
-            raise ConfigurationError(
-                f"keyword_min_length must be >= 1, got {self.keyword_min_length}"
-            )
         if "semantic" not in self.modes:
             raise ConfigurationError("modes must keep the default mode 'semantic'")
 

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
-from dataclasses import replace
+import typing
+from dataclasses import fields, replace
 
 import pytest
 
 from retrieval.errors import ConfigurationError
 from retrieval.search.config import SOURCES, Mode, RetrievalConfig, SourceConfig
+from retrieval.settings import ENV, UNIT, WITHIN, Within
 
 
 def test_defaults_are_measured_and_calibrated() -> None:
@@ -37,7 +39,9 @@ def test_a_source_may_have_its_own_threshold() -> None:
     assert config.threshold("episodic") == 0.3  # none: the config's
     assert config.threshold("documents") == 0.5
     assert config.threshold("working_state") == 0.4
-    with pytest.raises(ConfigurationError, match=r"min_final_score=1.5 must be in \[0, 1\]"):
+    with pytest.raises(
+        ConfigurationError, match=r"min_final_score must be a number in \[0, 1\] or None, got 1.5"
+    ):
         SourceConfig(relevance=1.0, recency=0.0, limit=5, half_life_hours=1, min_final_score=1.5)
 
 
@@ -66,10 +70,13 @@ def test_a_limit_scales_every_source() -> None:
     ("kwargs", "message"),
     [
         ({"relevance": 0.5, "recency": 0.4}, "weights must sum to 1, got 0.9"),
-        ({"relevance": 1.2, "recency": -0.2}, r"weight relevance=1.2 is outside \[0, 1\]"),
+        ({"relevance": 1.2, "recency": -0.2}, r"relevance must be a number in \[0, 1\], got 1.2"),
         ({"relevance": 0.6, "recency": 0.2, "importance": 0.3}, "weights must sum to 1, got 1.1"),
         ({"relevance": 0.8, "recency": 0.2, "limit": -1}, "limit must be an integer >= 0"),
-        ({"relevance": 0.8, "recency": 0.2, "half_life_hours": 0}, "half_life_hours must be > 0"),
+        (
+            {"relevance": 0.8, "recency": 0.2, "half_life_hours": 0},
+            "half_life_hours must be a number > 0",
+        ),
     ],
 )
 def test_bad_source_configs_are_refused_when_made(kwargs: dict[str, float], message: str) -> None:
@@ -89,10 +96,10 @@ def test_signals_share_the_weight() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"total_limit": 0}, "total_limit must be >= 1"),
-        ({"min_final_score": 1.5}, r"min_final_score=1.5 is outside \[0, 1\]"),
-        ({"max_distance": 0.0}, "max_distance must be > 0 or None"),
-        ({"keyword_min_length": 0}, "keyword_min_length must be >= 1"),
+        ({"total_limit": 0}, "total_limit must be an integer >= 1"),
+        ({"min_final_score": 1.5}, r"min_final_score must be a number in \[0, 1\], got 1.5"),
+        ({"max_distance": 0.0}, "max_distance must be a number > 0 or None"),
+        ({"keyword_min_length": 0}, "keyword_min_length must be an integer >= 1"),
     ],
 )
 def test_bad_retrieval_configs_are_refused(kwargs: dict[str, float], message: str) -> None:
@@ -140,7 +147,7 @@ def test_from_env_reads_each_variable() -> None:
     assert lexical.lexical_match == "cascade"
     bm25 = RetrievalConfig.from_env({"RETRIEVAL_BM25_K1": "2", "RETRIEVAL_BM25_B": "0.3"})
     assert (bm25.bm25_k1, bm25.bm25_b) == (2.0, 0.3)
-    with pytest.raises(ConfigurationError, match=r"bm25_b=1\.5 is outside"):
+    with pytest.raises(ConfigurationError, match=r"bm25_b must be a number in \[0, 1\], got 1\.5"):
         RetrievalConfig.from_env({"RETRIEVAL_BM25_B": "1.5"})
     assert lexical.lexical_sources == {"semantic", "episodic"}
 
@@ -166,3 +173,34 @@ def test_from_env_names_the_bad_variable() -> None:
 def test_config_is_frozen() -> None:
     with pytest.raises(AttributeError):
         RetrievalConfig().total_limit = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("within", "value", "problem"),
+    [
+        (UNIT, 0.5, None),
+        (UNIT, float("nan"), "x must be a number in [0, 1], got nan"),
+        (UNIT, True, "x must be a number in [0, 1], got True"),
+        (UNIT, "0.5", "x must be a number in [0, 1], got '0.5'"),
+        (Within(1, integer=True), 1, None),
+        (Within(1, integer=True), 1.0, "x must be an integer >= 1, got 1.0"),
+        (Within(0, 20, integer=True), 21, "x must be an integer from 0 to 20, got 21"),
+        (Within(0.0, open_low=True), 0.0, "x must be a number > 0, got 0.0"),
+        (
+            Within(0.0, 1e6, open_high=True),
+            1e6,
+            "x must be a number in [0, 1000000), got 1000000.0",
+        ),
+    ],
+)
+def test_a_declared_range_says_what_it_takes(
+    within: Within, value: object, problem: str | None
+) -> None:
+    assert within.problem("x", value) == problem
+
+
+def test_every_number_setting_of_the_retrieval_config_declares_its_range() -> None:
+    hints = typing.get_type_hints(RetrievalConfig)
+    for item in fields(RetrievalConfig):
+        if hints[item.name] in (int, float, int | None, float | None) and ENV in item.metadata:
+            assert WITHIN in item.metadata, item.name
