@@ -46,7 +46,7 @@ from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
-from retrieval.search import scoring
+from retrieval.search import reference_scores, scoring
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
@@ -215,7 +215,7 @@ def bm25(documents: DocumentStore, query: str) -> list[tuple[int, float]]:
 def dense(documents: DocumentStore, query: str) -> list[tuple[int, float]]:
     # Similarity 1 / (1 + d), the product's relevance of a distance.
     return [
-        (chunk, scoring.distance_relevance(distance))
+        (chunk, reference_scores.distance_relevance(distance))
         for chunk, distance in documents.dense(query, tenant_id=TENANT, limit=DEPTH)
     ]
 
@@ -257,12 +257,14 @@ def fuse_rrf(bm25_run: Ranking, dense_run: Ranking) -> Ranking:
     for channel, run in (("bm25", bm25_run), ("dense", dense_run)):
         for rank, (doc, _) in enumerate(run, start=1):
             ranks.setdefault(doc, {"bm25": None, "dense": None})[channel] = rank
-    fused = [(doc, scoring.reciprocal_rank_fusion(r)) for doc, r in ranks.items()]
+    fused = [(doc, reference_scores.reciprocal_rank_fusion(r)) for doc, r in ranks.items()]
     return sorted(fused, key=lambda item: (-item[1], item[0]))
 
 
 def _normalized(run: Ranking) -> dict[str, float]:
-    return dict(zip((doc for doc, _ in run), scoring.min_max([s for _, s in run]), strict=True))
+    return dict(
+        zip((doc for doc, _ in run), reference_scores.min_max([s for _, s in run]), strict=True)
+    )
 
 
 def _combine(

@@ -53,7 +53,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever, read_settings
-from retrieval.search.sources.fusion import SEED
+from retrieval.search.sources.bm25 import SEED
 
 TENANTS = MigrationSettings(schema="bench_tenants", embedding_dim=384)
 MODES = ("force_custom_plan", "force_generic_plan")

@@ -52,7 +52,7 @@ from retrieval.db.engine import make_engine
 from retrieval.db.migrate import upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
-from retrieval.search import scoring
+from retrieval.search import reference_scores, scoring
 from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 
@@ -347,7 +347,12 @@ def naive(
         distances = np.linalg.norm(matrix - vector, axis=1)
         for row, distance in zip(memories, distances, strict=True):
             scored.append(
-                _final(config.semantic, scoring.distance_relevance(float(distance)), row, config)
+                _final(
+                    config.semantic,
+                    reference_scores.distance_relevance(float(distance)),
+                    row,
+                    config,
+                )
             )
         for row in decisions:
             lowered = row.content.lower()
@@ -369,7 +374,7 @@ def naive(
 
 def _final(source: SourceConfig, relevance: float, row: Any, config: RetrievalConfig) -> float:
     age = (AS_OF - row.created_at).total_seconds()
-    recency = scoring.exponential_recency(age, source.half_life_hours * 3600)
+    recency = reference_scores.exponential_recency(age, source.half_life_hours * 3600)
     return scoring.weighted_sum(
         {"relevance": relevance, "recency": recency},
         {"relevance": source.relevance, "recency": source.recency},

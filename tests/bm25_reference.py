@@ -1,10 +1,10 @@
 """Plain-Python references for the SQL of the BM25 channels, shared by the integration tests.
 
 ``lexemes`` asks PostgreSQL for the terms of a text (the same analysis the write path uses);
-``bm25_reference`` scores rows with ``scoring.bm25_scores`` on those terms; ``term_statistics``
-reads the document frequencies the write path keeps beside a recount from the postings;
-``exact_distances`` ranks rows by their stored vectors; ``fused`` fuses the two absolute
-channels with ``scoring.py``, as the SQL should.
+``bm25_reference`` scores rows with ``reference_scores.bm25_scores`` on those terms;
+``term_statistics`` reads the document frequencies the write path keeps beside a recount from
+the postings; ``exact_distances`` ranks rows by their stored vectors; ``fused`` fuses the two
+absolute channels with ``reference_scores``, as the SQL should.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pgvector import HalfVector
 from sqlalchemy import Engine, text
 
 from retrieval.embedding.calibration import DenseCalibration
-from retrieval.search import scoring
+from retrieval.search import reference_scores
 
 Ranking = Sequence[tuple[int, float]]  # (row id, score or distance), best first
 
@@ -42,7 +42,7 @@ def bm25_reference(
     (document chunks).
     """
     corpus = _corpus(engine, table, tenant, memories=memories)
-    scores = scoring.bm25_scores(
+    scores = reference_scores.bm25_scores(
         list(dict.fromkeys(lexemes(engine, query))),
         [terms for _, terms in corpus],
         distinct_length=memories,
@@ -55,7 +55,7 @@ def total_idf(
 ) -> float:
     """The query's summed idf over the tenant's rows (as :func:`bm25_reference` counts them)."""
     corpus = _corpus(engine, table, tenant, memories=memories)
-    return scoring.query_idf(lexemes(engine, query), [terms for _, terms in corpus])
+    return reference_scores.query_idf(lexemes(engine, query), [terms for _, terms in corpus])
 
 
 def _corpus(
@@ -137,9 +137,9 @@ def fused(
     bm25_rank = {row: rank for rank, row in enumerate(by_bm25, start=1)}
     dense_rank = {row: rank for rank, row in enumerate(by_distance, start=1)}
     return {
-        row: scoring.fused_relevance(
+        row: reference_scores.fused_relevance(
             fusion,
-            scoring.lexical_relevance(bm25.get(row, 0.0), query_idf),
+            reference_scores.lexical_relevance(bm25.get(row, 0.0), query_idf),
             float(dense[row]),
             {"bm25": bm25_rank.get(row), "dense": dense_rank[row]},
         )

@@ -33,8 +33,10 @@ from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import checked_vector
-from retrieval.search import scoring
+from retrieval.search.config import BM25_B, BM25_K1, DEFAULT_BM25_B, DEFAULT_BM25_K1
 from retrieval.search.query import check_query_length
+from retrieval.search.sources.bm25 import bm25_every_posting, bm25_weight_ctes
+from retrieval.search.sources.documents import document_postings
 
 _CHUNK_COLUMNS = (
     ("tenant_id", "text"),
@@ -175,33 +177,35 @@ class DocumentStore:
         *,
         tenant_id: str,
         limit: int = 100,
-        k1: float = scoring.DEFAULT_BM25_K1,
-        b: float = scoring.DEFAULT_BM25_B,
+        k1: float = DEFAULT_BM25_K1,
+        b: float = DEFAULT_BM25_B,
     ) -> list[tuple[int, float]]:
-        """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25."""
+        """``(chunk_id, score)`` of the tenant's best chunks for ``query`` by Okapi BM25, from
+        every posting of its terms (the documents source's channel prunes; this reads all)."""
         _check_query(query)
         check_tenant(tenant_id)
         limit = arguments.count("limit", limit, maximum=arguments.MAX_RESULTS)
-        for name, value, top in (("k1", k1, 10.0), ("b", b, 1.0)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not 0.0 <= value <= top
-            ):
-                raise ValidationError(
-                    f"{name} must be a number in [0, {top:g}], got {value!r}", field=name
-                )
+        for name, value, within in (("k1", k1, BM25_K1), ("b", b, BM25_B)):
+            problem = within.problem(name, value)
+            if problem is not None:
+                raise ValidationError(problem, field=name)
         params = {
-            "query": query,
+            "query_text": query,
             "tenant_id": tenant_id,
-            "config": self.text_search_config,
+            "text_search_config": self.text_search_config,
             "limit": limit,
-            "k1": k1,
-            "b": b,
+            "bm25_k1": k1,
+            "bm25_b": b,
+            "bm25_common_share": 1.0,  # no term is common: every posting is read
         }
+        postings = document_postings(self.schema)
+        query_sql = "WITH {}\n{}\nORDER BY bm25 DESC, chunk_id\nLIMIT %(limit)s".format(
+            ",\n".join(bm25_weight_ctes("doc", postings, "query_text")),
+            bm25_every_posting("doc", postings),
+        )
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
             bind_tenant(connection, self.schema, tenant_id)
-            rows = execute(connection, self._sql("bm25"), params).all()
+            rows = execute(connection, query_sql, params).all()
         return [(int(row.chunk_id), float(row.bm25)) for row in rows]
 
     def dense(self, query: str, *, tenant_id: str, limit: int = 100) -> list[tuple[int, float]]:

@@ -18,12 +18,7 @@ from retrieval.db.config import (
     require_text_search_config,
 )
 from retrieval.errors import ConfigurationError
-from retrieval.search.scoring import (
-    DEFAULT_BM25_B,
-    DEFAULT_BM25_K1,
-    DEFAULT_MIN_KEYWORD_LENGTH,
-    DEFAULT_STOP_WORDS,
-)
+from retrieval.search.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 from retrieval.settings import (
     UNIT,
     Within,
@@ -65,7 +60,10 @@ DEFAULT_TIME_WEIGHT = 0.2
 DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
 # The query words a keyword channel reads at most (benchmarks/README.md, long-queries).
 DEFAULT_MAX_QUERY_WORDS = 32
-# Okapi BM25's parameters, for the BM25 channels and DocumentStore.bm25 alike.
+# Okapi BM25's parameters and their ranges, for the BM25 channels and DocumentStore.bm25 alike
+# (Anserini's defaults for short texts, docs/decisions/0002-memory-bm25-on-by-default.md).
+DEFAULT_BM25_K1 = 0.9
+DEFAULT_BM25_B = 0.4
 BM25_K1 = Within(0.0, 10.0)
 BM25_B = UNIT
 _WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")

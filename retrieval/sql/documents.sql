@@ -80,32 +80,6 @@ DELETE FROM {schema}.documents WHERE tenant_id = %(tenant_id)s AND id = %(docume
 SELECT id FROM {schema}.document_chunks
 WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s ORDER BY chunk_index
 
--- name: bm25
--- Okapi BM25 of the tenant's chunks for the query's lexemes, from the stored statistics.
-WITH query_terms AS (
-    SELECT DISTINCT lexeme AS term
-    FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))
-), corpus AS (
-    SELECT chunks::float8 AS n, total_terms::float8 / NULLIF(chunks, 0) AS average_length
-    FROM {schema}.document_corpus WHERE tenant_id = %(tenant_id)s
-), weighted AS (
-    SELECT q.term, ln(1.0 + (c.n - s.document_frequency + 0.5) / (s.document_frequency + 0.5))
-               AS idf
-    FROM query_terms AS q
-    JOIN {schema}.document_term_stats AS s ON s.tenant_id = %(tenant_id)s AND s.term = q.term
-    CROSS JOIN corpus AS c
-)
-SELECT p.chunk_id,
-       sum(w.idf * p.term_frequency * (%(k1)s + 1.0)
-           / (p.term_frequency
-              + %(k1)s * (1.0 - %(b)s + %(b)s * p.chunk_length / c.average_length))) AS bm25
-FROM weighted AS w
-JOIN {schema}.document_terms AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term
-CROSS JOIN corpus AS c
-GROUP BY p.chunk_id
-ORDER BY bm25 DESC, p.chunk_id
-LIMIT %(limit)s
-
 -- name: dense
 -- The tenant's chunks nearest a vector (the HNSW index, widened by the caller's settings).
 SELECT id, embedding <-> %(vector)s::vector AS distance

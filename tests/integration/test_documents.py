@@ -14,10 +14,10 @@ from sqlalchemy import text
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
 from retrieval.memory.store import MemoryStore
-from retrieval.search import scoring
+from retrieval.search import reference_scores
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
-from retrieval.search.sources import fusion
+from retrieval.search.sources import bm25
 from tests.bm25_reference import bm25_reference, lexemes, term_statistics
 from tests.conftest import as_stored
 
@@ -78,7 +78,7 @@ def test_bm25_in_sql_equals_the_python_reference(
             chunks = connection.execute(
                 text("SELECT id, content FROM retrieval.document_chunks ORDER BY id")
             ).all()
-        reference = scoring.bm25_scores(
+        reference = reference_scores.bm25_scores(
             list(dict.fromkeys(lexemes(store.engine, QUERIES[0]))),
             [lexemes(store.engine, c) for _, c in chunks],
             k1=k1,
@@ -329,8 +329,8 @@ def test_the_pruned_bm25_channel_finds_the_exact_top(
         documents.add(document)
     queries = [*QUERIES, *json.loads(SAMPLE.read_text())["titles"][:20]]
     tiers = set()
-    for seed in (1, fusion.SEED):
-        monkeypatch.setattr(fusion, "SEED", seed)
+    for seed in (1, bm25.SEED):
+        monkeypatch.setattr(bm25, "SEED", seed)
         for share in (0.0, 0.05, 0.1, 0.2, 0.3, 1.0):
             config = _ten_chunks(
                 fusion="rrf",

@@ -17,7 +17,7 @@ from retrieval.embedding.calibration import calibration_for
 from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
-from retrieval.search import scoring
+from retrieval.search import reference_scores, scoring
 from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
 from retrieval.search.retriever import HybridRetriever
@@ -113,11 +113,11 @@ def test_sql_scores_equal_the_python_oracle(store: MemoryStore, retriever: Hybri
         )
         # The seed's relevance stays in the evidence.
         assert result.metadata["inverse_distance"] == pytest.approx(
-            scoring.distance_relevance(distance), abs=1e-5
+            reference_scores.distance_relevance(distance), abs=1e-5
         )
         age = (AS_OF - memory.created_at).total_seconds()
         assert result.recency_score == pytest.approx(
-            scoring.exponential_recency(age, 720 * HOUR), abs=1e-12
+            reference_scores.exponential_recency(age, 720 * HOUR), abs=1e-12
         )
         signals = {"relevance": result.relevance_score, "recency": result.recency_score}
         assert result.final_score == pytest.approx(
@@ -136,7 +136,8 @@ def test_sql_scores_equal_the_python_oracle(store: MemoryStore, retriever: Hybri
         )
         created = datetime.fromisoformat(result.metadata["created_at"])
         assert result.recency_score == pytest.approx(
-            scoring.exponential_recency((AS_OF - created).total_seconds(), 168 * HOUR), abs=1e-12
+            reference_scores.exponential_recency((AS_OF - created).total_seconds(), 168 * HOUR),
+            abs=1e-12,
         )
     finals = [r.final_score for r in response]
     assert finals == sorted(finals, reverse=True)
@@ -168,8 +169,10 @@ def test_optional_signals_match_the_oracle(store: MemoryStore, retriever: Hybrid
     )
     by_id = {r.metadata["id"]: r for r in response if r.source == "semantic"}
     deploy = by_id[ids["deploy"]]
-    assert deploy.metadata["signals"]["popularity"] == pytest.approx(scoring.popularity(9))
-    assert deploy.metadata["signals"]["entity"] == pytest.approx(scoring.entity_overlap(1, 2))
+    assert deploy.metadata["signals"]["popularity"] == pytest.approx(reference_scores.popularity(9))
+    assert deploy.metadata["signals"]["entity"] == pytest.approx(
+        reference_scores.entity_overlap(1, 2)
+    )
     assert deploy.metadata["matched_entities"] == ["deploy"]
     assert deploy.metadata["signals"]["importance"] == pytest.approx(0.9)
     editor = by_id[ids["editor"]]

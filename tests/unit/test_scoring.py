@@ -4,26 +4,26 @@ import math
 
 import pytest
 
-from retrieval.search import scoring
+from retrieval.search import reference_scores, scoring
 from retrieval.search.results import RetrievalResult
 
 
 def test_distance_relevance_is_one_over_one_plus_d() -> None:
-    assert scoring.distance_relevance(0.0) == 1.0
-    assert scoring.distance_relevance(1.0) == 0.5
-    assert scoring.distance_relevance(3.0) == 0.25
+    assert reference_scores.distance_relevance(0.0) == 1.0
+    assert reference_scores.distance_relevance(1.0) == 0.5
+    assert reference_scores.distance_relevance(3.0) == 0.25
     with pytest.raises(ValueError, match="distance must be >= 0"):
-        scoring.distance_relevance(-0.1)
+        reference_scores.distance_relevance(-0.1)
 
 
 def test_recency_halves_every_half_life_and_caps_future_at_one() -> None:
     day = 86_400.0
-    assert scoring.exponential_recency(0, day) == 1.0
-    assert scoring.exponential_recency(day, day) == 0.5
-    assert scoring.exponential_recency(3 * day, day) == 0.125
-    assert scoring.exponential_recency(-day, day) == 1.0
+    assert reference_scores.exponential_recency(0, day) == 1.0
+    assert reference_scores.exponential_recency(day, day) == 0.5
+    assert reference_scores.exponential_recency(3 * day, day) == 0.125
+    assert reference_scores.exponential_recency(-day, day) == 1.0
     with pytest.raises(ValueError, match="half_life_seconds must be > 0"):
-        scoring.exponential_recency(1, 0)
+        reference_scores.exponential_recency(1, 0)
 
 
 def test_position_recency_runs_from_point_one_to_one() -> None:
@@ -34,16 +34,16 @@ def test_position_recency_runs_from_point_one_to_one() -> None:
 
 
 def test_popularity_is_logarithmic_and_capped() -> None:
-    assert scoring.popularity(0) == 0.0
-    assert scoring.popularity(100) == pytest.approx(1.0)
-    assert scoring.popularity(9) == pytest.approx(1 / math.log10(101))
-    assert scoring.popularity(10_000) == 1.0
+    assert reference_scores.popularity(0) == 0.0
+    assert reference_scores.popularity(100) == pytest.approx(1.0)
+    assert reference_scores.popularity(9) == pytest.approx(1 / math.log10(101))
+    assert reference_scores.popularity(10_000) == 1.0
 
 
 def test_fractions() -> None:
     assert scoring.keyword_fraction(2, 4) == 0.5
     assert scoring.keyword_fraction(0, 0) == 0.0
-    assert scoring.entity_overlap(1, 3) == pytest.approx(1 / 3)
+    assert reference_scores.entity_overlap(1, 3) == pytest.approx(1 / 3)
     with pytest.raises(ValueError):
         scoring.keyword_fraction(3, 2)
 

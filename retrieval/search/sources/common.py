@@ -35,7 +35,8 @@ SELECT_LIST = ", ".join(
 )
 
 # 0.5 ^ 1000 is about 1e-301; past that PostgreSQL's power() raises "underflow" where Python
-# returns 0.0, so recency is 0 there (scoring.exponential_recency gives < 1e-300 at that age).
+# returns 0.0, so recency is 0 there (reference_scores.exponential_recency gives < 1e-300 at
+# that age).
 _MAX_HALVINGS = 1000
 
 

@@ -3,7 +3,7 @@
 Two channels, each the tenant's best ``documents_candidates`` chunks:
 
 * BM25 (Okapi, exact, from the write path's postings and statistics; see
-  :mod:`retrieval.search.sources.fusion` and :mod:`retrieval.documents`);
+  :mod:`retrieval.search.sources.bm25` and :mod:`retrieval.documents`);
 * dense: L2 distance on the chunks' HNSW index.
 
 Every chunk either channel found gets both exact channel scores (its distance, and its BM25
@@ -17,8 +17,14 @@ of the chunk. The metadata carries both channels' raw scores and ranks.
 from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
+from retrieval.search.config import FUSIONS
+from retrieval.search.sources.bm25 import (
+    Postings,
+    bm25_contribution,
+    bm25_ctes,
+    bm25_factors,
+)
 from retrieval.search.sources.common import recency_sql
-from retrieval.search.sources.fusion import FUSIONS, Postings, bm25_ctes, bm25_factors
 from retrieval.search.sources.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
@@ -26,7 +32,20 @@ from retrieval.search.sources.relevance import (
 )
 
 SOURCE = "documents"
-__all__ = ["FUSIONS", "SOURCE", "documents_ctes"]
+__all__ = ["FUSIONS", "SOURCE", "document_postings", "documents_ctes"]
+
+
+def document_postings(schema: str) -> Postings:
+    """Where the document chunks' BM25 postings and statistics live in ``schema``."""
+    s = quote_schema(schema)
+    return Postings(
+        terms=f"{s}.document_terms",
+        stats=f"{s}.document_term_stats",
+        corpus=f"{s}.document_corpus",
+        key="chunk_id",
+        length="chunk_length",
+        count="chunks",
+    )
 
 
 def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> list[str]:
@@ -44,14 +63,7 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     (docs/decisions/0005-documents-evidence-gate.md).
     """
     s = quote_schema(schema)
-    postings = Postings(
-        terms=f"{s}.document_terms",
-        stats=f"{s}.document_term_stats",
-        corpus=f"{s}.document_corpus",
-        key="chunk_id",
-        length="chunk_length",
-        count="chunks",
-    )
+    postings = document_postings(schema)
     total_idf = "(SELECT sum(idf) FROM doc_idf)"
     dense = dense_relevance_sql("f.distance")
     lexical = lexical_relevance_sql("f.bm25", total_idf)
@@ -77,8 +89,7 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
         # term): each chunk's exact BM25 score and the idf its lexemes cover.
         f"""doc_covered AS (
     SELECT p.chunk_id, sum(i.idf) AS covered,
-           sum(i.idf * (%(bm25_k1)s::float8 + 1.0) * p.term_frequency
-               / (p.term_frequency + i.base + i.per_length * p.chunk_length)) AS bm25
+           sum({bm25_contribution("i", "p.term_frequency", "p.chunk_length")}) AS bm25
     FROM doc_idf AS i
     JOIN {s}.document_terms AS p
       ON p.tenant_id = %(tenant_id)s AND p.term = i.term

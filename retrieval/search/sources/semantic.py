@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
+from retrieval.search.sources.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.sources.common import recency_sql
-from retrieval.search.sources.fusion import bm25_factors
 from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.search.sources.relevance import (
     dense_relevance_sql,
@@ -254,8 +254,7 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
 )""",
         # A probed term's document frequency is the number of its memories (exact below the
         # cap), any other term's the sample's estimate.
-        # BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length);
-        # a lexeme no memory holds has document frequency 0 (it counts in the query's idf).
+        # A lexeme no memory holds has document frequency 0 (it counts in the query's idf).
         f"""mem_weights AS MATERIALIZED (
     SELECT w.term, x.document_frequency, x.counted,
            {bm25_factors("x.document_frequency", "c")}
@@ -291,15 +290,13 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
 )""",
         # Each candidate's query lexemes (ts_filter keeps the lexemes setweight marked), and
         # from them its BM25 score and the idf it covers.
-        """mem_scores AS MATERIALIZED (
+        f"""mem_scores AS MATERIALIZED (
     SELECT p.id,
-           sum(w.idf * (%(bm25_k1)s::float8 + 1.0) * cardinality(u.positions)
-               / (cardinality(u.positions) + w.base
-                  + w.per_length * length(p.search_vector))) AS bm25,
+           sum({_CONTRIBUTION}) AS bm25,
            sum(w.idf) AS covered
     FROM mem_pool AS p
     CROSS JOIN LATERAL unnest(
-        ts_filter(setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)), '{a}')
+        ts_filter(setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)), '{{a}}')
     ) AS u
     JOIN mem_weights AS w ON w.term = u.lexeme
     GROUP BY p.id
@@ -318,6 +315,11 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     WHERE near OR bm25_rank <= %(semantic_candidates)s
 )""",
     ]
+
+
+# A query lexeme's BM25 contribution to a memory: its positions are its frequency, the memory's
+# distinct lexemes its length.
+_CONTRIBUTION = bm25_contribution("w", "cardinality(u.positions)", "length(p.search_vector)")
 
 
 def _matching(s: str, bound: bool) -> str:

@@ -1,9 +1,13 @@
-"""Okapi BM25 in SQL over a table's postings, exact and pruned (the documents' BM25 channel).
+"""Okapi BM25 in SQL, written once: a query term's factors, a posting's contribution, and the
+best rows of a table's postings, exact and pruned.
 
-The BM25 channel reads the postings and statistics the write path keeps (``*_terms``,
-``*_term_stats``, ``*_corpus``) and returns the best candidates by exact BM25; the sources fuse
-it with their vector channel (:mod:`retrieval.search.sources.relevance`). ``FUSIONS`` names the
-fusion strategies.
+:func:`bm25_factors` and :func:`bm25_contribution` are the formula, which the memories' channel
+(:mod:`retrieval.search.sources.semantic`), the documents' channel
+(:mod:`retrieval.search.sources.documents`) and ``DocumentStore.bm25`` all use; :func:`bm25_ctes`
+reads the postings and statistics the write path keeps (``*_terms``, ``*_term_stats``,
+``*_corpus``) and returns the best candidates by exact BM25. Its parameters' ranges are declared
+once, with the settings (:data:`retrieval.search.config.BM25_K1`, ``BM25_B``). The plain-Python
+reference the tests check it against is :mod:`retrieval.search.reference_scores`.
 
 Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
 ``bm25_common_share``, ``max_query_words`` (with ``capped``), and the query text and candidate
@@ -14,9 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.search.config import FUSIONS
-
-__all__ = ["FUSIONS", "PROBE_LIMIT", "SEED", "Postings", "bm25_ctes", "bm25_factors"]
+__all__ = ["PROBE_LIMIT", "SEED", "Postings", "bm25_contribution", "bm25_ctes", "bm25_factors"]
 
 SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
 PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
@@ -41,14 +43,28 @@ def _terms(prefix: str, postings: Postings, query_text: str, capped: bool) -> st
 def bm25_factors(document_frequency: str, corpus: str) -> str:
     """A query term's BM25 factors as select-list columns, from the SQL expression of its
     document frequency and the alias of a corpus row (``n``, ``average_length``): ``idf``
-    (Lucene's), ``base`` and ``per_length``, so that a posting adds
-    ``idf * (k1 + 1) * tf / (tf + base + per_length * length)``."""
+    (Lucene's), ``idf_k1`` (``idf * (k1 + 1)``, the most the term adds to a row), ``base`` and
+    ``per_length``, for :func:`bm25_contribution`.
+
+    Okapi BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length).
+    """
+    idf = f"ln(1.0 + ({corpus}.n - {document_frequency} + 0.5) / ({document_frequency} + 0.5))"
     return (
-        f"ln(1.0 + ({corpus}.n - {document_frequency} + 0.5) / ({document_frequency} + 0.5))"
-        " AS idf,\n"
+        f"{idf} AS idf,\n"
+        f"           {idf} * (%(bm25_k1)s::float8 + 1.0) AS idf_k1,\n"
         "           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,\n"
         f"           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / {corpus}.average_length"
         " AS per_length"
+    )
+
+
+def bm25_contribution(factors: str, term_frequency: str, length: str) -> str:
+    """What one posting adds to its row's BM25 score: ``idf_k1 * tf / (tf + base + per_length
+    * length)``, from the alias of a row of :func:`bm25_factors` and the SQL expressions of the
+    term's frequency in the row and the row's length."""
+    return (
+        f"{factors}.idf_k1 * {term_frequency} / ({term_frequency} + {factors}.base "
+        f"+ {factors}.per_length * {length})"
     )
 
 
@@ -89,28 +105,22 @@ def bm25_ctes(
        top is the seed's;
     2. ``theta > R`` and at most ``PROBE_LIMIT`` rows have ``P + R >= theta``: those rows get
        their common terms added the same way, the rest cannot reach the top;
-    3. otherwise every posting is scored.
+    3. otherwise every posting is scored (:func:`bm25_every_posting`).
     """
-    extra = f"AND {condition}" if condition else ""
-    contribution = (
-        f"w.idf_k1 * p.term_frequency / (p.term_frequency + w.base "
-        f"+ w.per_length * p.{postings.length})"
-    )
-    key = postings.key
-    seed = f"{SEED} * %({candidates})s"  # the seed's size
+    return [
+        *bm25_weight_ctes(prefix, postings, query_text, capped=capped),
+        *_seed_ctes(prefix, postings, candidates, condition),
+        *_tier_ctes(prefix, postings, candidates, condition),
+    ]
 
-    def common_of(rows: str) -> str:
-        # The common terms' contributions (``rest``) to the rows of query ``rows``: each
-        # common term's postings probed for all of them at once (one index scan per term).
-        return f"""
-        SELECT p.{key}, sum({contribution}) AS rest
-        FROM {prefix}_weights AS w
-        JOIN {postings.terms} AS p
-          ON p.tenant_id = %(tenant_id)s AND p.term = w.term
-             AND p.{key} = ANY (ARRAY({rows}))
-        WHERE w.common
-        GROUP BY p.{key}"""
 
+def bm25_weight_ctes(
+    prefix: str, postings: Postings, query_text: str, *, capped: bool = False
+) -> list[str]:
+    """CTEs ending in ``{prefix}_weights (term, idf, idf_k1, base, per_length, common)``: the
+    query's terms that the rows hold, each with its factors (:func:`bm25_factors`) once, so
+    that a posting costs one multiply-add; ``common``: held by more than parameter
+    ``bm25_common_share`` of the rows."""
     return [
         _terms(prefix, postings, query_text, capped),
         f"""{prefix}_corpus AS (
@@ -118,23 +128,59 @@ def bm25_ctes(
            total_terms::float8 / NULLIF({postings.count}, 0) AS average_length
     FROM {postings.corpus} WHERE tenant_id = %(tenant_id)s
 )""",
-        # Each query term's factors once (idf, and the length normalization's constants), so
-        # that a posting costs one multiply-add: BM25 = idf * tf * (k1 + 1)
-        # / (tf + k1 * (1 - b) + k1 * b * length / average_length). idf * (k1 + 1) bounds the
-        # term's contribution.
         f"""{prefix}_weights AS MATERIALIZED (
     SELECT q.term,
-           ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5))
-               * (%(bm25_k1)s::float8 + 1.0) AS idf_k1,
-           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,
-           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / c.average_length AS per_length,
+           {bm25_factors("t.document_frequency", "c")},
            t.document_frequency > %(bm25_common_share)s::float8 * c.n AS common
     FROM {prefix}_terms AS q
     JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
     CROSS JOIN {prefix}_corpus AS c
 )""",
+    ]
+
+
+def bm25_every_posting(
+    prefix: str, postings: Postings, condition: str = "", *, when: str = "TRUE"
+) -> str:
+    """``SELECT <key>, bm25``: every row's exact BM25 from all the postings of the query's
+    terms (after :func:`bm25_weight_ctes`); ``condition`` filters postings (alias ``p``),
+    ``when`` the whole select."""
+    extra = f"AND {condition}" if condition else ""
+    return f"""SELECT p.{postings.key}, sum({_contribution(postings)}) AS bm25
+        FROM {prefix}_weights AS w
+        JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
+        WHERE {when}
+        GROUP BY p.{postings.key}"""
+
+
+def _contribution(postings: Postings) -> str:
+    return bm25_contribution("w", "p.term_frequency", f"p.{postings.length}")
+
+
+def _common_of(prefix: str, postings: Postings, rows: str) -> str:
+    # The common terms' contributions (``rest``) to the rows of query ``rows``: each common
+    # term's postings probed for all of them at once (one index scan per term).
+    key = postings.key
+    return f"""
+        SELECT p.{key}, sum({_contribution(postings)}) AS rest
+        FROM {prefix}_weights AS w
+        JOIN {postings.terms} AS p
+          ON p.tenant_id = %(tenant_id)s AND p.term = w.term
+             AND p.{key} = ANY (ARRAY({rows}))
+        WHERE w.common
+        GROUP BY p.{key}"""
+
+
+def _seed_ctes(prefix: str, postings: Postings, candidates: str, condition: str) -> list[str]:
+    # The rare terms' partial scores, the seed's exact scores, and the bound the common terms
+    # set.
+    extra = f"AND {condition}" if condition else ""
+    key = postings.key
+    seed = f"{SEED} * %({candidates})s"  # the seed's size
+    seed_rows = f"SELECT {key} FROM {prefix}_top WHERE place <= {seed}"
+    return [
         f"""{prefix}_partial AS MATERIALIZED (
-    SELECT p.{key}, sum({contribution}) AS partial
+    SELECT p.{key}, sum({_contribution(postings)}) AS partial
     FROM {prefix}_weights AS w
     JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
     WHERE NOT w.common
@@ -151,7 +197,7 @@ def bm25_ctes(
         f"""{prefix}_seed AS MATERIALIZED (
     SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
     FROM {prefix}_top AS a
-    LEFT JOIN ({common_of(f"SELECT {key} FROM {prefix}_top WHERE place <= {seed}")}
+    LEFT JOIN ({_common_of(prefix, postings, seed_rows)}
     ) AS x ON x.{key} = a.{key}
     WHERE a.place <= {seed}
 )""",
@@ -166,6 +212,15 @@ def bm25_ctes(
            (SELECT partial FROM {prefix}_top WHERE place = {SEED} * %({candidates})s + 1)
                AS outside
 )""",
+    ]
+
+
+def _tier_ctes(prefix: str, postings: Postings, candidates: str, condition: str) -> list[str]:
+    # Which tier answers, and the best candidates by it.
+    key = postings.key
+    reach_rows = f"SELECT {key} FROM {prefix}_reach"
+    tier_3 = f"(SELECT tier FROM {prefix}_tier) = 3"
+    return [
         # The rows the rare terms found that can still reach the top (read by tiers 2 and 3).
         f"""{prefix}_reach AS MATERIALIZED (
     SELECT a.{key}, a.partial
@@ -192,14 +247,10 @@ def bm25_ctes(
         UNION ALL
         SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
         FROM {prefix}_reach AS a
-        LEFT JOIN ({common_of(f"SELECT {key} FROM {prefix}_reach")}) AS x ON x.{key} = a.{key}
+        LEFT JOIN ({_common_of(prefix, postings, reach_rows)}) AS x ON x.{key} = a.{key}
         WHERE (SELECT tier FROM {prefix}_tier) = 2
         UNION ALL
-        SELECT p.{key}, sum({contribution}) AS bm25
-        FROM {prefix}_weights AS w
-        JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
-        WHERE (SELECT tier FROM {prefix}_tier) = 3
-        GROUP BY p.{key}
+        {bm25_every_posting(prefix, postings, condition, when=tier_3)}
     ) AS scored
     ORDER BY scored.bm25 DESC, scored.{key}
     LIMIT %({candidates})s
