@@ -208,9 +208,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
         )
         config = inspector.retriever.config
         context["response"] = response
-        context["rows"] = [
-            (result, score_parts(result, bm25_weight=config.bm25_weight)) for result in response
-        ]
+        context["rows"] = [(result, score_parts(result)) for result in response]
         context["thresholds"] = {
             name: config.threshold(name) for name in response.diagnostics.sources
         }

@@ -221,3 +221,36 @@ def test_statistics_follow_every_write_whoever_writes(
     with store.engine.begin() as connection:
         connection.execute(text("TRUNCATE retrieval.memories CASCADE"))
     assert _stats(store, "globex") == ([], [])
+
+
+@pytest.mark.parametrize("fusion", ["convex", "max", "cascade", "rrf"])
+def test_each_fusion_records_the_lexical_share_of_its_relevance(
+    retriever: HybridRetriever, fusion: str
+) -> None:
+    config = retriever.config
+    lexical_weight, dense_weight, k = config.bm25_weight, 1.0 - config.bm25_weight, config.rrf_k
+    response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF, fusion=fusion)
+    for result in response:
+        metadata = result.metadata
+        lexical, dense = metadata["bm25_relevance"], metadata["dense_relevance"]
+        if fusion == "convex":
+            fused = lexical_weight * lexical + dense_weight * dense
+            expected = lexical_weight * lexical / fused if fused else 0.0
+        elif fusion == "max":
+            expected = 1.0 if lexical > dense else 0.0 if lexical < dense else 0.5
+        elif fusion == "cascade":
+            expected = 1.0 if lexical >= config.cascade_threshold else 0.0
+        else:
+            rank = metadata["bm25_rank"]
+            lexical_term = lexical_weight / (k + rank) if rank is not None else 0.0
+            dense_term = dense_weight / (k + metadata["dense_rank"])
+            expected = lexical_term / (lexical_term + dense_term)
+        assert metadata["lexical_share"] == pytest.approx(expected, abs=1e-9), fusion
+        parts = metadata["parts"]
+        assert sum(part["value"] for part in parts.values()) == pytest.approx(
+            result.final_score, abs=1e-9
+        )
+        relevance_parts = parts["meaning"]["value"] + parts["lexical"]["value"]
+        assert relevance_parts == pytest.approx(
+            metadata["weights"]["relevance"] * result.relevance_score, abs=1e-9
+        )

@@ -29,6 +29,7 @@ from retrieval.search.sources.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
     lexical_relevance_sql,
+    lexical_share_sql,
 )
 
 SOURCE = "documents"
@@ -67,6 +68,7 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     total_idf = "(SELECT sum(idf) FROM doc_idf)"
     dense = dense_relevance_sql("f.distance")
     lexical = lexical_relevance_sql("f.bm25", total_idf)
+    share = lexical_share_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")
     return [
         *bm25_ctes("doc", postings, "query_text", "documents_candidates", capped=capped),
         f"""doc_dense AS MATERIALIZED (
@@ -130,7 +132,8 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
                'page_end', f.page_end, 'metadata', d.metadata || f.metadata,
                'coverage', f.coverage, 'bm25_tier', (SELECT tier FROM doc_tier),
                'fusion', %(fusion)s::text, 'bm25', f.bm25, 'bm25_rank', f.bm25_rank,
-               'bm25_relevance', {lexical}, 'dense_distance', f.distance,
+               'bm25_relevance', {lexical}, 'lexical_share', {share},
+               'dense_distance', f.distance,
                'dense_rank', f.dense_rank, 'dense_relevance', {dense},
                'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
            ) AS details

@@ -41,9 +41,9 @@ def lexical_relevance_sql(bm25: str, total_idf: str) -> str:
 
 def fused_relevance_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: str) -> str:
     """The channels fused by the ``fusion`` parameter; a missing rank adds nothing to ``rrf``."""
+    lexical_rrf, dense_rrf = _rrf_terms(bm25_rank, dense_rank)
     rrf = (
-        f"LEAST(1.0::float8, (COALESCE(%(bm25_weight)s::float8 / (%(rrf_k)s + {bm25_rank}), 0.0)"
-        f" + COALESCE(%(dense_weight)s::float8 / (%(rrf_k)s + {dense_rank}), 0.0))"
+        f"LEAST(1.0::float8, ({lexical_rrf} + {dense_rrf})"
         f" / ((%(bm25_weight)s::float8 + %(dense_weight)s::float8) / (%(rrf_k)s + 1)))"
     )
     return f"""CASE %(fusion)s
@@ -54,3 +54,30 @@ def fused_relevance_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: st
                                         THEN {lexical} ELSE {dense} END
                WHEN 'rrf' THEN {rrf}
            END"""
+
+
+def lexical_share_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: str) -> str:
+    """The share of :func:`fused_relevance_sql`'s relevance that the lexical channel gave, in
+    [0, 1]: its term of the convex sum or of rank fusion over both terms; 1 where ``max`` or
+    ``cascade`` took the lexical channel, 0 where they took the dense one (a tie of ``max``:
+    half each)."""
+    lexical_rrf, dense_rrf = _rrf_terms(bm25_rank, dense_rank)
+    weighted_lexical = f"%(bm25_weight)s::float8 * {lexical}"
+    return f"""CASE %(fusion)s
+               WHEN 'convex' THEN COALESCE({weighted_lexical}
+                   / NULLIF({weighted_lexical} + %(dense_weight)s::float8 * {dense}, 0.0), 0.0)
+               WHEN 'max' THEN CASE WHEN {lexical} > {dense} THEN 1.0
+                                    WHEN {lexical} < {dense} THEN 0.0 ELSE 0.5 END
+               WHEN 'cascade' THEN CASE WHEN {lexical} >= %(cascade_threshold)s::float8
+                                        THEN 1.0 ELSE 0.0 END
+               WHEN 'rrf' THEN COALESCE({lexical_rrf} / NULLIF({lexical_rrf} + {dense_rrf}, 0.0),
+                                        0.0)
+           END::float8"""
+
+
+def _rrf_terms(bm25_rank: str, dense_rank: str) -> tuple[str, str]:
+    # Each channel's term of reciprocal rank fusion (0 without a rank).
+    return (
+        f"COALESCE(%(bm25_weight)s::float8 / (%(rrf_k)s + {bm25_rank}), 0.0)",
+        f"COALESCE(%(dense_weight)s::float8 / (%(rrf_k)s + {dense_rank}), 0.0)",
+    )

@@ -41,6 +41,7 @@ from retrieval.search.sources.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
     lexical_relevance_sql,
+    lexical_share_sql,
 )
 
 SOURCE = "semantic"
@@ -332,11 +333,16 @@ def _matching(s: str, bound: bool) -> str:
 
 
 def _bm25_evidence() -> str:
-    # Both channels' scores and ranks, for the metadata.
+    # Both channels' scores and ranks, and the lexical channel's share of the fusion, for the
+    # metadata.
     lexical = lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)")
+    share = lexical_share_sql(
+        lexical, dense_relevance_sql("n.distance"), "n.bm25_rank", "n.dense_rank"
+    )
     return (
         f"'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, "
-        f"'bm25_relevance', {lexical}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, "
+        f"'bm25_relevance', {lexical}, 'lexical_share', {share}, "
+        f"'coverage', n.coverage, 'dense_rank', n.dense_rank, "
         "'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, "
         "'bm25_complete', (SELECT unprobed FROM mem_total) = 0"
     )

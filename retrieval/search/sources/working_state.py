@@ -20,6 +20,7 @@ from retrieval.search import lexical_match, scoring
 from retrieval.search.config import SourceConfig
 from retrieval.search.lexical_match import Strategy
 from retrieval.search.results import RetrievalResult
+from retrieval.search.weighted_parts import weighted_parts
 
 SOURCE = "working_state"
 
@@ -76,7 +77,8 @@ def score_working_state(
             }
         recency = scoring.position_recency(position, len(recent))
         signals = {"relevance": relevance, "recency": recency}
-        final = scoring.weighted_sum(signals, _applicable(config.weights))
+        weights = _applicable(config.weights)
+        final = scoring.weighted_sum(signals, weights)
         results.append(
             RetrievalResult(
                 content=text,
@@ -91,6 +93,7 @@ def score_working_state(
                     "matched_keywords": matched,
                     "keywords": list(keywords),
                     **evidence,
+                    "parts": weighted_parts(SOURCE, signals, weights, evidence),
                 },
             )
         )
