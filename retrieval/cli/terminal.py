@@ -7,7 +7,7 @@ import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from typing import TextIO
+from typing import Any, TextIO
 
 
 def confirmed(question: str) -> bool:
@@ -66,3 +66,11 @@ def escaped_stdout() -> Iterator[None]:
     """Standard output through :class:`Escaping` while the block runs."""
     with redirect_stdout(Escaping(sys.stdout)):
         yield
+
+
+def progress(total: int, label: str, unit: str) -> Any:
+    """A progress bar of ``total`` ``unit`` on standard error: a bar on a terminal, silence in
+    pipes and CI logs."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit=f" {unit}", disable=None, file=sys.stderr)

@@ -105,6 +105,10 @@ class HashedTokens:
         )
 
 
+_READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_WRITING = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
 def memory_server(
     store: AsyncMemoryStore,
     retriever: AsyncHybridRetriever,
@@ -210,10 +214,21 @@ def _add_tools(
     tenant_of: TenantOf,
     calls: ToolCalls,
 ) -> None:
-    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    _add_search(server, retriever, tenant_of, calls)
+    _add_records(server, store, tenant_of, calls)
+    _add_timeline(server, retriever, tenant_of, calls)
+    _add_forget(server, store, tenant_of, calls)
 
-    @server.tool(annotations=reading, structured_output=True)
+
+def _add_search(
+    server: MCPServer,
+    retriever: AsyncHybridRetriever,
+    tenant_of: TenantOf,
+    calls: ToolCalls,
+) -> None:
+    """search_memory: the ranked context for a query."""
+
+    @server.tool(annotations=_READING, structured_output=True)
     async def search_memory(
         query: Annotated[str, Field(description="what you need to know, in plain words")],
         context: Context,
@@ -251,7 +266,16 @@ def _add_tools(
             )
         return _search_result(response)
 
-    @server.tool(annotations=writing, structured_output=True)
+
+def _add_records(
+    server: MCPServer,
+    store: AsyncMemoryStore,
+    tenant_of: TenantOf,
+    calls: ToolCalls,
+) -> None:
+    """remember, record_decision, record_tool_call: the writes of an agent's memory."""
+
+    @server.tool(annotations=_WRITING, structured_output=True)
     async def remember(
         text: Annotated[str, Field(description="the memory, one self-contained statement")],
         context: Context,
@@ -280,7 +304,7 @@ def _add_tools(
             )
         return {"id": memory_id}
 
-    @server.tool(annotations=writing, structured_output=True)
+    @server.tool(annotations=_WRITING, structured_output=True)
     async def record_decision(
         action_type: Annotated[
             str, Field(description="what kind of action, e.g. plan, fix, deploy, answer")
@@ -303,7 +327,7 @@ def _add_tools(
             )
         return {"id": decision_id}
 
-    @server.tool(annotations=writing, structured_output=True)
+    @server.tool(annotations=_WRITING, structured_output=True)
     async def record_tool_call(
         tool_name: Annotated[str, Field(description="the tool that was called")],
         context: Context,
@@ -327,7 +351,16 @@ def _add_tools(
             )
         return {"id": call_id}
 
-    @server.tool(annotations=reading, structured_output=True)
+
+def _add_timeline(
+    server: MCPServer,
+    retriever: AsyncHybridRetriever,
+    tenant_of: TenantOf,
+    calls: ToolCalls,
+) -> None:
+    """timeline: what happened in a window, newest first."""
+
+    @server.tool(annotations=_READING, structured_output=True)
     async def timeline(
         context: Context,
         since: Annotated[
@@ -349,6 +382,15 @@ def _add_tools(
                 tenant, since=since, until=until, kinds=kinds, limit=limit
             )
         return {"events": [_event(event) for event in events]}
+
+
+def _add_forget(
+    server: MCPServer,
+    store: AsyncMemoryStore,
+    tenant_of: TenantOf,
+    calls: ToolCalls,
+) -> None:
+    """forget: memories deleted by id."""
 
     @server.tool(
         annotations=ToolAnnotations(

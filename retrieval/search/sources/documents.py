@@ -70,6 +70,43 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     lexical = lexical_relevance_sql("f.bm25", total_idf)
     share = lexical_share_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")
     return [
+        *_channels(s, postings, capped),
+        *_evidence(s, total_idf),
+        """doc_ranked AS (
+    SELECT e.*,
+           CASE WHEN e.bm25 > 0.0 THEN
+               row_number() OVER (ORDER BY e.bm25 DESC, e.chunk_id) END AS bm25_rank,
+           row_number() OVER (ORDER BY e.distance, e.chunk_id) AS dense_rank
+    FROM doc_evidence AS e
+)""",
+        f"""documents AS (
+    SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
+           'chunk'::text AS kind, f.created_at,
+           {fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")} AS relevance,
+           {recency_sql("f.created_at", "documents_half_life")} AS recency,
+           0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
+           f.distance, NULL::text[] AS matched, NULL::text[] AS entities,
+           jsonb_build_object(
+               'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', f.chunk_index,
+               'section_title', f.section_title, 'page_start', f.page_start,
+               'page_end', f.page_end, 'metadata', d.metadata || f.metadata,
+               'coverage', f.coverage, 'bm25_tier', (SELECT tier FROM doc_tier),
+               'fusion', %(fusion)s::text, 'bm25', f.bm25, 'bm25_rank', f.bm25_rank,
+               'bm25_relevance', {lexical}, 'lexical_share', {share},
+               'dense_distance', f.distance,
+               'dense_rank', f.dense_rank, 'dense_relevance', {dense},
+               'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
+           ) AS details
+    FROM doc_ranked AS f
+    JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
+    {_GATE if gated else ""}
+)""",
+    ]
+
+
+def _channels(s: str, postings: Postings, capped: bool) -> list[str]:
+    # Each channel's best chunks (BM25 pruned, and the nearest by vector), and their union.
+    return [
         *bm25_ctes("doc", postings, "query_text", "documents_candidates", capped=capped),
         f"""doc_dense AS MATERIALIZED (
     SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
@@ -81,6 +118,12 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
         """doc_found AS MATERIALIZED (
     SELECT chunk_id FROM doc_bm25 UNION SELECT chunk_id FROM doc_dense
 )""",
+    ]
+
+
+def _evidence(s: str, total_idf: str) -> list[str]:
+    # Every found chunk's exact scores in both channels, with the columns the results show.
+    return [
         f"""doc_idf AS MATERIALIZED (
     SELECT q.term, {bm25_factors("COALESCE(t.document_frequency, 0)", "c")}
     FROM doc_terms AS q
@@ -111,35 +154,6 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = u.chunk_id
     LEFT JOIN doc_dense AS d ON d.chunk_id = u.chunk_id
     LEFT JOIN doc_covered AS v ON v.chunk_id = u.chunk_id
-)""",
-        """doc_ranked AS (
-    SELECT e.*,
-           CASE WHEN e.bm25 > 0.0 THEN
-               row_number() OVER (ORDER BY e.bm25 DESC, e.chunk_id) END AS bm25_rank,
-           row_number() OVER (ORDER BY e.distance, e.chunk_id) AS dense_rank
-    FROM doc_evidence AS e
-)""",
-        f"""documents AS (
-    SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
-           'chunk'::text AS kind, f.created_at,
-           {fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")} AS relevance,
-           {recency_sql("f.created_at", "documents_half_life")} AS recency,
-           0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
-           f.distance, NULL::text[] AS matched, NULL::text[] AS entities,
-           jsonb_build_object(
-               'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', f.chunk_index,
-               'section_title', f.section_title, 'page_start', f.page_start,
-               'page_end', f.page_end, 'metadata', d.metadata || f.metadata,
-               'coverage', f.coverage, 'bm25_tier', (SELECT tier FROM doc_tier),
-               'fusion', %(fusion)s::text, 'bm25', f.bm25, 'bm25_rank', f.bm25_rank,
-               'bm25_relevance', {lexical}, 'lexical_share', {share},
-               'dense_distance', f.distance,
-               'dense_rank', f.dense_rank, 'dense_relevance', {dense},
-               'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
-           ) AS details
-    FROM doc_ranked AS f
-    JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
-    {_GATE if gated else ""}
 )""",
     ]
 

@@ -105,35 +105,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     (:mod:`retrieval.search.sources.relevance`).
     """
     s = quote_schema(schema)
-    filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m")]
-    vector_column = ", m.search_vector" if query.bm25 else ""
-    where = " AND ".join(filters)
-    distance = "m.embedding <-> %(query_vector)s::vector"
-    ctes = [
-        # The tenant's rows by its btree, each distance computed once and only the ids sorted;
-        # the pool's rows then read whole by the primary key.
-        f"""semantic_nearest AS MATERIALIZED (
-    SELECT {_row("m")}{vector_column}, x.distance
-    FROM (
-        SELECT y.id, y.distance FROM (
-            SELECT m.id, {distance} AS distance FROM {s}.memories AS m WHERE {where}
-            OFFSET 0
-        ) AS y
-        ORDER BY y.distance
-        LIMIT %(semantic_candidates)s
-    ) AS x
-    JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = x.id
-    ORDER BY x.distance
-)"""
-        if query.exact
-        else f"""semantic_nearest AS MATERIALIZED (
-    SELECT {_row("m")}{vector_column}, {distance} AS distance
-    FROM {s}.memories AS m
-    WHERE {where}
-    ORDER BY distance
-    LIMIT %(semantic_candidates)s
-)"""
-    ]
+    ctes = [_nearest(s, query)]
     dense = dense_relevance_sql("n.distance")
     if query.bm25:
         ctes += _bm25_channel(schema, query)
@@ -158,16 +130,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
         relevance = lexical_relevance(query.lexical, own)
         lexical_join = lexical_scores("n.content")
         lexical_details = ", " + lexical_evidence(query.lexical, "semantic", own)
-    if query.with_entities:
-        linked = (
-            f"SELECT e.entity_id FROM {s}.memory_entities AS e "
-            "WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = n.id "
-            "AND e.entity_id = ANY(%(entity_ids)s::text[]) ORDER BY e.entity_id"
-        )
-        entities = f"ARRAY({linked})"
-        entity = f"cardinality({entities})::float8 / cardinality(%(entity_ids)s::text[])"
-    else:
-        entities, entity = "NULL::text[]", "0.0::float8"
+    entities, entity = _entity_columns(s, query.with_entities)
     ctes.append(
         f"""semantic AS (
     SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
@@ -195,6 +158,52 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     return ctes
 
 
+def _nearest(s: str, query: SemanticQuery) -> str:
+    """The dense channel's CTE ``semantic_nearest``: the tenant's nearest memories."""
+    filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m")]
+    vector_column = ", m.search_vector" if query.bm25 else ""
+    where = " AND ".join(filters)
+    distance = "m.embedding <-> %(query_vector)s::vector"
+    return (
+        # The tenant's rows by its btree, each distance computed once and only the ids sorted;
+        # the pool's rows then read whole by the primary key.
+        f"""semantic_nearest AS MATERIALIZED (
+    SELECT {_row("m")}{vector_column}, x.distance
+    FROM (
+        SELECT y.id, y.distance FROM (
+            SELECT m.id, {distance} AS distance FROM {s}.memories AS m WHERE {where}
+            OFFSET 0
+        ) AS y
+        ORDER BY y.distance
+        LIMIT %(semantic_candidates)s
+    ) AS x
+    JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = x.id
+    ORDER BY x.distance
+)"""
+        if query.exact
+        else f"""semantic_nearest AS MATERIALIZED (
+    SELECT {_row("m")}{vector_column}, {distance} AS distance
+    FROM {s}.memories AS m
+    WHERE {where}
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+)"""
+    )
+
+
+def _entity_columns(s: str, with_entities: bool) -> tuple[str, str]:
+    """The memory's entity ids among the query's, and the entity signal (their share)."""
+    if not with_entities:
+        return "NULL::text[]", "0.0::float8"
+    linked = (
+        f"SELECT e.entity_id FROM {s}.memory_entities AS e "
+        "WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = n.id "
+        "AND e.entity_id = ANY(%(entity_ids)s::text[]) ORDER BY e.entity_id"
+    )
+    entities = f"ARRAY({linked})"
+    return entities, f"cardinality({entities})::float8 / cardinality(%(entity_ids)s::text[])"
+
+
 def kind_filters(mode: Mode, alias: str) -> list[str]:
     # The mode's kinds, on the ``kind`` column of ``alias``.
     filters = []
@@ -214,7 +223,16 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # joined to the dense pool; every candidate scored with every query term from its own
     # lexemes; the lexical channel keeps its best ``semantic_candidates``.
     s = quote_schema(schema)
-    kinds = " AND ".join(["TRUE", *kind_filters(query.mode, "r")])
+    return [
+        *_bm25_terms(s, query),
+        *_bm25_weights(),
+        *_bm25_pool(query),
+    ]
+
+
+def _bm25_terms(s: str, query: SemanticQuery) -> list[str]:
+    # The tenant's corpus row, the query's lexemes with their estimated document frequencies,
+    # the rarest terms within the row budget and their memories.
     return [
         f"""mem_corpus AS MATERIALIZED (
     SELECT memories::float8 AS n, total_terms::float8 / NULLIF(memories, 0) AS average_length,
@@ -253,6 +271,13 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
         LIMIT {COUNT_CAP + 1}
     ) AS r
 )""",
+    ]
+
+
+def _bm25_weights() -> list[str]:
+    # Each query term's document frequency (counted or estimated) and BM25 factors; the
+    # query's summed idf and terms.
+    return [
         # A probed term's document frequency is the number of its memories (exact below the
         # cap), any other term's the sample's estimate.
         # A lexeme no memory holds has document frequency 0 (it counts in the query's idf).
@@ -278,6 +303,14 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
            count(*) FILTER (WHERE NOT counted) AS unprobed
     FROM mem_weights
 )""",
+    ]
+
+
+def _bm25_pool(query: SemanticQuery) -> list[str]:
+    # The candidates of both channels, each scored with every query term from its own lexemes,
+    # and ranked by each channel.
+    kinds = " AND ".join(["TRUE", *kind_filters(query.mode, "r")])
+    return [
         f"""mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) {_row("r")}, r.search_vector, r.distance
     FROM mem_fetched AS r

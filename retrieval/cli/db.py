@@ -1,0 +1,153 @@
+"""``retrieval db``: migrate the schema up and down, grant the application role, distribute
+the tables with Citus, and say which revision a database is at."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from retrieval.cli.terminal import confirmed
+from retrieval.db import migrate
+from retrieval.db.engine import Database
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = commands.add_parser(
+        "db",
+        help="migrate the schema (Alembic)",
+        description="Migrate the retrieval schema with Alembic. RETRIEVAL_EMBEDDING_DIM fixes "
+        "the vector dimension when the tables are created.",
+    )
+    actions = db.add_subparsers(title="actions", metavar="ACTION", required=True)
+    upgrade = actions.add_parser(
+        "upgrade", help="migrate up", description="Migrate up to REVISION (default: head)."
+    )
+    upgrade.add_argument("revision", nargs="?", default="head", help="target (default: head)")
+    upgrade.set_defaults(handler=_upgrade)
+    downgrade = actions.add_parser(
+        "downgrade",
+        help="migrate down",
+        description="Migrate down to REVISION: -1 is one step (the default), base removes "
+        "every table of the schema and its data. A downgrade that would drop stored data "
+        "(memories, documents, entity links, threads, chunk metadata, ingest keys) says what "
+        "and how many rows, and runs only with --yes, or when you type yes at the prompt of "
+        "a terminal.",
+    )
+    downgrade.add_argument("revision", nargs="?", default="-1", help="target (default: -1)")
+    downgrade.add_argument(
+        "--yes", action="store_true", help="drop the data the downgrade removes without asking"
+    )
+    downgrade.set_defaults(handler=_downgrade)
+    for action in (upgrade, downgrade):
+        action.add_argument(
+            "--lock-timeout",
+            type=float,
+            default=migrate.DEFAULT_LOCK_TIMEOUT,
+            metavar="SECONDS",
+            help="how long to wait for a lock another session holds before giving up and "
+            f"naming it (default: {migrate.DEFAULT_LOCK_TIMEOUT:g}; 0: no limit)",
+        )
+    grant = actions.add_parser(
+        "grant",
+        help="let an application role read and write, bound by row-level security",
+        description="Grant ROLE what the library needs on the schema (its tables and "
+        "sequences). ROLE must not be a superuser, have BYPASSRLS or own the tables: "
+        "row-level security then lets it see only the tenant each call names. Run it as the "
+        "tables' owner, after `retrieval db upgrade`.",
+    )
+    grant.add_argument("role", help="the application's role (created beforehand)")
+    grant.set_defaults(handler=_grant)
+    distribute = actions.add_parser(
+        "distribute",
+        help="distribute the tables by tenant on a Citus coordinator",
+        description="On the coordinator of a Citus cluster, distribute every table of the "
+        "schema by tenant_id, co-located, parents first, and create the schema's functions on "
+        "every node: each tenant's rows then live on one node, and every statement of the "
+        "library is routed to it. Run it after `retrieval db upgrade` (the schema must be at "
+        "the newest revision); a second run finds nothing to do, and later upgrades keep new "
+        "tables distributed. On a server without Citus it changes nothing. See "
+        "docs/scale-out.md.",
+    )
+    distribute.set_defaults(handler=_distribute)
+    current = actions.add_parser(
+        "current",
+        help="print the database's revision",
+        description="Print the revision the database is at and the newest one available.",
+    )
+    current.set_defaults(handler=_current)
+
+
+def _settings(database: Database) -> migrate.MigrationSettings:
+    return migrate.MigrationSettings.from_config(database.config)
+
+
+def _migration_settings(args: argparse.Namespace, database: Database) -> migrate.MigrationSettings:
+    return replace(_settings(database), lock_timeout=args.lock_timeout)
+
+
+def _upgrade(args: argparse.Namespace, database: Database) -> int:
+    settings = _migration_settings(args, database)
+    migrate.upgrade(database.engine, settings, args.revision)
+    revision = migrate.current_revision(database.engine, settings)
+    print(f"{database.url}: at revision {revision}")
+    return 0
+
+
+def _downgrade(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.db.downgrade_losses import downgrade_losses
+
+    settings = _migration_settings(args, database)
+    losses = downgrade_losses(database.engine, settings, args.revision)
+    dropped = [loss for loss in losses if not loss.derived]
+    if dropped:
+        listing = "\n".join(f"  {loss}" for loss in losses)
+        print(f"This downgrade of {database.url} drops:\n{listing}", file=sys.stderr)
+        if not args.yes and not confirmed("Type yes to drop them"):
+            print(
+                "error: nothing was changed: pass --yes to drop them (back them up first: "
+                "pg_dump --schema=" + settings.schema + ")",
+                file=sys.stderr,
+            )
+            return 1
+    elif losses:
+        print("\n".join(f"dropping {loss}" for loss in losses), file=sys.stderr)
+    migrate.downgrade(database.engine, settings, args.revision)
+    revision = migrate.current_revision(database.engine, settings)
+    print(f"{database.url}: at revision {revision or 'base (no tables)'}")
+    return 0
+
+
+def _grant(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.db.row_security import grant_application_role
+
+    with database.engine.begin() as connection:
+        grant_application_role(connection, database.config.schema, args.role)
+    schema = database.config.schema
+    print(f"{database.url}: {args.role} may read and write {schema}, one tenant per call")
+    return 0
+
+
+def _distribute(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.db.distribute import distribute
+
+    schema = database.config.schema
+    revision = migrate.current_revision(database.engine, _settings(database))
+    done = distribute(database.engine, schema, head=migrate.head_revision(), revision=revision)
+    if not done.changed:
+        print(f"{database.url}: nothing to do: schema {schema!r} is already distributed")
+        return 0
+    print(
+        f"{database.url} (Citus {done.citus_version}): {len(done.tables)} tables distributed "
+        "by tenant_id"
+        + (f", {len(done.functions)} functions on every node" if done.functions else "")
+    )
+    return 0
+
+
+def _current(args: argparse.Namespace, database: Database) -> int:
+    revision = migrate.current_revision(database.engine, _settings(database))
+    head = migrate.head_revision()
+    state = "up to date" if revision == head else f"newest available: {head}"
+    print(f"{revision or 'base (not migrated)'} ({state})")
+    return 0

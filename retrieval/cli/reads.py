@@ -1,0 +1,163 @@
+"""The commands that read a tenant's memory: ``retrieval search`` (ranked context for a
+query, with each result's scores) and ``retrieval timeline`` (what happened, newest first)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+
+from retrieval.db.engine import Database
+from retrieval.memory.config import WriteConfig
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    search = commands.add_parser(
+        "search",
+        help="find the best context for a query in a tenant's memory",
+        description="Run the hybrid retriever: memories by meaning (pgvector), decisions and "
+        "tool calls by keywords (case-insensitive, through a word index), documents by BM25 and "
+        "vectors, each scored for relevance and recency, "
+        "weighted, thresholded and ranked. Weights, limits and the threshold come from the "
+        "RETRIEVAL_* variables (retrieval config lists them). Prints a table, or JSON with --json.",
+    )
+    search.add_argument("query", help="what to find context for")
+    search.add_argument("--tenant", required=True, help="tenant_id to search")
+    search.add_argument("--task", help="only this task's decisions and tool calls")
+    search.add_argument(
+        "--mode",
+        default="semantic",
+        help="filter preset: semantic (default), session_recovery, knowledge_lookup",
+    )
+    search.add_argument(
+        "--as-of",
+        type=_aware_datetime,
+        help="measure recency from this ISO 8601 time with a zone (default: now)",
+    )
+    search.add_argument(
+        "--limit",
+        type=int,
+        help="most results (default: RETRIEVAL_TOTAL_LIMIT, 10); each source's limit scales "
+        "with it",
+    )
+    search.add_argument(
+        "--neighbors",
+        type=int,
+        default=0,
+        help="with each memory of a conversation, up to this many turns before and after it "
+        "(0 to 20; default 0)",
+    )
+    search.add_argument(
+        "--read-your-writes",
+        action="store_true",
+        help="read the primary even when RETRIEVAL_READ_DATABASE_URL names a replica (which "
+        "may not have replayed the latest writes yet)",
+    )
+    search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
+    search.set_defaults(handler=_search)
+    timeline = commands.add_parser(
+        "timeline",
+        help="what happened in a tenant's memory in a window of time, newest first",
+        description="List the memories stored, decisions taken and tool calls made by a "
+        "tenant between --since and --until, newest first, across the three tables.",
+    )
+    timeline.add_argument("--tenant", required=True, help="tenant_id to list")
+    timeline.add_argument("--since", type=_aware_datetime, help="ISO 8601 time with a zone")
+    timeline.add_argument("--until", type=_aware_datetime, help="ISO 8601 time with a zone")
+    timeline.add_argument(
+        "--kind",
+        action="append",
+        dest="kinds",
+        help="only this kind (a memory kind, decision or tool_call); repeatable",
+    )
+    timeline.add_argument("--limit", type=int, default=50, help="most events (default: 50)")
+    timeline.add_argument("--json", action="store_true", help="print the events as JSON")
+    timeline.set_defaults(handler=_timeline)
+
+
+def _aware_datetime(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO 8601 time (2026-11-25T09:30:00+00:00)"
+        ) from None
+    if parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{value!r} has no time zone: add +00:00 or Z")
+    return parsed
+
+
+def _search(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.search.context import to_markdown, to_table
+    from retrieval.search.retriever import HybridRetriever
+
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    config = RetrievalConfig.from_env()
+    with HybridRetriever.from_store(
+        store, config=config, background_writes=False, read_engine=database.read_engine
+    ) as retriever:
+        response = retriever.retrieve(
+            args.query,
+            tenant_id=args.tenant,
+            task_id=args.task,
+            mode=args.mode,
+            as_of=args.as_of,
+            limit=args.limit,
+            neighbors=args.neighbors,
+            read_your_writes=args.read_your_writes,
+        )
+    if args.json:
+        document = {
+            "query": args.query,
+            "tenant_id": args.tenant,
+            "results": [
+                {
+                    "source": r.source,
+                    "final_score": r.final_score,
+                    "relevance_score": r.relevance_score,
+                    "recency_score": r.recency_score,
+                    "content": r.content,
+                    "metadata": r.metadata,
+                }
+                for r in response
+            ],
+            "diagnostics": response.diagnostics.to_dict(),
+        }
+        print(json.dumps(document, indent=2, default=str))
+    else:
+        print(to_markdown(response) if args.neighbors else to_table(response))
+        d = response.diagnostics
+        print(
+            f"{len(response)} results in {d.total_ms:.1f} ms (embedding {d.embedding_ms:.1f}, "
+            f"SQL {d.sql_ms:.1f}, fusion {d.fusion_ms:.1f}); keywords: "
+            f"{', '.join(d.keywords) or '(none)'}"
+        )
+    return 0
+
+
+def _timeline(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.search.timeline import timeline
+
+    events = timeline(
+        database.read_engine or database.engine,
+        database.config.schema,
+        args.tenant,
+        since=args.since,
+        until=args.until,
+        kinds=args.kinds,
+        limit=args.limit,
+        memory_kinds=WriteConfig.from_env().memory_kinds(),
+    )
+    if args.json:
+        print(json.dumps([vars(event) for event in events], indent=2, default=str))
+        return 0
+    for event in events:
+        text = " ".join(event.content.split())
+        when = event.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+        label = f"memory/{event.kind}" if event.item == "memory" else event.item
+        print(f"{when} UTC  {label:<30} {text[:80]}")
+    if not events:
+        print("(nothing in this window)")
+    return 0

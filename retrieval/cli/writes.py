@@ -1,0 +1,149 @@
+"""The commands that store or rework a tenant's memory in bulk: ``retrieval ingest`` (a JSON
+Lines or CSV file), ``retrieval reembed`` (every memory with the current model), and
+``retrieval stats`` (what a database holds)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from retrieval.cli.terminal import progress
+from retrieval.db import migrate
+from retrieval.db.engine import Database
+from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.errors import SchemaError
+from retrieval.memory.config import WriteConfig
+from retrieval.memory.store import MemoryStore
+
+INGEST_HELP = """\
+Store the records of a JSON Lines (.jsonl) or CSV (.csv) file, one per line.
+
+Columns (JSON keys or CSV header):
+  type          memory (default), decision, tool_call or message (the default of a line
+                with a speaker)
+  tenant_id     required unless --tenant is given
+  id            optional: the record's key, unique in its tenant; a line whose id an
+                earlier run stored is skipped, so running the same file again stores nothing
+  memory:       text (required), kind (default fact), metadata (JSON object),
+                importance (0..1), created_at, entities (JSON list, or a;b;c in CSV),
+                thread_id (a conversation or session) and position (its turn, from 0)
+  decision:     action_type, content, status (required), task_id, created_at,
+                ref (a label that later tool calls may name in decision_ref)
+  tool_call:    tool_name (required), params (JSON object), result, created_at,
+                decision_id (a stored decision) or decision_ref (a decision line's ref)
+  message:      a chat transcript's turn: speaker, text (required), time (or created_at),
+                session (the thread; default: the file's name), position (default: counted
+                in file order after the session's stored turns), metadata; stored as a
+                memory of kind message, "speaker: text"
+created_at and time are ISO 8601 with a time zone (2026-11-25T09:30:00+00:00); default: now.
+
+The whole file is checked before anything is written; a bad line stops the run with its
+line number and nothing is stored. Then it is written in batches, one transaction each.
+"""
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ingest = commands.add_parser(
+        "ingest",
+        help="store memories, decisions, tool calls and chat transcripts from a JSON Lines or "
+        "CSV file",
+        description=INGEST_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ingest.add_argument("file", type=Path, help="a .jsonl or .csv file")
+    ingest.add_argument("--tenant", help="tenant_id for lines that have none")
+    ingest.add_argument("--format", choices=("jsonl", "csv"), help="default: from the suffix")
+    ingest.add_argument(
+        "--batch-size", type=int, default=1000, help="lines per transaction (default: 1000)"
+    )
+    ingest.add_argument(
+        "--defer-index",
+        action="store_true",
+        help="drop the HNSW index of memories during the load and rebuild it after: much "
+        "faster for large imports; searches scan the table meanwhile",
+    )
+    ingest.set_defaults(handler=_ingest)
+    stats = commands.add_parser(
+        "stats",
+        help="counts per tenant, kind and table; embedding models; cache size",
+        description="Print what the database holds: rows per table and tenant, memories per "
+        "kind, the embedding models and dimension, and the size of the embedding cache.",
+    )
+    stats.set_defaults(handler=_stats)
+    reembed = commands.add_parser(
+        "reembed",
+        help="re-embed memories made by another model",
+        description="Re-embed, in batches of one transaction each, every memory whose "
+        "embedding was made by another model than --model. Interrupted, it loses at most one "
+        "batch: run it again to finish. The new model must have the database's dimension; "
+        "a change of dimension is a migration (see docs/schema.md).",
+    )
+    reembed.add_argument("--model", required=True, help="model name or local path")
+    reembed.add_argument("--tenant", help="only this tenant's memories")
+    reembed.add_argument(
+        "--batch-size", type=int, default=256, help="memories per transaction (default: 256)"
+    )
+    reembed.set_defaults(handler=_reembed)
+
+
+def _ingest(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.memory.file_ingest import ingest, read_file
+
+    store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    records = read_file(args.file, store, tenant_id=args.tenant, file_format=args.format)
+    if args.defer_index:
+        drop_vector_index(database.engine, store.schema)
+    try:
+        with progress(len(records), "ingest", "rows") as bar:
+            summary = ingest(store, records, batch_size=args.batch_size, progress=bar.update)
+    finally:
+        if args.defer_index:
+            seconds = build_vector_index(database.engine, store.schema)
+            print(f"HNSW index rebuilt in {seconds:.2f} s")
+    print(
+        f"{summary.rows} rows ({summary.memories} memories, {summary.decisions} decisions, "
+        f"{summary.tool_calls} tool calls) in {summary.seconds:.2f} s, "
+        f"{summary.rows_per_second:,.0f} rows/s; embedding cache: {summary.cache_hits} hits, "
+        f"{summary.embedded} texts embedded"
+        + (
+            f"; {summary.skipped} lines stored before (by their id) skipped"
+            if summary.skipped
+            else ""
+        )
+    )
+    return 0
+
+
+def _stats(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.cli.stats import describe, render
+
+    overview = describe(database.engine, migrate.MigrationSettings.from_config(database.config))
+    if overview.revision is None:
+        raise SchemaError(
+            f"schema {overview.schema!r} in {database.url} is not migrated (PostgreSQL "
+            f"{overview.server_version}, no retrieval tables): run `retrieval db upgrade` first"
+        )
+    print(render(overview, indexes=False))
+    return 0
+
+
+def _reembed(args: argparse.Namespace, database: Database) -> int:
+    from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.memory.reembed import pending, reembed
+
+    config = WriteConfig.from_env()
+    embedder = SentenceTransformerEmbedder(
+        args.model, batch_size=config.batch_size, backend=config.embedder_backend
+    )
+    store = MemoryStore.from_database(database, embedder=embedder, config=config)
+    todo = pending(store, args.tenant)
+    with progress(todo, "reembed", "memories") as bar:
+        summary = reembed(
+            store, batch_size=args.batch_size, tenant_id=args.tenant, progress=bar.update
+        )
+    print(
+        f"{summary.updated} memories re-embedded with {summary.model_id} in "
+        f"{summary.seconds:.2f} s ({summary.embedded} texts embedded, "
+        f"{summary.cache_hits} cache hits)"
+    )
+    return 0
