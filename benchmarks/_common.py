@@ -15,7 +15,8 @@ import os
 import platform
 import statistics
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,37 @@ def write_result(
         path.write_text(json.dumps(record, indent=2, default=str) + "\n")
         print(f"written to {path}")
     return record
+
+
+def timed_passes(
+    search: Callable[[int], list[int]], count: int, passes: int
+) -> tuple[list[list[int]], list[list[float]]]:
+    """Each of ``count`` queries once to warm up, then ``passes`` timed passes: the first
+    pass's ids and each query's times in milliseconds."""
+    for index in range(count):
+        search(index)
+    found: list[list[int]] = []
+    times: list[list[float]] = [[] for _ in range(count)]
+    for run in range(passes):
+        for index in range(count):
+            began = time.perf_counter()
+            ids = search(index)
+            times[index].append((time.perf_counter() - began) * 1000)
+            if run == 0:
+                found.append(ids)
+    return found, times
+
+
+def recall(found: list[list[int]], exact: list[list[int]]) -> float:
+    """The mean share of each query's exact nearest rows that it found."""
+    return statistics.mean(
+        len(set(ids) & set(nearest)) / len(nearest)
+        for ids, nearest in zip(found, exact, strict=True)
+    )
+
+
+def claim_timing(times: list[list[float]]) -> dict[str, float]:
+    """p50/p95 over the claims of each claim's median time."""
+    per_claim = [statistics.median(claim) for claim in times]
+    summary = percentiles(per_claim)
+    return {"p50_ms": summary["p50"], "p95_ms": summary["p95"]}

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import timed_passes
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
@@ -103,17 +104,7 @@ def main() -> None:
 
 
 def _measured(search: Callable[[int], list[int]], count: int, passes: int) -> dict[str, Any]:
-    for index in range(count):  # warm the connection and the buffers
-        search(index)
-    ids: list[list[int]] = []
-    times: list[list[float]] = [[] for _ in range(count)]
-    for run in range(passes):
-        for index in range(count):
-            began = time.perf_counter()
-            found = search(index)
-            times[index].append((time.perf_counter() - began) * 1000)
-            if run == 0:
-                ids.append(found)
+    ids, times = timed_passes(search, count, passes)
     return {"ids": ids, "times_ms": times}
 
 

@@ -33,7 +33,7 @@ from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
-from retrieval.search.config import RetrievalConfig
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
@@ -377,3 +377,78 @@ def sentence_memories(data_dir: Path, tenant: str, rows: int) -> tuple[Database,
     with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text("VACUUM ANALYZE retrieval.memories"))
     return database, store
+
+
+# -- the peers' and the scale benchmarks' rows ---------------------------------------------
+
+# Noise of the copies of the sentences' vectors that make up large tables.
+NOISE = 0.01
+
+
+def memory_vectors(base: np.ndarray, rows: int) -> np.ndarray:
+    """``rows`` vectors: the sentences' own, then noisy copies of them."""
+    rng = np.random.default_rng(11)
+    out = np.empty((rows, base.shape[1]), dtype=np.float32)
+    out[: len(base)] = base[: min(rows, len(base))]
+    for start in range(len(base), rows, 100_000):
+        stop = min(rows, start + 100_000)
+        noisy = base[np.arange(start, stop) % len(base)] + rng.normal(
+            0.0, NOISE, size=(stop - start, base.shape[1])
+        ).astype(np.float32)
+        out[start:stop] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return out
+
+
+# The tenants of the peers' data: rows per 1,000 of the three measured ones, the others about
+# 1% each; the libraries' settings measured.
+TENANTS = {"t-0.1pct": 1, "t-1pct": 10, "t-10pct": 100}  # rows per 1,000
+OTHERS = 89
+SCIFACT_TENANT = "scifact"
+PEERS_HNSW = "m = 16, ef_construction = 64"
+OURS = {
+    # name: (schema, vector type, HNSW options or None for the migration's, ef_search)
+    "ours": ("peers_ours", "halfvec", None, None),
+    "ours (peers' index settings)": ("peers_ours_vector", "vector", PEERS_HNSW, 40),
+}
+
+
+def tenant_of(row: int) -> str:
+    """The tenant of row ``row``: 0.1%, 1% and 10% of the rows in the three measured tenants,
+    spread through the table (7919 is prime to 1,000, so each residue comes once in 1,000)."""
+    slot = (row * 7919 + 13) % 1000
+    for tenant, share in TENANTS.items():
+        if slot < share:
+            return tenant
+        slot -= share
+    return f"o{slot % OTHERS:02d}"
+
+
+def exact_nearest(vectors: np.ndarray, mine: np.ndarray, queries: np.ndarray) -> list[list[int]]:
+    """The rows of ``mine`` nearest each query (L2 on unit vectors: the largest dot product)."""
+    scores = queries @ vectors[mine].T
+    return [mine[np.argsort(-row, kind="stable")[:10]].tolist() for row in scores]
+
+
+def row_numbers(engine: Engine, schema: str) -> dict[int, int]:
+    """Each stored memory's row number in the data (the SciFact abstracts left out)."""
+    with engine.connect() as connection:
+        ids = connection.execute(
+            text(f"SELECT id FROM {schema}.memories WHERE tenant_id <> :s ORDER BY id"),
+            {"s": SCIFACT_TENANT},
+        ).scalars()
+        return {memory_id: row for row, memory_id in enumerate(ids)}
+
+
+def vector_alone(config: RetrievalConfig) -> RetrievalConfig:
+    """``config`` with the semantic source ranking by its vector channel alone: relevance
+    weight 1, no BM25, no threshold, no time or thread lift (what the peers return)."""
+    return replace(
+        config,
+        semantic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0),
+        min_final_score=0.0,
+        max_distance=None,
+        memory_bm25=False,
+        context_lift=0.0,
+        time_weight=0.0,
+        total_limit=10,
+    )

@@ -27,19 +27,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import add_output, write_result
-from _scifact import AS_OF, cached_vectors, load_corpus, shapes
-from peers import (
+from _common import add_output, claim_timing, recall, write_result
+from _scifact import (
+    AS_OF,
     OURS,
     TENANTS,
-    _exact,
-    _recall,
-    _timing,
-    _vector_alone,
+    cached_vectors,
+    exact_nearest,
+    load_corpus,
+    memory_vectors,
     row_numbers,
+    shapes,
     tenant_of,
+    vector_alone,
 )
-from scale import memory_vectors
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
@@ -77,7 +78,7 @@ def main() -> None:
     row_of = row_numbers(database.engine, schema)
     assert len(row_of) == args.rows, f"{len(row_of)} memories, not --rows {args.rows}"
 
-    semantic = _vector_alone(shapes()["semantic"])
+    semantic = vector_alone(shapes()["semantic"])
     configs = {
         (factor, ef): replace(semantic, exact_scan_factor=factor, ef_search=ef)
         for factor, ef in settings
@@ -85,7 +86,7 @@ def main() -> None:
     results: dict[str, Any] = {"rows": args.rows, "claims": len(claims), "passes": args.passes}
     with HybridRetriever.from_store(store, config=semantic) as retriever:
         for tenant in args.tenants.split(","):
-            nearest = _exact(vectors, np.flatnonzero(owners == tenant), claim_vectors)
+            nearest = exact_nearest(vectors, np.flatnonzero(owners == tenant), claim_vectors)
 
             def search(index: int, setting: tuple[float, int], tenant: str = tenant) -> list[int]:
                 found = retriever.retrieve(
@@ -110,8 +111,8 @@ def main() -> None:
             p50 = {s: statistics.median(statistics.median(t) for t in times[s]) for s in settings}
             results[tenant] = {
                 f"factor {f:g}, ef_search {ef}": {
-                    **_timing(times[(f, ef)]),
-                    "recall_at_10": _recall(found[(f, ef)], nearest),
+                    **claim_timing(times[(f, ef)]),
+                    "recall_at_10": recall(found[(f, ef)], nearest),
                     # what the last call of the setting decided
                     "read_exactly": retriever._sizes.read_exactly(tenant, f, semantic.pool),
                     "p50_ratio": p50[(f, ef)] / p50[settings[0]],

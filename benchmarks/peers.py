@@ -1,52 +1,14 @@
-"""This library against its peers on the same data, model and server, each as shipped and at
-its documented best, measured in one run.
+"""This library against its peers (langchain-postgres ``PGVector`` and ``PGVectorStore``,
+llama-index's ``PGVectorStore``) on the same data, model and server, each as shipped and at its
+documented best, with the floor (our plan's bare statement), measured in one run. What is
+measured and how, and the figures: benchmarks/README.md, "Peers".
 
-Peers: langchain-postgres ``PGVector`` and ``PGVectorStore``, and llama-index's
-``PGVectorStore``. They pin versions of SQLAlchemy and pgvector this library cannot share a
-virtual environment with, so they run in their own (``--peers-python``; make it with
-``python -m venv .venv-peers && .venv-peers/bin/pip install langchain-postgres
-llama-index-vector-stores-postgres numpy``) through ``benchmarks/_peers_worker.py``, against a
-database of their own on the same embedded PostgreSQL.
-
-The data: ``--rows`` memories (SciFact sentences and noisy copies of their vectors, as
-``scale.py`` makes them) over tenants of three sizes, interleaved through the table: ``t-0.1pct``
-(0.1% of the rows), ``t-1pct`` (1%), ``t-10pct`` (10%), and 89 others of about 1% each.
-all-MiniLM-L6-v2 vectors are computed once and given to every library (each peer gets them
-through an embedding object that looks them up, so no library's time includes the model).
-Each library stores them with its HNSW index in place, in batches of 1,000: ingest rows/s
-(with ``--index-after-load``, for a million rows, the peers' indexes are built after their
-rows: load rows/s and build seconds, not an ingest rate).
-
-Then, for each tenant and the 300 SciFact claims, a top-10 search filtered to the tenant, the
-query vectors given; the same call is timed (each claim 3 times after a warm-up pass; a claim's
-time is the median of its 3, and p50/p95 are over the claims) and scored: recall@10 against the
-exact 10 nearest of the tenant's rows, and the rows it returned. The configurations:
-
-* each peer **as shipped**: its HNSW index (langchain ``vector_l2_ops``; llama-index its own
-  ``vector_cosine_ops``, since it orders by cosine), ``hnsw.ef_search`` 40, no iterative scan,
-  nothing indexing the tenant filter;
-* each peer **at its documented best**: pgvector's iterative scan (``hnsw.iterative_scan =
-  relaxed_order``, set on the peers' database) and an index on the tenant filter where the
-  library has one or its documentation shows how (``PGVectorStore``: a btree on its tenant
-  column; llama-index: ``indexed_metadata_keys={("tenant", "text")}``; ``PGVector`` filters
-  with ``jsonb_path_match``, which no index serves); and its best again with
-  ``hnsw.ef_search`` raised to 400 (pgvector's knob for recall; ours is 160);
-* **ours**, ``retrieve()`` with the semantic source alone: its vector channel ranking by
-  distance (relevance weight 1, no BM25, no threshold: what the peers return), with the
-  defaults (``halfvec``, HNSW m = 12, ``ef_search`` 160, iterative scan, the tenant's btree),
-  and with the peers' index settings (``vector``, m = 16, ef_construction 64, ``ef_search``
-  40); beside them, the semantic source as configured by default (BM25 fused, the
-  threshold), timed and its rows counted;
-* the **floor**: the bare statement of our plan on our table, no library code: the tenant's
-  pool of nearest rows through the graph (``ORDER BY embedding <-> $1 LIMIT pool`` with the
-  tenant's filter and our session settings), or read exactly where the retriever reads it so,
-  the 10 nearest kept; psycopg, prepared.
-
-nDCG@10 on SciFact (skipped with ``--filtered-only``): the 5,183 abstracts stored, each
-library's top 10 for each claim: ours with its defaults (all of ``retrieve()``) and its vector
-channel alone, each peer dense, llama-index hybrid (its text search channel) and
-``PGVectorStore``'s ``HybridSearchConfig`` (its default weighted sum, and reciprocal rank
-fusion; 40 candidates from each channel).
+The peers pin versions of SQLAlchemy and pgvector this library cannot share a virtual
+environment with, so they run in their own (``--peers-python``; make it with ``python -m venv
+.venv-peers && .venv-peers/bin/pip install langchain-postgres llama-index-vector-stores-postgres
+numpy``) through ``benchmarks/_peers_worker.py``, against a database of their own on the same
+embedded PostgreSQL. The rows and tenants are ``_scifact.py``'s (``memory_vectors``,
+``tenant_of``).
 
 Usage: python benchmarks/peers.py [--rows 100000] [--data-dir DIR] [--peers-python PATH]
        [--libraries langchain,langchain-pgvectorstore,llamaindex] [--ours NAMES]
@@ -71,21 +33,28 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _common import ROOT, add_output, git_commit, percentiles, write_result
+from _common import ROOT, add_output, claim_timing, git_commit, recall, timed_passes, write_result
 from _scifact import (
     AS_OF,
     DATA,
+    OURS,
+    SCIFACT_TENANT,
+    TENANTS,
     abstract_text,
     cached_vectors,
     evaluate,
+    exact_nearest,
     load_corpus,
+    memory_vectors,
     read_qrels,
+    row_numbers,
     shapes,
+    tenant_of,
+    vector_alone,
 )
 from pgvector import HalfVector
 from pgvector.psycopg import register_vector
-from scale import memory_vectors
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
@@ -93,33 +62,13 @@ from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
-from retrieval.search.config import RetrievalConfig, SourceConfig
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
-TENANTS = {"t-0.1pct": 1, "t-1pct": 10, "t-10pct": 100}  # rows per 1,000
-OTHERS = 89
-SCIFACT_TENANT = "scifact"
 PEERS_DATABASE = "peers"
 PASSES = 3
-PEERS_HNSW = "m = 16, ef_construction = 64"
 # The documented best's second line: pgvector's knob for recall raised (ours is 160).
 RAISED_EF_SEARCH = 400
-OURS = {
-    # name: (schema, vector type, HNSW options or None for the migration's, ef_search)
-    "ours": ("peers_ours", "halfvec", None, None),
-    "ours (peers' index settings)": ("peers_ours_vector", "vector", PEERS_HNSW, 40),
-}
-
-
-def tenant_of(row: int) -> str:
-    """The tenant of row ``row``: 0.1%, 1% and 10% of the rows in the three measured tenants,
-    spread through the table (7919 is prime to 1,000, so each residue comes once in 1,000)."""
-    slot = (row * 7919 + 13) % 1000
-    for tenant, share in TENANTS.items():
-        if slot < share:
-            return tenant
-        slot -= share
-    return f"o{slot % OTHERS:02d}"
 
 
 def main() -> None:
@@ -196,7 +145,7 @@ def main() -> None:
     claim_vectors = embedder.embed(claims)
     owners = np.array(tenants)
     exact = {
-        tenant: _exact(vectors, np.flatnonzero(owners == tenant), claim_vectors)
+        tenant: exact_nearest(vectors, np.flatnonzero(owners == tenant), claim_vectors)
         for tenant in TENANTS
     }
     results: dict[str, Any] = {
@@ -205,7 +154,7 @@ def main() -> None:
         "claims": len(claims),
         "passes": PASSES,
     }
-    pool = _vector_alone(shapes()["semantic"]).pool
+    pool = vector_alone(shapes()["semantic"]).pool
     # What each peer's worker is asked to do (more below, by the kind of run).
     plan = {"claims": claims, "tenants": list(TENANTS), "passes": PASSES,
             "raised_ef_search": RAISED_EF_SEARCH}  # fmt: skip
@@ -285,42 +234,6 @@ def _run_peer(python: Path, library: str, url: str, work: Path) -> dict[str, Any
     return dict(json.loads((work / f"{library}.json").read_text()))
 
 
-def _exact(vectors: np.ndarray, mine: np.ndarray, queries: np.ndarray) -> list[list[int]]:
-    """The rows of ``mine`` nearest each query (L2 on unit vectors: the largest dot product)."""
-    scores = queries @ vectors[mine].T
-    return [mine[np.argsort(-row, kind="stable")[:10]].tolist() for row in scores]
-
-
-def _recall(found: list[list[int]], exact: list[list[int]]) -> float:
-    return statistics.mean(
-        len(set(ids) & set(nearest)) / len(nearest)
-        for ids, nearest in zip(found, exact, strict=True)
-    )
-
-
-def _timing(times: list[list[float]]) -> dict[str, float]:
-    """p50/p95 over the claims of each claim's median time."""
-    per_claim = [statistics.median(claim) for claim in times]
-    summary = percentiles(per_claim)
-    return {"p50_ms": summary["p50"], "p95_ms": summary["p95"]}
-
-
-def _measured(search: Any, count: int) -> tuple[list[list[int]], list[list[float]]]:
-    """Each query once to warm up, then :data:`PASSES` timed passes; the first pass's ids."""
-    for index in range(count):
-        search(index)
-    found: list[list[int]] = []
-    times: list[list[float]] = [[] for _ in range(count)]
-    for run in range(PASSES):
-        for index in range(count):
-            began = time.perf_counter()
-            ids = search(index)
-            times[index].append((time.perf_counter() - began) * 1000)
-            if run == 0:
-                found.append(ids)
-    return found, times
-
-
 def _ours(database, embedder, setting, rows, vectors, claims, exact, scifact, reuse=False):  # type: ignore[no-untyped-def]
     schema, vector_type, hnsw_options, ef_search = setting
     settings = MigrationSettings(schema=schema, embedding_dim=384, vector_type=vector_type)
@@ -361,34 +274,24 @@ def _ours(database, embedder, setting, rows, vectors, claims, exact, scifact, re
     return {**result, **searched}
 
 
-def row_numbers(engine: Engine, schema: str) -> dict[int, int]:
-    """Each stored memory's row number in the data (the SciFact abstracts left out)."""
-    with engine.connect() as connection:
-        ids = connection.execute(
-            text(f"SELECT id FROM {schema}.memories WHERE tenant_id <> :s ORDER BY id"),
-            {"s": SCIFACT_TENANT},
-        ).scalars()
-        return {memory_id: row for row, memory_id in enumerate(ids)}
-
-
 def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  # type: ignore[no-untyped-def]
     row_of = row_numbers(database.engine, schema)
     result: dict[str, Any] = {}
     semantic = shapes()["semantic"]
     if ef_search is not None:
         semantic = replace(semantic, ef_search=ef_search)
-    vector_alone = _vector_alone(semantic)
-    with HybridRetriever.from_store(store, config=vector_alone) as retriever:
+    alone = vector_alone(semantic)
+    with HybridRetriever.from_store(store, config=alone) as retriever:
         for tenant, nearest in exact.items():
 
             def search(index: int, tenant: str = tenant) -> list[int]:
                 found = retriever.retrieve(claims[index], tenant_id=tenant, as_of=AS_OF)
                 return [row_of[r.metadata["id"]] for r in found]
 
-            found, times = _measured(search, len(claims))
+            found, times = timed_passes(search, len(claims), PASSES)
             result[tenant] = {
-                **_timing(times),
-                "recall_at_10": _recall(found, nearest),
+                **claim_timing(times),
+                "recall_at_10": recall(found, nearest),
                 "rows_per_query": statistics.mean(len(ids) for ids in found),
             }
 
@@ -398,15 +301,15 @@ def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  
                 )
                 return [row_of.get(r.metadata["id"], -1) for r in found]
 
-            found, times = _measured(default, len(claims))
+            found, times = timed_passes(default, len(claims), PASSES)
             result[tenant]["semantic_source_defaults"] = {
-                **_timing(times),
+                **claim_timing(times),
                 "rows_per_query": statistics.mean(len(ids) for ids in found),
             }
         if scifact is not None:
             _, _, qrels, query_ids = scifact
             for name, config in (("ndcg_at_10", shapes()["all sources"]),
-                                 ("ndcg_at_10_vector_alone", vector_alone)):  # fmt: skip
+                                 ("ndcg_at_10_vector_alone", alone)):  # fmt: skip
                 run = {}
                 for query_id, claim in zip(query_ids, claims, strict=True):
                     found = retriever.retrieve(
@@ -417,21 +320,6 @@ def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  
                     ]
                 result[name] = evaluate(run, qrels)["ndcg@10"]
     return result
-
-
-def _vector_alone(config: RetrievalConfig) -> RetrievalConfig:
-    """``config`` with the semantic source ranking by its vector channel alone: relevance
-    weight 1, no BM25, no threshold, no time or thread lift (what the peers return)."""
-    return replace(
-        config,
-        semantic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0),
-        min_final_score=0.0,
-        max_distance=None,
-        memory_bm25=False,
-        context_lift=0.0,
-        time_weight=0.0,
-        total_limit=10,
-    )
 
 
 def _floor(
@@ -478,10 +366,10 @@ def _floor(
                 rows.sort(key=lambda row: row[1])  # an iterative scan's order is relaxed
                 return [row_of[memory_id] for memory_id, _ in rows[:10]]
 
-            found, times = _measured(search, len(claim_vectors))
+            found, times = timed_passes(search, len(claim_vectors), PASSES)
             floor[tenant] = {
-                **_timing(times),
-                "recall_at_10": _recall(found, top),
+                **claim_timing(times),
+                "recall_at_10": recall(found, top),
                 "read_exactly": read_exactly,
             }
     return floor
@@ -513,8 +401,8 @@ def _peer_summary(
     for setting, searches in raw["filtered"].items():
         summary[setting] = {
             tenant: {
-                **_timing(found["times_ms"]),
-                "recall_at_10": _recall(found["ids"], exact[tenant]),
+                **claim_timing(found["times_ms"]),
+                "recall_at_10": recall(found["ids"], exact[tenant]),
                 "rows_per_query": statistics.mean(len(ids) for ids in found["ids"]),
             }
             for tenant, found in searches.items()

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import psutil
 from _common import add_output, percentiles, write_result
-from _scifact import AS_OF, KINDS, TOOLS, cached_vectors, load_corpus, shapes
+from _scifact import AS_OF, KINDS, TOOLS, cached_vectors, load_corpus, memory_vectors, shapes
 from sqlalchemy import Engine, text
 
 from retrieval.db.config import DatabaseConfig
@@ -63,7 +63,6 @@ SMALL_SHARE = 0.001
 ONE_TENANT = "one"
 BATCH = 5000
 EPISODIC_ROWS = 10_000
-NOISE = 0.01
 
 
 @dataclass(frozen=True)
@@ -168,20 +167,6 @@ def main() -> None:
         suffix_name = name if args.vector_type == "vector" else f"{name}-halfvec"
         write_result("scale", layout_results, args, variant=suffix_name)
     database.dispose()
-
-
-def memory_vectors(base: np.ndarray, rows: int) -> np.ndarray:
-    """``rows`` vectors: the sentences' own, then noisy copies of them."""
-    rng = np.random.default_rng(11)
-    out = np.empty((rows, base.shape[1]), dtype=np.float32)
-    out[: len(base)] = base[: min(rows, len(base))]
-    for start in range(len(base), rows, 100_000):
-        stop = min(rows, start + 100_000)
-        noisy = base[np.arange(start, stop) % len(base)] + rng.normal(
-            0.0, NOISE, size=(stop - start, base.shape[1])
-        ).astype(np.float32)
-        out[start:stop] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-    return out
 
 
 def _stored_ids(engine: Engine, schema: str) -> list[int]:

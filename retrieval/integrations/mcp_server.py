@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -156,7 +157,8 @@ def memory_server(
         log_level="WARNING",
         **auth,
     )
-    _add_tools(server, store, retriever, tenant_of, ToolCalls(Tracing(tracer_provider), metrics))
+    calls = ToolCalls(Tracing(tracer_provider), metrics)
+    _add_tools(server, _Tools(store, retriever, tenant_of, calls))
     return server
 
 
@@ -207,25 +209,25 @@ def _log_model_failure(task: asyncio.Task[None]) -> None:
         logger.error("the embedding model did not load: %s", task.exception())
 
 
-def _add_tools(
-    server: MCPServer,
-    store: AsyncMemoryStore,
-    retriever: AsyncHybridRetriever,
-    tenant_of: TenantOf,
-    calls: ToolCalls,
-) -> None:
-    _add_search(server, retriever, tenant_of, calls)
-    _add_records(server, store, tenant_of, calls)
-    _add_timeline(server, retriever, tenant_of, calls)
-    _add_forget(server, store, tenant_of, calls)
+@dataclass(frozen=True)
+class _Tools:
+    """What the tools of one server use: the store, the retriever, who a call's tenant is,
+    and the calls' spans and metrics."""
+
+    store: AsyncMemoryStore
+    retriever: AsyncHybridRetriever
+    tenant_of: TenantOf
+    calls: ToolCalls
 
 
-def _add_search(
-    server: MCPServer,
-    retriever: AsyncHybridRetriever,
-    tenant_of: TenantOf,
-    calls: ToolCalls,
-) -> None:
+def _add_tools(server: MCPServer, tools: _Tools) -> None:
+    _add_search(server, tools)
+    _add_records(server, tools)
+    _add_timeline(server, tools)
+    _add_forget(server, tools)
+
+
+def _add_search(server: MCPServer, tools: _Tools) -> None:
     """search_memory: the ranked context for a query."""
 
     @server.tool(annotations=_READING, structured_output=True)
@@ -254,9 +256,9 @@ def _add_search(
         episodic: a decision or tool call; documents: a chunk), final_score in [0, 1]
         (relevance and recency combined, higher is better), relevance_score, recency_score,
         created_at and id."""
-        tenant = tenant_of(context)
-        with calls.call("search_memory", tenant, mode):
-            response = await retriever.retrieve(
+        tenant = tools.tenant_of(context)
+        with tools.calls.call("search_memory", tenant, mode):
+            response = await tools.retriever.retrieve(
                 query,
                 tenant_id=tenant,
                 mode=mode,
@@ -267,12 +269,7 @@ def _add_search(
         return _search_result(response)
 
 
-def _add_records(
-    server: MCPServer,
-    store: AsyncMemoryStore,
-    tenant_of: TenantOf,
-    calls: ToolCalls,
-) -> None:
+def _add_records(server: MCPServer, tools: _Tools) -> None:
     """remember, record_decision, record_tool_call: the writes of an agent's memory."""
 
     @server.tool(annotations=_WRITING, structured_output=True)
@@ -292,9 +289,9 @@ def _add_records(
     ) -> dict[str, Any]:
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
         that worked, a conclusion). Returns its id."""
-        tenant = tenant_of(context)
-        with calls.call("remember", tenant):
-            memory_id = await store.remember(
+        tenant = tools.tenant_of(context)
+        with tools.calls.call("remember", tenant):
+            memory_id = await tools.store.remember(
                 text,
                 tenant_id=tenant,
                 kind=kind,
@@ -316,9 +313,9 @@ def _add_records(
     ) -> dict[str, Any]:
         """Record a decision you took, within a task. Returns its id (give it to
         record_tool_call as decision_id)."""
-        tenant = tenant_of(context)
-        with calls.call("record_decision", tenant):
-            decision_id = await store.record_decision(
+        tenant = tools.tenant_of(context)
+        with tools.calls.call("record_decision", tenant):
+            decision_id = await tools.store.record_decision(
                 tenant_id=tenant,
                 task_id=task_id,
                 action_type=action_type,
@@ -340,9 +337,9 @@ def _add_records(
         ] = None,
     ) -> dict[str, Any]:
         """Record a tool call you made and its result. Returns its id."""
-        tenant = tenant_of(context)
-        with calls.call("record_tool_call", tenant):
-            call_id = await store.record_tool_call(
+        tenant = tools.tenant_of(context)
+        with tools.calls.call("record_tool_call", tenant):
+            call_id = await tools.store.record_tool_call(
                 tenant_id=tenant,
                 decision_id=decision_id,
                 tool_name=tool_name,
@@ -352,12 +349,7 @@ def _add_records(
         return {"id": call_id}
 
 
-def _add_timeline(
-    server: MCPServer,
-    retriever: AsyncHybridRetriever,
-    tenant_of: TenantOf,
-    calls: ToolCalls,
-) -> None:
+def _add_timeline(server: MCPServer, tools: _Tools) -> None:
     """timeline: what happened in a window, newest first."""
 
     @server.tool(annotations=_READING, structured_output=True)
@@ -376,20 +368,15 @@ def _add_timeline(
     ) -> dict[str, Any]:
         """What happened between since and until, newest first: memories stored, decisions
         taken, tool calls made."""
-        tenant = tenant_of(context)
-        with calls.call("timeline", tenant):
-            events = await retriever.timeline(
+        tenant = tools.tenant_of(context)
+        with tools.calls.call("timeline", tenant):
+            events = await tools.retriever.timeline(
                 tenant, since=since, until=until, kinds=kinds, limit=limit
             )
         return {"events": [_event(event) for event in events]}
 
 
-def _add_forget(
-    server: MCPServer,
-    store: AsyncMemoryStore,
-    tenant_of: TenantOf,
-    calls: ToolCalls,
-) -> None:
+def _add_forget(server: MCPServer, tools: _Tools) -> None:
     """forget: memories deleted by id."""
 
     @server.tool(
@@ -405,9 +392,9 @@ def _add_forget(
         context: Context,
     ) -> dict[str, Any]:
         """Delete memories by id (for good). Returns the ids that were deleted."""
-        tenant = tenant_of(context)
-        with calls.call("forget", tenant):
-            forgotten = await store.forget(tenant_id=tenant, memory_ids=memory_ids)
+        tenant = tools.tenant_of(context)
+        with tools.calls.call("forget", tenant):
+            forgotten = await tools.store.forget(tenant_id=tenant, memory_ids=memory_ids)
         return {"forgotten": list(forgotten.memory_ids)}
 
 

@@ -14,7 +14,7 @@ from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
 from retrieval.search.sources.common import SELECT_LIST, recency_sql
 from retrieval.search.sources.relevance import dense_relevance_sql
-from retrieval.search.sources.semantic import NEUTRAL_IMPORTANCE, kind_filters
+from retrieval.search.sources.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 
 
 def context_statement(schema: str, mode: Mode) -> str:
@@ -40,19 +40,10 @@ def context_statement(schema: str, mode: Mode) -> str:
            n.content, n.kind, n.created_at,
            {dense_relevance_sql("n.distance")} AS relevance,
            {recency_sql("n.created_at", "semantic_half_life")} AS recency,
-           COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
-           LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
-               AS popularity,
+           {MEMORY_SIGNALS},
            0.0::float8 AS entity, n.distance, NULL::text[] AS matched,
            NULL::text[] AS entities,
-           jsonb_build_object(
-               'metadata', n.metadata, 'importance', n.importance,
-               'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
-               'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
-               'position', n.position,
-               'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
-               'dense_relevance', {dense_relevance_sql("n.distance")}
-           ) AS details
+           jsonb_build_object({MEMORY_EVIDENCE}) AS details
     FROM turns AS n
 )
 SELECT hit_id, "offset", {SELECT_LIST} FROM context ORDER BY hit_id, "offset", id"""

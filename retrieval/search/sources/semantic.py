@@ -89,6 +89,20 @@ class SemanticQuery:
     capped: bool = False
 
 
+# A memory's importance and popularity signals, for a row ``n`` of a memories' CTE.
+MEMORY_SIGNALS = f"""COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
+           LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
+               AS popularity"""
+# What every memory result carries as evidence (the pairs of a jsonb_build_object), for a row
+# ``n`` with its ``distance``.
+MEMORY_EVIDENCE = f"""'metadata', n.metadata, 'importance', n.importance,
+               'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
+               'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
+               'position', n.position,
+               'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
+               'dense_relevance', {dense_relevance_sql("n.distance")}"""
+
+
 def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     """The CTEs of the semantic source, the last named ``semantic``.
 
@@ -137,18 +151,11 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
            n.created_at,
            {relevance} AS relevance,
            {recency_sql("n.created_at", "semantic_half_life")} AS recency,
-           COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
-           LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
-               AS popularity,
+           {MEMORY_SIGNALS},
            {entity} AS entity,
            n.distance, NULL::text[] AS matched, {entities} AS entities,
            jsonb_build_object(
-               'metadata', n.metadata, 'importance', n.importance,
-               'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
-               'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
-               'position', n.position,
-               'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
-               'dense_relevance', {dense}{lexical_details}{evidence}
+               {MEMORY_EVIDENCE}{lexical_details}{evidence}
            ) AS details
     FROM {found} AS n
     {lexical_join}
