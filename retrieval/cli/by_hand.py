@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from retrieval.cli.parsers import command
 from retrieval.cli.terminal import confirmed
 from retrieval.db.engine import Database
 from retrieval.errors import ValidationError
@@ -22,11 +23,7 @@ from retrieval.memory.store import MemoryStore
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The parsers of ``remember``, ``forget`` and ``export``."""
-    remember = commands.add_parser(
-        "remember",
-        help="store one memory",
-        description="Store one memory (embedded by the model) and print its id.",
-    )
+    remember = command(commands, "remember", _remember)
     remember.add_argument("text", help="the memory")
     remember.add_argument("--tenant", required=True, help="tenant_id to store it in")
     remember.add_argument("--kind", default="fact", help="memory kind (default: fact)")
@@ -35,14 +32,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     remember.add_argument("--metadata", help='a JSON object, e.g. {"source": "chat"}')
     remember.add_argument("--thread", help="the conversation (or session) it belongs to")
     remember.add_argument("--position", type=int, help="its turn in the thread, from 0")
-    remember.set_defaults(handler=_remember)
 
-    forget = commands.add_parser(
-        "forget",
-        help="delete memories, decisions, tool calls, a task, a document or a whole tenant",
-        description="Delete rows of one tenant, by id, by task, by document, or all of them "
-        "(--everything, which asks for --yes or a typed yes on a terminal). Prints what went.",
-    )
+    forget = command(commands, "forget", _forget)
     forget.add_argument("--tenant", required=True, help="tenant_id to delete from")
     forget.add_argument("--memory", type=int, nargs="+", default=[], help="memory ids")
     forget.add_argument("--decision", type=int, nargs="+", default=[], help="decision ids")
@@ -55,21 +46,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="every row of the tenant: memories, history, documents, cached embeddings",
     )
     forget.add_argument("--yes", action="store_true", help="confirm --everything")
-    forget.set_defaults(handler=_forget)
 
-    export = commands.add_parser(
-        "export",
-        help="write a tenant's memories, decisions and tool calls as JSON Lines",
-        description="Write a tenant's decisions, tool calls and memories as JSON Lines that "
-        "`retrieval ingest` reads back to the same rows (new ids; documents are not included).",
-    )
+    export = command(commands, "export", _export)
     export.add_argument("--tenant", required=True, help="tenant_id to export")
     export.add_argument("--output", type=Path, help="file to write (default: standard output)")
     export.add_argument("--format", choices=("jsonl",), default="jsonl", help="jsonl")
-    export.set_defaults(handler=_export)
 
 
 def _remember(args: argparse.Namespace, database: Database) -> int:
+    """store one memory
+
+    Store one memory (embedded by the model) and print its id."""
     metadata: dict[str, Any] = {}
     if args.metadata is not None:
         try:
@@ -95,6 +82,10 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
 
 
 def _forget(args: argparse.Namespace, database: Database) -> int:
+    """delete memories, decisions, tool calls, a task, a document or a whole tenant
+
+    Delete rows of one tenant, by id, by task, by document, or all of them (--everything, which
+    asks for --yes or a typed yes on a terminal). Prints what went."""
     by_rows = bool(args.memory or args.decision or args.tool_call or args.task)
     if not (by_rows or args.document or args.everything):
         raise ValidationError(
@@ -137,6 +128,10 @@ def _forget(args: argparse.Namespace, database: Database) -> int:
 
 
 def _export(args: argparse.Namespace, database: Database) -> int:
+    """write a tenant's memories, decisions and tool calls as JSON Lines
+
+    Write a tenant's decisions, tool calls and memories as JSON Lines that `retrieval ingest`
+    reads back to the same rows (new ids; documents are not included)."""
     from retrieval.memory.export import export_records
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())

@@ -15,6 +15,7 @@ from retrieval.cli import by_hand, documents, reads, writes
 from retrieval.cli import db as db_commands
 from retrieval.cli import mcp as mcp_commands
 from retrieval.cli import ui as ui_command
+from retrieval.cli.parsers import command
 from retrieval.cli.terminal import escaped_stdout, shown
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
@@ -94,29 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     ui_command.add_command(commands)
     reads.add_commands(commands)
     documents.add_commands(commands)
-    demo = commands.add_parser(
-        "demo",
-        help="store a small agent history and show what the database holds",
-        description="Migrate the database (the embedded one by default), store a week of a "
-        "demo agent's memories, decisions and tool calls in tenant 'demo' (replacing the "
-        "previous demo run's), print what the database holds, and show ranked results "
-        "with their scores for a few queries.",
-    )
-    demo.set_defaults(handler=_demo)
-    config = commands.add_parser(
-        "config",
-        help="list every RETRIEVAL_* variable with its value here and its default",
-        description="List every RETRIEVAL_* variable the package reads, with the value it has "
-        "in this environment (passwords masked) and its default. Touches no database.",
-    )
+    command(commands, "demo", _demo)
+    config = command(commands, "config", offline=_show_config)
     config.add_argument(
         "--markdown", action="store_true", help="print docs/configuration.md instead"
     )
-    config.set_defaults(offline=_show_config)
     return parser
 
 
 def _show_config(args: argparse.Namespace) -> int:
+    """list every RETRIEVAL_* variable with its value here and its default
+
+    List every RETRIEVAL_* variable the package reads, with the value it has in this environment
+    (passwords masked) and its default. Touches no database."""
     if args.markdown:
         print(configuration_markdown(), end="")
         return 0
@@ -145,6 +136,11 @@ def _config(args: argparse.Namespace) -> DatabaseConfig:
 
 
 def _demo(args: argparse.Namespace, database: Database) -> int:
+    """store a small agent history and show what the database holds
+
+    Migrate the database (the embedded one by default), store a week of a demo agent's memories,
+    decisions and tool calls in tenant 'demo' (replacing the previous demo run's), print what
+    the database holds, and show ranked results with their scores for a few queries."""
     from retrieval.cli.demo import run_demo
 
     if database.embedded is not None:

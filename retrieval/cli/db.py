@@ -7,6 +7,7 @@ import argparse
 import sys
 from dataclasses import replace
 
+from retrieval.cli.parsers import command
 from retrieval.cli.terminal import confirmed
 from retrieval.db import migrate
 from retrieval.db.engine import Database
@@ -20,25 +21,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "the vector dimension when the tables are created.",
     )
     actions = db.add_subparsers(title="actions", metavar="ACTION", required=True)
-    upgrade = actions.add_parser(
-        "upgrade", help="migrate up", description="Migrate up to REVISION (default: head)."
-    )
+    upgrade = command(actions, "upgrade", _upgrade)
     upgrade.add_argument("revision", nargs="?", default="head", help="target (default: head)")
-    upgrade.set_defaults(handler=_upgrade)
-    downgrade = actions.add_parser(
-        "downgrade",
-        help="migrate down",
-        description="Migrate down to REVISION: -1 is one step (the default), base removes "
-        "every table of the schema and its data. A downgrade that would drop stored data "
-        "(memories, documents, entity links, threads, chunk metadata, ingest keys) says what "
-        "and how many rows, and runs only with --yes, or when you type yes at the prompt of "
-        "a terminal.",
-    )
+    downgrade = command(actions, "downgrade", _downgrade)
     downgrade.add_argument("revision", nargs="?", default="-1", help="target (default: -1)")
     downgrade.add_argument(
         "--yes", action="store_true", help="drop the data the downgrade removes without asking"
     )
-    downgrade.set_defaults(handler=_downgrade)
     for action in (upgrade, downgrade):
         action.add_argument(
             "--lock-timeout",
@@ -48,34 +37,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             help="how long to wait for a lock another session holds before giving up and "
             f"naming it (default: {migrate.DEFAULT_LOCK_TIMEOUT:g}; 0: no limit)",
         )
-    grant = actions.add_parser(
-        "grant",
-        help="let an application role read and write, bound by row-level security",
-        description="Grant ROLE what the library needs on the schema (its tables and "
-        "sequences). ROLE must not be a superuser, have BYPASSRLS or own the tables: "
-        "row-level security then lets it see only the tenant each call names. Run it as the "
-        "tables' owner, after `retrieval db upgrade`.",
-    )
+    grant = command(actions, "grant", _grant)
     grant.add_argument("role", help="the application's role (created beforehand)")
-    grant.set_defaults(handler=_grant)
-    distribute = actions.add_parser(
-        "distribute",
-        help="distribute the tables by tenant on a Citus coordinator",
-        description="On the coordinator of a Citus cluster, distribute every table of the "
-        "schema by tenant_id, co-located, parents first, and create the schema's functions on "
-        "every node: each tenant's rows then live on one node, and every statement of the "
-        "library is routed to it. Run it after `retrieval db upgrade` (the schema must be at "
-        "the newest revision); a second run finds nothing to do, and later upgrades keep new "
-        "tables distributed. On a server without Citus it changes nothing. See "
-        "docs/scale-out.md.",
-    )
-    distribute.set_defaults(handler=_distribute)
-    current = actions.add_parser(
-        "current",
-        help="print the database's revision",
-        description="Print the revision the database is at and the newest one available.",
-    )
-    current.set_defaults(handler=_current)
+    command(actions, "distribute", _distribute)
+    command(actions, "current", _current)
 
 
 def _settings(database: Database) -> migrate.MigrationSettings:
@@ -87,6 +52,9 @@ def _migration_settings(args: argparse.Namespace, database: Database) -> migrate
 
 
 def _upgrade(args: argparse.Namespace, database: Database) -> int:
+    """migrate up
+
+    Migrate up to REVISION (default: head)."""
     settings = _migration_settings(args, database)
     migrate.upgrade(database.engine, settings, args.revision)
     revision = migrate.current_revision(database.engine, settings)
@@ -95,6 +63,12 @@ def _upgrade(args: argparse.Namespace, database: Database) -> int:
 
 
 def _downgrade(args: argparse.Namespace, database: Database) -> int:
+    """migrate down
+
+    Migrate down to REVISION: -1 is one step (the default), base removes every table of the
+    schema and its data. A downgrade that would drop stored data (memories, documents, entity
+    links, threads, chunk metadata, ingest keys) says what and how many rows, and runs only with
+    --yes, or when you type yes at the prompt of a terminal."""
     from retrieval.db.downgrade_losses import downgrade_losses
 
     settings = _migration_settings(args, database)
@@ -119,6 +93,11 @@ def _downgrade(args: argparse.Namespace, database: Database) -> int:
 
 
 def _grant(args: argparse.Namespace, database: Database) -> int:
+    """let an application role read and write, bound by row-level security
+
+    Grant ROLE what the library needs on the schema (its tables and sequences). ROLE must not be
+    a superuser, have BYPASSRLS or own the tables: row-level security then lets it see only the
+    tenant each call names. Run it as the tables' owner, after `retrieval db upgrade`."""
     from retrieval.db.row_security import grant_application_role
 
     with database.engine.begin() as connection:
@@ -129,6 +108,14 @@ def _grant(args: argparse.Namespace, database: Database) -> int:
 
 
 def _distribute(args: argparse.Namespace, database: Database) -> int:
+    """distribute the tables by tenant on a Citus coordinator
+
+    On the coordinator of a Citus cluster, distribute every table of the schema by tenant_id,
+    co-located, parents first, and create the schema's functions on every node: each tenant's
+    rows then live on one node, and every statement of the library is routed to it. Run it after
+    `retrieval db upgrade` (the schema must be at the newest revision); a second run finds
+    nothing to do, and later upgrades keep new tables distributed. On a server without Citus it
+    changes nothing. See docs/scale-out.md."""
     from retrieval.db.distribute import distribute
 
     schema = database.config.schema
@@ -146,6 +133,9 @@ def _distribute(args: argparse.Namespace, database: Database) -> int:
 
 
 def _current(args: argparse.Namespace, database: Database) -> int:
+    """print the database's revision
+
+    Print the revision the database is at and the newest one available."""
     revision = migrate.current_revision(database.engine, _settings(database))
     head = migrate.head_revision()
     state = "up to date" if revision == head else f"newest available: {head}"

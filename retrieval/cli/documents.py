@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from retrieval.cli.parsers import command
 from retrieval.cli.terminal import progress
 from retrieval.db.engine import Database
 from retrieval.documents.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
@@ -17,16 +18,7 @@ from retrieval.memory.store import MemoryStore
 def add_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
-    docs = commands.add_parser(
-        "ingest-docs",
-        help="store text, Markdown and PDF files as chunked documents",
-        description="Read each file (directories are searched for .txt, .md and .pdf), cut it "
-        "into overlapping chunks of words (Markdown: within its sections, titled by their "
-        "headings; PDF: with the pages each chunk spans), embed the chunks and store them with "
-        "their BM25 statistics, one transaction per file. Every file is read before anything "
-        "is written: an unreadable one stops the run and nothing is stored. An unchanged file "
-        "is skipped; a changed one replaces its chunks.",
-    )
+    docs = command(commands, "ingest-docs", _ingest_docs)
     docs.add_argument("paths", nargs="+", type=Path, help="files or directories")
     docs.add_argument("--tenant", required=True, help="tenant_id the documents belong to")
     docs.add_argument(
@@ -52,10 +44,17 @@ def add_commands(
         help="PostgreSQL text search configuration for BM25 (RETRIEVAL_TEXT_SEARCH_CONFIG; "
         "english)",
     )
-    docs.set_defaults(handler=_ingest_docs)
 
 
 def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
+    """store text, Markdown and PDF files as chunked documents
+
+    Read each file (directories are searched for .txt, .md and .pdf), cut it into overlapping
+    chunks of words (Markdown: within its sections, titled by their headings; PDF: with the
+    pages each chunk spans), embed the chunks and store them with their BM25 statistics, one
+    transaction per file. Every file is read before anything is written: an unreadable one stops
+    the run and nothing is stored. An unchanged file is skipped; a changed one replaces its
+    chunks."""
     from retrieval.documents.chunking import ChunkSizes
     from retrieval.documents.files import find_files, read_document
     from retrieval.documents.store import DocumentStore, validate_document

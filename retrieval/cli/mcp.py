@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from retrieval.arguments import check_tenant
+from retrieval.cli.parsers import command
 from retrieval.db.engine import Database
 from retrieval.errors import ConfigurationError
 from retrieval.integrations.mcp_config import McpConfig
@@ -41,12 +42,7 @@ long-running process to use instead of one `retrieval search` per query.
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The parsers of ``mcp`` and ``mcp-token``."""
-    mcp = commands.add_parser(
-        "mcp",
-        help="serve the memory to agents over MCP (stdio, or HTTP with bearer tokens)",
-        description=MCP_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    mcp = command(commands, "mcp", _mcp, description=MCP_HELP)
     mcp.add_argument("--tenant", help="the tenant of every call (stdio; required there)")
     mcp.add_argument(
         "--http",
@@ -60,22 +56,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=Path,
         help="accepted bearer tokens, 'SHA256-HEX TENANT' per line (RETRIEVAL_MCP_TOKENS_FILE)",
     )
-    mcp.set_defaults(handler=_mcp)
-    token = commands.add_parser(
-        "mcp-token",
-        help="make a bearer token for retrieval mcp --http",
-        description="Print a new random bearer token for TENANT, and the line to append to "
-        "the tokens file (its SHA-256 and the tenant: the file never holds the token). Give "
-        "the token to the agent's MCP client; keep it secret. Touches no database.",
-    )
+    token = command(commands, "mcp-token", offline=_mcp_token)
     token.add_argument("--tenant", required=True, help="the tenant the token opens")
     token.add_argument(
         "--append-to", type=Path, help="append the line to this tokens file (created if absent)"
     )
-    token.set_defaults(offline=_mcp_token)
 
 
 def _mcp_token(args: argparse.Namespace) -> int:
+    """make a bearer token for retrieval mcp --http
+
+    Print a new random bearer token for TENANT, and the line to append to the tokens file (its
+    SHA-256 and the tenant: the file never holds the token). Give the token to the agent's MCP
+    client; keep it secret. Touches no database."""
     tenant = check_tenant(args.tenant)
     token = new_token()
     line = f"{token_hash(token)} {tenant}"
@@ -95,6 +88,7 @@ def _mcp_token(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace, database: Database) -> int:
+    """serve the memory to agents over MCP (stdio, or HTTP with bearer tokens)"""
     try:
         from retrieval.integrations import mcp_server
     except ImportError as error:

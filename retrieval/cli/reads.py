@@ -7,6 +7,7 @@ import argparse
 import json
 from datetime import UTC, datetime
 
+from retrieval.cli.parsers import command
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
@@ -14,15 +15,7 @@ from retrieval.search.config import RetrievalConfig
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    search = commands.add_parser(
-        "search",
-        help="find the best context for a query in a tenant's memory",
-        description="Run the hybrid retriever: memories by meaning (pgvector), decisions and "
-        "tool calls by keywords (case-insensitive, through a word index), documents by BM25 and "
-        "vectors, each scored for relevance and recency, "
-        "weighted, thresholded and ranked. Weights, limits and the threshold come from the "
-        "RETRIEVAL_* variables (retrieval config lists them). Prints a table, or JSON with --json.",
-    )
+    search = command(commands, "search", _search)
     search.add_argument("query", help="what to find context for")
     search.add_argument("--tenant", required=True, help="tenant_id to search")
     search.add_argument("--task", help="only this task's decisions and tool calls")
@@ -56,13 +49,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "may not have replayed the latest writes yet)",
     )
     search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
-    search.set_defaults(handler=_search)
-    timeline = commands.add_parser(
-        "timeline",
-        help="what happened in a tenant's memory in a window of time, newest first",
-        description="List the memories stored, decisions taken and tool calls made by a "
-        "tenant between --since and --until, newest first, across the three tables.",
-    )
+    timeline = command(commands, "timeline", _timeline)
     timeline.add_argument("--tenant", required=True, help="tenant_id to list")
     timeline.add_argument("--since", type=_aware_datetime, help="ISO 8601 time with a zone")
     timeline.add_argument("--until", type=_aware_datetime, help="ISO 8601 time with a zone")
@@ -74,7 +61,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     timeline.add_argument("--limit", type=int, default=50, help="most events (default: 50)")
     timeline.add_argument("--json", action="store_true", help="print the events as JSON")
-    timeline.set_defaults(handler=_timeline)
 
 
 def _aware_datetime(value: str) -> datetime:
@@ -90,6 +76,13 @@ def _aware_datetime(value: str) -> datetime:
 
 
 def _search(args: argparse.Namespace, database: Database) -> int:
+    """find the best context for a query in a tenant's memory
+
+    Run the hybrid retriever: memories by meaning (pgvector), decisions and tool calls by
+    keywords (case-insensitive, through a word index), documents by BM25 and vectors, each
+    scored for relevance and recency, weighted, thresholded and ranked. Weights, limits and the
+    threshold come from the RETRIEVAL_* variables (retrieval config lists them). Prints a table,
+    or JSON with --json."""
     from retrieval.search.context import to_markdown, to_table
     from retrieval.search.retriever import HybridRetriever
 
@@ -138,6 +131,10 @@ def _search(args: argparse.Namespace, database: Database) -> int:
 
 
 def _timeline(args: argparse.Namespace, database: Database) -> int:
+    """what happened in a tenant's memory in a window of time, newest first
+
+    List the memories stored, decisions taken and tool calls made by a tenant between --since
+    and --until, newest first, across the three tables."""
     from retrieval.search.timeline import timeline
 
     events = timeline(

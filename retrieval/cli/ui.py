@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from retrieval.cli.mcp import until_stopped
+from retrieval.cli.parsers import command
 from retrieval.db.engine import Database
 from retrieval.errors import ConfigurationError, RetrievalError
 from retrieval.integrations.mcp_tokens import TokenTable
@@ -42,12 +43,7 @@ sees its own tenant only. Prometheus metrics at /metrics. Ctrl-C stops.
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The parser of ``ui``."""
-    ui = commands.add_parser(
-        "ui",
-        help="web pages to look inside the memory (search scores as bars, timeline, forget)",
-        description=UI_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ui = command(commands, "ui", _ui, description=UI_HELP)
     ui.add_argument("--host", help="address to listen on (RETRIEVAL_UI_HOST; 127.0.0.1)")
     ui.add_argument(
         "--port", type=int, help=f"port (RETRIEVAL_UI_PORT; {DEFAULT_PORT}; 0: any free one)"
@@ -59,10 +55,10 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="bearer tokens, 'SHA256-HEX TENANT' per line: each token sees its tenant only "
         "(required off loopback)",
     )
-    ui.set_defaults(handler=_ui)
 
 
 def _ui(args: argparse.Namespace, database: Database) -> int:
+    """web pages to look inside the memory (search scores as bars, timeline, forget)"""
     try:
         import uvicorn
 

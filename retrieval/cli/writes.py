@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from retrieval.cli.parsers import command
 from retrieval.cli.terminal import progress
 from retrieval.db import migrate
 from retrieval.db.engine import Database
@@ -43,13 +44,7 @@ line number and nothing is stored. Then it is written in batches, one transactio
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ingest = commands.add_parser(
-        "ingest",
-        help="store memories, decisions, tool calls and chat transcripts from a JSON Lines or "
-        "CSV file",
-        description=INGEST_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    ingest = command(commands, "ingest", _ingest, description=INGEST_HELP)
     ingest.add_argument("file", type=Path, help="a .jsonl or .csv file")
     ingest.add_argument("--tenant", help="tenant_id for lines that have none")
     ingest.add_argument("--format", choices=("jsonl", "csv"), help="default: from the suffix")
@@ -62,31 +57,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="drop the HNSW index of memories during the load and rebuild it after: much "
         "faster for large imports; searches scan the table meanwhile",
     )
-    ingest.set_defaults(handler=_ingest)
-    stats = commands.add_parser(
-        "stats",
-        help="counts per tenant, kind and table; embedding models; cache size",
-        description="Print what the database holds: rows per table and tenant, memories per "
-        "kind, the embedding models and dimension, and the size of the embedding cache.",
-    )
-    stats.set_defaults(handler=_stats)
-    reembed = commands.add_parser(
-        "reembed",
-        help="re-embed memories made by another model",
-        description="Re-embed, in batches of one transaction each, every memory whose "
-        "embedding was made by another model than --model. Interrupted, it loses at most one "
-        "batch: run it again to finish. The new model must have the database's dimension; "
-        "a change of dimension is a migration (see docs/schema.md).",
-    )
+    command(commands, "stats", _stats)
+    reembed = command(commands, "reembed", _reembed)
     reembed.add_argument("--model", required=True, help="model name or local path")
     reembed.add_argument("--tenant", help="only this tenant's memories")
     reembed.add_argument(
         "--batch-size", type=int, default=256, help="memories per transaction (default: 256)"
     )
-    reembed.set_defaults(handler=_reembed)
 
 
 def _ingest(args: argparse.Namespace, database: Database) -> int:
+    """store memories, decisions, tool calls and chat transcripts from a JSON Lines or CSV file"""
     from retrieval.memory.file_ingest import ingest, read_file
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
@@ -115,6 +96,10 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
 
 
 def _stats(args: argparse.Namespace, database: Database) -> int:
+    """counts per tenant, kind and table; embedding models; cache size
+
+    Print what the database holds: rows per table and tenant, memories per kind, the embedding
+    models and dimension, and the size of the embedding cache."""
     from retrieval.cli.stats import describe, render
 
     overview = describe(database.engine, migrate.MigrationSettings.from_config(database.config))
@@ -128,6 +113,12 @@ def _stats(args: argparse.Namespace, database: Database) -> int:
 
 
 def _reembed(args: argparse.Namespace, database: Database) -> int:
+    """re-embed memories made by another model
+
+    Re-embed, in batches of one transaction each, every memory whose embedding was made by
+    another model than --model. Interrupted, it loses at most one batch: run it again to finish.
+    The new model must have the database's dimension; a change of dimension is a migration (see
+    docs/schema.md)."""
     from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.memory.reembed import pending, reembed
 
