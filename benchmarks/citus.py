@@ -45,7 +45,7 @@ from sqlalchemy import Engine
 
 from retrieval.db.distribute import distribute
 from retrieval.db.engine import make_engine
-from retrieval.db.local_settings import PROPAGATE, has_citus
+from retrieval.db.local_settings import propagate_to_workers
 from retrieval.db.migrate import MigrationSettings, head_revision, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
@@ -144,10 +144,8 @@ def floor(url: str, vectors: np.ndarray, runs: int, tenants: int) -> dict[str, A
     per_run = []
     with psycopg.connect(url, autocommit=True) as connection:
         register_vector(connection)
-        distributed = has_citus(connection)
-        if distributed:
-            connection.execute(PROPAGATE)
-        else:
+        distributed = propagate_to_workers(connection)
+        if not distributed:
             connection.execute("SET hnsw.iterative_scan = relaxed_order")
             connection.execute("SET hnsw.ef_search = 160")
 

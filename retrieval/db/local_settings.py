@@ -18,10 +18,7 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import Connection
 
-from retrieval.db.queries import execute
-
-PROPAGATE = "SET citus.propagate_set_commands = 'local'"
-_HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+from retrieval.db.queries import execute, statement
 
 
 def set_local_statement(name: str, value: str) -> str:
@@ -37,8 +34,7 @@ def set_local(connection: Connection, name: str, value: str) -> None:
 
 def has_citus(connection: psycopg.Connection[Any]) -> bool:
     """Whether the database of this (driver) connection has the citus extension."""
-    found = connection.execute(_HAS_CITUS).fetchone()
-    return bool(found and found[0])
+    return connection.execute(statement("db.citus_version")).fetchone() is not None
 
 
 def propagate_to_workers(connection: psycopg.Connection[Any]) -> bool:
@@ -46,5 +42,5 @@ def propagate_to_workers(connection: psycopg.Connection[Any]) -> bool:
     whether it is one."""
     if not has_citus(connection):
         return False
-    connection.execute(PROPAGATE)
+    connection.execute(statement("db.propagate_set_commands"))
     return True

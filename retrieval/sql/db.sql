@@ -87,6 +87,10 @@ SELECT 1 FROM pg_database WHERE datname = %(name)s
 -- The citus extension's version in this database (no row without Citus).
 SELECT extversion FROM pg_extension WHERE extname = 'citus'
 
+-- name: propagate_set_commands
+-- On a Citus database: send the transaction's SET LOCAL commands on to the workers it opens.
+SET citus.propagate_set_commands = 'local'
+
 -- name: distributed_tables
 -- The tables of a schema that Citus distributes (only asked where the citus extension is).
 SELECT c.relname
