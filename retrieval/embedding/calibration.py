@@ -3,7 +3,7 @@
 An L2 distance means different things for different models: with all-MiniLM-L6-v2, two
 unrelated texts lie about 1.38 apart and two paraphrases about 0.6, so ``1 / (1 + d)`` lives
 in a band of 0.42 to 0.66 and a small recency weight outweighs it. A calibration names two
-distances measured on labelled pairs (``benchmarks/calibrate.py``): ``unrelated_distance``
+distances measured on labelled pairs (``benchmarks/quality/calibrate.py``): ``unrelated_distance``
 (the median of unrelated pairs), where relevance is 0, and ``paraphrase_distance`` (the median
 of paraphrase pairs), where it is 1. In between, relevance is linear in the squared distance,
 which for unit vectors is linear in the cosine similarity (``cos = 1 - d^2 / 2``):
@@ -62,7 +62,7 @@ class DenseCalibration:
         return np.clip((self.zero_squared - squared) / self.span_squared, 0.0, 1.0)
 
 
-# Measured with benchmarks/calibrate.py on tests/data/calibration.json and BEIR SciFact
+# Measured with benchmarks/quality/calibrate.py on tests/data/calibration.json and BEIR SciFact
 # (benchmarks/results-calibration-2026-11-27.json): unrelated pairs' median distance (2,047
 # pairs) and paraphrase pairs' median distance (24 pairs).
 CALIBRATIONS: dict[str, DenseCalibration] = {
@@ -89,7 +89,7 @@ def calibration_for(model_id: str) -> DenseCalibration:
         logger.warning(
             "embedding model %r has no relevance calibration: its distances map to relevance "
             "as cosine similarity (0 for orthogonal texts, 1 for identical ones); run "
-            "benchmarks/calibrate.py with it and add its distances to "
+            "benchmarks/quality/calibrate.py with it and add its distances to "
             "retrieval.embedding.calibration.CALIBRATIONS for scores that span [0, 1]",
             model_id,
         )

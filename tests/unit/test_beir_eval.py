@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "beir_eval.py"
-sys.path.insert(0, str(_PATH.parent))  # its shared modules (_common, _scifact)
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "quality" / "beir_eval.py"
+sys.path.insert(0, str(_PATH.parents[1]))  # its shared modules (_common, _scifact)
 _SPEC = importlib.util.spec_from_file_location("beir_eval", _PATH)
 assert _SPEC is not None and _SPEC.loader is not None
 beir_eval = importlib.util.module_from_spec(_SPEC)

@@ -39,7 +39,7 @@ def test_an_uncalibrated_model_is_the_cosine_and_says_so_once(
         assert calibration_for("acme/unknown-model") is UNCALIBRATED
     warnings = [r for r in caplog.records if "acme/unknown-model" in r.getMessage()]
     assert len(warnings) == 1
-    assert "benchmarks/calibrate.py" in warnings[0].getMessage()
+    assert "benchmarks/quality/calibrate.py" in warnings[0].getMessage()
     # Orthogonal unit vectors (distance sqrt 2) score 0, identical ones 1, cos 0.5 scores 0.5.
     assert UNCALIBRATED.relevance(np.array([math.sqrt(2), 0.0, 1.0])).tolist() == pytest.approx(
         [0.0, 1.0, 0.5]

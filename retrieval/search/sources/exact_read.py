@@ -6,7 +6,7 @@ distance, and past ``hnsw.max_scan_tuples`` it stops short. Reading the tenant's
 its btree and sorting them costs ``n`` distances. So a tenant is read exactly when
 ``n^2 <= exact_scan_factor * pool * N``: at 1,000,000 rows a tenant of 10,000 takes about half
 the time read exactly, with every nearest row, where the graph finds 0.97 of them
-(``benchmarks/exact_read.py``; docs/decisions/0013).
+(``benchmarks/peers/exact_read.py``; docs/decisions/0013).
 
 The choice is made in Python, so each statement carries one plan (a statement holding both
 branches, chosen in SQL, cost about 0.4 ms a call to plan). A statement for a tenant whose size

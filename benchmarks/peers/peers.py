@@ -6,11 +6,11 @@ measured and how, and the figures: benchmarks/README.md, "Peers".
 The peers pin versions of SQLAlchemy and pgvector this library cannot share a virtual
 environment with, so they run in their own (``--peers-python``; make it with ``python -m venv
 .venv-peers && .venv-peers/bin/pip install langchain-postgres llama-index-vector-stores-postgres
-numpy``) through ``benchmarks/_peers_worker.py``, against a database of their own on the same
+numpy``) through ``benchmarks/peers/_peers_worker.py``, against a database of their own on the same
 embedded PostgreSQL. The rows and tenants are ``_scifact.py``'s (``memory_vectors``,
 ``tenant_of``).
 
-Usage: python benchmarks/peers.py [--rows 100000] [--data-dir DIR] [--peers-python PATH]
+Usage: python benchmarks/peers/peers.py [--rows 100000] [--data-dir DIR] [--peers-python PATH]
        [--libraries langchain,langchain-pgvectorstore,llamaindex] [--ours NAMES]
        [--filtered-only] [--index-after-load] [--searches-only RESULT] [--json PATH]
 
@@ -24,6 +24,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -33,6 +34,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import ROOT, add_output, claim_timing, git_commit, recall, timed_passes, write_result
 from _scifact import (
     AS_OF,
@@ -227,7 +230,7 @@ def _peer_work(  # type: ignore[no-untyped-def]
 def _run_peer(python: Path, library: str, url: str, work: Path) -> dict[str, Any]:
     """One library's worker, in the peers' Python, on the data and plan of ``work``."""
     subprocess.run(
-        [str(python), str(ROOT / "benchmarks" / "_peers_worker.py"), library,
+        [str(python), str(ROOT / "benchmarks" / "peers" / "_peers_worker.py"), library,
          "--url", url, "--work", str(work)],
         check=True,
     )  # fmt: skip

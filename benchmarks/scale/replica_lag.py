@@ -8,7 +8,7 @@ up to it (``pg_last_wal_replay_lsn()``, polled every 2 ms), over ``--writes`` wr
 and max. That is the window in which a search on the replica may miss the write, and the reason
 for ``read_your_writes=True``.
 
-Usage: python benchmarks/replica_lag.py [--writes 50] [--json PATH]
+Usage: python benchmarks/scale/replica_lag.py [--writes 50] [--json PATH]
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import ROOT, add_output, percentiles, write_result
 
 from retrieval.db.config import DatabaseConfig

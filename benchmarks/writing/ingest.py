@@ -26,7 +26,7 @@
    with every vector in the cache (a new store), each with the default turn context (every
    turn embedded with the one before it) against ``WriteConfig(turn_context=0)``, interleaved.
 
-Usage: python benchmarks/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
+Usage: python benchmarks/writing/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
 Without --database-url it runs on a throw-away embedded server.
 """
@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, write_result
 from _scifact import scifact_sentences, scifact_texts
 from pgvector import HalfVector, Vector

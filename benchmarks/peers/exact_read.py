@@ -13,7 +13,7 @@ claims; recall@10 against the exact 10 nearest; whether the setting read the ten
 (``n^2 <= factor x pool x N``). Ratios are to the first setting (factor 0, the first
 ef_search).
 
-Usage: python benchmarks/exact_read.py --data-dir DIR [--rows 100000] [--factors 4]
+Usage: python benchmarks/peers/exact_read.py --data-dir DIR [--rows 100000] [--factors 4]
        [--ef-search 160] [--tenants t-0.1pct,t-1pct,t-10pct] [--passes 3] [--json PATH]
 """
 
@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, claim_timing, recall, write_result
 from _scifact import (
     AS_OF,

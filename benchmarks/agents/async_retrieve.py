@@ -13,7 +13,7 @@ flight over the SciFact claims (query vectors cached first):
 The ways alternate within each of ``--runs`` rounds; calls/s is the median over rounds.
 Target: the async retriever at least as fast as the threaded sync one.
 
-Usage: python benchmarks/async_retrieve.py [--data-dir DIR] [--rows 3000] [--queries 300]
+Usage: python benchmarks/agents/async_retrieve.py [--data-dir DIR] [--rows 3000] [--queries 300]
        [--runs 5] [--concurrency 8]
 """
 
@@ -22,12 +22,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import read_queries, sentence_memories
 

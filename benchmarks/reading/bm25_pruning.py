@@ -20,7 +20,7 @@ an estimated time from measured unit costs: summing a posting (``--sum-us``, 0.5
 hash-aggregate and top-N, ``read_anatomy.py --parts postings``) and probing one chunk's
 postings of one term, measured here (a seed's worth of chunks per common term, best of 3).
 
-Usage: python benchmarks/bm25_pruning.py --data-dir DIR [--queries 150] [--json PATH]
+Usage: python benchmarks/reading/bm25_pruning.py --data-dir DIR [--queries 150] [--json PATH]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import argparse
 import math
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import DOCUMENTS, TENANT, read_queries
 
@@ -74,7 +77,7 @@ def main() -> None:
             (TENANT,),
         ).fetchone() or (0, 0)
         if not chunks:
-            raise SystemExit(f"no chunks in {SCHEMA}: run benchmarks/documents.py first")
+            raise SystemExit(f"no chunks in {SCHEMA}: run benchmarks/reading/documents.py first")
         claims = [_terms(connection, q, config) for q in read_queries()[: args.queries]]
         probe_us = _probe_cost(connection, config.candidate_pool * SEED)
     model = _Model(chunks, total / chunks, config, args.sum_us, probe_us)

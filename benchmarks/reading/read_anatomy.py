@@ -23,7 +23,7 @@ connection settings). Parts (``--parts``, comma-separated):
   lookup per keyword (ten of the 100 tenants), and the episodic source's ``retrieve()`` (tenant
   t07; each claim's fastest of 3). The tables keep revision 0009's indexes afterwards.
 
-Usage: python benchmarks/read_anatomy.py --data-dir DIR
+Usage: python benchmarks/reading/read_anatomy.py --data-dir DIR
        [--parts plans,modes,postings,tenants,vocabulary-index]
        [--queries 60] [--json PATH]
 """
@@ -33,12 +33,14 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, summary_ms, write_result
 from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, load_corpus, read_queries, shapes
 from sqlalchemy import text

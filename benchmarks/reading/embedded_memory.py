@@ -9,7 +9,7 @@ source alone and the episodic source alone on the data of ``retrieve.py`` (schem
 ``bench_docs``, when loaded). Sizes alternate round by round, so the machine's drift hits
 every size alike; the summary gives each size's median over rounds of the p50 and p95.
 
-Usage: python benchmarks/embedded_memory.py --data-dir DIR [--sizes 128MB,2048MB]
+Usage: python benchmarks/reading/embedded_memory.py --data-dir DIR [--sizes 128MB,2048MB]
        [--rounds 3] [--queries 300] [--json PATH]
 ``DIR`` holds the data loaded by ``retrieve.py`` (and ``documents.py``) with ``--data-dir``;
 no other process may be using its server.
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 
 HERE = Path(__file__).resolve().parent

@@ -13,7 +13,8 @@ channel fused by ``convex``), and with the other fusions and BM25 parameters:
    defaults (threshold, cut-off and gate on) and each variant by relevance alone (no threshold,
    no cut-off).
 
-Usage: python benchmarks/memory_bm25.py [--data-dir DIR] [--json PATH] [--parts fixture,scifact]
+Usage: python benchmarks/quality/memory_bm25.py [--data-dir DIR] [--json PATH]
+           [--parts fixture,scifact]
 ``--data-dir`` keeps the server (and the stored SciFact memories) for the next run.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, write_result
 from _scifact import abstract_text, evaluate  # the same metrics as the documents'
 from sqlalchemy import text
@@ -44,7 +47,7 @@ from retrieval.search.config import RetrievalConfig
 from retrieval.search.evaluation import pairs_returned, store_labelled
 from retrieval.search.retriever import HybridRetriever
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 # beir_eval.py's schema and tenant: with the same --data-dir, the abstracts' embeddings are

@@ -8,7 +8,7 @@ answers them) and the 300 SciFact test claims; chunks returned per question, and
 recall@10 of the claims with the documents limit raised to 10 and no threshold. Ungated
 (``max_distance = None``) against gated with several ``bm25_min_coverage`` values.
 
-Usage: python benchmarks/documents_gate.py --data-dir DIR [--json PATH]
+Usage: python benchmarks/quality/documents_gate.py --data-dir DIR [--json PATH]
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import BEIR, BEIR_TENANT, DATA, evaluate, read_qrels
 
@@ -30,7 +32,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"
 
 

@@ -18,7 +18,7 @@ instead, on a table of ``(id, content, embedding vector(384))`` with an HNSW ind
 
 The HNSW graphs have the library's links per node (``schema.HNSW_LINKS``).
 
-Usage: python benchmarks/ingest_overlap.py [--texts 1000] [--long-texts 0] [--runs 5]
+Usage: python benchmarks/writing/ingest_overlap.py [--texts 1000] [--long-texts 0] [--runs 5]
        [--json PATH]
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -37,6 +38,8 @@ from typing import Any
 import numpy as np
 import psycopg
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import scifact_texts
 from psycopg.copy import QueuedLibpqWriter

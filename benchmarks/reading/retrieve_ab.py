@@ -14,7 +14,7 @@ own process. Reports p50 / p95 / mean of each claim's fastest of ``--repeat`` ca
 whether both versions returned the same results (content, source and scores) for every claim.
 Comparing a revision with itself gives differences of up to about 0.3 ms at the p50.
 
-Usage: python benchmarks/retrieve_ab.py --data-dir DIR --against REV
+Usage: python benchmarks/reading/retrieve_ab.py --data-dir DIR --against REV
        [--sources all|semantic|episodic|documents] [--tenants one|spread] [--queries 300]
        [--repeat 3] [--json PATH]
 """
@@ -30,11 +30,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import AS_OF, DOCUMENTS, ONE, SPREAD, TENANT
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = Path(__file__).resolve().parents[1]
 _DATASETS = json.dumps(
     {
         "one": ONE.schema,

@@ -23,7 +23,7 @@ Configurations:
   fused by ``convex``, relevance alone: recency weight 0, no threshold, no cut-off), run from
   a temporary ``git worktree`` of REV in its own process, on the same server, in the same run.
 
-Usage: python benchmarks/conversation_eval.py DATA [--json PATH] [--against REV]
+Usage: python benchmarks/quality/conversation_eval.py DATA [--json PATH] [--against REV]
        [--neighbors 1] [--ablations] [--data-dir DIR]
 """
 
@@ -46,9 +46,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 SCHEMA = "conversation"

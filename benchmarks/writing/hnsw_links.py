@@ -13,7 +13,7 @@ For each graph definition (``--variants``, pgvector's ``m`` and ``ef_constructio
    ``--corpus sentences``: up to ``--sentences`` real sentences of SciFact's abstracts, embedded
    by the model (once; the vectors are kept beside the data directory).
 
-Usage: python benchmarks/hnsw_links.py --data-dir /tmp/rb/pg [--variants 16,12,10,8]
+Usage: python benchmarks/writing/hnsw_links.py --data-dir /tmp/rb/pg [--variants 16,12,10,8]
        [--texts 1000] [--runs 5] [--queries 300] [--ef-search 40,100]
        [--corpus memories|sentences] [--sentences 50000] [--json PATH]
 A variant is ``M`` or ``M:EF_CONSTRUCTION`` (default ef_construction 64).
@@ -24,12 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, write_result
 from _scifact import load_corpus, scifact_sentences, scifact_texts
 from pgvector.psycopg import register_vector

@@ -19,7 +19,8 @@ recall over the judged relevant documents). ``retrieve ...`` rows rank by the do
 of ``HybridRetriever.retrieve()`` (``limit=100``, the other sources off): with the defaults
 (threshold and evidence gate on), and by relevance alone for each fusion and BM25 (k1, b).
 
-Usage: python benchmarks/beir_eval.py DATASET_DIR [--json PATH] [--data-dir DIR] [--split test]
+Usage: python benchmarks/quality/beir_eval.py DATASET_DIR [--json PATH] [--data-dir DIR]
+           [--split test]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import abstract_text, evaluate, read_qrels
 from sqlalchemy import text

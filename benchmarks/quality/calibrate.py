@@ -13,7 +13,7 @@ It also gives the model's dense-relevance calibration (``retrieval.embedding.cal
 distance where relevance is 0 (the median of the unrelated pairs of both sets) and where it is
 1 (the median of the paraphrase pairs), and the relevance each set's pairs get with it.
 
-Usage: python benchmarks/calibrate.py [--scifact-negatives 5] [--json PATH]
+Usage: python benchmarks/quality/calibrate.py [--scifact-negatives 5] [--json PATH]
 """
 
 from __future__ import annotations
@@ -21,18 +21,21 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import DATA
 
 from retrieval.embedding.calibration import DenseCalibration
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"
 CUT_OFFS = (1.10, 1.15, 1.18, 1.20, 1.22, 1.25, 1.30)
 

@@ -23,7 +23,7 @@ with its number, and past the first 44,790 its vector is the sentence's with Gau
 (sigma 0.01 per dimension, normalized), so the rows cluster as paraphrases do rather than
 repeat. The exact search uses those same vectors.
 
-Usage: python benchmarks/scale.py [--sizes 100000,300000,1000000] [--layouts one,spread]
+Usage: python benchmarks/scale/scale.py [--sizes 100000,300000,1000000] [--layouts one,spread]
        [--vector-type vector|halfvec] [--runs 3] [--queries 300] [--recall-queries 100]
        [--live-rows 5000] [--data-dir DIR] [--json PATH]
 ``--data-dir`` keeps the server's data; a later run continues from the rows already there.
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -44,6 +45,8 @@ from typing import Any
 
 import numpy as np
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, percentiles, write_result
 from _scifact import AS_OF, KINDS, TOOLS, cached_vectors, load_corpus, memory_vectors, shapes
 from sqlalchemy import Engine, text

@@ -22,7 +22,7 @@ Data: SciFact titles (embedded once with all-MiniLM-L6-v2; 100,000 memories are 
 with small Gaussian noise, so they cluster like real embeddings), decisions made of abstract
 sentences, tool calls with search parameters drawn from titles; timestamps over 90 days.
 
-Usage: python benchmarks/retrieve.py [--rows 100000] [--runs 3] [--queries 300]
+Usage: python benchmarks/reading/retrieve.py [--rows 100000] [--runs 3] [--queries 300]
        [--naive-queries 5] [--parts latency,naive,tenants,bm25,throughput]
        [--clients 1,2,4,8] [--throughput-calls 600] [--data-dir DIR] [--json PATH]
 ``--data-dir`` keeps the embedded server's data (and the loaded rows) for the next run.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +43,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, percentiles, write_result
 from _scifact import AS_OF, ONE, SPREAD, TENANT, count, latency, load, load_corpus, noisy_copies
 from pgvector.psycopg import register_vector

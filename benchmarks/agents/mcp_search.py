@@ -18,8 +18,10 @@ another process (see ``_mcp_fairness.py``). Target: B's p50 with A at 200 within
 
 (Not named mcp.py: a script of that name would shadow the SDK it imports.)
 
-Usage: python benchmarks/mcp_search.py [--data-dir DIR] [--rows 3000] [--queries 300] [--runs 3]
-       python benchmarks/mcp_search.py --two-tokens [--in-flight 20,200] [--hostile] [--queries 100]
+Usage: python benchmarks/agents/mcp_search.py [--data-dir DIR] [--rows 3000] [--queries 300]
+           [--runs 3]
+       python benchmarks/agents/mcp_search.py --two-tokens [--in-flight 20,200] [--hostile]
+           [--queries 100]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, summary_ms, write_result
 from _mcp_fairness import measure
 from _scifact import read_queries, sentence_memories

@@ -5,7 +5,7 @@ Three cases, each in a fresh process so imports are counted as a user sees them:
   warm   - an existing data directory whose server is stopped: start only;
   reuse  - a server another process is already running: join it.
 
-Usage: python benchmarks/embedded_start.py [--runs N]
+Usage: python benchmarks/writing/embedded_start.py [--runs N]
 Prints the median and the spread of N runs of each case (seconds, inside start_embedded()),
 and the wall time of the whole process (interpreter + imports + start).
 """
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 
 PROBE = """

@@ -16,7 +16,7 @@ match. The queries, each asked once first (its vector cached, connections warm),
 
 Reports each query's median and its ratio to ``short``. Target: every ratio at most 3.
 
-Usage: python benchmarks/long_queries.py [--data-dir DIR] [--rows 3000] [--runs 7]
+Usage: python benchmarks/reading/long_queries.py [--data-dir DIR] [--rows 3000] [--runs 7]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import add_output, write_result
 from _scifact import read_queries, scifact_sentences, sentence_memories
 from sqlalchemy import text

@@ -10,7 +10,7 @@ titles and for abstracts. Reports p50 of single queries, the sum and the median 
 of the batches, and the time to load each model (the first ONNX load exports the model once:
 run the script twice to see the load from the cache).
 
-Usage: python benchmarks/embedders.py [--abstracts 1000] [--rounds 2]
+Usage: python benchmarks/writing/embedders.py [--abstracts 1000] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -18,10 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import CORPUS, read_queries
 

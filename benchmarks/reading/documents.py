@@ -16,7 +16,7 @@ vector (all-MiniLM-L6-v2) with small Gaussian noise (like ``retrieve.py``: the c
 real embeddings, without embedding 100,000 texts here). Chunks go through ``DocumentStore.add``
 with precomputed embeddings.
 
-Usage: python benchmarks/documents.py [--documents 20000] [--runs 3] [--queries 300]
+Usage: python benchmarks/reading/documents.py [--documents 20000] [--runs 3] [--queries 300]
        [--data-dir DIR] [--json PATH]
 ``--data-dir`` keeps the embedded server's data (and the loaded chunks) for the next run.
 """
@@ -28,6 +28,7 @@ import json
 import random
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, percentiles, write_result
 from _scifact import DATA, DOCUMENTS, TENANT, documents_only, latency, read_queries, stored_chunks
 from sqlalchemy import Engine, text

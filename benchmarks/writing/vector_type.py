@@ -13,9 +13,10 @@ test claims:
   relation holds once every claim has been asked (``pg_buffercache``), per memory;
 * ``retrieve()`` p50 of the semantic source, the two types asked each claim in turn.
 
-The million-row figures of ``halfvec`` come from ``benchmarks/scale.py --vector-type halfvec``.
+The million-row figures of ``halfvec`` come from ``benchmarks/scale/scale.py --vector-type
+halfvec``.
 
-Usage: python benchmarks/vector_type.py [--data-dir DIR] [--runs 3] [--json PATH]
+Usage: python benchmarks/writing/vector_type.py [--data-dir DIR] [--runs 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, percentiles, write_result
 from _scifact import DATA, abstract_text, cached_vectors, evaluate, shapes
 from sqlalchemy import Engine, text

@@ -19,7 +19,7 @@ as many decisions and tool calls, in batches of ``--batch`` rows. Then:
   the rebalance's duration, the calls served meanwhile, their p50 and failures.
 
 On two cores the absolute figures mean little (three servers share them); the ratios to one
-server are the result. Usage: python benchmarks/citus.py [--tenants 100] [--memories 1000]
+server are the result. Usage: python benchmarks/scale/citus.py [--tenants 100] [--memories 1000]
 [--runs 3] [--queries 300] [--json PATH]
 """
 
@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import ROOT, add_output, percentiles, write_result
 from _scifact import AS_OF, TOOLS, Corpus, load_corpus, noisy_copies
 from pgvector.psycopg import register_vector

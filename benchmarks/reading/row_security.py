@@ -12,7 +12,7 @@ SciFact titles and sentences, HNSW index built, vacuumed), in a schema of its ow
    1,000, as the owner (binary ``COPY``) and as the application role (``COPY`` is refused under
    row-level security: staged, then inserted per tenant); rows per second, medians over runs.
 
-Usage: python benchmarks/row_security.py [--rows 100000] [--runs 3] [--queries 300]
+Usage: python benchmarks/reading/row_security.py [--rows 100000] [--runs 3] [--queries 300]
        [--write-rows 20000] [--data-dir DIR] [--json PATH]
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 from psycopg import sql
 from sqlalchemy import Engine
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import add_output, percentiles, write_result
 from _scifact import AS_OF, TENANT, count, load, load_corpus, noisy_copies
 

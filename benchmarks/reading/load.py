@@ -13,7 +13,7 @@ Reported per run and as the median over runs: read p50 / p95 idle and under load
 ratio, reads per second, rows each writer reported committed against the rows present in the
 database afterwards (they must be equal), rows per second written, and every error by type.
 
-Usage: python benchmarks/load.py [--writers 2] [--readers 4] [--seconds 20] [--runs 3]
+Usage: python benchmarks/reading/load.py [--writers 2] [--readers 4] [--seconds 20] [--runs 3]
        [--seed-rows 20000] [--batch 200] [--data-dir DIR] [--json PATH]
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import add_output, percentiles, write_result
 from _scifact import AS_OF, TENANT, load_corpus, noisy_copies
 
