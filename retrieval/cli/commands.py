@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from retrieval.cli import by_hand, documents, reads, writes
 from retrieval.cli import db as db_commands
 from retrieval.cli import mcp as mcp_commands
 from retrieval.cli import ui as ui_command
-from retrieval.cli.parsers import command
+from retrieval.cli.parsers import Handler, Offline, command
 from retrieval.cli.terminal import escaped_stdout, shown
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
@@ -24,15 +24,13 @@ from retrieval.memory.config import WriteConfig
 from retrieval.search.config import SOURCES
 from retrieval.settings import SOURCE, configuration_markdown, variables
 
-Handler = Callable[[argparse.Namespace, Database], int]
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
-    offline: Callable[[argparse.Namespace], int] | None = getattr(args, "offline", None)
+    offline: Offline | None = getattr(args, "offline", None)
     handler: Handler | None = getattr(args, "handler", None)
     if offline is None and handler is None:
         parser.print_help()

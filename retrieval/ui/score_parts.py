@@ -23,6 +23,7 @@ PARTS: tuple[tuple[str, str, str], ...] = (
 )
 LABELS = {name: label for name, label, _ in PARTS}
 COLOURS = {name: colour for name, _, colour in PARTS}
+_ORDER = {name: place for place, (name, _, _) in enumerate(PARTS)}
 
 
 @dataclass(frozen=True)
@@ -54,5 +55,4 @@ def score_parts(result: RetrievalResult) -> list[Part]:
         for name, part in recorded.items()
         if name in COLOURS
     ]
-    order = {name: place for place, (name, _, _) in enumerate(PARTS)}
-    return sorted((part for part in parts if part.value > 0.0), key=lambda part: order[part.name])
+    return sorted((part for part in parts if part.value > 0.0), key=lambda part: _ORDER[part.name])
