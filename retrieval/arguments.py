@@ -40,6 +40,8 @@ MAX_ROW_ID = 2**63 - 1
 # The most results of one search: pgvector's hnsw.ef_search takes at most 1,000, and a search
 # keeps at least as many candidates as it may return.
 MAX_RESULTS = 1000
+# The most near duplicates one similar() call shows.
+MAX_SIMILAR = 100
 # The most events of one timeline call.
 MAX_TIMELINE_EVENTS = 10_000
 _MISSING = object()
@@ -53,6 +55,14 @@ def count(field: str, value: object, *, maximum: int, minimum: int = 1) -> int:
             field=field,
         )
     return value
+
+
+def unit_number(field: str, value: object) -> float:
+    """``value`` if it is a number in [0, 1] (not a bool, not NaN)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
+        raise ValidationError(f"{field} must be a number in [0, 1], got {value!r:.40}", field=field)
+    return float(value)  # type: ignore[arg-type]
 
 
 def optional_count(field: str, value: object, *, maximum: int) -> int | None:

@@ -21,10 +21,13 @@ Configurations:
   where the write-time setting differs; the median ``retrieve()`` time at k = 10 of each;
 * with ``--against REV``: the best configuration of revision REV (its memories' BM25 channel
   fused by ``convex``, relevance alone: recency weight 0, no threshold, no cut-off), run from
-  a temporary ``git worktree`` of REV in its own process, on the same server, in the same run.
+  a temporary ``git worktree`` of REV in its own process, on the same server, in the same run;
+* with ``--copies N``: the defaults only, every dialogue stored N times over (a caller that
+  writes a conversation again), in ``conversation-copies-N.json``; another revision's defaults
+  by running this script with ``PYTHONPATH=`` its worktree and ``--migrations`` its folder.
 
 Usage: python benchmarks/quality/conversation_eval.py DATA [--json PATH] [--against REV]
-       [--neighbors 1] [--ablations] [--data-dir DIR]
+       [--neighbors 1] [--ablations] [--data-dir DIR] [--copies N [--migrations DIR]]
 """
 
 from __future__ import annotations
@@ -90,8 +93,19 @@ def main() -> None:
     parser.add_argument(
         "--ablations", action="store_true", help="the defaults with one choice undone at a time"
     )
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=1,
+        help="store every dialogue this many times over (copies of each turn), defaults only",
+    )
+    parser.add_argument(
+        "--migrations",
+        type=Path,
+        help="the migrations folder of the package on PYTHONPATH (to run another revision's "
+        "defaults: PYTHONPATH=its worktree)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--migrations", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     dialogues = load(args.data)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-conv-")) / "pg"
@@ -101,9 +115,16 @@ def main() -> None:
         print(json.dumps(run_baseline(dialogues, data_dir)))
         return
 
+    _use_migrations(args.migrations)
     from retrieval.db.embedded import start_embedded
 
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
+    if args.copies != 1:  # the defaults only, on dialogues stored that many times over
+        results = {"copies": args.copies} | run_current(
+            dialogues, server.url(), 0, copies=args.copies
+        )
+        write_result("conversation", results, args, variant=f"copies-{args.copies}")
+        return
     results: dict[str, Any] = {
         "data": str(args.data),
         "dialogues": len(dialogues),
@@ -165,8 +186,11 @@ def session_date(text: str) -> datetime:
 # -- this checkout -----------------------------------------------------------------------
 
 
-def run_current(dialogues: Sequence[Dialogue], url: str, neighbors: int) -> dict[str, Any]:
-    """Store the dialogues and ask every question with the defaults (and neighbours)."""
+def run_current(
+    dialogues: Sequence[Dialogue], url: str, neighbors: int, copies: int = 1
+) -> dict[str, Any]:
+    """Store the dialogues (``copies`` times over) and ask every question with the defaults
+    (and neighbours)."""
     from retrieval.db.engine import make_engine
     from retrieval.db.migrate import MigrationSettings, upgrade
     from retrieval.search.config import RetrievalConfig
@@ -177,7 +201,7 @@ def run_current(dialogues: Sequence[Dialogue], url: str, neighbors: int) -> dict
     engine.dispose()
     store = _store(engine, SCHEMA, bm25=False)
     started = time.perf_counter()
-    store_dialogues(store, dialogues)
+    store_dialogues(store, dialogues, copies=copies)
     stored_seconds = time.perf_counter() - started
     config = RetrievalConfig(record_access=False)
     results: dict[str, Any] = {"store_seconds": round(stored_seconds, 2)}
@@ -382,8 +406,9 @@ def _store(engine: Any, schema: str, *, bm25: bool) -> Any:
     return MemoryStore(engine, schema=schema, config=config)
 
 
-def store_dialogues(store: Any, dialogues: Sequence[Dialogue]) -> None:
-    """Each dialogue as one tenant (replacing what the tenant held), turn by turn."""
+def store_dialogues(store: Any, dialogues: Sequence[Dialogue], copies: int = 1) -> None:
+    """Each dialogue as one tenant (replacing what the tenant held), turn by turn (each turn
+    ``copies`` times: the whole dialogue stored again)."""
     from retrieval.memory.records import MemoryInput
 
     fields = {f.name for f in dataclasses.fields(MemoryInput)}
@@ -404,7 +429,8 @@ def store_dialogues(store: Any, dialogues: Sequence[Dialogue]) -> None:
                     **extra,
                 )
             )
-        store.remember_many(items)
+        for _ in range(copies):
+            store.remember_many(items)
 
 
 # -- the other revision ------------------------------------------------------------------

@@ -197,14 +197,26 @@ def _function(
     )
 
 
-def memory_functions(schema: str, text_search_config: str) -> list[str]:
-    """Revision 0010's four functions, resolving their relations."""
+def memory_functions(
+    schema: str,
+    text_search_config: str,
+    *,
+    counted: str = "{rows}",
+    changed: str = _memory.CHANGED,
+    any_changed: str = _memory.CHANGED,
+) -> list[str]:
+    """Revision 0010's four functions, resolving their relations.
+
+    A later revision may narrow which rows the statistics count (``counted``: the relation
+    of rows ``{rows}`` to count), and which rows of an update change them (``changed``, for a
+    ``{side}``; ``any_changed``: whether any did)."""
     relations = ("memory_term_stats", "memory_corpus")
     name = schema.strip('"')
     config = f"'{text_search_config}'"
     sampled = _memory.SAMPLED.format(alias="r")
 
     def run(template: str, rows: str) -> str:
+        rows = counted.format(rows=rows)
         pieces = {
             "schema": _MARK,
             "lexemes": _memory.LEXEMES.format(rows=rows, sampled=sampled),
@@ -217,8 +229,9 @@ def memory_functions(schema: str, text_search_config: str) -> list[str]:
     def lock(tenants: str) -> str:
         return _memory.LOCK.format(schema_name=name, tenants=tenants)
 
-    changed_old = f"({_memory.CHANGED.format(side='o')})"
-    changed_new = f"({_memory.CHANGED.format(side='n')})"
+    changed_old = f"({changed.format(side='o')})"
+    changed_new = f"({changed.format(side='n')})"
+    any_change = f"({any_changed.format(side='n')})"
     both = "SELECT tenant_id FROM old_rows UNION SELECT tenant_id FROM new_rows"
     bodies = {
         "added": "\n    ".join(
@@ -227,7 +240,7 @@ def memory_functions(schema: str, text_search_config: str) -> list[str]:
         "removed": "\n    ".join(
             [lock("SELECT tenant_id FROM old_rows"), run(_memory.REMOVE, "old_rows")]
         ),
-        "changed": f"IF NOT EXISTS {changed_new} THEN\n        RETURN NULL;\n    END IF;\n    "
+        "changed": f"IF NOT EXISTS {any_change} THEN\n        RETURN NULL;\n    END IF;\n    "
         + "\n    ".join(
             [lock(both), run(_memory.REMOVE, changed_old), run(_memory.ADD, changed_new)]
         ),

@@ -49,6 +49,8 @@ class AsyncMemoryStore:
     get_decision = threaded(MemoryStore.get_decision)
     get_tool_call = threaded(MemoryStore.get_tool_call)
     forget = threaded(MemoryStore.forget)
+    similar = threaded(MemoryStore.similar)
+    history = threaded(MemoryStore.history)
     check_embedder = threaded(MemoryStore.check_embedder)
 
     async def close(self) -> None:

@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from retrieval.cli.parsers import command
+from retrieval.cli.parsers import aware_time, command
 from retrieval.cli.terminal import confirmed
 from retrieval.db.engine import Database
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.json_text import parse_json
+from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 
 
@@ -32,6 +33,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     remember.add_argument("--metadata", help='a JSON object, e.g. {"source": "chat"}')
     remember.add_argument("--thread", help="the conversation (or session) it belongs to")
     remember.add_argument("--position", type=int, help="its turn in the thread, from 0")
+    remember.add_argument(
+        "--supersedes",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="ids of live memories it corrects (retired, kept in its history)",
+    )
+    remember.add_argument(
+        "--expires-at",
+        type=aware_time,
+        help="when it stops being true (ISO 8601 with a time zone, e.g. 2027-01-01T00:00Z)",
+    )
 
     forget = command(commands, "forget", _forget)
     forget.add_argument("--tenant", required=True, help="tenant_id to delete from")
@@ -40,6 +54,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     forget.add_argument("--tool-call", type=int, nargs="+", default=[], help="tool call ids")
     forget.add_argument("--task", help="a task: its decisions and their tool calls")
     forget.add_argument("--document", help="a document's doc_id (its chunks go with it)")
+    forget.add_argument(
+        "--expired", action="store_true", help="every memory whose expires_at has passed"
+    )
     forget.add_argument(
         "--everything",
         action="store_true",
@@ -56,7 +73,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _remember(args: argparse.Namespace, database: Database) -> int:
     """store one memory
 
-    Store one memory (embedded by the model) and print its id."""
+    Store one memory (embedded by the model) and print its id: the stored memory's when it is a
+    copy of a live one (then refreshed). --supersedes retires the memories it corrects."""
     metadata: dict[str, Any] = {}
     if args.metadata is not None:
         try:
@@ -67,30 +85,42 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
             ) from None
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     options: dict[str, Any] = {} if args.importance is None else {"importance": args.importance}
-    memory_id = store.remember(
-        args.text,
-        tenant_id=args.tenant,
-        kind=args.kind,
-        metadata=metadata,
-        entities=args.entity,
-        thread_id=args.thread,
-        position=args.position,
-        **options,
+    stored = store.remember_many(
+        [
+            MemoryInput(
+                args.text,
+                tenant_id=args.tenant,
+                kind=args.kind,
+                metadata=metadata,
+                entities=args.entity,
+                thread_id=args.thread,
+                position=args.position,
+                supersedes=args.supersedes or None,
+                expires_at=args.expires_at,
+                **options,
+            )
+        ]
     )
-    print(memory_id)
+    print(stored[0])
+    if stored.duplicates:
+        print(f"memory {stored[0]} was already stored: told once more", file=sys.stderr)
+    if args.supersedes:
+        retired = ", ".join(str(one) for one in args.supersedes)
+        print(f"superseded (retired): {retired}", file=sys.stderr)
     return 0
 
 
 def _forget(args: argparse.Namespace, database: Database) -> int:
     """delete memories, decisions, tool calls, a task, a document or a whole tenant
 
-    Delete rows of one tenant, by id, by task, by document, or all of them (--everything, which
-    asks for --yes or a typed yes on a terminal). Prints what went."""
-    by_rows = bool(args.memory or args.decision or args.tool_call or args.task)
+    Delete rows of one tenant, by id, by task, by document, the expired memories, or all of
+    them (--everything, which asks for --yes or a typed yes on a terminal), with their cached
+    vectors. Prints what went."""
+    by_rows = bool(args.memory or args.decision or args.tool_call or args.task or args.expired)
     if not (by_rows or args.document or args.everything):
         raise ValidationError(
-            "say what to forget: --memory, --decision, --tool-call, --task, --document or "
-            "--everything",
+            "say what to forget: --memory, --decision, --tool-call, --task, --document, "
+            "--expired or --everything",
             field="forget",
         )
     question = f"Type yes to delete every row of {args.tenant!r}"
@@ -112,6 +142,7 @@ def _forget(args: argparse.Namespace, database: Database) -> int:
             tool_call_ids=args.tool_call,
             task_id=args.task,
             everything=args.everything,
+            expired=args.expired,
         )
         gone += [
             f"{len(forgotten.memory_ids)} memories",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import inspect
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from retrieval.db.engine import Database
@@ -44,3 +45,16 @@ def command(
     parser = commands.add_parser(name, **options)
     parser.set_defaults(**({"handler": handler} if handler is not None else {"offline": offline}))
     return parser
+
+
+def aware_time(value: str) -> datetime:
+    """An argument's ISO 8601 time, which must name its time zone."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO 8601 time (2026-11-25T09:30:00+00:00)"
+        ) from None
+    if parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{value!r} has no time zone: add +00:00 or Z")
+    return parsed

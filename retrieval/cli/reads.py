@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
+from typing import Any
 
-from retrieval.cli.parsers import command
+from retrieval.cli.parsers import aware_time, command
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
@@ -26,8 +27,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     search.add_argument(
         "--as-of",
-        type=_aware_datetime,
-        help="measure recency from this ISO 8601 time with a zone (default: now)",
+        type=aware_time,
+        help="read the memory as it stood at this ISO 8601 time with a zone: only what was "
+        "stored and live then, recency measured from it (default: now)",
     )
     search.add_argument(
         "--limit",
@@ -51,8 +53,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     search.add_argument("--json", action="store_true", help="print results and diagnostics as JSON")
     timeline = command(commands, "timeline", _timeline)
     timeline.add_argument("--tenant", required=True, help="tenant_id to list")
-    timeline.add_argument("--since", type=_aware_datetime, help="ISO 8601 time with a zone")
-    timeline.add_argument("--until", type=_aware_datetime, help="ISO 8601 time with a zone")
+    timeline.add_argument("--since", type=aware_time, help="ISO 8601 time with a zone")
+    timeline.add_argument("--until", type=aware_time, help="ISO 8601 time with a zone")
     timeline.add_argument(
         "--kind",
         action="append",
@@ -61,18 +63,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     timeline.add_argument("--limit", type=int, default=50, help="most events (default: 50)")
     timeline.add_argument("--json", action="store_true", help="print the events as JSON")
-
-
-def _aware_datetime(value: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not an ISO 8601 time (2026-11-25T09:30:00+00:00)"
-        ) from None
-    if parsed.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{value!r} has no time zone: add +00:00 or Z")
-    return parsed
+    timeline.add_argument(
+        "--as-of", type=aware_time, help="the timeline as it stood at this ISO 8601 time"
+    )
+    timeline.add_argument(
+        "--include-retired",
+        action="store_true",
+        help="also memories retired by a correction or expired (marked)",
+    )
 
 
 def _search(args: argparse.Namespace, database: Database) -> int:
@@ -130,6 +128,16 @@ def _search(args: argparse.Namespace, database: Database) -> int:
     return 0
 
 
+def _retired_mark(details: dict[str, Any]) -> str:
+    # How a retired or expired memory is marked in the timeline's lines.
+    if details.get("retired_at") is not None:
+        return f"  [superseded by {details.get('superseded_by')}]"
+    expires_at = details.get("expires_at")
+    if expires_at is not None and datetime.fromisoformat(str(expires_at)) <= datetime.now(UTC):
+        return "  [expired]"
+    return ""
+
+
 def _timeline(args: argparse.Namespace, database: Database) -> int:
     """what happened in a tenant's memory in a window of time, newest first
 
@@ -146,6 +154,8 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         kinds=args.kinds,
         limit=args.limit,
         memory_kinds=WriteConfig.from_env().memory_kinds(),
+        as_of=args.as_of,
+        include_retired=args.include_retired,
     )
     if args.json:
         print(json.dumps([vars(event) for event in events], indent=2, default=str))
@@ -154,7 +164,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         text = " ".join(event.content.split())
         when = event.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
         label = f"memory/{event.kind}" if event.item == "memory" else event.item
-        print(f"{when} UTC  {label:<30} {text[:80]}")
+        print(f"{when} UTC  {label:<30} {text[:80]}{_retired_mark(event.details)}")
     if not events:
         print("(nothing in this window)")
     return 0

@@ -91,6 +91,11 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
             if summary.skipped
             else ""
         )
+        + (
+            f"; {summary.duplicates} memories already stored (refreshed, not stored again)"
+            if summary.duplicates
+            else ""
+        )
     )
     return 0
 

@@ -56,6 +56,14 @@ class CountedLoss:
 
 # Revision -> what undoing it drops. Table and condition names are fixed here, never input.
 LOSSES: dict[str, tuple[Loss, ...]] = {
+    # Retired versions would come back as live memories: they go; expiry and seen counts too.
+    "0016": (
+        Loss(
+            "memories retired by a correction (their history)", "memories", "retired_at IS NOT NULL"
+        ),
+        Loss("memories' expiry times", "memories", "expires_at IS NOT NULL"),
+        Loss("memories' seen counts", "memories", "seen_count > 1"),
+    ),
     # Without its key, a record ingested before is stored again by the next run of its file.
     "0012": (Loss("ingest keys of ingested records", "ingest_keys"),),
     "0010": (

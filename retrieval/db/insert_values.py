@@ -70,6 +70,35 @@ def insert_rows(
     """Insert ``rows`` (``COPY`` rows: ``columns`` with their copy ``types``; ``tenant_id``
     among them) into ``schema.table``; ``suffix`` ends each statement (an ``ON CONFLICT``
     clause, fixed by the caller). Return the rows inserted."""
+    return len(_inserted(connection, schema, table, columns, types, rows, suffix, False))
+
+
+def insert_rows_returning(
+    connection: Connection,
+    schema: str,
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    suffix: str,
+) -> list[tuple[Any, ...]]:
+    """:func:`insert_rows` whose ``suffix`` ends with a ``RETURNING`` clause: what the
+    statements returned, in order."""
+    return _inserted(connection, schema, table, columns, types, rows, suffix, True)
+
+
+def _inserted(
+    connection: Connection,
+    schema: str,
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    suffix: str,
+    returning: bool,
+) -> list[Any]:
+    # The rows each statement returned (with returning), else a placeholder per row inserted.
     driver = connection.connection.driver_connection
     assert driver is not None
     driver.adapters.register_dumper(RawBinary, _RawBinaryDumper)
@@ -89,7 +118,7 @@ def insert_rows(
                 values[index] = RawBinary(oids[columns[index]], values[index])
         by_tenant[values[tenant_at]].append(values)
     per_statement = max(1, min(ROWS_PER_STATEMENT, _MAX_PARAMETERS // len(columns)))
-    inserted = 0
+    inserted: list[Any] = []
     for tenant in sorted(by_tenant):
         bind_tenant(connection, schema, tenant)
         tenant_rows = by_tenant[tenant]
@@ -99,7 +128,10 @@ def insert_rows(
             params = [value for values in chunk for value in values]
             with driver.cursor() as cursor:
                 cursor.execute(query, params)
-                inserted += max(cursor.rowcount, 0)
+                if returning:
+                    inserted += cursor.fetchall()
+                else:
+                    inserted += [None] * max(cursor.rowcount, 0)
     return inserted
 
 

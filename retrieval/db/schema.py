@@ -13,6 +13,7 @@ from typing import Any
 from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Computed,
@@ -116,6 +117,10 @@ class _Embedding:
         )
 
 
+def _quoted(schema: str | None) -> str:
+    return '"' + (schema or "public").replace('"', '""') + '"'
+
+
 def _tenant() -> Column[str]:
     return Column("tenant_id", Text, nullable=False)
 
@@ -135,7 +140,7 @@ EARLIEST_TIME = "0001-01-02 00:00:00+00"
 LATEST_TIME = "9999-12-30 00:00:00+00"
 # The time columns the reads compute on, by table.
 TIME_COLUMNS = {
-    MEMORIES: ("created_at", "last_accessed_at"),
+    MEMORIES: ("created_at", "last_accessed_at", "expires_at", "retired_at", "last_seen_at"),
     DECISIONS: ("created_at",),
     TOOL_CALLS: ("created_at",),
     DOCUMENTS: ("created_at",),
@@ -178,8 +183,45 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
             TSVECTOR,
             Computed(f"to_tsvector('{text_search_config}'::regconfig, content)", persisted=True),
         ),
+        # A memory over time (revision 0016): how often it was told and when last; when it
+        # expires; when a correction retired it and which memory did; the key of its text
+        # (retrieval.memory.text_key), unique among the live rows that are not distinct copies.
+        Column("seen_count", Integer, nullable=False, server_default=text("1")),
+        Column("last_seen_at", DateTime(timezone=True), nullable=True),
+        Column("expires_at", DateTime(timezone=True), nullable=True),
+        Column("retired_at", DateTime(timezone=True), nullable=True),
+        Column("superseded_by", BigInteger, nullable=True),
+        Column("distinct_copy", Boolean, nullable=False, server_default=text("false")),
+        Column(
+            "content_key",
+            LargeBinary,
+            Computed(f"{_quoted(metadata.schema)}.text_key(content)", persisted=True),
+        ),
         PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
         *_time_ranges(MEMORIES),
+        CheckConstraint("seen_count >= 1", name="memories_seen_count_positive"),
+        Index(
+            "memories_live_key",
+            "tenant_id",
+            "content_key",
+            "kind",
+            text("(coalesce(thread_id, ''))"),
+            text("(coalesce(position, -1))"),
+            unique=True,
+            postgresql_where=text("retired_at IS NULL AND NOT distinct_copy"),
+        ),
+        Index(
+            "memories_tenant_superseded_by_idx",
+            "tenant_id",
+            "superseded_by",
+            postgresql_where=text("superseded_by IS NOT NULL"),
+        ),
+        Index(
+            "memories_tenant_expires_idx",
+            "tenant_id",
+            "expires_at",
+            postgresql_where=text("expires_at IS NOT NULL"),
+        ),
         CheckConstraint(
             "importance IS NULL OR (importance >= 0 AND importance <= 1)",
             name="memories_importance_range",

@@ -31,6 +31,7 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.erasure import erase_cached_texts
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import checked_vector
 from retrieval.search.config import BM25_B, BM25_K1, DEFAULT_BM25_B, DEFAULT_BM25_K1
@@ -157,7 +158,8 @@ class DocumentStore:
         )
 
     def forget(self, *, tenant_id: str, doc_id: str) -> bool:
-        """Remove a document, its chunks and their statistics; False if there was none."""
+        """Remove a document, its chunks, their statistics and their cached vectors (unless a
+        live memory of the tenant has the same text); False if there was none."""
         check_tenant(tenant_id)
         check_doc_id(doc_id)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
@@ -168,7 +170,17 @@ class DocumentStore:
             ).one_or_none()
             if found is None:
                 return False
+            keys = {"tenant_id": tenant_id, "document_id": found.id}
+            chunks = execute(connection, self._sql("chunk_texts"), keys).all()
             self._remove(connection, tenant_id, found.id)
+            erased, _ = erase_cached_texts(
+                connection,
+                self.schema,
+                tenant_id,
+                [chunk.content for chunk in chunks],
+                [chunk.embedding_model for chunk in chunks],
+            )
+        self.memories.cache.forget_keys(tenant_id, erased)
         return True
 
     def bm25(

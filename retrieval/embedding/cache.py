@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -279,6 +279,12 @@ class EmbeddingCache:
         with self._lock:
             for entry in [entry for entry in self._lru if entry[0] == tenant_id]:
                 del self._lru[entry]
+
+    def forget_keys(self, tenant_id: str, keys: Iterable[bytes]) -> None:
+        """Drop the vectors of ``keys`` (of ``tenant_id``) from the in-process LRU."""
+        with self._lock:
+            for key in keys:
+                self._lru.pop((tenant_id, key), None)
 
     def _from_memory(self, entries: Sequence[Entry]) -> dict[Entry, Vectors]:
         found: dict[Entry, Vectors] = {}

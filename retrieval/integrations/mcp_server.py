@@ -39,6 +39,7 @@ from retrieval.integrations.mcp_fairness import FairShares, TurnTaking
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
 from retrieval.integrations.records import jsonable, result_record
 from retrieval.memory.kinds import MEMORY_KINDS
+from retrieval.memory.records import MemoryInput
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.observability.tracing import Tracing
 from retrieval.search.results import RetrievalResponse
@@ -286,20 +287,54 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
         metadata: Annotated[
             dict[str, Any] | None, Field(description="any JSON object kept with it")
         ] = None,
+        supersedes: Annotated[
+            list[int] | None,
+            Field(
+                description="ids of memories this one corrects (an older value, a mistake): "
+                "they are retired from search and kept in its history"
+            ),
+        ] = None,
+        expires_at: Annotated[
+            datetime | None,
+            Field(description="when it stops being true, ISO 8601 with a time zone"),
+        ] = None,
     ) -> dict[str, Any]:
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
-        that worked, a conclusion). Returns its id."""
+        that worked, a conclusion). Returns its id, whether it was already stored (a
+        duplicate: the stored memory is refreshed), and the live memories most like it
+        ("similar", with their similarity): if one of them says the same thing, or an older
+        value of it, call remember again with supersedes, or forget it."""
         tenant = tools.tenant_of(context)
         with tools.calls.call("remember", tenant):
-            memory_id = await tools.store.remember(
-                text,
-                tenant_id=tenant,
-                kind=kind,
-                importance=importance,
-                entities=entities or (),
-                metadata=metadata,
+            stored = await tools.store.remember_many(
+                [
+                    MemoryInput(
+                        text,
+                        tenant_id=tenant,
+                        kind=kind,
+                        importance=importance,
+                        entities=entities or (),
+                        metadata=metadata,
+                        supersedes=supersedes,
+                        expires_at=expires_at,
+                    )
+                ]
             )
-        return {"id": memory_id}
+            near = await tools.store.similar(text, tenant_id=tenant, exclude=list(stored))
+        return {
+            "id": stored[0],
+            "duplicate": stored.duplicates > 0,
+            "similar": [
+                {
+                    "id": one.memory.id,
+                    "content": one.memory.content,
+                    "kind": one.memory.kind,
+                    "similarity": round(one.similarity, 4),
+                    "created_at": one.memory.created_at.isoformat(),
+                }
+                for one in near
+            ],
+        }
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def record_decision(
@@ -386,15 +421,23 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
         structured_output=True,
     )
     async def forget(
-        memory_ids: Annotated[
-            list[int], Field(min_length=1, description="ids of the memories to delete")
-        ],
         context: Context,
+        memory_ids: Annotated[
+            list[int] | None, Field(description="ids of the memories to delete")
+        ] = None,
+        expired: Annotated[
+            bool, Field(description="also delete every memory whose expires_at has passed")
+        ] = False,
     ) -> dict[str, Any]:
-        """Delete memories by id (for good). Returns the ids that were deleted."""
+        """Delete memories for good (their text, vector and cached vector): by id, or the
+        expired ones. Returns the ids that were deleted."""
         tenant = tools.tenant_of(context)
+        if not memory_ids and not expired:
+            raise ToolError("give memory_ids (at least one id), or expired: true")
         with tools.calls.call("forget", tenant):
-            forgotten = await tools.store.forget(tenant_id=tenant, memory_ids=memory_ids)
+            forgotten = await tools.store.forget(
+                tenant_id=tenant, memory_ids=memory_ids or (), expired=expired
+            )
         return {"forgotten": list(forgotten.memory_ids)}
 
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Row
 
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
@@ -33,6 +33,10 @@ MEMORY_FIELDS = (
     ("embedding_model", "text"),
     ("thread_id", "text"),
     ("position", "int4"),
+    ("expires_at", "timestamptz"),
+    ("distinct_copy", "bool"),
+    ("seen_count", "int4"),
+    ("last_seen_at", "timestamptz"),
 )
 # The parameters of memory.insert_cached, in MEMORY_FIELDS order after the tenant, then the key.
 _ARRAYS = (
@@ -45,30 +49,39 @@ _ARRAYS = (
     "models",
     "threads",
     "positions",
+    "expires_at",
+    "distinct_copy",
+    "seen_count",
+    "last_seen_at",
     "keys",
 )
 
 
 def insert_cached_memories(
     connection: Connection, schema: str, rows: Iterable[Sequence[Any]], count: int
-) -> None:
+) -> list[Row[Any]]:
     """Write ``count`` memory rows (``MEMORY_FIELDS`` and the cache key of the text), each
-    taking its vector from the cache."""
+    taking its vector from the cache; return what each statement returned (a row per memory:
+    its key, id and whether it was new, :mod:`retrieval.memory.copies`)."""
     if count == 0:
-        return
+        return []
     by_tenant: dict[str, list[Sequence[Any]]] = defaultdict(list)
     for row in rows:
         by_tenant[row[0]].append(row)
-    insert = statement("memory.insert_cached", schema)
-    written = 0
+    insert = statement(
+        "memory.insert_cached", schema, refresh_copies=statement("memory.refresh_copies")
+    )
+    written: list[Row[Any]] = []
     for tenant, tenant_rows in sorted(by_tenant.items()):
         bind_tenant(connection, schema, tenant)
         columns = [list(column) for column in zip(*tenant_rows, strict=True)][1:]
         columns[3] = [bytes(blob[1:]).decode("utf-8") for blob in columns[3]]  # jsonb's text
         params = dict(zip(_ARRAYS, columns, strict=True))
-        written += execute(connection, insert, {"tenant_id": tenant, **params}).rowcount
-    if written != count:
+        written += execute(connection, insert, {"tenant_id": tenant, **params}).all()
+    if len(written) != count:
         raise DatabaseError(
-            f"{count - written} of {count} cached embeddings disappeared while the batch was "
-            "written (a concurrent forget of the tenant?): nothing was written; retry the batch"
+            f"{count - len(written)} of {count} cached embeddings disappeared while the batch "
+            "was written (a concurrent forget of the tenant?): nothing was written; retry the "
+            "batch"
         )
+    return written

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
+from types import MappingProxyType
 
 from retrieval.embedding.models import BACKENDS, Backend, SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
@@ -19,6 +21,24 @@ DEFAULT_MAX_ENTITIES = 256
 # (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TURN_CONTEXT = 0.3
 DEFAULT_MAX_METADATA_BYTES = 65_536
+# similar()'s threshold, calibrated on tests/data/near_duplicates.jsonl
+# (docs/decisions/0016-a-memory-over-time.md).
+DEFAULT_SIMILAR_THRESHOLD = 0.64
+# The longest default lifetime of a kind: a hundred years.
+MAX_LIFETIME_DAYS = 36_525
+
+
+def parse_lifetimes(raw: str) -> Mapping[str, float]:
+    """``kind=days`` pairs, comma-separated, as a mapping (``none`` or empty: no lifetimes)."""
+    lifetimes: dict[str, float] = {}
+    if raw.strip().lower() in ("", "none"):
+        return lifetimes
+    for pair in raw.split(","):
+        kind, equals, days = pair.partition("=")
+        if not equals or not kind.strip():
+            raise ValueError(pair)
+        lifetimes[kind.strip()] = float(days)
+    return lifetimes
 
 
 @configurable
@@ -91,6 +111,31 @@ class WriteConfig:
         within=Within(2, integer=True),
     )
 
+    collapse_duplicates: bool = setting(
+        True,
+        env="RETRIEVAL_COLLAPSE_DUPLICATES",
+        help="A memory whose tenant, kind and text (NFC, whitespace collapsed) equal a live "
+        "memory's (a turn's: at the same thread and position) is not stored again: the write "
+        "returns the stored memory's id and refreshes it (seen count, last seen, importance).",
+    )
+    kind_lifetimes: Mapping[str, float] = setting(
+        env="RETRIEVAL_KIND_LIFETIMES",
+        default_factory=lambda: MappingProxyType({}),
+        help="Default lifetime in days of memories of a kind, as kind=days pairs, "
+        "comma-separated (for example event=30,message=0.5); a memory without "
+        "expires_at expires that long after its created_at. None by default.",
+        parse=parse_lifetimes,
+    )
+
+    similar_threshold: float = setting(
+        DEFAULT_SIMILAR_THRESHOLD,
+        env="RETRIEVAL_SIMILAR_THRESHOLD",
+        help="Cosine similarity from which similar() (and the MCP remember tool) shows a live "
+        "memory as a near duplicate of a text (calibrated on labelled pairs: "
+        "docs/decisions/0016-a-memory-over-time.md).",
+        within=UNIT,
+    )
+
     def __post_init__(self) -> None:
         check_ranges(self)
         if self.embedder_backend not in BACKENDS:
@@ -110,6 +155,29 @@ class WriteConfig:
                 "(letters, digits, _; at most 64 characters), for example {'runbook'}"
             )
         object.__setattr__(self, "extra_kinds", frozenset(self.extra_kinds))
+        self._check_lifetimes()
+
+    def _check_lifetimes(self) -> None:
+        lifetimes = dict(self.kind_lifetimes)
+        kinds = self.memory_kinds()
+        for kind, days in lifetimes.items():
+            if kind not in kinds:
+                raise ConfigurationError(
+                    f"kind_lifetimes names {kind!r}, which is not a memory kind: use one of "
+                    f"{', '.join(sorted(kinds))}"
+                )
+            number = isinstance(days, int | float) and not isinstance(days, bool)
+            if not number or not 0 < days <= MAX_LIFETIME_DAYS:
+                raise ConfigurationError(
+                    f"kind_lifetimes: {kind}={days!r} must be a number of days in "
+                    f"(0, {MAX_LIFETIME_DAYS:,}], for example {{'event': 30}}"
+                )
+        object.__setattr__(self, "kind_lifetimes", MappingProxyType(lifetimes))
+
+    def lifetime(self, kind: str) -> timedelta | None:
+        """The default lifetime of a memory of ``kind``, if the settings give one."""
+        days = self.kind_lifetimes.get(kind)
+        return None if days is None else timedelta(days=days)
 
     def memory_kinds(self) -> frozenset[str]:
         """Every memory kind a write accepts: the built-in ones and ``extra_kinds``."""

@@ -2,9 +2,12 @@
 
 Decisions come first, each with a ``ref`` (``decision-1``, ``decision-2``, ... in the order they
 were stored) that its tool calls name in ``decision_ref``; then the tool calls, then the
-memories with their kind, metadata, importance, entities, thread and position. Times keep their
-zone. Ids are not exported: ingesting the file stores new rows with new ids. Documents are not
-part of it (``retrieval ingest-docs`` reads their files).
+memories with their kind, metadata, importance, entities, thread, position and expiry, oldest
+first. A memory retired by a correction has a ``ref`` (``memory-<id>``) that the correction
+names in ``supersedes_ref``, so the chains of versions come back as they were. Times keep their
+zone. A memory's seen count is not exported. Ids are not exported: ingesting the file stores
+new rows with new ids. Documents are not part of it (``retrieval ingest-docs`` reads their
+files).
 """
 
 from __future__ import annotations
@@ -55,19 +58,29 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
                 result=result,
                 decision_ref=refs.get(decision_id),
             )
+        # A correction names the memories it retired by their lines' refs.
+        retired_by: dict[int, list[int]] = {}
+        for row_id, superseded_by in execute(
+            connection, statement("memory.export_corrections", store.schema), params
+        ):
+            retired_by.setdefault(superseded_by, []).append(row_id)
+        retired = {row_id for ids in retired_by.values() for row_id in ids}
         memories = execute(connection, statement("memory.export_memories", store.schema), params)
-        for content, kind, metadata, importance, created_at, thread, position, entities in memories:
+        for row in memories:
             yield _line(
                 "memory",
                 tenant_id,
-                created_at,
-                text=content,
-                kind=kind,
-                metadata=metadata,
-                importance=importance,
-                entities=list(entities),
-                thread_id=thread,
-                position=position,
+                row.created_at,
+                ref=f"memory-{row.id}" if row.id in retired else None,
+                supersedes_ref=[f"memory-{one}" for one in retired_by.get(row.id, [])] or None,
+                text=row.content,
+                kind=row.kind,
+                metadata=row.metadata,
+                importance=row.importance,
+                entities=list(row.entities),
+                thread_id=row.thread_id,
+                position=row.position,
+                expires_at=None if row.expires_at is None else row.expires_at.isoformat(),
             )
 
 

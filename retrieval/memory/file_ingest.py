@@ -30,8 +30,8 @@ from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.ingest_keys import ingest_key, store_keys, stored_keys
 from retrieval.memory.json_text import NESTED_TOO_DEEPLY, json_problem, number_too_long, parse_json
-from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
-from retrieval.memory.store import MemoryStore
+from retrieval.memory.records import DecisionInput, MemoryInput, StoredIds, ToolCallInput
+from retrieval.memory.store import MemoryStore, StoreBatch
 from retrieval.memory.validation import (
     ValidDecision,
     ValidMemory,
@@ -63,6 +63,7 @@ class Record:
     decision_ref: str | None = None
     numbered: bool = False  # a message whose position is counted, not given
     key: str | None = None  # the line's id: its idempotency key
+    supersedes_refs: tuple[str, ...] = ()  # the refs of earlier memory lines it corrects
 
     @property
     def tenant_key(self) -> tuple[str, str] | None:
@@ -81,6 +82,7 @@ class IngestSummary:
     cache_hits: int
     embedded: int
     skipped: int = 0  # records whose id an earlier ingest stored
+    duplicates: int = 0  # memories that were copies of a live memory (refreshed, not stored)
 
     @property
     def rows(self) -> int:
@@ -161,16 +163,19 @@ def _ingest(
     hits, embedded = store.cache_stats.hits, store.cache_stats.embedded
     counts = {name: 0 for name in RECORD_TYPES}
     decision_ids: dict[str, int] = {}
+    memory_refs: dict[str, int] = {}
+    duplicates = 0
     # Only the lines that will be stored are numbered: a re-run after an interruption carries
     # on from the last stored turn of each thread, with no gap at the seam.
-    pending = _numbered(_not_yet_ingested(store, records, decision_ids), store)
+    pending = _numbered(_not_yet_ingested(store, records, decision_ids, memory_refs), store)
     if progress is not None and len(pending) < len(records):
         progress(len(records) - len(pending))
     for start in range(0, len(pending), batch_size):
         chunk = pending[start : start + batch_size]
         with store.batch() as batch:
             memories = [r for r in chunk if r.type == "memory"]
-            memory_ids = batch.write_memories([r.valid for r in memories])  # type: ignore[misc]
+            memory_ids = _write_memories(batch, memories, memory_refs)
+            duplicates += memory_ids.duplicates
             decisions = [r for r in chunk if r.type == "decision"]
             ids = batch.write_decisions([r.valid for r in decisions])  # type: ignore[misc]
             decision_ids.update(
@@ -202,14 +207,52 @@ def _ingest(
         cache_hits=store.cache_stats.hits - hits,
         embedded=store.cache_stats.embedded - embedded,
         skipped=len(records) - len(pending),
+        duplicates=duplicates,
     )
 
 
+def _write_memories(
+    batch: StoreBatch, memories: Sequence[Record], refs: dict[str, int]
+) -> StoredIds:
+    """Write a chunk's memories in file order; a correction (``supersedes_ref``) is written
+    on its own, after the lines before it and before the lines after it, so that what it
+    retires is stored and a later copy of a retired text is a new memory."""
+    ids: list[int] = []
+    duplicates = 0
+    run: list[Record] = []
+
+    def flush() -> None:
+        nonlocal duplicates
+        if run:
+            stored = batch.write_memories([r.valid for r in run])  # type: ignore[misc]
+            ids.extend(stored)
+            duplicates += stored.duplicates
+            refs.update((r.ref, i) for r, i in zip(run, stored, strict=True) if r.ref is not None)
+            run.clear()
+
+    for record in memories:
+        if not record.supersedes_refs:
+            run.append(record)
+            continue
+        flush()
+        valid = record.valid
+        assert isinstance(valid, ValidMemory)
+        named = tuple(refs[ref] for ref in record.supersedes_refs)
+        run.append(replace(record, valid=valid._replace(supersedes=valid.supersedes + named)))
+        flush()
+    flush()
+    return StoredIds(ids, duplicates=duplicates)
+
+
 def _not_yet_ingested(
-    store: MemoryStore, records: Sequence[Record], decision_ids: dict[str, int]
+    store: MemoryStore,
+    records: Sequence[Record],
+    decision_ids: dict[str, int],
+    memory_refs: dict[str, int],
 ) -> list[Record]:
     """``records`` without those an earlier ingest stored (by key); the refs of the skipped
-    decisions go into ``decision_ids``. A key stored for another type of record is refused."""
+    decisions go into ``decision_ids``, of the skipped memories into ``memory_refs``. A key
+    stored for another type of record is refused."""
     wanted: dict[str, list[str]] = {}
     for record in records:
         if record.key is not None:
@@ -232,7 +275,8 @@ def _not_yet_ingested(
                 field="id",
             )
         if record.ref is not None:
-            decision_ids[record.ref] = known.row_id
+            refs = decision_ids if record.type == "decision" else memory_refs
+            refs[record.ref] = known.row_id
     return pending
 
 
@@ -340,8 +384,9 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
         numbered = fields.get("position") is None
         time_field = "time" if "time" in fields else "created_at"
         fields, kind = _message(fields, path.name), "memory"
-    ref = fields.pop("ref", None) if kind == "decision" else None
+    ref = fields.pop("ref", None) if kind in ("decision", "memory") else None
     decision_ref = fields.pop("decision_ref", None) if kind == "tool_call" else None
+    supersedes_refs = _refs(fields.pop("supersedes_ref", None)) if kind == "memory" else ()
     if decision_ref is not None and fields.get("decision_id") is not None:
         raise ValidationError("give decision_id or decision_ref, not both")
     if tenant_id is not None:
@@ -352,6 +397,8 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
         )
     if isinstance(fields.get("created_at"), str):
         fields["created_at"] = _timestamp(fields["created_at"], time_field)
+    if isinstance(fields.get("expires_at"), str):
+        fields["expires_at"] = _timestamp(fields["expires_at"], "expires_at")
     if isinstance(fields.get("thread_id"), int) and not isinstance(fields["thread_id"], bool):
         fields["thread_id"] = str(fields["thread_id"])  # a session numbered 1, 2, ...
     valid: Valid
@@ -369,7 +416,22 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
         decision_ref=None if decision_ref is None else str(decision_ref),
         numbered=numbered,
         key=key,
+        supersedes_refs=supersedes_refs,
     )
+
+
+def _refs(value: object) -> tuple[str, ...]:
+    # supersedes_ref: one ref or a list of them.
+    if value is None:
+        return ()
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(one, str | int) and str(one).strip() for one in values):
+        raise ValidationError(
+            f"supersedes_ref must be the ref of an earlier memory line or a list of them, got "
+            f"{value!r:.60}",
+            field="supersedes_ref",
+        )
+    return tuple(str(one) for one in values)
 
 
 def _message(fields: dict[str, Any], default_session: str) -> dict[str, Any]:
@@ -425,20 +487,24 @@ def _timestamp(value: str, field: str) -> datetime:
 
 
 def _check_refs(records: list[Record], path: Path) -> None:
-    seen: dict[str, int] = {}
+    seen: dict[str, Record] = {}
     for record in records:
         if record.ref is not None:
             if record.ref in seen:
                 raise ValidationError(
                     f"{path} line {record.line}: ref {record.ref!r} was already used on line "
-                    f"{seen[record.ref]}"
+                    f"{seen[record.ref].line}"
                 )
-            seen[record.ref] = record.line
-        if record.decision_ref is not None and record.decision_ref not in seen:
-            raise ValidationError(
-                f"{path} line {record.line}: decision_ref {record.decision_ref!r} names no "
-                "decision on an earlier line"
-            )
+            seen[record.ref] = record
+        named = [("decision_ref", record.decision_ref, "decision")] if record.decision_ref else []
+        named += [("supersedes_ref", ref, "memory") for ref in record.supersedes_refs]
+        for field_name, ref, kind in named:
+            earlier = seen.get(ref)
+            if earlier is None or earlier.type != kind or earlier is record:
+                raise ValidationError(
+                    f"{path} line {record.line}: {field_name} {ref!r} names no {kind} on an "
+                    "earlier line"
+                )
 
 
 def _check_keys(records: list[Record], path: Path) -> None:

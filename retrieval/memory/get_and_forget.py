@@ -12,6 +12,7 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
+from retrieval.memory.erasure import erase_cached_texts
 from retrieval.memory.records import Decision, Forgotten, Memory, ToolCall
 
 
@@ -25,6 +26,7 @@ class Lookup:
         self._existing_decisions = statement("memory.existing_decisions", schema)
         self._forget = statement("memory.forget", schema)
         self._forget_the_rest = statement("memory.forget_the_rest", schema)
+        self._forget_expired = statement("memory.forget_expired", schema)
         self._schema = schema
 
     def memories(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[Memory]:
@@ -69,7 +71,7 @@ class Lookup:
         bind_tenant(connection, self._schema, tenant_id)
         # The statistics this statement takes back are shared with the tenant's writers.
         lock_term_statistics(connection, self._schema, [tenant_id])
-        memories, decisions, tool_calls = execute(
+        memories, decisions, tool_calls, texts, models = execute(
             connection,
             self._forget,
             {
@@ -81,18 +83,32 @@ class Lookup:
                 "everything": everything,
             },
         ).one()
-        cache, documents = 0, []
+        cache, documents, keys = 0, [], list[bytes]()
         if everything:
             cache, documents = execute(
                 connection, self._forget_the_rest, {"tenant_id": tenant_id}
             ).one()
+        else:
+            keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
         return Forgotten(
             memory_ids=tuple(memories),
             decision_ids=tuple(decisions),
             tool_call_ids=tuple(tool_calls),
             cache_entries=int(cache),
             document_ids=tuple(documents),
+            cache_keys=tuple(keys),
         )
+
+    def forget_expired(self, connection: Connection, tenant_id: str, batch: int) -> Forgotten:
+        """Remove the next ``batch`` of the tenant's expired memories and their cached vectors
+        (one transaction: the caller's)."""
+        bind_tenant(connection, self._schema, tenant_id)
+        lock_term_statistics(connection, self._schema, [tenant_id])
+        ids, texts, models = execute(
+            connection, self._forget_expired, {"tenant_id": tenant_id, "batch": batch}
+        ).one()
+        keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
+        return Forgotten(memory_ids=tuple(ids), cache_entries=cache, cache_keys=tuple(keys))
 
 
 def _memory(row: Any) -> Memory:
@@ -114,5 +130,10 @@ def _memory(row: Any) -> Memory:
         entities=tuple(row.entities),
         thread_id=row.thread_id,
         position=row.position,
+        seen_count=row.seen_count,
+        last_seen_at=row.last_seen_at,
+        expires_at=row.expires_at,
+        retired_at=row.retired_at,
+        superseded_by=row.superseded_by,
         embedding=array.astype(np.float32),
     )

@@ -32,6 +32,10 @@ class MemoryInput:
     embedding_model: str | None = None
     thread_id: str | None = None
     position: int | None = None
+    # The end of the memory's life (aware; default: its kind's lifetime in the settings, if
+    # any), and the ids of live memories of the tenant that it corrects (retired at its time).
+    expires_at: datetime | None = None
+    supersedes: int | Sequence[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,21 @@ class Memory:
     embedding: npt.NDArray[np.float32] = field(repr=False, compare=False)
     thread_id: str | None = None
     position: int | None = None
+    # Over time: how often it was told and when last (None: only at created_at); when it
+    # expires; when a correction retired it and which memory did.
+    seen_count: int = 1
+    last_seen_at: datetime | None = None
+    expires_at: datetime | None = None
+    retired_at: datetime | None = None
+    superseded_by: int | None = None
+
+    def live_at(self, moment: datetime) -> bool:
+        """Whether the memory took part in retrieval at ``moment``."""
+        return (
+            self.created_at <= moment
+            and (self.retired_at is None or self.retired_at > moment)
+            and (self.expires_at is None or self.expires_at > moment)
+        )
 
 
 @dataclass(frozen=True)
@@ -105,6 +124,45 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class MemoryVersion:
+    """One version of a memory's history: the memory, and when it was valid (from its
+    ``created_at`` until it was retired or expired; ``None``: still valid)."""
+
+    memory: Memory
+    valid_from: datetime
+    valid_until: datetime | None
+
+    @property
+    def superseded_by(self) -> int | None:
+        """The memory that retired this one, if any."""
+        return self.memory.superseded_by
+
+
+@dataclass(frozen=True)
+class SimilarMemory:
+    """A live memory close to a text: its cosine ``similarity`` in [0, 1] (1: the same
+    direction; two unrelated texts score about 0.1 with all-MiniLM-L6-v2)."""
+
+    memory: Memory
+    similarity: float
+
+
+class StoredIds(list[int]):
+    """The ids of a batch of memories, in order, and how many of them were duplicates: of a
+    live memory already stored, or of an earlier item of the batch (each such item's id is
+    the stored memory's)."""
+
+    def __init__(self, ids: Sequence[int] = (), duplicates: int = 0) -> None:
+        super().__init__(ids)
+        self.duplicates = duplicates
+
+    @property
+    def new(self) -> int:
+        """How many memories the batch stored."""
+        return len(self) - self.duplicates
+
+
+@dataclass(frozen=True)
 class Forgotten:
     """What :meth:`~retrieval.memory.store.MemoryStore.forget` removed."""
 
@@ -113,6 +171,18 @@ class Forgotten:
     tool_call_ids: tuple[int, ...] = ()
     cache_entries: int = 0
     document_ids: tuple[str, ...] = ()  # doc_ids, with their chunks (everything=True only)
+    # The cache keys of the forgotten texts' vectors that were erased.
+    cache_keys: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
+
+    def __add__(self, other: Forgotten) -> Forgotten:
+        return Forgotten(
+            memory_ids=self.memory_ids + other.memory_ids,
+            decision_ids=self.decision_ids + other.decision_ids,
+            tool_call_ids=self.tool_call_ids + other.tool_call_ids,
+            cache_entries=self.cache_entries + other.cache_entries,
+            document_ids=self.document_ids + other.document_ids,
+            cache_keys=self.cache_keys + other.cache_keys,
+        )
 
     @property
     def total(self) -> int:

@@ -23,15 +23,20 @@ from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.get_and_forget import Lookup
+from retrieval.memory.history import memory_history
 from retrieval.memory.records import (
     Decision,
     DecisionInput,
     Forgotten,
     Memory,
     MemoryInput,
+    MemoryVersion,
+    SimilarMemory,
+    StoredIds,
     ToolCall,
     ToolCallInput,
 )
+from retrieval.memory.similar import similar_memories
 from retrieval.memory.validation import (
     Limits,
     ValidDecision,
@@ -45,6 +50,9 @@ from retrieval.memory.validation import (
 )
 from retrieval.memory.writer import Writer
 from retrieval.observability.tracing import Tracing
+
+# Expired memories removed per transaction by forget(expired=True).
+FORGET_BATCH = 1000
 
 
 class MemoryStore:
@@ -90,7 +98,13 @@ class MemoryStore:
         )
         self._lookup = Lookup(schema)
         self._writer = Writer(
-            schema, self.cache, self._lookup, self.vector_type, self.config.turn_context
+            schema,
+            self.cache,
+            self._lookup,
+            self.vector_type,
+            self.config.turn_context,
+            collapse=self.config.collapse_duplicates,
+            lifetime=self.config.lifetime,
         )
         self.tracing = Tracing(tracer_provider)
 
@@ -125,9 +139,19 @@ class MemoryStore:
         embedding: Sequence[float] | Vectors | None = None,
         thread_id: str | None = None,
         position: int | None = None,
+        expires_at: datetime | None = None,
+        supersedes: int | Sequence[int] | None = None,
     ) -> int:
         """Store one memory and return its id (see
-        :class:`~retrieval.memory.records.MemoryInput`)."""
+        :class:`~retrieval.memory.records.MemoryInput`).
+
+        A copy of a live memory of the tenant (the same kind and text, in NFC with whitespace
+        collapsed; a turn: at the same thread and position) is not stored again: its id is
+        returned and it is refreshed (``seen_count``, ``last_seen_at``, the larger importance,
+        the later expiry). ``supersedes`` names live memories this one corrects: they are
+        retired at its ``created_at`` and kept for :meth:`history`. ``expires_at`` ends its
+        life (default: its kind's lifetime in the settings, if any).
+        """
         item = MemoryInput(
             text=text,
             tenant_id=tenant_id,
@@ -139,15 +163,19 @@ class MemoryStore:
             embedding=embedding,
             thread_id=thread_id,
             position=position,
+            expires_at=expires_at,
+            supersedes=supersedes,
         )
         with self._traced("retrieval.remember") as written, self.batch() as batch:
             return written(batch.write_memories([valid_memory(item, self._limits)]))[0]
 
-    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
+    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> StoredIds:
         """Store a batch of memories in one transaction; return their ids in order.
 
         Items are :class:`MemoryInput` or dicts with the same keys. One bad item refuses the
-        whole batch with a :class:`ValidationError` naming it, and nothing is written.
+        whole batch with a :class:`ValidationError` naming it, and nothing is written. The
+        result is a list of ids whose ``duplicates`` counts the items that were copies (of a
+        live memory, or of an earlier item: see :meth:`remember`).
         """
         with self._traced("retrieval.remember_many") as written, self.batch() as batch:
             return written(batch.remember_many(items))
@@ -256,37 +284,101 @@ class MemoryStore:
         tool_call_ids: Sequence[int] = (),
         task_id: str | None = None,
         everything: bool = False,
+        expired: bool = False,
     ) -> Forgotten:
-        """Remove rows of ``tenant_id`` and return what was removed.
+        """Erase rows of ``tenant_id`` and return what was removed.
 
         By id (``memory_ids``, ``decision_ids``, ``tool_call_ids``), by task (``task_id``: its
         decisions and their tool calls; stripped of surrounding whitespace, as when it was
-        stored), or ``everything`` the tenant has: embedding cache, documents, their chunks and
-        BM25 statistics included. A decision's tool calls go with it.
+        stored), the memories that have ``expired`` (in batches of
+        :data:`FORGET_BATCH`, each its own transaction), or ``everything`` the tenant has:
+        embedding cache, documents, their chunks and BM25 statistics included. A decision's
+        tool calls go with it. A forgotten memory's cached vector goes with it (unless a live
+        memory of the tenant has the same text), and its words leave the BM25 statistics, in
+        the same transaction (docs/privacy.md).
         """
         check_tenant(tenant_id)
         task_id = arguments.optional_name("task_id", task_id)
         everything = arguments.flag("everything", everything)
+        expired = arguments.flag("expired", expired)
         memory_ids = arguments.row_ids("memory_ids", memory_ids)
         decision_ids = arguments.row_ids("decision_ids", decision_ids)
         tool_call_ids = arguments.row_ids("tool_call_ids", tool_call_ids)
-        if not (memory_ids or decision_ids or tool_call_ids or task_id or everything):
+        if not (memory_ids or decision_ids or tool_call_ids or task_id or everything or expired):
             raise ValidationError(
-                "forget needs something to remove: ids, a task_id, or everything=True"
+                "forget needs something to remove: ids, a task_id, expired=True or everything=True"
             )
-        with self._transaction() as connection:
-            forgotten = self._lookup.forget(
-                connection,
-                tenant_id,
-                memory_ids=memory_ids,
-                decision_ids=decision_ids,
-                tool_call_ids=tool_call_ids,
-                task_id=task_id,
-                everything=everything,
-            )
+        forgotten = Forgotten()
+        if memory_ids or decision_ids or tool_call_ids or task_id or everything:
+            with self._transaction() as connection:
+                forgotten = self._lookup.forget(
+                    connection,
+                    tenant_id,
+                    memory_ids=memory_ids,
+                    decision_ids=decision_ids,
+                    tool_call_ids=tool_call_ids,
+                    task_id=task_id,
+                    everything=everything,
+                )
+        while expired and not everything:
+            with self._transaction() as connection:
+                batch = self._lookup.forget_expired(connection, tenant_id, FORGET_BATCH)
+            forgotten += batch
+            expired = len(batch.memory_ids) == FORGET_BATCH
         if everything:
             self.cache.forget_tenant(tenant_id)
+        else:
+            self.cache.forget_keys(tenant_id, forgotten.cache_keys)
         return forgotten
+
+    def similar(
+        self,
+        text: str,
+        *,
+        tenant_id: str,
+        kind: str | None = None,
+        limit: int = 5,
+        threshold: float | None = None,
+        exclude: Sequence[int] = (),
+    ) -> list[SimilarMemory]:
+        """Live memories of ``tenant_id`` close to ``text``: near duplicates for the caller to
+        judge (a paraphrase to leave, an older value to supersede), most similar first.
+
+        Those whose cosine similarity to ``text`` is at least ``threshold`` (default: the
+        calibrated ``config.similar_threshold``), of ``kind`` if given, at most ``limit``, none
+        of ``exclude`` (ids). Retired and expired memories are never shown.
+        """
+        check_tenant(tenant_id)
+        limit = arguments.count("limit", limit, maximum=arguments.MAX_SIMILAR)
+        kind = arguments.optional_name("kind", kind)
+        exclude = arguments.row_ids("exclude", exclude)
+        if threshold is None:
+            threshold = self.config.similar_threshold
+        threshold = arguments.unit_number("threshold", threshold)
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError("text: give the non-empty text to compare with")
+        with self._transaction() as connection:
+            return similar_memories(
+                connection,
+                self.schema,
+                self.cache,
+                self._lookup,
+                text,
+                tenant_id=tenant_id,
+                kind=kind,
+                limit=limit,
+                threshold=threshold,
+                exclude=exclude,
+            )
+
+    def history(self, memory_id: int, *, tenant_id: str) -> list[MemoryVersion]:
+        """The versions of a memory, oldest first: the memories it superseded and that
+        superseded it (over any number of corrections), each with when it was valid. Empty
+        if the tenant has no memory ``memory_id``."""
+        check_tenant(tenant_id)
+        memory_id = arguments.row_id("memory_id", memory_id)
+        with self._transaction() as connection:
+            return memory_history(connection, self.schema, self._lookup, tenant_id, memory_id)
 
     @contextmanager
     def batch(self) -> Iterator[StoreBatch]:
@@ -299,7 +391,7 @@ class MemoryStore:
             yield StoreBatch(self._writer, self._limits, connection)
 
     @contextmanager
-    def _traced(self, name: str) -> Iterator[Callable[[list[int]], list[int]]]:
+    def _traced(self, name: str) -> Iterator[Callable[[StoredIds], StoredIds]]:
         # A span around a write of memories; ``written(ids)`` notes what it wrote.
         with self.tracing.span(name) as span:
             if not span.recording:
@@ -308,7 +400,7 @@ class MemoryStore:
             stats = self.cache.stats
             before = (stats.hits, stats.embedded)
 
-            def written(ids: list[int]) -> list[int]:
+            def written(ids: StoredIds) -> StoredIds:
                 span.set(
                     {
                         "retrieval.memories": len(ids),
@@ -326,7 +418,7 @@ class MemoryStore:
             yield connection
 
 
-def _as_is(ids: list[int]) -> list[int]:
+def _as_is(ids: StoredIds) -> StoredIds:
     return ids
 
 
@@ -338,7 +430,7 @@ class StoreBatch:
         self._limits = limits
         self.connection = connection
 
-    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[int]:
+    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> StoredIds:
         """Validate every memory, then write them all; return their ids in order."""
         inputs = [
             as_input(item, MemoryInput, index)
@@ -370,7 +462,7 @@ class StoreBatch:
             [valid_tool_call(item, self._limits, index) for index, item in enumerate(inputs)]
         )
 
-    def write_memories(self, memories: Sequence[ValidMemory]) -> list[int]:
+    def write_memories(self, memories: Sequence[ValidMemory]) -> StoredIds:
         """Write memories that were already validated."""
         return self._writer.memories(self.connection, memories)
 

@@ -32,6 +32,8 @@ from retrieval.memory.config import DEFAULT_MAX_ENTITIES, DEFAULT_MAX_METADATA_B
 from retrieval.memory.kinds import describe_kinds
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 
+# The most memories one memory may supersede.
+MAX_SUPERSEDED = 1000
 # The largest position PostgreSQL's integer column holds.
 MAX_POSITION = 2**31 - 1
 
@@ -61,6 +63,8 @@ class ValidMemory(NamedTuple):
     embedding_model: str | None
     thread_id: str | None = None
     position: int | None = None
+    expires_at: datetime | None = None
+    supersedes: tuple[int, ...] = ()
 
 
 class ValidDecision(NamedTuple):
@@ -93,13 +97,14 @@ def valid_memory(
     ``checked_embedding`` is ``item.embedding`` already checked (with its whole batch).
     """
     check = _Checker(index)
+    created_at = check.aware("created_at", item.created_at)
     return ValidMemory(
         tenant_id=check.tenant(item.tenant_id),
         text=check.text("text", item.text, limits.max_text_chars),
         kind=check.kind(item.kind, limits.kinds),
         metadata_json=check.json_object("metadata", item.metadata, limits.max_json_bytes),
         importance=check.unit_interval("importance", item.importance),
-        created_at=check.aware("created_at", item.created_at),
+        created_at=created_at,
         entities=check.entities(item.entities, limits.max_entities),
         embedding=(
             checked_embedding
@@ -109,6 +114,8 @@ def valid_memory(
         embedding_model=check.optional_name("embedding_model", item.embedding_model),
         thread_id=check.optional_name("thread_id", item.thread_id),
         position=check.position(item.position, item.thread_id),
+        expires_at=check.expiry(item.expires_at, created_at),
+        supersedes=check.ids("supersedes", item.supersedes),
     )
 
 
@@ -202,6 +209,12 @@ class _Checker:
     def optional_name(self, field: str, value: object) -> str | None:
         return None if value is None else self.name(field, value)
 
+    def required_id(self, field: str, value: object) -> int:
+        found = self.optional_id(field, value)
+        if found is None:
+            raise self.fail(field, "must be a positive integer id (a bigint), got None")
+        return found
+
     def optional_id(self, field: str, value: object) -> int | None:
         if value is None:
             return None
@@ -271,6 +284,29 @@ class _Checker:
         if not (math.isfinite(number) and 0.0 <= number <= 1.0):
             raise self.fail(field, f"must be in [0, 1], got {number!r}")
         return number
+
+    def expiry(self, value: object, created_at: datetime | None) -> datetime | None:
+        expires_at = self.aware("expires_at", value)
+        if expires_at is not None and created_at is not None and expires_at <= created_at:
+            raise self.fail(
+                "expires_at",
+                f"{expires_at.isoformat()} is not after created_at {created_at.isoformat()}: "
+                "a memory must live for some time",
+            )
+        return expires_at
+
+    def ids(self, field: str, value: object) -> tuple[int, ...]:
+        if value is None:
+            return ()
+        values = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            raise self.fail(field, f"must be a memory id or a list of ids, got {value!r:.40}")
+        ids = tuple(self.required_id(field, one) for one in values)
+        if len(ids) > MAX_SUPERSEDED:
+            raise self.fail(field, f"names {len(ids)} memories: at most {MAX_SUPERSEDED}")
+        if len(set(ids)) != len(ids):
+            raise self.fail(field, f"names a memory twice: {list(ids)}")
+        return ids
 
     def aware(self, field: str, value: object) -> datetime | None:
         problem = time_problem(value)

@@ -1,28 +1,34 @@
-"""Writing validated rows with binary ``COPY`` on a connection the caller's transaction owns."""
+"""Writing validated rows on a connection the caller's transaction owns: binary ``COPY`` for
+distinct rows, ``INSERT ... ON CONFLICT`` where copies of a live memory refresh it."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection
 
+from retrieval.arguments import LATEST_TIME
 from retrieval.db.copy_rows import (
     copy_rows,
     encode_jsonb,
     encode_vectors,
     reserve_ids,
 )
+from retrieval.db.insert_values import insert_rows_returning
+from retrieval.db.queries import statement
 from retrieval.db.vector_type import VectorType
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import Vectors
 from retrieval.errors import ValidationError
 from retrieval.memory.cached_memories import MEMORY_FIELDS, insert_cached_memories
+from retrieval.memory.copies import Copies, fold_copies, retire_expired_copies, stored_rows
 from retrieval.memory.get_and_forget import Lookup
-from retrieval.memory.records import MemoryInput
+from retrieval.memory.records import MemoryInput, StoredIds
+from retrieval.memory.supersede import check_superseded, retire_superseded
 from retrieval.memory.turn_context import Place, in_context, previous_texts
 from retrieval.memory.validation import (
     Limits,
@@ -58,8 +64,27 @@ _TOOL_CALL_COLUMNS = (
 )
 
 
+def _no_lifetime(kind: str) -> timedelta | None:
+    return None
+
+
+class WrittenRow(NamedTuple):
+    """A memory's row after a write: its id, whether the write stored it (else it refreshed a
+    live copy), and the write's time (its ``created_at``)."""
+
+    id: int
+    new: bool
+    created_at: datetime
+
+
 class Writer:
-    """Writes rows of one schema; embeds memories without a vector through ``cache``."""
+    """Writes rows of one schema; embeds memories without a vector through ``cache``.
+
+    With ``collapse`` (the default), a memory that is a copy of a live one refreshes it
+    instead of being stored again (:mod:`retrieval.memory.copies`); without, every memory is a
+    row of its own (a distinct copy), copied in with ``COPY``. ``lifetime`` gives a kind's
+    default lifetime.
+    """
 
     def __init__(
         self,
@@ -68,6 +93,9 @@ class Writer:
         lookup: Lookup,
         vector_type: VectorType = "vector",
         turn_context: float = 0.0,
+        *,
+        collapse: bool = True,
+        lifetime: Callable[[str], timedelta | None] = _no_lifetime,
     ) -> None:
         self.schema = schema
         self.cache = cache
@@ -75,16 +103,49 @@ class Writer:
         self.vector_type = vector_type
         # The previous turn's share of a conversation turn's vector (retrieval.memory.turn_context).
         self.turn_context = turn_context
+        self.collapse = collapse
+        self.lifetime = lifetime
 
-    def memories(self, connection: Connection, memories: Sequence[ValidMemory]) -> list[int]:
-        """Embed (through the cache) and copy ``memories`` and their entity links.
+    def memories(self, connection: Connection, memories: Sequence[ValidMemory]) -> StoredIds:
+        """Embed (through the cache) and write ``memories`` and their entity links; retire
+        what they supersede.
 
         All new texts of the batch go to the model in one call: its batches are sorted by
         length, so one call pads least. (Overlapping the model with the database was measured
         and lost: on two cores both are CPU-bound; see benchmarks/README.md, ingest-overlap.)
         """
         if not memories:
-            return []
+            return StoredIds()
+        targets = check_superseded(connection, self.schema, memories)
+        if not self.collapse:
+            leads, written = memories, self._write(connection, memories, None)
+            stored = StoredIds([row.id for row in written])
+        else:
+            copies = fold_copies(memories)
+            retire_expired_copies(connection, self.schema, copies.keys)
+            leads, written = copies.leads, self._write(connection, copies.leads, copies)
+            refreshed = sum(not row.new for row in written)
+            stored = StoredIds(
+                [written[lead].id for lead in copies.lead_of],
+                duplicates=copies.folded + refreshed,
+            )
+        self._copy_links(
+            connection,
+            [
+                (memory.tenant_id, row.id, entity)
+                for memory, row in zip(leads, written, strict=True)
+                if row.new
+                for entity in memory.entities
+            ],
+        )
+        retire_superseded(connection, self.schema, targets, list(zip(leads, written, strict=True)))
+        return stored
+
+    def _write(
+        self, connection: Connection, memories: Sequence[ValidMemory], copies: Copies | None
+    ) -> list[WrittenRow]:
+        """Write ``memories`` (distinct copies without ``copies``, else the batch's leads) and
+        return each one's row."""
         needing = [row for row, memory in enumerate(memories) if memory.embedding is None]
         before = self._previous_turns(connection, memories, needing)
         items = [(memories[row].tenant_id, memories[row].text) for row in needing]
@@ -97,12 +158,16 @@ class Writer:
             self.cache.prepare_model()
             self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
         now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
-        model_id = self.cache.embedder.model_id
+        fields = _Fields(now, self.cache.embedder.model_id, self.lifetime, copies)
         # Rows whose vector the cache table holds take it there (retrieval.memory.cached_memories);
-        # the others are copied with their vectors.
+        # the others are sent with their vectors.
         entry_of = {row: plan.entries[index] for index, row in enumerate(needing)}
         in_table = [row for row in needing if entry_of[row] in plan.stored]
         with_vector = [row for row in range(len(memories)) if entry_of.get(row) not in plan.stored]
+        if copies is not None:  # in key order: concurrent writers lock copies in one order
+            in_table.sort(key=lambda row: copies.keys[row])
+            with_vector.sort(key=lambda row: copies.keys[row])
+        returned: list[Any] = []
         if with_vector:
             previous_of = {
                 row: plan.entries[len(needing) + index] for index, row in enumerate(before)
@@ -120,27 +185,38 @@ class Writer:
 
             matrix = np.stack([vector_of(row) for row in with_vector])
             rows = (
-                (*_memory_fields(memories[row], ids[row], now, model_id), vector)
+                (*fields.of(row, memories[row], ids[row]), vector)
                 for row, vector in zip(
                     with_vector, encode_vectors(matrix, self.vector_type), strict=True
                 )
             )
-            copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
-        cached = (
-            (*_memory_fields(memories[row], ids[row], now, model_id), entry_of[row][1])
-            for row in in_table
-        )
-        insert_cached_memories(connection, self.schema, cached, len(in_table))
+            returned += self._send(connection, rows, refresh=copies is not None)
+        cached = ((*fields.of(row, memories[row], ids[row]), entry_of[row][1]) for row in in_table)
+        returned += insert_cached_memories(connection, self.schema, cached, len(in_table))
         self.cache.save(connection, plan)
-        self._copy_links(
-            connection,
-            [
-                (memory.tenant_id, memory_id, entity)
+        if copies is None:
+            return [
+                WrittenRow(memory_id, True, fields.created(memory))
                 for memory, memory_id in zip(memories, ids, strict=True)
-                for entity in memory.entities
-            ],
+            ]
+        stored, new = stored_rows(copies.keys, returned)
+        return [
+            WrittenRow(memory_id, is_new, fields.created(memory))
+            for memory, memory_id, is_new in zip(memories, stored, new, strict=True)
+        ]
+
+    def _send(
+        self, connection: Connection, rows: Iterable[tuple[Any, ...]], *, refresh: bool
+    ) -> list[Any]:
+        # Rows with their vectors: copied in, or inserted with the refresh of copies.
+        columns = _columns(_MEMORY_COLUMNS)
+        if not refresh:
+            copy_rows(connection, self.schema, "memories", *columns, rows)
+            return []
+        suffix = statement("memory.refresh_copies")
+        return insert_rows_returning(
+            connection, self.schema, "memories", *columns, rows, suffix=suffix
         )
-        return ids
 
     def _previous_turns(
         self, connection: Connection, memories: Sequence[ValidMemory], needing: Sequence[int]
@@ -162,30 +238,33 @@ class Writer:
 
     def memories_streamed(
         self, connection: Connection, items: Sequence[MemoryInput], limits: Limits
-    ) -> list[int]:
+    ) -> StoredIds:
         """Copy memories that all carry their embedding, validating each as it streams.
 
         Nothing needs the model, so each row is checked while the server stores the previous
-        ones; a bad row aborts the ``COPY`` and the caller's transaction rolls back whole.
+        ones; a bad row aborts the ``COPY`` and the caller's transaction rolls back whole. Only
+        without collapsing copies and without corrections: otherwise the batch is checked
+        first and written by :meth:`memories`.
         """
         matrix = checked_embeddings(items, limits.dim)
-        if matrix is None:  # a bad vector: check row by row to name the first bad item
+        if matrix is None or self.collapse or any(item.supersedes for item in items):
+            # (a bad vector: checked row by row, to name the first bad item)
             checked = [valid_memory(item, limits, index) for index, item in enumerate(items)]
             return self.memories(connection, checked)
         vectors = encode_vectors(matrix, self.vector_type)
         now, ids = reserve_ids(connection, self.schema, "memories", len(items))
-        model_id = self.cache.embedder.model_id
+        fields = _Fields(now, self.cache.embedder.model_id, self.lifetime, None)
         links: list[tuple[str, int, str]] = []
 
         def rows() -> Iterator[tuple[Any, ...]]:
             for index, (item, memory_id) in enumerate(zip(items, ids, strict=True)):
                 memory = valid_memory(item, limits, index, checked_embedding=matrix[index])
                 links.extend((memory.tenant_id, memory_id, entity) for entity in memory.entities)
-                yield (*_memory_fields(memory, memory_id, now, model_id), vectors[index])
+                yield (*fields.of(index, memory, memory_id), vectors[index])
 
         copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows())
         self._copy_links(connection, links)
-        return ids
+        return StoredIds(ids)
 
     def _copy_links(self, connection: Connection, links: list[tuple[str, int, str]]) -> None:
         if links:
@@ -251,22 +330,57 @@ class Writer:
             )
 
 
-def _memory_fields(
-    memory: ValidMemory, memory_id: int, now: datetime, model_id: str
-) -> tuple[Any, ...]:
-    # The values of MEMORY_FIELDS.
-    return (
-        memory.tenant_id,
-        memory_id,
-        memory.text,
-        memory.kind,
-        encode_jsonb(memory.metadata_json),
-        memory.importance,
-        memory.created_at or now,
-        memory.embedding_model or model_id,
-        memory.thread_id,
-        memory.position,
-    )
+class _Fields:
+    """The values of ``MEMORY_FIELDS`` of each memory of a write."""
+
+    def __init__(
+        self,
+        now: datetime,
+        model_id: str,
+        lifetime: Callable[[str], timedelta | None],
+        copies: Copies | None,
+    ) -> None:
+        self.now = now
+        self.model_id = model_id
+        self.lifetime = lifetime
+        self.copies = copies
+
+    def created(self, memory: ValidMemory) -> datetime:
+        return memory.created_at or self.now
+
+    def of(self, row: int, memory: ValidMemory, memory_id: int) -> tuple[Any, ...]:
+        """The fields of the ``row``-th memory written, with id ``memory_id``."""
+        created_at = self.created(memory)
+        expires_at = memory.expires_at
+        if expires_at is None and (lifetime := self.lifetime(memory.kind)) is not None:
+            expires_at = _shifted(created_at, lifetime)
+        seen, last_seen = 1, None
+        if self.copies is not None:
+            seen, last_seen = self.copies.seen[row], self.copies.last_seen[row]
+        return (
+            memory.tenant_id,
+            memory_id,
+            memory.text,
+            memory.kind,
+            encode_jsonb(memory.metadata_json),
+            memory.importance,
+            created_at,
+            memory.embedding_model or self.model_id,
+            memory.thread_id,
+            memory.position,
+            expires_at,
+            self.copies is None,  # a distinct copy when copies are not collapsed
+            seen,
+            last_seen,
+        )
+
+
+def _shifted(moment: datetime, lifetime: timedelta) -> datetime:
+    # A default expiry, kept within the times a row may hold.
+    try:
+        return min(moment + lifetime, LATEST_TIME)
+    except OverflowError:
+        return LATEST_TIME
 
 
 def _columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:

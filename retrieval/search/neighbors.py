@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.db.queries import statement
 from retrieval.search.results import RetrievalResult
+from retrieval.search.sources.common import live_sql
 
 MAX_NEIGHBORS = 20
 
@@ -26,7 +27,7 @@ Execute = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
 
 def neighbors_statement(schema: str) -> str:
     """The statement of :func:`with_neighbors` for ``schema``."""
-    return statement("search.neighbors", schema)
+    return statement("search.neighbors", schema, live=live_sql("m"))
 
 
 def with_neighbors(
@@ -36,10 +37,13 @@ def with_neighbors(
     neighbors: int,
     statement: str,
     execute: Execute,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
 ) -> list[RetrievalResult]:
     """``results`` with ``metadata["neighbors"]`` on each memory that has a thread: the
     memories within ``neighbors`` positions of it in its thread (id, content, kind, position,
-    created_at, metadata), in position order. One statement for all of them."""
+    created_at, metadata), in position order, live at ``as_of`` (stored by ``known_at``, a
+    past moment asked about). One statement for all of them."""
     hits = [
         result
         for result in results
@@ -57,6 +61,8 @@ def with_neighbors(
             "threads": [hit.metadata["thread_id"] for hit in hits],
             "positions": [hit.metadata["position"] for hit in hits],
             "neighbors": neighbors,
+            "as_of": as_of or datetime.now(UTC),
+            "known_at": known_at,
         },
     )
     found: dict[int, list[dict[str, Any]]] = {hit.metadata["id"]: [] for hit in hits}

@@ -233,7 +233,9 @@ class HybridRetriever:
 
         ``working_state`` is the caller's current messages (scored, never stored); ``task_id``
         narrows the episodic source to one task; ``mode`` names a filter preset of the config;
-        ``as_of`` (aware datetime, default now) is the time recency is measured from;
+        ``as_of`` (aware datetime, default now) is the moment the memory is read as it stood:
+        only memories stored by then and live then (not yet retired by a correction, not yet
+        expired), decisions and tool calls stored by then, with recency measured from it;
         ``entities`` are entity ids for the entity-overlap signal; ``fusion`` overrides the
         config's fusion of BM25 and vectors (``convex``, ``max``, ``cascade``, ``rrf``);
         ``limit`` is the most results of this call (each source's limit scaled with it, see
@@ -273,6 +275,8 @@ class HybridRetriever:
                         neighbors=neighbors,
                         statement=self._neighbors,
                         execute=reads.execute,
+                        as_of=call.values.as_of,
+                        known_at=call.values.known_at,
                     )
             fused = time.perf_counter()
             if call.config.record_access:
@@ -305,11 +309,15 @@ class HybridRetriever:
         kinds: Sequence[str] | None = None,
         limit: int = 50,
         read_your_writes: bool = False,
+        as_of: datetime | None = None,
+        include_retired: bool = False,
     ) -> list[TimelineEvent]:
         """What happened in ``tenant_id``'s memory between ``since`` and ``until``, newest first.
 
         ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``;
-        ``read_your_writes`` reads the primary even when the retriever has a replica.
+        ``read_your_writes`` reads the primary even when the retriever has a replica. Memories
+        are those live at ``as_of`` (default now; with ``as_of``, the timeline as it stood
+        then); ``include_retired`` shows superseded and expired ones too.
         """
         replica = None if arguments.flag("read_your_writes", read_your_writes) else self.read_engine
         return timeline(
@@ -321,6 +329,8 @@ class HybridRetriever:
             kinds=kinds,
             limit=limit,
             memory_kinds=self.memory_kinds,
+            as_of=as_of,
+            include_retired=include_retired,
         )
 
     @property
@@ -411,6 +421,7 @@ class HybridRetriever:
                 task_id=checked.task_id,
                 entities=checked.entities,
                 mode=chosen,
+                known_at=as_of,
             ),
             kinds=kinds,
             semantic=semantic,

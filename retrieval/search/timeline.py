@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -20,6 +20,7 @@ from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.kinds import describe_kinds
+from retrieval.search.sources.common import live_sql
 
 EPISODIC_KINDS = ("decision", "tool_call")
 
@@ -40,6 +41,17 @@ class TimelineEvent:
     thread_id: str | None = None
     position: int | None = None
     task_id: str | None = None
+
+    @property
+    def superseded_by(self) -> int | None:
+        """The memory that retired this one by a correction, if any."""
+        found = self.details.get("superseded_by") if self.item == "memory" else None
+        return None if found is None else int(found)
+
+    def expired(self, moment: datetime) -> bool:
+        """Whether this memory's life had ended by ``moment``."""
+        expires_at = self.details.get("expires_at") if self.item == "memory" else None
+        return expires_at is not None and datetime.fromisoformat(str(expires_at)) <= moment
 
     @property
     def summary(self) -> str:
@@ -76,6 +88,8 @@ def timeline(
     thread_id: str | None = None,
     task_id: str | None = None,
     after: TimelineCursor | None = None,
+    as_of: datetime | None = None,
+    include_retired: bool = False,
 ) -> list[TimelineEvent]:
     """Events of ``tenant_id`` with ``since <= created_at < until``, newest first (then by
     item, then newest id).
@@ -83,7 +97,14 @@ def timeline(
     ``kinds`` filters: memory kinds, ``decision`` and ``tool_call``; with ``memory_kinds``
     (the kinds a store accepts) any other is a :class:`ValidationError` that lists them.
     ``thread_id`` keeps a thread's memories, ``task_id`` a task's decisions and their tool
-    calls; ``after`` (the cursor of a page's last event) the events after it."""
+    calls; ``after`` (the cursor of a page's last event) the events after it.
+
+    Memories are those live at ``as_of`` (default now): neither retired by a correction nor
+    expired then; with ``as_of``, only what was stored by then, decisions and tool calls too
+    (the timeline as it stood). ``include_retired`` shows retired and expired memories as well
+    (``details`` says when each was retired or expires)."""
+    aware_datetime("as_of", as_of)
+    include_retired = arguments.flag("include_retired", include_retired)
     aware_datetime("since", since)
     aware_datetime("until", until)
     if since is not None and until is not None and since >= until:
@@ -107,6 +128,9 @@ def timeline(
         "thread_id": thread_id,
         "task_id": task_id,
         "limit": limit,
+        "as_of": as_of or datetime.now(UTC),
+        "known_at": as_of,
+        "include_retired": include_retired,
     }
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
         bind_tenant(connection, schema, tenant_id)
@@ -123,6 +147,7 @@ def _statement(schema: str) -> str:
         memory_window=window.format(t="m", item="memory", kind="m.kind"),
         decision_window=window.format(t="d", item="decision", kind="'decision'"),
         tool_call_window=window.format(t="t", item="tool_call", kind="'tool_call'"),
+        memory_live=live_sql("m"),
     )
 
 

@@ -86,3 +86,7 @@ SELECT id, embedding <-> %(vector)s::vector AS distance
 FROM {schema}.document_chunks WHERE tenant_id = %(tenant_id)s
 ORDER BY distance LIMIT %(limit)s
 
+-- name: chunk_texts
+-- A document's chunk texts and the model of their vectors (whose cache entries forget erases).
+SELECT content, embedding_model FROM {schema}.document_chunks
+WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s

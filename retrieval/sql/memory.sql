@@ -5,6 +5,7 @@
 -- Memories by id with their entity ids and vectors.
 SELECT m.id, m.tenant_id, m.content, m.kind, m.metadata, m.importance, m.access_count,
        m.last_accessed_at, m.created_at, m.embedding_model, m.thread_id, m.position,
+       m.seen_count, m.last_seen_at, m.expires_at, m.retired_at, m.superseded_by,
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
                   WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities,
@@ -12,6 +13,13 @@ SELECT m.id, m.tenant_id, m.content, m.kind, m.metadata, m.importance, m.access_
 FROM {schema}.memories m
 WHERE m.tenant_id = %(tenant_id)s AND m.id = ANY(%(ids)s::bigint[])
 ORDER BY m.id
+
+-- name: version_links
+-- The memories linked to some of a tenant's memories by a correction: those they superseded,
+-- and those that superseded them (retrieval.memory.history walks the links).
+SELECT id, superseded_by FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s
+  AND (id = ANY(%(ids)s::bigint[]) OR superseded_by = ANY(%(ids)s::bigint[]))
 
 -- name: decisions_by_id
 SELECT id, tenant_id, task_id, action_type, content, status, created_at
@@ -52,11 +60,40 @@ WITH chosen_decisions AS (
     DELETE FROM {schema}.memories
     WHERE tenant_id = %(tenant_id)s
       AND (%(everything)s OR id = ANY(%(memory_ids)s::bigint[]))
-    RETURNING id
+    RETURNING id, content, embedding_model
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
-       (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls)
+       (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls),
+       (SELECT coalesce(array_agg(content ORDER BY id), '{{}}') FROM removed_memories),
+       (SELECT coalesce(array_agg(embedding_model ORDER BY id), '{{}}') FROM removed_memories)
+
+-- name: forget_expired
+-- The next batch of a tenant's expired memories (retired ones too), removed; their BM25
+-- statistics are taken back by the memories' triggers.
+WITH removed AS (
+    DELETE FROM {schema}.memories
+    WHERE tenant_id = %(tenant_id)s AND id IN (
+        SELECT id FROM {schema}.memories
+        WHERE tenant_id = %(tenant_id)s AND expires_at <= now()
+        ORDER BY expires_at, id
+        LIMIT %(batch)s
+    )
+    RETURNING id, content, embedding_model
+)
+SELECT coalesce(array_agg(id ORDER BY id), '{{}}'),
+       coalesce(array_agg(content ORDER BY id), '{{}}'),
+       coalesce(array_agg(embedding_model ORDER BY id), '{{}}')
+FROM removed
+
+-- name: live_texts
+-- Which of the texts (with their text keys) a live memory of the tenant still holds.
+SELECT DISTINCT content FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND content_key = ANY(%(keys)s::bytea[])
+  AND content = ANY(%(texts)s::text[]) AND retired_at IS NULL AND NOT distinct_copy
+
+-- name: forget_cache_entries
+DELETE FROM {schema}.embedding_cache WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::bytea[])
 
 -- name: forget_the_rest
 -- After forget with everything = true: the tenant's cache, documents (their chunks and postings
@@ -81,19 +118,66 @@ SELECT (SELECT count(*) FROM removed_cache),
 
 -- name: insert_cached
 -- A tenant's memories whose vectors the cache holds, sent as arrays without them and each
--- joined to its cached vector (retrieval.memory.cached_memories).
+-- joined to its cached vector (retrieval.memory.cached_memories), in the order sent (by text
+-- key: concurrent writers of the same texts lock them in one order). A copy of a live memory
+-- refreshes it instead (ON CONFLICT: retrieval.memory.copies); every row comes back with its
+-- key, and whether it was inserted.
 INSERT INTO {schema}.memories
     (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model,
-     thread_id, position)
+     thread_id, position, expires_at, distinct_copy, seen_count, last_seen_at)
 SELECT c.tenant_id, s.id, s.content, s.kind, s.metadata::jsonb, s.importance, s.created_at,
-       c.embedding, s.embedding_model, s.thread_id, s.position
+       c.embedding, s.embedding_model, s.thread_id, s.position, s.expires_at, s.distinct_copy,
+       s.seen_count, s.last_seen_at
 FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metadata)b::text[],
             %(importance)b::float8[], %(created_at)b::timestamptz[], %(models)b::text[],
-            %(threads)b::text[], %(positions)b::int4[], %(keys)b::bytea[])
+            %(threads)b::text[], %(positions)b::int4[], %(expires_at)b::timestamptz[],
+            %(distinct_copy)b::bool[], %(seen_count)b::int4[], %(last_seen_at)b::timestamptz[],
+            %(keys)b::bytea[]) WITH ORDINALITY
      AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
-           position, key)
+           position, expires_at, distinct_copy, seen_count, last_seen_at, key, sent)
 JOIN {schema}.embedding_cache AS c ON c.key = s.key
 WHERE c.tenant_id = %(tenant_id)s
+ORDER BY s.sent
+{refresh_copies}
+
+-- name: refresh_copies
+-- The end of a write of memories: a copy of a live memory (the same tenant, text key, kind and
+-- place in its thread: the memories_live_key index, revision 0016) stores no row but refreshes
+-- that memory: told once more, last seen at the copy's time, the larger importance, and the
+-- later expiry (none: never). Every row comes back with its key and whether it was new.
+ON CONFLICT (tenant_id, content_key, kind, (coalesce(thread_id, '')), (coalesce(position, -1)))
+    WHERE retired_at IS NULL AND NOT distinct_copy
+DO UPDATE SET
+    seen_count = memories.seen_count + excluded.seen_count,
+    last_seen_at = greatest(memories.last_seen_at, excluded.last_seen_at, excluded.created_at),
+    importance = greatest(memories.importance, excluded.importance),
+    expires_at = CASE WHEN memories.expires_at IS NULL OR excluded.expires_at IS NULL THEN NULL
+                      ELSE greatest(memories.expires_at, excluded.expires_at) END
+RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS inserted
+
+-- name: retire_expired_copies
+-- Before a batch of a tenant's memories is written: a live copy of one of them that has
+-- expired is retired at its expiry, so the new one is stored as a new memory (the past stays
+-- as it was) instead of reviving it.
+UPDATE {schema}.memories AS m SET retired_at = m.expires_at
+FROM unnest(%(keys)s::bytea[], %(kinds)s::text[], %(threads)s::text[], %(positions)s::int4[])
+     AS k (key, kind, thread_id, position)
+WHERE m.tenant_id = %(tenant_id)s AND m.content_key = k.key AND m.kind = k.kind
+  AND coalesce(m.thread_id, '') = coalesce(k.thread_id, '')
+  AND coalesce(m.position, -1) = coalesce(k.position, -1)
+  AND m.retired_at IS NULL AND NOT m.distinct_copy AND m.expires_at <= now()
+
+-- name: superseded_targets
+-- The memories a batch supersedes, locked until it commits.
+SELECT id, created_at, retired_at, superseded_by FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
+ORDER BY id
+FOR UPDATE
+
+-- name: retire
+-- Retire memories at a time, naming the memory that supersedes them.
+UPDATE {schema}.memories SET retired_at = %(at)s, superseded_by = %(by)s
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[]) AND retired_at IS NULL
 
 -- name: reembed_pending
 -- Memories (of a tenant, or all) not embedded by the model.
@@ -125,13 +209,19 @@ GROUP BY thread_id
 
 -- name: export_memories
 -- A tenant's memories in the order they were stored, with their entity ids.
-SELECT m.content, m.kind, m.metadata, m.importance, m.created_at, m.thread_id, m.position,
+SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.created_at, m.thread_id, m.position,
+       m.expires_at,
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
                   WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities
 FROM {schema}.memories m
 WHERE m.tenant_id = %(tenant_id)s
 ORDER BY m.created_at, m.id
+
+-- name: export_corrections
+-- A tenant's retired memories and the memory that superseded each.
+SELECT id, superseded_by FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND superseded_by IS NOT NULL
 
 -- name: export_decisions
 SELECT id, task_id, action_type, content, status, created_at FROM {schema}.decisions
@@ -154,3 +244,21 @@ SELECT m.thread_id, m.position, m.content
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position
+
+-- name: similar
+-- A tenant's live memories nearest a vector by L2 on the HNSW graph (iterating until the pool
+-- is full), with their cosine similarity; those at or above the threshold, most similar first.
+SELECT n.id, n.similarity FROM (
+    SELECT m.id, 1.0::float8 - (m.embedding <=> %(vector)s::vector)::float8 AS similarity,
+           m.embedding <-> %(vector)s::vector AS distance
+    FROM {schema}.memories AS m
+    WHERE m.tenant_id = %(tenant_id)s AND m.retired_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now())
+      AND (%(kind)s::text IS NULL OR m.kind = %(kind)s::text)
+      AND m.id <> ALL(%(exclude)s::bigint[])
+    ORDER BY distance
+    LIMIT %(pool)s
+) AS n
+WHERE n.similarity >= %(threshold)s::float8
+ORDER BY n.similarity DESC, n.id
+LIMIT %(limit)s

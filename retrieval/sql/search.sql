@@ -11,6 +11,7 @@ JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
      AND m.position BETWEEN h.position - %(neighbors)s AND h.position + %(neighbors)s
      AND m.id <> h.hit_id
+     AND {live}
 ORDER BY h.hit_id, m.position, m.id
 
 -- name: record_access
@@ -20,7 +21,8 @@ WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 -- name: timeline_window
 -- What every branch of the timeline keeps ({t}: its table's alias, {item}: its item, {kind}:
 -- its kind): the tenant's rows with since <= created_at < until, of the kinds asked, and with
--- a cursor (after_at, after_item, after_id) only those after it in the timeline's order.
+-- a cursor (after_at, after_item, after_id) only those after it in the timeline's order; with
+-- a past moment asked about (known_at), those stored by then.
 {t}.tenant_id = %(tenant_id)s
    AND (%(since)s::timestamptz IS NULL OR {t}.created_at >= %(since)s)
    AND (%(until)s::timestamptz IS NULL OR {t}.created_at < %(until)s)
@@ -29,17 +31,22 @@ WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
             AND ('{item}' > %(after_item)s::text
                  OR ('{item}' = %(after_item)s::text AND {t}.id < %(after_id)s::bigint))))
    AND (%(kinds)s::text[] IS NULL OR {kind} = ANY(%(kinds)s::text[]))
+   AND (%(known_at)s::timestamptz IS NULL OR {t}.created_at <= %(known_at)s::timestamptz)
 
 -- name: timeline
 -- A tenant's memories, decisions and tool calls, newest first (then by item, then newest id),
 -- each branch kept by its window ({memory_window}, ...), filtered by a thread (memories) or a
--- task (decisions and their tool calls); each branch reads its own (tenant, created_at) index
--- and stops at the limit.
+-- task (decisions and their tool calls), memories live at as_of unless include_retired; each
+-- branch reads its own (tenant, created_at) index and stops at the limit.
 (SELECT 'semantic' AS source, 'memory' AS item, m.id, m.kind, m.content, m.created_at,
-        jsonb_build_object('metadata', m.metadata, 'importance', m.importance) AS details,
+        jsonb_build_object('metadata', m.metadata, 'importance', m.importance,
+                           'seen_count', m.seen_count, 'expires_at', m.expires_at,
+                           'retired_at', m.retired_at, 'superseded_by', m.superseded_by)
+            AS details,
         m.thread_id, m.position, NULL::text AS task_id
  FROM {schema}.memories AS m
  WHERE {memory_window}
+   AND (%(include_retired)s OR ({memory_live}))
    AND (%(thread_id)s::text IS NULL OR m.thread_id = %(thread_id)s)
    AND %(task_id)s::text IS NULL
  ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s)

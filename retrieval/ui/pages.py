@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 from urllib.parse import urlencode
@@ -124,6 +125,7 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
         "limit", params.get("limit"), default=100, maximum=forms.MAX_PAGE_EVENTS
     )
     after = forms.cursor("after", params.get("after"))
+    retired = params.get("retired") == "1"
     events = await run_in_threadpool(
         lambda: read_timeline(
             inspector.reads.engine,
@@ -136,6 +138,7 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
             task_id=task_id,
             limit=limit,
             after=after,
+            include_retired=retired,
         )
     )
     days = [(day, list(items)) for day, items in groupby(events, key=lambda e: e.created_at.date())]
@@ -154,6 +157,8 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
         form=params,
         older=older,
         forgot=params.get("forgot"),
+        retired=retired,
+        now=datetime.now(UTC),
     )
 
 
@@ -169,6 +174,8 @@ async def memory(inspector: Inspector, request: Request) -> Response:
         turns = await run_in_threadpool(
             inspector.reads.thread_turns, tenant, found.thread_id, found.position
         )
+    versions = await run_in_threadpool(inspector.store.history, memory_id, tenant_id=tenant)
+    now = datetime.now(UTC)
     return inspector.render(
         request,
         "memory.html",
@@ -176,6 +183,8 @@ async def memory(inspector: Inspector, request: Request) -> Response:
         memory=found,
         metadata=json.dumps(found.metadata, indent=2, ensure_ascii=False, sort_keys=True),
         turns=turns,
+        versions=versions if len(versions) > 1 else [],
+        expired=found.expires_at is not None and found.expires_at <= now,
     )
 
 

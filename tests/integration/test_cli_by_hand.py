@@ -114,3 +114,72 @@ def test_forget_by_id_by_task_by_document_and_everything_only_with_yes(
     assert main([*url, "forget", "--tenant", "acme", "--everything", "--yes"]) == 0
     assert _rows(database, "acme") == dict.fromkeys(_rows(database, "acme"), 0)
     assert _rows(database, "other")["memories"] == 1  # another tenant keeps its rows
+
+
+def _chains(database: PgDatabase, tenant: str) -> list[tuple[str, str | None, bool]]:
+    # Each memory's text, the text of the memory that superseded it, and whether it expires.
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT m.content, s.content, m.expires_at IS NOT NULL FROM retrieval.memories m "
+                "LEFT JOIN retrieval.memories s ON s.tenant_id = m.tenant_id "
+                "AND s.id = m.superseded_by WHERE m.tenant_id = :t ORDER BY m.created_at, m.id"
+            ),
+            {"t": tenant},
+        ).all()
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def test_corrections_expiry_and_copies_through_the_cli_export_and_ingest(
+    database: PgDatabase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database.url]
+    say = [*url, "remember", "--tenant", "acme"]
+    assert main([*say, "Staging runs PostgreSQL 16."]) == 0
+    first = int(capsys.readouterr().out.strip())
+    assert main([*say, "Staging runs PostgreSQL 17.", "--supersedes", str(first)]) == 0
+    out = capsys.readouterr()
+    second = int(out.out.strip())
+    assert f"superseded (retired): {first}" in out.err
+    assert main([*say, "Staging runs PostgreSQL 18.", "--supersedes", str(second)]) == 0
+    assert main([*say, "Staging runs PostgreSQL 16."]) == 0  # told again after its retirement
+    assert main([*say, "Door code 4411.", "--expires-at", "2030-01-01T00:00Z"]) == 0
+    assert main([*say, "Door code 4411."]) == 0
+    assert "already stored: told once more" in capsys.readouterr().err
+    assert main([*say, "x", "--supersedes", str(first)]) == 1
+    assert "was already superseded by memory" in capsys.readouterr().err
+    chains = _chains(database, "acme")
+    exported = tmp_path / "acme.jsonl"
+    assert main([*url, "export", "--tenant", "acme", "--output", str(exported)]) == 0
+    copy = tmp_path / "copy.jsonl"
+    lines = exported.read_text("utf-8").splitlines()
+    copy.write_text("".join(line.replace('"acme"', '"copy"') + "\n" for line in lines))
+    assert main([*url, "ingest", str(copy)]) == 0
+    assert _chains(database, "copy") == chains
+    again = tmp_path / "again.jsonl"
+    assert main([*url, "export", "--tenant", "copy", "--output", str(again)]) == 0
+    records = _without_tenant(again.read_text("utf-8").splitlines())
+    assert [r.get("supersedes_ref") is not None for r in records] == [
+        r.get("supersedes_ref") is not None for r in _without_tenant(lines)
+    ]
+    twice = tmp_path / "twice.jsonl"
+    line = json.dumps({"type": "memory", "tenant_id": "t", "text": "Backups run at 02:00."})
+    twice.write_text(f"{line}\n{line}\n")
+    capsys.readouterr()
+    assert main([*url, "ingest", str(twice)]) == 0
+    assert "1 memories already stored (refreshed, not stored again)" in capsys.readouterr().out
+    assert _rows(database, "t")["memories"] == 1
+
+
+def test_forget_expired(database: PgDatabase, capsys: pytest.CaptureFixture[str]) -> None:
+    url = ["--database-url", database.url]
+    say = [*url, "remember", "--tenant", "acme"]
+    assert main([*say, "An old door code.", "--expires-at", "2026-01-01T00:00Z"]) == 0
+    assert main([*say, "Stays."]) == 0
+    assert main([*say, "Not yet.", "--expires-at", "2099-01-01T00:00+01:00"]) == 0
+    with pytest.raises(SystemExit):  # argparse: a time without its zone
+        main([*say, "x", "--expires-at", "2099-01-01"])
+    capsys.readouterr()
+    assert main([*url, "forget", "--tenant", "acme", "--expired"]) == 0
+    assert "forgot from tenant 'acme': 1 memories" in capsys.readouterr().out
+    assert _rows(database, "acme")["memories"] == 2

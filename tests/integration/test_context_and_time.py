@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
@@ -87,7 +88,11 @@ def test_memories_without_a_thread_are_not_lifted_and_cost_no_statement(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
     store.remember_many(
-        {"text": f"The build of module {i} passed on the staging runner.", "tenant_id": "acme"}
+        {
+            "text": f"The build of module {i} passed on the staging runner.",
+            "tenant_id": "acme",
+            "created_at": AS_OF - timedelta(days=1),
+        }
         for i in range(6)
     )
     response = retriever.retrieve("which builds passed", tenant_id="acme", as_of=AS_OF)
@@ -105,6 +110,10 @@ def test_another_tenants_thread_of_the_same_name_is_not_lifted(
 
 
 def _releases(store: MemoryStore) -> dict[str, int]:
+    # The same words at three times: three events, so copies are not collapsed here.
+    store = MemoryStore(
+        store.engine, embedder=store.embedder, config=WriteConfig(collapse_duplicates=False)
+    )
     when = {
         "march": datetime(2026, 3, 12, 10, 0, tzinfo=UTC),
         "june": datetime(2026, 6, 18, 10, 0, tzinfo=UTC),

@@ -95,7 +95,8 @@ def test_a_hit_comes_with_the_turns_around_it_in_order(
 def test_memories_without_a_thread_have_no_neighbors(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
-    store.remember("Bo adopted a grey cat named Pepper.", tenant_id="acme")
+    before = AS_OF - timedelta(days=1)
+    store.remember("Bo adopted a grey cat named Pepper.", tenant_id="acme", created_at=before)
     response = retriever.retrieve("Bo's cat", tenant_id="acme", as_of=AS_OF, neighbors=2)
     assert response.results and all("neighbors" not in r.metadata for r in response)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -262,6 +262,7 @@ def test_scores_of_memories_and_chunks_are_comparable(store: MemoryStore) -> Non
     answer = store.remember(
         "Checkout times out because the payment provider takes 30 seconds to answer under load.",
         tenant_id="shop",
+        created_at=AS_OF - timedelta(days=1),
     )
     with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as r:
         response = r.retrieve("Why does checkout time out?", tenant_id="shop", as_of=AS_OF)

@@ -58,7 +58,7 @@ def test_repeated_text_hits_the_cache_and_is_embedded_once(
     store.remember_many(
         [
             {"text": "alpha fact", "tenant_id": "t1"},
-            {"text": "alpha fact", "tenant_id": "t1"},
+            {"text": "alpha fact", "tenant_id": "t1", "kind": "event"},  # not a copy: a kind apart
             {"text": "beta fact", "tenant_id": "t1"},
         ]
     )
@@ -139,7 +139,10 @@ def test_concurrent_writers_of_the_same_texts_are_safe(
         cached = connection.execute(text("SELECT count(*) FROM retrieval.embedding_cache")).scalar()
         memories = connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar()
     assert cached == 20
-    assert memories == 60
+    assert memories == 20  # copies collapse: one row per text, told three times
+    with database.engine.connect() as connection:
+        seen = connection.execute(text("SELECT sum(seen_count) FROM retrieval.memories")).scalar()
+    assert seen == 60
 
 
 def test_a_model_of_another_dimension_is_refused_before_writing(
@@ -206,9 +209,11 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
     now = datetime.now(UTC)
     key = cache_key(store.cache.embedder.model_id, "kept")
     gone = cache_key(store.cache.embedder.model_id, "forgotten meanwhile")
+    # MEMORY_FIELDS (the last four: no expiry, a distinct copy, told once) and the cache key
+    fields = ("fact", b"\x01{}", None, now, "m", None, None, None, True, 1, None)
     rows = [
-        ("t1", 9_001, "kept", "fact", b"\x01{}", None, now, "m", None, None, key),
-        ("t1", 9_002, "forgotten meanwhile", "fact", b"\x01{}", None, now, "m", None, None, gone),
+        ("t1", 9_001, "kept", *fields, key),
+        ("t1", 9_002, "forgotten meanwhile", *fields, gone),
     ]
     with (
         pytest.raises(DatabaseError, match="1 of 2 cached embeddings disappeared"),

@@ -27,14 +27,18 @@ def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
         kind="critique",
         created_at=AS_OF - timedelta(days=1),
     )
-    store.remember("Alice prefers dark mode in her editor", tenant_id="acme")
-    store.remember("Other tenant: the deploy failed on a full disk", tenant_id="other")
+    before = AS_OF - timedelta(hours=1)  # as_of reads what was stored by then
+    store.remember("Alice prefers dark mode in her editor", tenant_id="acme", created_at=before)
+    store.remember(
+        "Other tenant: the deploy failed on a full disk", tenant_id="other", created_at=before
+    )
     decision = store.record_decision(
         tenant_id="acme",
         task_id="deploy-7",
         action_type="fix",
         content="raised the migration lock timeout after the deploy failed",
         status="done",
+        created_at=before,
     )
     store.record_tool_call(
         tenant_id="acme",
@@ -42,6 +46,7 @@ def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
         tool_name="kubectl",
         params={"op": "rollout"},
         result="deploy rolled out",
+        created_at=before,
     )
     with HybridRetriever.from_store(store, background_writes=False) as hybrid:
         yield hybrid

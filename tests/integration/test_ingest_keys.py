@@ -61,9 +61,11 @@ def test_a_second_run_of_a_keyed_file_stores_nothing(
     capsys.readouterr()
 
     assert main([*url, "ingest", str(path), "--tenant", "acme"]) == 0
-    assert "5 lines stored before (by their id) skipped" in capsys.readouterr().out
-    # Only the line without an id is stored again.
-    assert _counts(database) == (5, 1, 1, 5)
+    out = capsys.readouterr().out
+    assert "5 lines stored before (by their id) skipped" in out
+    # The line without an id is a copy of the memory it stored: refreshed, not stored again.
+    assert "1 memories already stored" in out
+    assert _counts(database) == (4, 1, 1, 5)
 
     # New lines beside old ones: only they are stored, and a new tool call finds the decision
     # an earlier run stored through its ref.

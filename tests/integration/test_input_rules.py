@@ -125,7 +125,7 @@ def test_timestamps_that_cannot_be_read_back_are_refused(
     assert _rows(database) == before
     # The edges that every session time zone reads back are fine (the schema's CHECKs).
     for edge in (datetime(9999, 12, 30, tzinfo=UTC), datetime(1, 1, 2, tzinfo=UTC)):
-        memory = store.remember("at the edge", tenant_id="acme", created_at=edge)
+        memory = store.remember(f"at the edge, {edge.year}", tenant_id="acme", created_at=edge)
         stored = store.get_memory(memory, tenant_id="acme")
         assert stored is not None and stored.created_at == edge
     with pytest.raises(ValidationError, match="outside the years"):

@@ -83,6 +83,31 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
                 )
             )
             other = _data(await session.call_tool("remember", {"text": "Alice prefers dark mode"}))
+            assert other["duplicate"] is False and other["similar"] == []
+            # The same text again: the stored memory's id; a near one is shown, not merged.
+            again = _data(await session.call_tool("remember", {"text": "Alice prefers dark mode"}))
+            assert again["id"] == other["id"] and again["duplicate"] is True
+            near = _data(
+                await session.call_tool("remember", {"text": "Alice prefers a dark editor theme"})
+            )
+            assert near["id"] != other["id"] and near["duplicate"] is False
+            assert [one["id"] for one in near["similar"]] == [other["id"]]
+            assert 0.0 < near["similar"][0]["similarity"] <= 1.0
+            # The agent decides: the new one corrects the old, which leaves the search.
+            fixed = _data(
+                await session.call_tool(
+                    "remember",
+                    {
+                        "text": "Alice now prefers light mode",
+                        "supersedes": [other["id"], near["id"]],
+                        "expires_at": "2099-01-01T00:00:00+00:00",
+                    },
+                )
+            )
+            assert "already superseded" in _error(
+                await session.call_tool("remember", {"text": "x", "supersedes": [other["id"]]})
+            )
+            other = fixed
             decision = _data(
                 await session.call_tool(
                     "record_decision",
@@ -138,10 +163,15 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
     asyncio.run(scenario())
     with database.engine.connect() as connection:
         rows = connection.execute(
-            text("SELECT tenant_id, content FROM retrieval.memories ORDER BY id")
+            text(
+                "SELECT tenant_id, content, retired_at IS NOT NULL FROM retrieval.memories "
+                "ORDER BY id"
+            )
         ).all()
     assert [tuple(row) for row in rows] == [
-        ("acme", "The deploy failed because the database migration timed out")
+        ("acme", "The deploy failed because the database migration timed out", False),
+        ("acme", "Alice prefers dark mode", True),  # retired: kept for its history
+        ("acme", "Alice prefers a dark editor theme", True),
     ]
 
 

@@ -145,7 +145,9 @@ def test_relevance_is_absolute_an_unrelated_question_scores_low(
 def test_the_bm25_channel_finds_exact_words_the_vectors_miss(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
-    code = store.remember("Deploy failed with error E4012 on the staging cluster", tenant_id="acme")
+    code = store.remember(
+        "Deploy failed with error E4012 on the staging cluster", tenant_id="acme", created_at=AS_OF
+    )
     narrow = replace(WITH_BM25.semantic, limit=5)
     plain = replace(
         WITH_BM25, semantic=narrow, memory_bm25=False, candidate_pool=5, max_distance=1.0
@@ -164,7 +166,7 @@ def test_the_bm25_channel_finds_exact_words_the_vectors_miss(
 def test_the_row_budget_probes_the_rarest_terms_only(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
-    code = store.remember("cancer cells with marker AB12", tenant_id="acme")
+    code = store.remember("cancer cells with marker AB12", tenant_id="acme", created_at=AS_OF)
     narrow = replace(WITH_BM25, semantic=replace(WITH_BM25.semantic, limit=3), candidate_pool=3)
     budget = replace(narrow, memory_bm25_rows=1)
     response = retriever.retrieve("cancer AB12", tenant_id="acme", as_of=AS_OF, config=budget)

@@ -238,7 +238,7 @@ def test_mcp_tool_calls_are_spans_and_metrics(
         for span in retrieves
     ), "retrieve()'s span is a child of the tool's (the context crosses the thread pool)"
     assert sum(1 for s in finished if s.name == "retrieval.mcp.remember") == 3
-    assert any(s.name == "retrieval.remember" for s in finished)
+    assert any(s.name == "retrieval.remember_many" for s in finished)  # says if it was a copy
     failed = [s for s in searches if s.status.status_code == StatusCode.ERROR]
     assert len(failed) == 2  # "custom" and "nope" are no mode of the config
     tool = dict(searches[0].attributes or {})

@@ -137,7 +137,8 @@ def test_forget_by_id_task_and_tenant_returns_what_was_removed(
         ]
     )
 
-    assert store.forget(tenant_id="acme", memory_ids=[m1]).memory_ids == (m1,)
+    by_id = store.forget(tenant_id="acme", memory_ids=[m1])
+    assert by_id.memory_ids == (m1,) and by_id.cache_entries == 1  # its text's vector
     by_task = store.forget(tenant_id="acme", task_id="T-1")
     assert (by_task.decision_ids, by_task.tool_call_ids) == ((d1,), (c1,))
     by_call = store.forget(tenant_id="acme", tool_call_ids=[c3])
@@ -146,7 +147,7 @@ def test_forget_by_id_task_and_tenant_returns_what_was_removed(
     everything = store.forget(tenant_id="acme", everything=True)
     assert everything.memory_ids == (m2,)
     assert (everything.decision_ids, everything.tool_call_ids) == ((d2,), (c2,))
-    assert everything.cache_entries == 2  # "one" and "two"
+    assert everything.cache_entries == 1  # "two" ("one" went with its memory)
     assert _counts(database) == {
         "memories": 1,
         "memory_entities": 0,

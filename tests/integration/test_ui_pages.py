@@ -353,3 +353,20 @@ def test_access_counts_are_left_as_they_are(
             text("SELECT count(*) FROM retrieval.memories WHERE access_count > 0")
         ).scalar_one()
     assert accessed == 0
+
+
+def test_a_memory_shows_its_versions_and_the_timeline_marks_retired_ones(
+    store: MemoryStore, client: TestClient
+) -> None:
+    old = store.remember("The release train leaves on Tuesdays.", tenant_id="acme")
+    new = store.remember("The release train leaves on Thursdays.", tenant_id="acme", supersedes=old)
+    page = Elements(_ok(client, f"/tenants/acme/memories/{old}"))
+    assert [attrs["data-version"] for attrs in page.having("data-version")] == [str(old), str(new)]
+    assert page.having("data-retired")
+    assert not Elements(_ok(client, f"/tenants/acme/memories/{new}")).having("data-retired")
+    shown = Elements(_ok(client, "/tenants/acme"))
+    events = {attrs["data-event"] for attrs in shown.having("data-event")}
+    assert f"memory-{new}" in events and f"memory-{old}" not in events
+    everything = Elements(_ok(client, "/tenants/acme?retired=1"))
+    assert f"memory-{old}" in {attrs["data-event"] for attrs in everything.having("data-event")}
+    assert len(everything.having("data-retired")) == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -81,7 +81,10 @@ def test_halfvec_schema_stores_writes_reads_and_searches(
         "Quarterly revenue grew by twelve percent in Europe.",
         "The drone lost its radio link over the lake.",
     ]
-    embedded = store.remember_many({"text": t, "tenant_id": "acme"} for t in texts)
+    before = AS_OF - timedelta(days=1)  # as_of reads what was stored by then
+    embedded = store.remember_many(
+        {"text": t, "tenant_id": "acme", "created_at": before} for t in texts
+    )
     given = embedder.embed(["A hand-made vector for a note on sourdough bread."])[0]
     copied = store.remember_many([MemoryInput(text="sourdough", tenant_id="acme", embedding=given)])
     memory = store.get_memory(copied[0], tenant_id="acme")

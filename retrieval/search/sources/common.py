@@ -56,6 +56,32 @@ def recency_sql(created_at: str, half_life_param: str) -> str:
     )
 
 
+def live_sql(alias: str) -> str:
+    """SQL: the memory ``alias`` was live at the call's moment (``%(as_of)s``): not retired
+    nor expired then, and, when the call asked about a past moment (``%(known_at)s``, else
+    NULL), stored by then. The one predicate every read of memories uses."""
+    return (
+        f"({alias}.retired_at IS NULL OR {alias}.retired_at > %(as_of)s::timestamptz) "
+        f"AND ({alias}.expires_at IS NULL OR {alias}.expires_at > %(as_of)s::timestamptz) "
+        f"AND {known_sql(alias)}"
+    )
+
+
+def known_sql(alias: str) -> str:
+    """SQL: the row ``alias`` (a memory, decision or tool call) was stored by the past moment
+    a call asks about (``%(known_at)s``; NULL: now)."""
+    return f"(%(known_at)s::timestamptz IS NULL OR {alias}.created_at <= %(known_at)s::timestamptz)"
+
+
+def told_at_sql(alias: str) -> str:
+    """SQL: when the memory ``alias`` was last told by the call's moment: its ``created_at``,
+    or a later copy's time (``last_seen_at``) if that came by ``%(as_of)s``."""
+    return (
+        f"(CASE WHEN {alias}.last_seen_at <= %(as_of)s::timestamptz "
+        f"THEN GREATEST({alias}.created_at, {alias}.last_seen_at) ELSE {alias}.created_at END)"
+    )
+
+
 class Candidate(NamedTuple):
     """One row of the statement: a candidate with its SQL-computed signals and evidence.
 

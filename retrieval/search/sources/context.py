@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
-from retrieval.search.sources.common import SELECT_LIST, recency_sql
+from retrieval.search.sources.common import SELECT_LIST, live_sql, recency_sql, told_at_sql
 from retrieval.search.sources.relevance import dense_relevance_sql
 from retrieval.search.sources.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 
@@ -27,19 +27,19 @@ def context_statement(schema: str, mode: Mode) -> str:
     return f"""WITH turns AS (
     SELECT h.hit_id, m.position - h.position AS "offset", m.id, m.content, m.kind,
            m.created_at, m.importance, m.access_count, m.last_accessed_at, m.metadata,
-           m.embedding_model, m.thread_id, m.position, {distance} AS distance
+           m.embedding_model, m.thread_id, m.position, m.last_seen_at, {distance} AS distance
     FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
          AS h(hit_id, thread_id, position)
     JOIN {s}.memories AS m
       ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
          AND m.position BETWEEN h.position - %(context_window)s
                             AND h.position + %(context_window)s
-         AND m.id <> h.hit_id{kinds}
+         AND m.id <> h.hit_id{kinds} AND {live_sql("m")}
 ), context AS (
     SELECT n.hit_id, n."offset", 'semantic'::text AS source, 'memory'::text AS item, n.id,
            n.content, n.kind, n.created_at,
            {dense_relevance_sql("n.distance")} AS relevance,
-           {recency_sql("n.created_at", "semantic_half_life")} AS recency,
+           {recency_sql(told_at_sql("n"), "semantic_half_life")} AS recency,
            {MEMORY_SIGNALS},
            0.0::float8 AS entity, n.distance, NULL::text[] AS matched,
            NULL::text[] AS entities,

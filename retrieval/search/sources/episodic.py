@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from retrieval.db.queries import quote_schema
-from retrieval.search.sources.common import recency_sql
+from retrieval.search.sources.common import known_sql, recency_sql
 from retrieval.search.sources.keyword_bands import Band
 from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 
@@ -256,7 +256,7 @@ def _hits(name: str, table: str, item: int, condition: str) -> str:
                     ELSE (SELECT count(*) FROM episodic_patterns AS k
                           WHERE x.search_text LIKE k.pattern) END AS hits
         FROM {table} AS x
-        WHERE x.tenant_id = %(tenant_id)s AND x.id = f.row_id {condition}
+        WHERE x.tenant_id = %(tenant_id)s AND x.id = f.row_id AND {known_sql("x")} {condition}
         LIMIT 1
     ) AS x
     WHERE f.item = {item}

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
 from retrieval.search.sources.bm25 import bm25_contribution, bm25_factors
-from retrieval.search.sources.common import recency_sql
+from retrieval.search.sources.common import live_sql, recency_sql, told_at_sql
 from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.search.sources.relevance import (
     dense_relevance_sql,
@@ -65,6 +65,7 @@ _COLUMNS = (
     "embedding_model",
     "thread_id",
     "position",
+    "last_seen_at",
 )
 
 
@@ -150,7 +151,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
            n.created_at,
            {relevance} AS relevance,
-           {recency_sql("n.created_at", "semantic_half_life")} AS recency,
+           {recency_sql(told_at_sql("n"), "semantic_half_life")} AS recency,
            {MEMORY_SIGNALS},
            {entity} AS entity,
            n.distance, NULL::text[] AS matched, {entities} AS entities,
@@ -167,7 +168,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
 
 def _nearest(s: str, query: SemanticQuery) -> str:
     """The dense channel's CTE ``semantic_nearest``: the tenant's nearest memories."""
-    filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m")]
+    filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m"), live_sql("m")]
     vector_column = ", m.search_vector" if query.bm25 else ""
     where = " AND ".join(filters)
     distance = "m.embedding <-> %(query_vector)s::vector"
@@ -367,9 +368,15 @@ def _matching(s: str, bound: bool) -> str:
     # The tenant's memories holding a probed term, through the GIN index. A role bound by
     # row-level security cannot use the index for @@ (not leakproof): the owner's function
     # looks the ids up for the tenant the session names (revision 0011).
+    # Only live memories count and join.
     if not bound:
-        return f"{s}.memories AS m WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query"
-    return f"{s}.memories_matching(%(tenant_id)s, w.query, {COUNT_CAP + 1}) AS m"
+        return (
+            f"{s}.memories AS m WHERE m.tenant_id = %(tenant_id)s "
+            f"AND m.search_vector @@ w.query AND {live_sql('m')}"
+        )
+    return (
+        f"{s}.memories_matching(%(tenant_id)s, w.query, {COUNT_CAP + 1}) AS m WHERE {live_sql('m')}"
+    )
 
 
 def _bm25_evidence() -> str:

@@ -80,6 +80,8 @@ class CallValues:
     task_id: str | None
     entities: Sequence[str]
     mode: Mode
+    # The past moment the call asks about (as_of given), else None: now.
+    known_at: datetime | None = None
 
 
 def statement_parameters(
@@ -136,6 +138,7 @@ def semantic_parameters(
     return {
         "tenant_id": call.tenant_id,
         "as_of": call.as_of,
+        "known_at": call.known_at,
         "query_vector": call.vector,
         "semantic_half_life": config.semantic.half_life_hours * _HOUR,
         "dense_zero_squared": calibration.zero_squared,

@@ -1,0 +1,151 @@
+"""Copies of a memory: one stored row per live text, however often and by whom it is told.
+
+A memory is a copy of another when their tenant, kind and text key
+(:mod:`retrieval.memory.text_key`) are equal and, for a turn of a thread, their thread and
+position too (a second "ok" later in a conversation is a new turn). The database keeps one live
+row per key (the partial unique index ``memories_live_key``, revision 0016) and a write of a
+copy refreshes that row instead of storing another (``memory.refresh_copies``: ``INSERT ... ON
+CONFLICT DO UPDATE``, so concurrent writers of one text get one row and one id).
+
+Here the copies within one batch are folded first (one statement may not touch a row twice):
+the first copy leads, with the largest importance, the later expiry (none: never), the union of
+the entities and of what they supersede, and a seen count of its copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from retrieval.db.queries import execute, statement
+from retrieval.db.row_security import bind_tenant
+from retrieval.errors import DatabaseError
+from retrieval.memory.text_key import text_key
+from retrieval.memory.validation import ValidMemory
+
+# tenant, text key, kind, thread ('' for none), position (-1 for none): the index's columns.
+CopyKey = tuple[str, bytes, str, str, int]
+
+
+def copy_key(memory: ValidMemory) -> CopyKey:
+    """The key under which ``memory`` is a copy of a live memory."""
+    return (
+        memory.tenant_id,
+        text_key(memory.text),
+        memory.kind,
+        memory.thread_id or "",
+        -1 if memory.position is None else memory.position,
+    )
+
+
+def returned_key(row: Sequence[Any]) -> CopyKey:
+    """The key of a row ``memory.refresh_copies`` returned (tenant, id, key, kind, thread,
+    position, inserted)."""
+    tenant, _, key, kind, thread, position, _ = row
+    return (tenant, bytes(key), kind, thread or "", -1 if position is None else position)
+
+
+@dataclass(frozen=True)
+class Copies:
+    """A batch folded: each distinct memory once (``leads``), how many copies of it the batch
+    holds and when it was last told among them, and each item's lead."""
+
+    leads: list[ValidMemory]
+    keys: list[CopyKey]
+    seen: list[int]
+    last_seen: list[datetime | None]
+    lead_of: list[int]
+
+    @property
+    def folded(self) -> int:
+        """Items of the batch that were copies of an earlier item."""
+        return len(self.lead_of) - len(self.leads)
+
+
+def fold_copies(memories: Sequence[ValidMemory]) -> Copies:
+    """The distinct memories of a batch (see the module)."""
+    index_of: dict[CopyKey, int] = {}
+    groups: list[list[ValidMemory]] = []
+    keys: list[CopyKey] = []
+    lead_of = []
+    for memory in memories:
+        key = copy_key(memory)
+        lead = index_of.get(key)
+        if lead is None:
+            lead = index_of[key] = len(groups)
+            groups.append([])
+            keys.append(key)
+        groups[lead].append(memory)
+        lead_of.append(lead)
+    return Copies(
+        leads=[_merged(group) for group in groups],
+        keys=keys,
+        seen=[len(group) for group in groups],
+        last_seen=[_last_told(group) for group in groups],
+        lead_of=lead_of,
+    )
+
+
+def _merged(group: list[ValidMemory]) -> ValidMemory:
+    first = group[0]
+    if len(group) == 1:
+        return first
+    importances = [m.importance for m in group if m.importance is not None]
+    expiries = [m.expires_at for m in group]
+    entities = sorted({entity for m in group for entity in m.entities})
+    supersedes = tuple(dict.fromkeys(one for m in group for one in m.supersedes))
+    return first._replace(
+        importance=max(importances) if importances else None,
+        expires_at=None if None in expiries else max(e for e in expiries if e is not None),
+        entities=tuple(entities),
+        supersedes=supersedes,
+    )
+
+
+def _last_told(group: list[ValidMemory]) -> datetime | None:
+    # The latest time among the copies (None: only once, or one copy is told now).
+    times = [m.created_at for m in group]
+    if len(group) == 1 or None in times:
+        return None
+    return max(t for t in times if t is not None)
+
+
+def retire_expired_copies(connection: Connection, schema: str, keys: Iterable[CopyKey]) -> None:
+    """Retire, at their expiry, live memories that expired and that a key of ``keys`` would
+    refresh: the new copy is stored as a new memory, and the past stays as it was."""
+    by_tenant: dict[str, list[CopyKey]] = {}
+    for key in keys:
+        by_tenant.setdefault(key[0], []).append(key)
+    retire = statement("memory.retire_expired_copies", schema)
+    for tenant, tenant_keys in sorted(by_tenant.items()):
+        bind_tenant(connection, schema, tenant)
+        execute(
+            connection,
+            retire,
+            {
+                "tenant_id": tenant,
+                "keys": [key[1] for key in tenant_keys],
+                "kinds": [key[2] for key in tenant_keys],
+                "threads": [key[3] or None for key in tenant_keys],
+                "positions": [None if key[4] < 0 else key[4] for key in tenant_keys],
+            },
+        )
+
+
+def stored_rows(
+    keys: Sequence[CopyKey], returned: Iterable[Sequence[Any]]
+) -> tuple[list[int], list[bool]]:
+    """Each key's stored id, and whether its row is new, from the rows the writes returned."""
+    found = {returned_key(row): (int(row[1]), bool(row[6])) for row in returned}
+    missing = [key for key in keys if key not in found]
+    if missing:
+        raise DatabaseError(
+            f"{len(missing)} of {len(keys)} memories came back from the database under another "
+            "text key than the one computed here: nothing was written (report this, with the "
+            "texts)"
+        )
+    return [found[key][0] for key in keys], [found[key][1] for key in keys]
