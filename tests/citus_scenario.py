@@ -84,6 +84,7 @@ def write_everything(store: MemoryStore, tmp: Path) -> None:
     calls, a keyed transcript (run twice), documents."""
     store.remember(**_memories("acme")[0])
     store.remember_many([m for tenant in TENANTS for m in _memories(tenant)[1:]])
+    _over_time(store)
     for tenant in TENANTS:
         decision = store.record_decision(
             tenant_id=tenant, task_id="deploy-7", action_type="fix",
@@ -115,6 +116,22 @@ def write_everything(store: MemoryStore, tmp: Path) -> None:
         )  # fmt: skip
 
 
+def _over_time(store: MemoryStore) -> None:
+    """A copy told again, a correction found by similar(), a memory that expired."""
+    copies = store.remember_many(_memories("globex")[:2])
+    assert copies.duplicates == 1  # the second is globex's stored fact
+    for tenant in TENANTS:
+        old = store.similar("The deploy key lives in the vault", tenant_id=tenant, limit=1)
+        store.remember(
+            "The deploy key lives in the vault, rotated weekly since the audit",
+            tenant_id=tenant, supersedes=old[0].memory.id, created_at=AS_OF - timedelta(hours=2),
+        )  # fmt: skip
+        store.remember(
+            "The door code of the server room is 4411", tenant_id=tenant,
+            created_at=AS_OF - timedelta(days=2), expires_at=AS_OF - timedelta(hours=1),
+        )  # fmt: skip
+
+
 def read_everything(retriever: HybridRetriever) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every read path: each query in each mode, with neighbours, a task, a working state,
     entities; the timelines."""
@@ -134,6 +151,18 @@ def read_everything(retriever: HybridRetriever) -> tuple[dict[str, Any], dict[st
         tenant: [(e.item, e.id, e.kind) for e in retriever.timeline(tenant, limit=100)]
         for tenant in TENANTS
     }
+    for tenant in TENANTS:  # the past as it stood, and every version
+        then = AS_OF - timedelta(days=2, hours=12)
+        events[f"{tenant}|then"] = [
+            (e.item, e.id, e.kind) for e in retriever.timeline(tenant, as_of=then, limit=100)
+        ]
+        events[f"{tenant}|retired"] = [
+            (e.item, e.id, e.kind)
+            for e in retriever.timeline(tenant, include_retired=True, limit=100)
+        ]
+        response = retriever.retrieve("Where does the deploy key live?", tenant_id=tenant,
+                                      as_of=AS_OF - timedelta(days=1))  # fmt: skip
+        results[f"{tenant}|before the correction"] = _ranked(response)
     return results, events
 
 
@@ -165,9 +194,19 @@ STATISTICS = {
     "ON v.tenant_id = p.tenant_id AND v.id = p.token_id",
     "document_term_stats": "SELECT * FROM {s}.document_term_stats",
     "document_corpus": "SELECT * FROM {s}.document_corpus",
-    "memories": "SELECT tenant_id, id, content, thread_id, position, access_count "
-    "FROM {s}.memories",
+    "memories": "SELECT tenant_id, id, content, thread_id, position, access_count, seen_count, "
+    "last_seen_at, expires_at, retired_at, superseded_by FROM {s}.memories",
 }
+
+
+def _corrected(store: MemoryStore, tenant: str) -> int:
+    # The correction of the deploy key's memory (found by its words: ids differ by server).
+    found = store.similar(
+        "The deploy key lives in the vault, rotated weekly since the audit",
+        tenant_id=tenant,
+        limit=1,
+    )
+    return found[0].memory.id
 
 
 def statistics(engine: Engine, schema: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -213,6 +252,11 @@ def run_scenario(
         tuple(store.forget(tenant_id="globex", memory_ids=[7, 8]).memory_ids),
         tuple(store.forget(tenant_id="initech", everything=True).memory_ids),
         (DocumentStore(store).forget(tenant_id="acme", doc_id="runbook.md"),),
+        tuple(store.forget(tenant_id="globex", expired=True).memory_ids),
+        tuple(
+            (v.memory.id, v.valid_from, v.valid_until)
+            for v in store.history(_corrected(store, "acme"), tenant_id="acme")
+        ),
     ]
     with HybridRetriever.from_store(store, background_writes=False) as retriever:
         after, _ = read_everything(retriever)

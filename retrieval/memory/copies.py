@@ -115,25 +115,17 @@ def _last_told(group: list[ValidMemory]) -> datetime | None:
 
 
 def retire_expired_copies(connection: Connection, schema: str, keys: Iterable[CopyKey]) -> None:
-    """Retire, at their expiry, live memories that expired and that a key of ``keys`` would
-    refresh: the new copy is stored as a new memory, and the past stays as it was."""
+    """Retire, at their expiry, the expired live memories whose text a key of ``keys`` has
+    (whatever their kind or place: an expired memory takes no part in reads either way), so
+    that a new copy is stored as a new memory and the past stays as it was."""
     by_tenant: dict[str, list[CopyKey]] = {}
     for key in keys:
         by_tenant.setdefault(key[0], []).append(key)
     retire = statement("memory.retire_expired_copies", schema)
     for tenant, tenant_keys in sorted(by_tenant.items()):
         bind_tenant(connection, schema, tenant)
-        execute(
-            connection,
-            retire,
-            {
-                "tenant_id": tenant,
-                "keys": [key[1] for key in tenant_keys],
-                "kinds": [key[2] for key in tenant_keys],
-                "threads": [key[3] or None for key in tenant_keys],
-                "positions": [None if key[4] < 0 else key[4] for key in tenant_keys],
-            },
-        )
+        texts = sorted({key[1] for key in tenant_keys})
+        execute(connection, retire, {"tenant_id": tenant, "keys": texts})
 
 
 def stored_rows(

@@ -156,16 +156,12 @@ DO UPDATE SET
 RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS inserted
 
 -- name: retire_expired_copies
--- Before a batch of a tenant's memories is written: a live copy of one of them that has
--- expired is retired at its expiry, so the new one is stored as a new memory (the past stays
--- as it was) instead of reviving it.
-UPDATE {schema}.memories AS m SET retired_at = m.expires_at
-FROM unnest(%(keys)s::bytea[], %(kinds)s::text[], %(threads)s::text[], %(positions)s::int4[])
-     AS k (key, kind, thread_id, position)
-WHERE m.tenant_id = %(tenant_id)s AND m.content_key = k.key AND m.kind = k.kind
-  AND coalesce(m.thread_id, '') = coalesce(k.thread_id, '')
-  AND coalesce(m.position, -1) = coalesce(k.position, -1)
-  AND m.retired_at IS NULL AND NOT m.distinct_copy AND m.expires_at <= now()
+-- Before a batch of a tenant's memories is written: a live memory of the same text key that
+-- has expired is retired at its expiry (for reads nothing changes: it ended then), so that a
+-- new copy is stored as a new memory instead of reviving it, and the past stays as it was.
+UPDATE {schema}.memories SET retired_at = expires_at
+WHERE tenant_id = %(tenant_id)s AND content_key = ANY(%(keys)s::bytea[])
+  AND retired_at IS NULL AND NOT distinct_copy AND expires_at <= now()
 
 -- name: superseded_targets
 -- The memories a batch supersedes, locked until it commits.

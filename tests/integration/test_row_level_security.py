@@ -3,7 +3,7 @@ even with a statement that forgot its tenant filter; every call of the library w
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from retrieval.db.row_security import (
     row_security_active,
 )
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
-from retrieval.errors import ConfigurationError
+from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.reembed import pending
 from retrieval.memory.store import MemoryStore
@@ -158,6 +158,25 @@ def test_every_call_works_as_the_application_role_and_keeps_to_its_tenant(
         ).scalar_one()
     assert position == 1
     assert pending(app, tenant_id="alpha") == 0
+
+    # Over time, as the bound role: a copy, a correction, similar(), history(), an expiry,
+    # the past as it stood, forgetting the expired with their cached vectors.
+    assert app.remember("Ann prefers tea.", tenant_id="alpha") == first
+    near = app.similar("Ann likes tea", tenant_id="alpha")
+    assert [one.memory.id for one in near] == [first]
+    assert app.similar("Ann likes tea", tenant_id="gamma") == []
+    fixed = app.remember("Ann prefers coffee now.", tenant_id="alpha", supersedes=first)
+    assert [v.memory.id for v in app.history(fixed, tenant_id="alpha")] == [first, fixed]
+    assert app.history(fixed, tenant_id="beta") == []
+    with pytest.raises(ValidationError, match="has no memory"):
+        app.remember("x", tenant_id="beta", supersedes=fixed)  # alpha's, not beta's
+    app.remember("A code that expired.", tenant_id="alpha", created_at=WHEN,
+                 expires_at=WHEN + timedelta(hours=1))  # fmt: skip
+    back_then = retriever.retrieve("What does Ann drink?", tenant_id="alpha", as_of=WHEN)
+    assert first in {r.metadata["id"] for r in back_then.results if r.source == "semantic"}
+    now = retriever.retrieve("What does Ann drink?", tenant_id="alpha")
+    assert first not in {r.metadata["id"] for r in now.results if r.source == "semantic"}
+    assert len(app.forget(tenant_id="alpha", expired=True).memory_ids) == 1
 
     beta_ids, alpha_ids = _ids_of(database, "beta"), _ids_of(database, "alpha")
     assert {owner_ids["beta"], batch[1], mixed[1], mixed[2]} < beta_ids
