@@ -96,8 +96,8 @@ def main() -> None:
     parser.add_argument(
         "--copies",
         type=int,
-        default=1,
-        help="store every dialogue this many times over (copies of each turn), defaults only",
+        help="the defaults only, every dialogue stored this many times over (copies of each "
+        "turn)",
     )
     parser.add_argument(
         "--migrations",
@@ -119,7 +119,7 @@ def main() -> None:
     from retrieval.db.embedded import start_embedded
 
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    if args.copies != 1:  # the defaults only, on dialogues stored that many times over
+    if args.copies is not None:  # the defaults only, on dialogues stored that many times over
         results = {"copies": args.copies} | run_current(
             dialogues, server.url(), 0, copies=args.copies
         )

@@ -1,4 +1,5 @@
-"""What forgetting a memory erases besides its row: the cached vector of its text.
+"""What forgetting a memory erases besides its row: its cached vector, and its share of the
+vector of the turn after it.
 
 The embedding cache keeps a tenant's vector of a text under ``sha256(model_id, text)``: a
 vector that can be inverted towards the text, under a key that confirms a guessed text. When a
@@ -6,6 +7,10 @@ memory is forgotten, its entry goes in the same transaction, unless a live memor
 still has that text (then it is still that memory's vector). The in-process LRU of the store
 that forgot drops it too; another process's LRU holds it until it is evicted or that process
 ends (docs/privacy.md).
+
+A turn of a thread is stored with a share of the previous turn's vector
+(:mod:`retrieval.memory.turn_context`): when a turn is forgotten, the turn after it has no
+previous turn any more, and is given its own text's vector, in the same transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
-from retrieval.embedding.cache import cache_key
+from retrieval.embedding.cache import EmbeddingCache, cache_key
 from retrieval.memory.text_key import text_key
 
 
@@ -54,3 +59,28 @@ def erase_cached_texts(
     params = {"tenant_id": tenant_id, "keys": keys}
     removed = execute(connection, statement("memory.forget_cache_entries", schema), params)
     return keys, max(removed.rowcount, 0)
+
+
+def unmix_next_turns(
+    connection: Connection,
+    schema: str,
+    cache: EmbeddingCache,
+    tenant_id: str,
+    threads: Sequence[str],
+    positions: Sequence[int],
+) -> int:
+    """Give the turns after the forgotten turns at (``threads``, ``positions``) their own
+    text's vector; return how many. A turn embedded by another model than the cache's is left
+    (``retrieval reembed`` makes it again)."""
+    if not threads:
+        return 0
+    params = {"tenant_id": tenant_id, "threads": list(threads), "positions": list(positions)}
+    rows = execute(connection, statement("memory.turns_after", schema), params).all()
+    rows = [row for row in rows if row.embedding_model == cache.embedder.model_id]
+    if not rows:
+        return 0
+    vectors = cache.embed(connection, tenant_id, [row.content for row in rows])
+    update = statement("memory.set_embedding", schema)
+    for row, vector in zip(rows, vectors, strict=True):
+        execute(connection, update, {"tenant_id": tenant_id, "id": row.id, "embedding": vector})
+    return len(rows)

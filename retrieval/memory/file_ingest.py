@@ -569,7 +569,7 @@ def _check_decisions(records: list[Record], store: MemoryStore, path: Path) -> N
             wanted.setdefault(valid.tenant_id, {}).setdefault(valid.decision_id, record.line)
     if not wanted:
         return
-    lookup = Lookup(store.schema)
+    lookup = Lookup(store.schema, store.cache)
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
         for tenant, ids in wanted.items():
             missing = set(ids) - lookup.existing_decisions(connection, tenant, sorted(ids))

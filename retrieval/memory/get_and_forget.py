@@ -12,14 +12,15 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
-from retrieval.memory.erasure import erase_cached_texts
+from retrieval.embedding.cache import EmbeddingCache
+from retrieval.memory.erasure import erase_cached_texts, unmix_next_turns
 from retrieval.memory.records import Decision, Forgotten, Memory, ToolCall
 
 
 class Lookup:
     """The read-by-id and forget statements of one schema."""
 
-    def __init__(self, schema: str) -> None:
+    def __init__(self, schema: str, cache: EmbeddingCache) -> None:
         self._memories = statement("memory.memories_by_id", schema)
         self._decisions = statement("memory.decisions_by_id", schema)
         self._tool_calls = statement("memory.tool_calls_by_id", schema)
@@ -28,6 +29,7 @@ class Lookup:
         self._forget_the_rest = statement("memory.forget_the_rest", schema)
         self._forget_expired = statement("memory.forget_expired", schema)
         self._schema = schema
+        self.cache = cache
 
     def memories(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[Memory]:
         bind_tenant(connection, self._schema, tenant_id)
@@ -71,7 +73,7 @@ class Lookup:
         bind_tenant(connection, self._schema, tenant_id)
         # The statistics this statement takes back are shared with the tenant's writers.
         lock_term_statistics(connection, self._schema, [tenant_id])
-        memories, decisions, tool_calls, texts, models = execute(
+        memories, decisions, tool_calls, texts, models, threads, positions = execute(
             connection,
             self._forget,
             {
@@ -90,6 +92,7 @@ class Lookup:
             ).one()
         else:
             keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
+            unmix_next_turns(connection, self._schema, self.cache, tenant_id, threads, positions)
         return Forgotten(
             memory_ids=tuple(memories),
             decision_ids=tuple(decisions),
@@ -104,10 +107,11 @@ class Lookup:
         (one transaction: the caller's)."""
         bind_tenant(connection, self._schema, tenant_id)
         lock_term_statistics(connection, self._schema, [tenant_id])
-        ids, texts, models = execute(
+        ids, texts, models, threads, positions = execute(
             connection, self._forget_expired, {"tenant_id": tenant_id, "batch": batch}
         ).one()
         keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
+        unmix_next_turns(connection, self._schema, self.cache, tenant_id, threads, positions)
         return Forgotten(memory_ids=tuple(ids), cache_entries=cache, cache_keys=tuple(keys))
 
 

@@ -96,7 +96,7 @@ class MemoryStore:
             max_entities=self.config.max_entities,
             max_json_bytes=self.config.max_metadata_bytes,
         )
-        self._lookup = Lookup(schema)
+        self._lookup = Lookup(schema, self.cache)
         self._writer = Writer(
             schema,
             self.cache,

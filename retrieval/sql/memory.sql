@@ -60,13 +60,19 @@ WITH chosen_decisions AS (
     DELETE FROM {schema}.memories
     WHERE tenant_id = %(tenant_id)s
       AND (%(everything)s OR id = ANY(%(memory_ids)s::bigint[]))
-    RETURNING id, content, embedding_model
+    RETURNING id, content, embedding_model, thread_id, position
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_tool_calls),
        (SELECT coalesce(array_agg(content ORDER BY id), '{{}}') FROM removed_memories),
-       (SELECT coalesce(array_agg(embedding_model ORDER BY id), '{{}}') FROM removed_memories)
+       (SELECT coalesce(array_agg(embedding_model ORDER BY id), '{{}}') FROM removed_memories),
+       (SELECT coalesce(array_agg(thread_id ORDER BY id)
+                        FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}')
+        FROM removed_memories),
+       (SELECT coalesce(array_agg(position ORDER BY id)
+                        FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}')
+        FROM removed_memories)
 
 -- name: forget_expired
 -- The next batch of a tenant's expired memories (retired ones too), removed; their BM25
@@ -79,11 +85,15 @@ WITH removed AS (
         ORDER BY expires_at, id
         LIMIT %(batch)s
     )
-    RETURNING id, content, embedding_model
+    RETURNING id, content, embedding_model, thread_id, position
 )
 SELECT coalesce(array_agg(id ORDER BY id), '{{}}'),
        coalesce(array_agg(content ORDER BY id), '{{}}'),
-       coalesce(array_agg(embedding_model ORDER BY id), '{{}}')
+       coalesce(array_agg(embedding_model ORDER BY id), '{{}}'),
+       coalesce(array_agg(thread_id ORDER BY id)
+                FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}'),
+       coalesce(array_agg(position ORDER BY id)
+                FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}')
 FROM removed
 
 -- name: live_texts
@@ -91,6 +101,18 @@ FROM removed
 SELECT DISTINCT content FROM {schema}.memories
 WHERE tenant_id = %(tenant_id)s AND content_key = ANY(%(keys)s::bytea[])
   AND content = ANY(%(texts)s::text[]) AND retired_at IS NULL AND NOT distinct_copy
+
+-- name: turns_after
+-- The turns that follow the given (thread, position) places of a tenant's threads, with the
+-- model of their vectors.
+SELECT m.id, m.content, m.embedding_model
+FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
+JOIN {schema}.memories AS m
+  ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position + 1
+
+-- name: set_embedding
+UPDATE {schema}.memories SET embedding = %(embedding)s
+WHERE tenant_id = %(tenant_id)s AND id = %(id)s
 
 -- name: forget_cache_entries
 DELETE FROM {schema}.embedding_cache WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::bytea[])

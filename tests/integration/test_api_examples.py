@@ -50,3 +50,17 @@ def test_the_framework_examples_run_as_written(retriever: HybridRetriever) -> No
     assert isinstance(nodes, list) and 1 <= len(nodes) <= 4
     sources = namespace["answer"].source_nodes  # type: ignore[attr-defined]
     assert sources and all("another team" not in n.node.get_content() for n in sources)
+
+
+def test_the_memory_over_time_example_runs_as_written(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    (example,) = _examples("A memory over time")
+    namespace: dict[str, object] = {"store": store, "retriever": retriever}
+    exec(compile(example, "docs/api.md", "exec"), namespace)
+    assert namespace["again"] == namespace["old"]
+    assert [one.memory.id for one in namespace["near"]] == [namespace["old"]]  # type: ignore[attr-defined]
+    versions = namespace["versions"]
+    assert [v.memory.id for v in versions] == [namespace["old"], namespace["new"]]  # type: ignore[attr-defined]
+    then = [r.content for r in namespace["then"] if r.source == "semantic"]  # type: ignore[attr-defined]
+    assert then[0] == "Staging runs PostgreSQL 17."

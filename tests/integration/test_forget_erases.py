@@ -17,7 +17,7 @@ from retrieval.embedding.cache import cache_key
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.text_key import text_key
 from retrieval.search.retriever import HybridRetriever
-from tests.conftest import PgDatabase
+from tests.conftest import PgDatabase, as_stored
 
 SECRET = "Quokka xylophonist Bartholomew keeps the vault combination zebrawood 7731."
 WORDS = ("quokka", "xylophonist", "bartholomew", "zebrawood")
@@ -164,3 +164,27 @@ def test_a_cache_entry_a_live_memory_needs_stays(store: MemoryStore, database: P
             {"k": cache_key(store.embedder.model_id, SECRET)},
         ).scalar_one()
     assert entries == 1 and store.get_memory(kept, tenant_id="acme") is not None
+
+
+def test_the_turn_after_a_forgotten_turn_loses_its_share(
+    store: MemoryStore, database: PgDatabase
+) -> None:
+    turns = store.remember_many(
+        [
+            {"text": text_, "tenant_id": "acme", "kind": "message", "thread_id": "chat",
+             "position": n}
+            for n, text_ in enumerate(
+                [SECRET, "Noted, I will not write it down.", "Lunch at noon?"]
+            )
+        ]
+    )  # fmt: skip
+    own = store.embedder.embed(["Noted, I will not write it down."])[0]
+    before = store.get_memory(turns[1], tenant_id="acme")
+    assert before is not None and float(np.dot(before.embedding, own)) < 0.999  # mixed
+    store.forget(tenant_id="acme", memory_ids=[turns[0]])
+    after = store.get_memory(turns[1], tenant_id="acme")
+    assert after is not None
+    np.testing.assert_allclose(after.embedding, as_stored(own), atol=1e-6)  # its own vector
+    last = store.get_memory(turns[2], tenant_id="acme")
+    assert last is not None and float(np.dot(last.embedding, own)) < 0.999  # untouched
+    _assert_erased(database, store, SECRET)

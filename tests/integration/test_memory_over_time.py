@@ -457,3 +457,18 @@ def test_every_python_whitespace_is_the_databases() -> None:
     spaces = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
     assert {c for c in spaces if re.fullmatch(pattern, c)} == spaces
     assert not re.fullmatch(pattern, "\u200b") and not re.fullmatch(pattern, "x")
+
+
+def test_the_readmes_lifecycle_runs_as_written(
+    store: MemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("## A memory that stays true\n", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    exec(compile(example, "README.md", "exec"), {"store": store})
+    assert capsys.readouterr().out.strip() == (
+        "['Staging runs PostgreSQL 17.', 'Staging now runs PostgreSQL 18.']"
+    )
