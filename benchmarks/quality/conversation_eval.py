@@ -96,8 +96,7 @@ def main() -> None:
     parser.add_argument(
         "--copies",
         type=int,
-        help="the defaults only, every dialogue stored this many times over (copies of each "
-        "turn)",
+        help="the defaults only, every dialogue stored this many times over (copies of each turn)",
     )
     parser.add_argument(
         "--migrations",
