@@ -40,7 +40,7 @@ class RawBinary(NamedTuple):
     data: bytes
 
 
-class _RawBinaryDumper(Dumper):
+class RawBinaryDumper(Dumper):
     """Sends a :class:`RawBinary` as it is, declared with its own type."""
 
     format = Format.BINARY
@@ -49,7 +49,7 @@ class _RawBinaryDumper(Dumper):
         return (RawBinary, obj.oid)
 
     def upgrade(self, obj: Any, format: Any) -> Dumper:
-        dumper = _RawBinaryDumper(RawBinary)
+        dumper = RawBinaryDumper(RawBinary)
         dumper.oid = obj.oid
         return dumper
 
@@ -70,38 +70,9 @@ def insert_rows(
     """Insert ``rows`` (``COPY`` rows: ``columns`` with their copy ``types``; ``tenant_id``
     among them) into ``schema.table``; ``suffix`` ends each statement (an ``ON CONFLICT``
     clause, fixed by the caller). Return the rows inserted."""
-    return len(_inserted(connection, schema, table, columns, types, rows, suffix, False))
-
-
-def insert_rows_returning(
-    connection: Connection,
-    schema: str,
-    table: str,
-    columns: Sequence[str],
-    types: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-    *,
-    suffix: str,
-) -> list[tuple[Any, ...]]:
-    """:func:`insert_rows` whose ``suffix`` ends with a ``RETURNING`` clause: what the
-    statements returned, in order."""
-    return _inserted(connection, schema, table, columns, types, rows, suffix, True)
-
-
-def _inserted(
-    connection: Connection,
-    schema: str,
-    table: str,
-    columns: Sequence[str],
-    types: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-    suffix: str,
-    returning: bool,
-) -> list[Any]:
-    # The rows each statement returned (with returning), else a placeholder per row inserted.
     driver = connection.connection.driver_connection
     assert driver is not None
-    driver.adapters.register_dumper(RawBinary, _RawBinaryDumper)
+    driver.adapters.register_dumper(RawBinary, RawBinaryDumper)
     relation = f"{sql.Identifier(schema).as_string(None)}.{sql.Identifier(table).as_string(None)}"
     oids = _column_oids(connection, relation)
     raw = [
@@ -118,7 +89,7 @@ def _inserted(
                 values[index] = RawBinary(oids[columns[index]], values[index])
         by_tenant[values[tenant_at]].append(values)
     per_statement = max(1, min(ROWS_PER_STATEMENT, _MAX_PARAMETERS // len(columns)))
-    inserted: list[Any] = []
+    inserted = 0
     for tenant in sorted(by_tenant):
         bind_tenant(connection, schema, tenant)
         tenant_rows = by_tenant[tenant]
@@ -128,10 +99,7 @@ def _inserted(
             params = [value for values in chunk for value in values]
             with driver.cursor() as cursor:
                 cursor.execute(query, params)
-                if returning:
-                    inserted += cursor.fetchall()
-                else:
-                    inserted += [None] * max(cursor.rowcount, 0)
+                inserted += max(cursor.rowcount, 0)
     return inserted
 
 

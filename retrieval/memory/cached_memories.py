@@ -17,8 +17,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row
 
+from retrieval.db.insert_values import ROWS_PER_STATEMENT, RawBinary, RawBinaryDumper
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
+from retrieval.db.vector_type import VectorType, require_vector_type
 from retrieval.errors import DatabaseError
 
 # A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
@@ -38,6 +40,23 @@ MEMORY_FIELDS = (
     ("seen_count", "int4"),
     ("last_seen_at", "timestamptz"),
 )
+# The parameters of memory.insert_sent, in MEMORY_FIELDS order after the tenant, then the vector.
+_SENT = (
+    "ids",
+    "contents",
+    "kinds",
+    "metadata",
+    "importance",
+    "created_at",
+    "models",
+    "threads",
+    "positions",
+    "expires_at",
+    "distinct_copy",
+    "seen_count",
+    "last_seen_at",
+    "embeddings",
+)
 # The parameters of memory.insert_cached, in MEMORY_FIELDS order after the tenant, then the key.
 _ARRAYS = (
     "ids",
@@ -55,6 +74,47 @@ _ARRAYS = (
     "last_seen_at",
     "keys",
 )
+
+
+def insert_sent_memories(
+    connection: Connection,
+    schema: str,
+    rows: Iterable[Sequence[Any]],
+    vector_type: VectorType,
+) -> list[Row[Any]]:
+    """Write memory rows (``MEMORY_FIELDS`` and the vector in its binary form) as one
+    statement of arrays per tenant and :data:`ROWS_PER_STATEMENT` rows; return what each
+    returned (a row per memory: its key, id and whether it was new)."""
+    by_tenant: dict[str, list[Sequence[Any]]] = defaultdict(list)
+    for row in rows:
+        by_tenant[row[0]].append(row)
+    insert = statement(
+        "memory.insert_sent",
+        schema,
+        refresh_copies=statement("memory.refresh_copies"),
+        vector_type=vector_type,
+    )
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.adapters.register_dumper(RawBinary, RawBinaryDumper)
+    oid = vector_oid(connection, vector_type)
+    written: list[Row[Any]] = []
+    for tenant, tenant_rows in sorted(by_tenant.items()):
+        bind_tenant(connection, schema, tenant)
+        for start in range(0, len(tenant_rows), ROWS_PER_STATEMENT):
+            chunk = tenant_rows[start : start + ROWS_PER_STATEMENT]
+            columns = [list(column) for column in zip(*chunk, strict=True)][1:]
+            columns[3] = [bytes(blob[1:]).decode("utf-8") for blob in columns[3]]  # jsonb's text
+            columns[-1] = [RawBinary(oid, blob) for blob in columns[-1]]
+            params = dict(zip(_SENT, columns, strict=True))
+            written += execute(connection, insert, {"tenant_id": tenant, **params}).all()
+    return written
+
+
+def vector_oid(connection: Connection, vector_type: VectorType) -> int:
+    """The oid of ``vector_type`` in the database (pgvector's types have no fixed oids)."""
+    name = require_vector_type(vector_type)
+    return int(execute(connection, "SELECT %(name)s::regtype::oid", {"name": name}).scalar_one())
 
 
 def insert_cached_memories(

@@ -27,6 +27,8 @@ from retrieval.errors import DatabaseError
 from retrieval.memory.text_key import text_key
 from retrieval.memory.validation import ValidMemory
 
+# The unique index of the live rows' keys (revision 0016).
+LIVE_KEY = "memories_live_key"
 # tenant, text key, kind, thread ('' for none), position (-1 for none): the index's columns.
 CopyKey = tuple[str, bytes, str, str, int]
 
@@ -122,8 +124,11 @@ def retire_expired_copies(connection: Connection, schema: str, keys: Iterable[Co
     for key in keys:
         by_tenant.setdefault(key[0], []).append(key)
     retire = statement("memory.retire_expired_copies", schema)
+    expired = statement("memory.has_expired", schema)
     for tenant, tenant_keys in sorted(by_tenant.items()):
         bind_tenant(connection, schema, tenant)
+        if execute(connection, expired, {"tenant_id": tenant}).first() is None:
+            continue  # the common case: nothing of the tenant has expired and is still live
         texts = sorted({key[1] for key in tenant_keys})
         execute(connection, retire, {"tenant_id": tenant, "keys": texts})
 

@@ -104,7 +104,7 @@ class MemoryStore:
             self.vector_type,
             self.config.turn_context,
             collapse=self.config.collapse_duplicates,
-            lifetime=self.config.lifetime,
+            lifetime=self.config.lifetime if self.config.kind_lifetimes else None,
         )
         self.tracing = Tracing(tracer_provider)
 

@@ -16,7 +16,9 @@ import unicodedata
 
 def normalized_text(text: str) -> str:
     """``text`` in NFC, its whitespace runs made one space, its ends trimmed."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    if not text.isascii():  # ASCII is its own NFC
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split())
 
 
 def text_key(text: str) -> bytes:

@@ -162,6 +162,26 @@ WHERE c.tenant_id = %(tenant_id)s
 ORDER BY s.sent
 {refresh_copies}
 
+-- name: insert_sent
+-- A tenant's memories sent with their vectors, as arrays (one parameter per column: a batch of
+-- a thousand rows is one short statement), in the order sent; copies of live memories refresh
+-- them ({refresh_copies}). {vector_type} is the column's type.
+INSERT INTO {schema}.memories
+    (tenant_id, id, content, kind, metadata, importance, created_at, embedding_model,
+     thread_id, position, expires_at, distinct_copy, seen_count, last_seen_at, embedding)
+SELECT %(tenant_id)s, s.id, s.content, s.kind, s.metadata::jsonb, s.importance, s.created_at,
+       s.embedding_model, s.thread_id, s.position, s.expires_at, s.distinct_copy, s.seen_count,
+       s.last_seen_at, s.embedding
+FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metadata)b::text[],
+            %(importance)b::float8[], %(created_at)b::timestamptz[], %(models)b::text[],
+            %(threads)b::text[], %(positions)b::int4[], %(expires_at)b::timestamptz[],
+            %(distinct_copy)b::bool[], %(seen_count)b::int4[], %(last_seen_at)b::timestamptz[],
+            %(embeddings)b::{vector_type}[]) WITH ORDINALITY
+     AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
+           position, expires_at, distinct_copy, seen_count, last_seen_at, embedding, sent)
+ORDER BY s.sent
+{refresh_copies}
+
 -- name: refresh_copies
 -- The end of a write of memories: a copy of a live memory (the same tenant, text key, kind and
 -- place in its thread: the memories_live_key index, revision 0016) stores no row but refreshes
@@ -182,8 +202,14 @@ RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS ins
 -- has expired is retired at its expiry (for reads nothing changes: it ended then), so that a
 -- new copy is stored as a new memory instead of reviving it, and the past stays as it was.
 UPDATE {schema}.memories SET retired_at = expires_at
-WHERE tenant_id = %(tenant_id)s AND content_key = ANY(%(keys)s::bytea[])
+WHERE tenant_id = %(tenant_id)s AND content_key = ANY(%(keys)b::bytea[])
   AND retired_at IS NULL AND NOT distinct_copy AND expires_at <= now()
+
+-- name: has_expired
+-- Whether a tenant holds a live memory that has expired (its expiry index).
+SELECT 1 FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND expires_at <= now() AND retired_at IS NULL
+LIMIT 1
 
 -- name: superseded_targets
 -- The memories a batch supersedes, locked until it commits.

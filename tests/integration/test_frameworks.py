@@ -194,3 +194,31 @@ def test_build_context_reads_the_tenant_of_each_call(retriever: HybridRetriever)
         contents = [result.content for result in context.response or ()]
         assert contents and any(own in content for content in contents)
         assert all(("Other tenant" in content) == (tenant == "other") for content in contents)
+
+
+def test_the_frameworks_and_build_context_see_only_live_memories(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    from retrieval import build_context
+
+    old = store.remember("The deploy failed because the disk of the runner was full", tenant_id="acme")
+    new = store.remember(
+        "The deploy failed because the runner's disk filled with old images",
+        tenant_id="acme",
+        supersedes=old,
+    )
+    gone = store.remember(
+        "The deploy failed because a temporary token expired",
+        tenant_id="acme",
+        created_at=AS_OF - timedelta(days=2),
+        expires_at=AS_OF - timedelta(days=1),
+    )
+    query = "why did the deploy fail"
+    lc = RetrievalRetriever.of(retriever, tenant_id="acme", k=10)
+    langchain = {d.metadata.get("id") for d in lc.invoke(query)}
+    li = RetrievalNodeRetriever(retriever, tenant_id="acme", similarity_top_k=10)
+    llama = {n.node.metadata.get("id") for n in li.retrieve(query)}
+    context = build_context(retriever, query, [], tenant_id="acme", limit=10)
+    built = {r.metadata.get("id") for r in context.response or () if r.source == "semantic"}
+    for seen in (langchain, llama, built):
+        assert new in seen and old not in seen and gone not in seen

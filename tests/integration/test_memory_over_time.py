@@ -472,3 +472,23 @@ def test_the_readmes_lifecycle_runs_as_written(
     assert capsys.readouterr().out.strip() == (
         "['Staging runs PostgreSQL 17.', 'Staging now runs PostgreSQL 18.']"
     )
+
+
+def test_copies_with_their_vectors_collapse_too(store: MemoryStore, database: PgDatabase) -> None:
+    import numpy as np
+
+    vectors = np.random.default_rng(7).standard_normal((3, 384)).astype(np.float32)
+
+    def item(text_: str, n: int) -> dict[str, object]:
+        return {"text": text_, "tenant_id": "acme", "embedding": vectors[n]}
+
+    first = store.remember_many([item("alpha", 0), item("beta", 1)])  # copied in: no copy
+    assert first.duplicates == 0 and _rows(database) == 2
+    again = store.remember_many([item("gamma", 2), item("alpha", 0), item("gamma", 2)])
+    assert again[1] == first[0] and again[0] == again[2] and again.duplicates == 2
+    assert _rows(database) == 3
+    expired = store.remember_many(
+        [{**item("delta", 2), "created_at": WHEN, "expires_at": WHEN + timedelta(hours=1)}]
+    )
+    renewed = store.remember_many([item("delta", 2)])  # its copy expired: a new memory
+    assert renewed[0] != expired[0] and renewed.duplicates == 0
