@@ -201,7 +201,9 @@ def test_the_frameworks_and_build_context_see_only_live_memories(
 ) -> None:
     from retrieval import build_context
 
-    old = store.remember("The deploy failed because the disk of the runner was full", tenant_id="acme")
+    old = store.remember(
+        "The deploy failed because the disk of the runner was full", tenant_id="acme"
+    )
     new = store.remember(
         "The deploy failed because the runner's disk filled with old images",
         tenant_id="acme",
