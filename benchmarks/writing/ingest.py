@@ -25,6 +25,9 @@
    of 20, each with its ``thread_id`` and ``position``) written with the model, then again
    with every vector in the cache (a new store), each with the default turn context (every
    turn embedded with the one before it) against ``WriteConfig(turn_context=0)``, interleaved.
+7. ``--parts collapse`` (not in the default set): the bulk ingest of part 1 (no HNSW index)
+   with copies collapsing (the default) against ``collapse_duplicates=False``, interleaved, and
+   the same rows again when every one is a copy of a live memory.
 
 Usage: python benchmarks/writing/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
@@ -93,7 +96,7 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         default="bulk,embed,hits",
-        help="comma-separated subset of bulk, embed, hits, bm25, history, turns "
+        help="comma-separated subset of bulk, embed, hits, bm25, history, turns, collapse "
         "(default: bulk, embed, hits)",
     )
     args = parser.parse_args()
@@ -146,6 +149,9 @@ def main() -> None:
         results["history"] = _history(engine, embedder, args.history_rows, args.runs)
     if "turns" in parts:
         results["turns"] = _turns(engine, embedder, texts[: args.embed_texts], args.runs)
+    if "collapse" in parts:
+        vectors = rng.normal(size=(args.rows, 384)).astype(np.float32)
+        results["collapse"] = _collapse(engine, embedder, vectors, args.runs)
     _execute(engine, _hnsw(engine, HNSW_LINKS))
     write_result(
         "ingest",
@@ -183,6 +189,46 @@ def _bulk(
                 MemoryStore(engine, schema="bench", embedder=embedder).remember_many(items)
             (raw if side == "raw" else ours).append(n / (time.perf_counter() - began))
     return _summary(n, ours, raw, "rows/s")
+
+
+def _collapse(
+    engine: Engine, embedder: SentenceTransformerEmbedder, vectors: np.ndarray, runs: int
+) -> dict[str, Any]:
+    """Bulk ingest of new rows with precomputed vectors (no HNSW index) with copies collapsing
+    (the default) against ``collapse_duplicates=False``, interleaved; then the same batch again
+    with collapsing, when every row is a copy of a live memory (refreshed, not stored)."""
+    _execute(engine, NO_HNSW)
+    items = [
+        MemoryInput(text=f"memory {i}: precomputed", tenant_id="bench", embedding=vectors[i],
+                    embedding_model="precomputed")
+        for i in range(len(vectors))
+    ]  # fmt: skip
+    rates: dict[str, list[float]] = {"collapsing": [], "not collapsing": [], "all copies": []}
+    for run in range(runs):
+        sides = (True, False) if run % 2 == 0 else (False, True)
+        for collapse in sides:
+            _execute(engine, TRUNCATE)
+            store = MemoryStore(
+                engine,
+                schema="bench",
+                embedder=embedder,
+                config=WriteConfig(collapse_duplicates=collapse),
+            )
+            began = time.perf_counter()
+            store.remember_many(items)
+            rates["collapsing" if collapse else "not collapsing"].append(
+                len(items) / (time.perf_counter() - began)
+            )
+            if collapse:
+                began = time.perf_counter()
+                again = store.remember_many(items)
+                rates["all copies"].append(len(items) / (time.perf_counter() - began))
+                assert again.duplicates == len(items)
+    summary = _summary(len(items), rates["collapsing"], rates["not collapsing"], "rows/s")
+    summary["baseline"] = "collapse_duplicates=False"
+    summary["all_copies_median"] = statistics.median(rates["all copies"])
+    summary["all_copies_runs"] = rates["all copies"]
+    return summary
 
 
 PLAIN = MigrationSettings(schema="bench_plain", embedding_dim=384)

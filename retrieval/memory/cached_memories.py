@@ -118,29 +118,42 @@ def vector_oid(connection: Connection, vector_type: VectorType) -> int:
 
 
 def insert_cached_memories(
-    connection: Connection, schema: str, rows: Iterable[Sequence[Any]], count: int
+    connection: Connection,
+    schema: str,
+    rows: Iterable[Sequence[Any]],
+    count: int,
+    *,
+    refresh: bool = True,
 ) -> list[Row[Any]]:
     """Write ``count`` memory rows (``MEMORY_FIELDS`` and the cache key of the text), each
-    taking its vector from the cache; return what each statement returned (a row per memory:
-    its key, id and whether it was new, :mod:`retrieval.memory.copies`)."""
+    taking its vector from the cache. With ``refresh``, a copy of a live memory refreshes it
+    and every statement returns a row per memory (its key, id and whether it was new,
+    :mod:`retrieval.memory.copies`); without, a copy is refused by the live rows' unique key
+    and nothing is returned."""
     if count == 0:
         return []
     by_tenant: dict[str, list[Sequence[Any]]] = defaultdict(list)
     for row in rows:
         by_tenant[row[0]].append(row)
-    insert = statement(
-        "memory.insert_cached", schema, refresh_copies=statement("memory.refresh_copies")
-    )
+    ending = statement("memory.refresh_copies") if refresh else ""
+    insert = statement("memory.insert_cached", schema, refresh_copies=ending)
     written: list[Row[Any]] = []
+    inserted = 0
     for tenant, tenant_rows in sorted(by_tenant.items()):
         bind_tenant(connection, schema, tenant)
         columns = [list(column) for column in zip(*tenant_rows, strict=True)][1:]
         columns[3] = [bytes(blob[1:]).decode("utf-8") for blob in columns[3]]  # jsonb's text
         params = dict(zip(_ARRAYS, columns, strict=True))
-        written += execute(connection, insert, {"tenant_id": tenant, **params}).all()
-    if len(written) != count:
+        result = execute(connection, insert, {"tenant_id": tenant, **params})
+        if refresh:
+            returned = result.all()
+            written += returned
+            inserted += len(returned)
+        else:
+            inserted += result.rowcount
+    if inserted != count:
         raise DatabaseError(
-            f"{count - len(written)} of {count} cached embeddings disappeared while the batch "
+            f"{count - inserted} of {count} cached embeddings disappeared while the batch "
             "was written (a concurrent forget of the tenant?): nothing was written; retry the "
             "batch"
         )

@@ -492,3 +492,17 @@ def test_copies_with_their_vectors_collapse_too(store: MemoryStore, database: Pg
     )
     renewed = store.remember_many([item("delta", 2)])  # its copy expired: a new memory
     assert renewed[0] != expired[0] and renewed.duplicates == 0
+
+
+def test_a_copy_whose_vector_the_cache_holds_collapses(
+    store: MemoryStore, database: PgDatabase, counting_embedder: CountingEmbedder
+) -> None:
+    first = store.remember_many([{"text": "Cached fact one.", "tenant_id": "acme"},
+                                 {"text": "Cached fact two.", "tenant_id": "acme"}])  # fmt: skip
+    other = MemoryStore(database.engine, embedder=counting_embedder)  # its LRU is empty
+    again = other.remember_many([{"text": "Cached fact two.", "tenant_id": "acme"},
+                                 {"text": "Cached fact three.", "tenant_id": "acme"}])  # fmt: skip
+    assert again[0] == first[1] and again.duplicates == 1 and _rows(database) == 3
+    fresh = MemoryStore(database.engine, embedder=counting_embedder)
+    new = fresh.remember_many([{"text": "Cached fact one.", "tenant_id": "globex"}])
+    assert new.duplicates == 0 and new[0] not in first  # another tenant: a memory of its own
