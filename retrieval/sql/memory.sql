@@ -140,10 +140,10 @@ SELECT (SELECT count(*) FROM removed_cache),
 
 -- name: insert_cached
 -- A tenant's memories whose vectors the cache holds, sent as arrays without them and each
--- joined to its cached vector (retrieval.memory.cached_memories), in the order sent (by text
--- key: concurrent writers of the same texts lock them in one order). A copy of a live memory
--- refreshes it instead (ON CONFLICT: retrieval.memory.copies); every row comes back with its
--- key, and whether it was inserted.
+-- joined to its cached vector (retrieval.memory.cached_memories). The lateral lookup keeps the
+-- order sent (by text key: concurrent writers of the same texts lock them in one order) with
+-- no sort of the vectors (an ORDER BY spilled 5,000 of them to disk). {refresh_copies}: a copy
+-- of a live memory refreshes it (retrieval.memory.copies), every row coming back with its key.
 INSERT INTO {schema}.memories
     (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model,
      thread_id, position, expires_at, distinct_copy, seen_count, last_seen_at)
@@ -157,15 +157,16 @@ FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metada
             %(keys)b::bytea[]) WITH ORDINALITY
      AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
            position, expires_at, distinct_copy, seen_count, last_seen_at, key, sent)
-JOIN {schema}.embedding_cache AS c ON c.key = s.key
-WHERE c.tenant_id = %(tenant_id)s
-ORDER BY s.sent
+CROSS JOIN LATERAL (
+    SELECT c.tenant_id, c.embedding FROM {schema}.embedding_cache AS c
+    WHERE c.tenant_id = %(tenant_id)s AND c.key = s.key
+) AS c
 {refresh_copies}
 
 -- name: insert_sent
 -- A tenant's memories sent with their vectors, as arrays (one parameter per column: a batch of
--- a thousand rows is one short statement), in the order sent; copies of live memories refresh
--- them ({refresh_copies}). {vector_type} is the column's type.
+-- a thousand rows is one short statement), in the order sent (unnest's); copies of live
+-- memories refresh them ({refresh_copies}). {vector_type} is the column's type.
 INSERT INTO {schema}.memories
     (tenant_id, id, content, kind, metadata, importance, created_at, embedding_model,
      thread_id, position, expires_at, distinct_copy, seen_count, last_seen_at, embedding)
@@ -179,7 +180,6 @@ FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metada
             %(embeddings)b::{vector_type}[]) WITH ORDINALITY
      AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
            position, expires_at, distinct_copy, seen_count, last_seen_at, embedding, sent)
-ORDER BY s.sent
 {refresh_copies}
 
 -- name: refresh_copies
