@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, write_result
+from _common import add_output, use_migrations, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
 KS = (5, 10, 25, 50)
@@ -110,11 +110,11 @@ def main() -> None:
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-conv-")) / "pg"
 
     if args.worker:  # run by --against, importing the other revision's package
-        _use_migrations(args.migrations)
+        use_migrations(args.migrations)
         print(json.dumps(run_baseline(dialogues, data_dir)))
         return
 
-    _use_migrations(args.migrations)
+    use_migrations(args.migrations)
     from retrieval.db.embedded import start_embedded
 
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
@@ -466,22 +466,6 @@ def _migrations_folder(worktree: Path) -> Path:
     the package."""
     inside = worktree / "retrieval" / "migrations"
     return inside if inside.is_dir() else worktree / "migrations"
-
-
-def _use_migrations(folder: Path | None) -> None:
-    """Make ``retrieval.migrations`` the revision's own folder: an editable install of this
-    checkout maps the name to this checkout's migrations, whatever ``PYTHONPATH`` says."""
-    if folder is None:
-        return
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "retrieval.migrations", folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["retrieval.migrations"] = module
-    spec.loader.exec_module(module)
 
 
 def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
-from _common import add_output, write_result
+from _common import add_output, use_migrations, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
@@ -181,20 +181,6 @@ def against(revision: str, data_dir: Path) -> dict[str, Any]:
         )
 
 
-def _use_migrations(folder: Path) -> None:
-    # An editable install maps retrieval.migrations to this checkout's folder, whatever
-    # PYTHONPATH says: the other revision's own migrations are loaded in its place.
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "retrieval.migrations", folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["retrieval.migrations"] = module
-    spec.loader.exec_module(module)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", help="a git revision to run the accumulate way with too")
@@ -203,7 +189,7 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
     if args.worker is not None:  # run by --against, with the other revision's package
-        _use_migrations(args.migrations)
+        use_migrations(args.migrations)
         from retrieval.db.embedded import start_embedded
 
         server = start_embedded(args.worker)

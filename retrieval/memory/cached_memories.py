@@ -40,8 +40,9 @@ MEMORY_FIELDS = (
     ("seen_count", "int4"),
     ("last_seen_at", "timestamptz"),
 )
-# The parameters of memory.insert_sent, in MEMORY_FIELDS order after the tenant, then the vector.
-_SENT = (
+# The array parameters of memory.insert_sent and memory.insert_cached, in MEMORY_FIELDS order
+# after the tenant; the last is the vector (insert_sent) or its cache key (insert_cached).
+_FIELD_ARRAYS = (
     "ids",
     "contents",
     "kinds",
@@ -55,25 +56,9 @@ _SENT = (
     "distinct_copy",
     "seen_count",
     "last_seen_at",
-    "embeddings",
 )
-# The parameters of memory.insert_cached, in MEMORY_FIELDS order after the tenant, then the key.
-_ARRAYS = (
-    "ids",
-    "contents",
-    "kinds",
-    "metadata",
-    "importance",
-    "created_at",
-    "models",
-    "threads",
-    "positions",
-    "expires_at",
-    "distinct_copy",
-    "seen_count",
-    "last_seen_at",
-    "keys",
-)
+_SENT = (*_FIELD_ARRAYS, "embeddings")
+_ARRAYS = (*_FIELD_ARRAYS, "keys")
 
 
 def insert_sent_memories(
