@@ -20,6 +20,10 @@ DEFAULT_MAX_ENTITIES = 256
 # A conversation turn is embedded with 0.3 of its previous turn's vector
 # (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TURN_CONTEXT = 0.3
+# Messages without a thread are one session while less than 30 minutes pass between them (for
+# the turn context here, for the lift in retrieval.search; docs/decisions/0017-lift-from-the-
+# leading-hits.md).
+DEFAULT_SESSION_GAP_MINUTES = 30.0
 DEFAULT_MAX_METADATA_BYTES = 65_536
 # similar()'s threshold, calibrated on tests/data/near_duplicates.jsonl
 # (docs/decisions/0016-a-memory-over-time.md).
@@ -103,6 +107,14 @@ class WriteConfig:
         help="Share of the previous turn's vector in a conversation turn's stored vector (a "
         "memory with thread_id and position, embedded by the store); 0 turns it off.",
         within=UNIT,
+    )
+    session_gap_minutes: float = setting(
+        DEFAULT_SESSION_GAP_MINUTES,
+        env="RETRIEVAL_SESSION_GAP_MINUTES",
+        help="Messages (kind 'message') stored without a thread are one session while fewer "
+        "than these minutes pass between them in the tenant: a message's previous one is its "
+        "turn context, and the retriever lifts their neighbours (0: such messages have none).",
+        within=Within(0.0, 525_600.0),
     )
     max_metadata_bytes: int = setting(
         DEFAULT_MAX_METADATA_BYTES,

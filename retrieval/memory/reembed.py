@@ -14,6 +14,8 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import NamedTuple
 
 from pgvector import Vector
 from sqlalchemy import Connection
@@ -23,7 +25,14 @@ from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
 from retrieval.errors import translate_database_errors
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.turn_context import Place, in_context, previous_texts
+from retrieval.memory.turn_context import (
+    MESSAGE_KIND,
+    Place,
+    Told,
+    in_context,
+    previous_messages,
+    previous_texts,
+)
 
 
 @dataclass(frozen=True)
@@ -80,10 +89,13 @@ def reembed(
             ).all()
             if not rows:
                 break
-            by_tenant: dict[str, list[tuple[int, str, Place | None]]] = defaultdict(list)
-            for row_tenant, row_id, content, thread_id, position in rows:
+            by_tenant: dict[str, list[_Row]] = defaultdict(list)
+            for row_tenant, row_id, content, thread_id, position, kind, created_at in rows:
                 place = None if thread_id is None else (row_tenant, thread_id, position)
-                by_tenant[row_tenant].append((row_id, content, place))
+                told = None
+                if thread_id is None and kind == MESSAGE_KIND:
+                    told = Told(row_tenant, created_at, content, row_id)
+                by_tenant[row_tenant].append(_Row(row_id, content, place, told))
             for row_tenant, items in by_tenant.items():
                 vectors = _vectors(store, batch.connection, row_tenant, items)
                 bind_tenant(batch.connection, store.schema, row_tenant)
@@ -93,7 +105,7 @@ def reembed(
                     {
                         "model": model_id,
                         "tenant_id": row_tenant,
-                        "ids": [row_id for row_id, _, _ in items],
+                        "ids": [item.id for item in items],
                         "embeddings": [Vector(vector) for vector in vectors],
                     },
                 )
@@ -110,21 +122,33 @@ def reembed(
     )
 
 
+class _Row(NamedTuple):
+    """A stored memory to re-embed: its place in a thread, or as a message without one."""
+
+    id: int
+    content: str
+    place: Place | None
+    told: Told | None
+
+
 def _vectors(
     store: MemoryStore,
     connection: Connection,
     tenant_id: str,
-    items: list[tuple[int, str, Place | None]],
+    items: list[_Row],
 ) -> Vectors:
-    """The new vectors of one tenant's ``(id, content, place)`` rows: a turn's with its
-    previous turn's, as the store writes it."""
-    texts = [content for _, content, _ in items]
+    """The new vectors of one tenant's rows: a turn's with its previous turn's, as the store
+    writes it."""
+    texts = [item.content for item in items]
     weight = store.config.turn_context
     before: dict[int, str] = {}
     if weight > 0:
-        batch = {place: content for _, content, place in items if place is not None}
-        places = [place for _, _, place in items]
+        batch = {item.place: item.content for item in items if item.place is not None}
+        places = [item.place for item in items]
         before = previous_texts(connection, store.schema, places, batch)
+        gap = timedelta(minutes=store.config.session_gap_minutes)
+        told = previous_messages(connection, store.schema, [item.told for item in items], gap)
+        before = dict(sorted((before | told).items()))
     vectors = store.cache.embed(
         connection, tenant_id, texts + list(before.values()), uncounted=len(before)
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -105,6 +105,7 @@ class MemoryStore:
             self.config.turn_context,
             collapse=self.config.collapse_duplicates,
             lifetime=self.config.lifetime if self.config.kind_lifetimes else None,
+            session_gap=timedelta(minutes=self.config.session_gap_minutes),
         )
         self.tracing = Tracing(tracer_provider)
 

@@ -7,17 +7,24 @@ timeout?" it answers a question about the migration. A memory that is a turn of 
     normalize(vector(text) + context_weight * vector(previous turn's text))
 
 where the previous turn is the memory of the same tenant and thread at ``position - 1``: in
-the same batch, or already stored. Each text's own vector still comes from (and goes to) the
-embedding cache; only the memory's stored vector mixes the two. A turn with no previous turn
-(the first of its thread, or one written before its predecessor), a memory without a thread,
-and a memory whose vector the caller gives keep their own vector. ``context_weight`` 0 turns
-it off (``RETRIEVAL_TURN_CONTEXT``). See docs/decisions/0012-conversation-context-and-time.md.
+the same batch, or already stored. A message (kind ``message``) stored without a thread is a
+turn of a session inferred from time: its previous turn is the message without a thread of its
+tenant told just before it (by ``created_at``, then the order written), when at most the
+session gap (``RETRIEVAL_SESSION_GAP_MINUTES``, 30) passed between them. Each text's own vector
+still comes from (and goes to) the embedding cache; only the memory's stored vector mixes the
+two. A turn with no previous turn (the first of its thread or session, or one written before
+its predecessor), another memory without a thread, and a memory whose vector the caller gives
+keep their own vector. ``context_weight`` 0 turns it off (``RETRIEVAL_TURN_CONTEXT``). See
+docs/decisions/0012-conversation-context-and-time.md and
+docs/decisions/0017-lift-from-the-leading-hits.md.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection
@@ -25,8 +32,81 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
+from retrieval.memory.validation import ValidMemory
 
 Place = tuple[str, str, int]  # (tenant, thread, position)
+MESSAGE_KIND = "message"  # the kind whose memories without a thread form sessions in time
+
+
+class Told(NamedTuple):
+    """A message without a thread: its tenant, when it was told (None: now), its text, and its
+    id when it is already stored (re-embedding)."""
+
+    tenant_id: str
+    created_at: datetime | None
+    text: str
+    id: int | None = None
+
+
+def untold(memory: ValidMemory) -> Told | None:
+    """A memory to write as a :class:`Told` message, or None when it is not a message without
+    a thread."""
+    if memory.kind != MESSAGE_KIND or memory.thread_id is not None:
+        return None
+    return Told(memory.tenant_id, memory.created_at, memory.text)
+
+
+def previous_messages(
+    connection: Connection,
+    schema: str,
+    messages: Sequence[Told | None],
+    gap: timedelta,
+) -> dict[int, str]:
+    """The text of the message told before each of ``messages`` (None where an item is not a
+    message without a thread) in its session, by index: the one before it in the batch (by
+    ``created_at``, then the batch's order), else the latest stored, when at most ``gap``
+    passed between them (one statement per tenant for those the batch has none for)."""
+    if gap <= timedelta(0):
+        return {}
+    now = datetime.now(UTC)
+    by_tenant: dict[str, list[int]] = defaultdict(list)
+    for index, message in enumerate(messages):
+        if message is not None:
+            by_tenant[message.tenant_id].append(index)
+    found: dict[int, str] = {}
+    unmatched: dict[str, list[int]] = defaultdict(list)
+    for tenant, indexes in by_tenant.items():
+
+        def told(index: int) -> tuple[datetime, int, int]:
+            message = messages[index]
+            assert message is not None
+            return (message.created_at or now, -1 if message.id is None else message.id, index)
+
+        ordered = sorted(indexes, key=told)
+        for earlier, index in zip([None, *ordered], ordered, strict=False):
+            if earlier is not None and told(index)[0] - told(earlier)[0] <= gap:
+                previous = messages[earlier]
+                assert previous is not None
+                found[index] = previous.text
+            else:
+                unmatched[tenant].append(index)
+    query = statement("memory.messages_before", schema)
+    for tenant, indexes in sorted(unmatched.items()):
+        bind_tenant(connection, schema, tenant)
+        told_at = [messages[index] for index in indexes]
+        rows = execute(
+            connection,
+            query,
+            {
+                "tenant_id": tenant,
+                "kind": MESSAGE_KIND,
+                "gap": gap,
+                "times": [m.created_at if m is not None else None for m in told_at],
+                "ids": [m.id if m is not None else None for m in told_at],
+            },
+        )
+        found.update((indexes[ordinal - 1], text) for ordinal, text in rows)
+    return found
 
 
 def previous_texts(

@@ -42,7 +42,13 @@ from retrieval.memory.copies import (
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput, StoredIds
 from retrieval.memory.supersede import check_superseded, retire_superseded
-from retrieval.memory.turn_context import Place, in_context, previous_texts
+from retrieval.memory.turn_context import (
+    Place,
+    in_context,
+    previous_messages,
+    previous_texts,
+    untold,
+)
 from retrieval.memory.validation import (
     Limits,
     ValidDecision,
@@ -120,6 +126,7 @@ class Writer:
         *,
         collapse: bool = True,
         lifetime: Callable[[str], timedelta | None] | None = None,
+        session_gap: timedelta = timedelta(0),
     ) -> None:
         self.schema = schema
         self.cache = cache
@@ -127,6 +134,8 @@ class Writer:
         self.vector_type = vector_type
         # The previous turn's share of a conversation turn's vector (retrieval.memory.turn_context).
         self.turn_context = turn_context
+        # The longest pause within a session of messages without a thread (0: no such sessions).
+        self.session_gap = session_gap
         self.collapse = collapse
         self.lifetime = lifetime
         self._citus: bool | None = None
@@ -294,8 +303,9 @@ class Writer:
     def _previous_turns(
         self, connection: Connection, memories: Sequence[ValidMemory], needing: Sequence[int]
     ) -> dict[int, str]:
-        """The previous turn's text of each row to embed that is a turn of a thread and has
-        one (in the batch or stored), by row; none when turn context is off."""
+        """The previous turn's text of each row to embed that is a turn of a thread, or a
+        message without one in a session inferred from time, and has one (in the batch or
+        stored), by row; none when turn context is off."""
         if self.turn_context <= 0.0:
             return {}
 
@@ -307,7 +317,13 @@ class Writer:
         batch = {p: m.text for m in memories if (p := place(m)) is not None}
         places = [place(memories[row]) for row in needing]
         found = previous_texts(connection, self.schema, places, batch)
-        return {needing[index]: text for index, text in found.items()}
+        previous = {needing[index]: text for index, text in found.items()}
+        told = previous_messages(
+            connection, self.schema, [untold(memory) for memory in memories], self.session_gap
+        )
+        wanted = set(needing)
+        previous.update((row, text) for row, text in told.items() if row in wanted)
+        return dict(sorted(previous.items()))
 
     def memories_streamed(
         self, connection: Connection, items: Sequence[MemoryInput], limits: Limits

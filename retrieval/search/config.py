@@ -18,6 +18,7 @@ from retrieval.db.config import (
     require_text_search_config,
 )
 from retrieval.errors import ConfigurationError
+from retrieval.memory.config import DEFAULT_SESSION_GAP_MINUTES
 from retrieval.search.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 from retrieval.settings import (
     UNIT,
@@ -54,6 +55,11 @@ DEFAULT_MEMORY_BM25_ROWS = 300
 # positions (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_CONTEXT_LIFT = 0.85
 DEFAULT_CONTEXT_WINDOW = 2
+# A hit lifts in proportion to (its relevance / the best hit's) ** 5, so that the neighbours of
+# a hit that does not lead leave their places to other sessions' evidence; messages without a
+# thread are a session while less than 30 minutes pass between them
+# (docs/decisions/0017-lift-from-the-leading-hits.md).
+DEFAULT_CONTEXT_FOCUS = 5.0
 # A time the query names weighs 0.2 of a result's final score; its fit halves every 7 days
 # outside the named window (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TIME_WEIGHT = 0.2
@@ -362,6 +368,22 @@ class RetrievalConfig:
         env="RETRIEVAL_CONTEXT_WINDOW",
         help="How many positions before and after a turn its relevance lifts.",
         within=Within(0, 20, integer=True),
+    )
+    context_focus: float = setting(
+        DEFAULT_CONTEXT_FOCUS,
+        env="RETRIEVAL_CONTEXT_FOCUS",
+        help="How much a hit's lift depends on its lead: it lifts its neighbours by "
+        "(its relevance / the best hit's) to this power, so the neighbours of hits that trail "
+        "leave their places to other sessions' evidence (0: every hit lifts alike).",
+        within=Within(0.0, 100.0),
+    )
+    session_gap_minutes: float = setting(
+        DEFAULT_SESSION_GAP_MINUTES,
+        env="RETRIEVAL_SESSION_GAP_MINUTES",
+        help="Messages (kind 'message') stored without a thread are one session while fewer "
+        "than these minutes pass between them in the tenant: a message's previous one is its "
+        "turn context, and the retriever lifts their neighbours (0: such messages have none).",
+        within=Within(0.0, 525_600.0),
     )
     time_weight: float = setting(
         DEFAULT_TIME_WEIGHT,

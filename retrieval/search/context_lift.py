@@ -1,14 +1,22 @@
-"""A thread's relevance lifts its turns: the neighbours of the best memories as candidates.
+"""A thread's relevance lifts its turns: the neighbours of the leading memories as candidates.
 
 For the best semantic candidates of a call that are turns of a conversation (a ``thread_id``
-and a ``position``), the memories of the same thread within ``context_window`` positions are
-read (:mod:`retrieval.search.sources.context`) and become candidates whose relevance is the
-larger of their own (the calibrated dense relevance of their text) and the hit's relevance
-times ``context_lift ** |offset|``: the turn after a question that matched is likely its
-answer. They are then scored like every candidate (the source's weights, threshold, limits),
-so a neighbour takes a place in the results only where it outranks the candidate it would
-displace: within the caller's budget, not beside it. A candidate that is also a neighbour keeps
-the larger relevance. ``metadata["lifted_by"]`` names the hit and the offset.
+and a ``position``, or a message stored without a thread: its session is inferred from the
+time between messages, :mod:`retrieval.search.sources.context`), the memories of the same
+session within ``context_window`` positions are read and become candidates whose relevance is
+the larger of their own (the calibrated dense relevance of their text) and the hit's lift:
+
+    lift = relevance(hit) * (relevance(hit) / relevance(best hit)) ** context_focus
+                          * context_lift ** |offset|
+
+The turn after a question that matched is likely its answer; but only a hit that leads lifts
+its neighbours far: the neighbours of a hit that trails the best one would take the places of
+other sessions' evidence, which a question asking for several things ("what are all the ...",
+"what do A and B have in common") needs. They are then scored like every candidate (the
+source's weights, threshold, limits), so a neighbour takes a place in the results only where it
+outranks the candidate it would displace: within the caller's budget, not beside it. A
+candidate that is also a neighbour keeps the larger relevance. ``metadata["lifted_by"]`` names
+the hit, the offset and the turn's own relevance.
 """
 
 from __future__ import annotations
@@ -18,8 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from retrieval.search.sources.common import Candidate
+from retrieval.search.sources.context import MESSAGE_KIND
 
-Fetch = Callable[[Sequence[int], Sequence[str], Sequence[int]], list[tuple[Any, ...]]]
+Fetch = Callable[[Sequence[int], Sequence[str | None], Sequence[int | None]], list[tuple[Any, ...]]]
 
 
 def context_candidates(
@@ -28,16 +37,22 @@ def context_candidates(
     *,
     lift: float,
     fetch: Fetch,
+    focus: float = 0.0,
+    untold_sessions: bool = False,
 ) -> dict[int, Candidate]:
     """The context turns of ``hits`` (semantic candidates, best first) as candidates, by id,
     each with its lifted relevance; ``candidates`` are the call's semantic candidates by id
     (one of them lifted higher than its own relevance is returned with the lifted one).
-    ``fetch(hit_ids, threads, positions)`` reads the turns."""
-    placed = [(hit, _place(hit)) for hit in hits]
+    ``focus`` is the power of a hit's relevance over the best hit's that scales its lift;
+    ``untold_sessions``: messages without a thread lift their neighbours in time too.
+    ``fetch(hit_ids, threads, positions)`` reads the turns (a message without a thread has
+    neither)."""
+    placed = [(hit, _place(hit, untold_sessions)) for hit in hits]
     threaded = [(hit, place) for hit, place in placed if place is not None]
     if lift <= 0.0 or not threaded:
         return {}
-    relevance = {hit.id: hit.relevance for hit, _ in threaded}
+    best = max(hit.relevance for hit in hits)
+    share = {hit.id: _lead(hit.relevance, best, focus) for hit, _ in threaded}
     rows = fetch(
         [hit.id for hit, _ in threaded],
         [place[0] for _, place in threaded],
@@ -46,9 +61,9 @@ def context_candidates(
     lifted: dict[int, Candidate] = {}
     for hit_id, offset, *columns in rows:
         turn = Candidate(*columns)
-        score = min(1.0, relevance[hit_id] * lift ** abs(offset))
-        best = lifted.get(turn.id) or candidates.get(turn.id) or turn
-        if score <= best.relevance:
+        score = min(1.0, share[hit_id] * lift ** abs(offset))
+        top = lifted.get(turn.id) or candidates.get(turn.id) or turn
+        if score <= top.relevance:
             continue
         own = candidates.get(turn.id, turn)
         evidence = json.loads(own.details)
@@ -57,12 +72,22 @@ def context_candidates(
     return lifted
 
 
-def _place(candidate: Candidate) -> tuple[str, int] | None:
-    """The (thread, position) of a semantic candidate, from its evidence."""
+def _lead(relevance: float, best: float, focus: float) -> float:
+    """A hit's relevance, scaled by its share of the best hit's to the power ``focus``."""
+    if focus <= 0.0 or best <= 0.0:
+        return relevance
+    return float(relevance * (relevance / best) ** focus)
+
+
+def _place(candidate: Candidate, untold_sessions: bool) -> tuple[str | None, int | None] | None:
+    """The (thread, position) of a semantic candidate, from its evidence; (None, None) for a
+    message without a thread when ``untold_sessions``; None when it has no neighbours."""
     if candidate.source != "semantic":
         return None
     details = json.loads(candidate.details)
     thread, position = details.get("thread_id"), details.get("position")
-    if not isinstance(thread, str) or not isinstance(position, int):
-        return None
-    return thread, position
+    if isinstance(thread, str) and isinstance(position, int):
+        return thread, position
+    if untold_sessions and thread is None and candidate.kind == MESSAGE_KIND:
+        return None, None
+    return None

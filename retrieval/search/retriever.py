@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
@@ -482,11 +482,14 @@ class HybridRetriever:
         values = replace(call.values, vector=vector)
         params = semantic_parameters(config, values, self._calibration)
         params["context_window"] = config.context_window
+        params["session_gap"] = timedelta(minutes=config.session_gap_minutes)
         statement = context_statement(self.schema, values.mode)
 
         sent = 0
 
-        def fetch(ids: Sequence[int], threads: Sequence[str], positions: Sequence[int]) -> Any:
+        def fetch(
+            ids: Sequence[int], threads: Sequence[str | None], positions: Sequence[int | None]
+        ) -> Any:
             nonlocal sent
             sent += 1
             found = {"hit_ids": list(ids), "threads": list(threads), "positions": list(positions)}
@@ -497,6 +500,8 @@ class HybridRetriever:
             {c.id: c for c in semantic},
             lift=config.context_lift,
             fetch=fetch,
+            focus=config.context_focus,
+            untold_sessions=config.session_gap_minutes > 0,
         )
         if not lifted:
             return candidates, sent

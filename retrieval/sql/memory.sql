@@ -231,7 +231,7 @@ WHERE embedding_model <> %(model)s
 
 -- name: reembed_next_batch
 -- The next rows to re-embed after (after_tenant, after_id), skipping rows another run holds.
-SELECT tenant_id, id, content, thread_id, position FROM {schema}.memories
+SELECT tenant_id, id, content, thread_id, position, kind, created_at FROM {schema}.memories
 WHERE embedding_model <> %(model)s
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
   AND (tenant_id, id) > (%(after_tenant)s::text, %(after_id)s::bigint)
@@ -288,6 +288,22 @@ SELECT m.thread_id, m.position, m.content
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position
+
+-- name: messages_before
+-- For each time of %(times)s (NULL: now) and stored id of %(ids)s (NULL: a message not yet
+-- stored), the text of the tenant's latest live message without a thread told before it, at
+-- most %(gap)s earlier: rows of (ordinal, text).
+SELECT t.ordinal, p.content
+FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) WITH ORDINALITY AS t(at, id, ordinal)
+CROSS JOIN LATERAL (
+    SELECT m.content FROM {schema}.memories AS m
+    WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
+      AND m.retired_at IS NULL
+      AND (m.created_at, m.id) < (coalesce(t.at, now()), coalesce(t.id, 9223372036854775807))
+      AND m.created_at >= coalesce(t.at, now()) - %(gap)s
+    ORDER BY m.created_at DESC, m.id DESC
+    LIMIT 1
+) AS p
 
 -- name: similar
 -- A tenant's live memories nearest a vector by L2 on the HNSW graph (iterating until the pool

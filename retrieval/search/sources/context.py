@@ -3,9 +3,13 @@
 An answer in a conversation often sits next to the turn that matches the question ("Where did
 you go?" ... "To the coast, with the kids."). For the best memories of a call that belong to
 a thread (``thread_id``) at a ``position``, one statement reads the memories of the same thread
-within ``context_window`` positions of each, with the same signals as the semantic source's
-candidates (their own dense relevance, recency, importance, popularity) and, first, the hit
-they are next to and how far (``offset``). :mod:`retrieval.search.context_lift` scores them.
+within ``context_window`` positions of each. A message (kind ``message``) stored without a
+thread has as neighbours the messages without a thread of its tenant told just before and
+after it, in the order of ``created_at`` (then id), up to ``context_window`` each way and
+while less than ``session_gap`` passes between two of them: the session is inferred from the
+time between messages. Each neighbour comes with the same signals as the semantic source's
+candidates (its own dense relevance, recency, importance, popularity) and, first, the hit it
+is next to and how far (``offset``). :mod:`retrieval.search.context_lift` scores them.
 """
 
 from __future__ import annotations
@@ -16,25 +20,53 @@ from retrieval.search.sources.common import SELECT_LIST, live_sql, recency_sql, 
 from retrieval.search.sources.relevance import dense_relevance_sql
 from retrieval.search.sources.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 
+# The kind of memory whose neighbours without a thread are found by time.
+MESSAGE_KIND = "message"
+
+_TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access_count,
+           m.last_accessed_at, m.metadata, m.embedding_model, m.thread_id, m.position,
+           m.last_seen_at"""
+
 
 def context_statement(schema: str, mode: Mode) -> str:
     """The context turns of the hits ``%(hit_ids)s`` (threads ``%(threads)s``, positions
-    ``%(positions)s``) within ``%(context_window)s`` positions, in the mode's kinds: rows of
-    ``hit_id, offset`` then the source's columns."""
+    ``%(positions)s``; a hit with neither is a message without a thread) within
+    ``%(context_window)s`` positions (``%(session_gap)s`` the longest pause within a session of
+    messages without a thread), in the mode's kinds: rows of ``hit_id, offset`` then the
+    source's columns."""
     s = quote_schema(schema)
     kinds = "".join(f" AND {condition}" for condition in kind_filters(mode, "m"))
     distance = "(m.embedding <-> %(query_vector)s)"
-    return f"""WITH turns AS (
-    SELECT h.hit_id, m.position - h.position AS "offset", m.id, m.content, m.kind,
-           m.created_at, m.importance, m.access_count, m.last_accessed_at, m.metadata,
-           m.embedding_model, m.thread_id, m.position, m.last_seen_at, {distance} AS distance
-    FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
+    told = [
+        _told_side(s, kinds, distance, side, order)
+        for side, order in (("before", "DESC"), ("after", "ASC"))
+    ]
+    return f"""WITH hits AS (
+    SELECT * FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
          AS h(hit_id, thread_id, position)
+), untold AS (
+    SELECT h.hit_id, m.created_at
+    FROM hits AS h
+    JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = h.hit_id
+    WHERE h.thread_id IS NULL
+), {told[0]}, {told[1]}, told AS (
+    SELECT *, max(gap) OVER (PARTITION BY hit_id, sign("offset") ORDER BY abs("offset"))
+              AS widest_gap
+    FROM (SELECT * FROM told_before UNION ALL SELECT * FROM told_after) AS sides
+), turns AS (
+    SELECT h.hit_id, m.position - h.position AS "offset", {_TURN_COLUMNS}, {distance} AS distance
+    FROM hits AS h
     JOIN {s}.memories AS m
       ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
          AND m.position BETWEEN h.position - %(context_window)s
                             AND h.position + %(context_window)s
          AND m.id <> h.hit_id{kinds} AND {live_sql("m")}
+    WHERE h.thread_id IS NOT NULL
+    UNION ALL
+    SELECT hit_id, "offset", id, content, kind, created_at, importance, access_count,
+           last_accessed_at, metadata, embedding_model, thread_id, position, last_seen_at,
+           distance
+    FROM told WHERE widest_gap <= %(session_gap)s
 ), context AS (
     SELECT n.hit_id, n."offset", 'semantic'::text AS source, 'memory'::text AS item, n.id,
            n.content, n.kind, n.created_at,
@@ -47,3 +79,36 @@ def context_statement(schema: str, mode: Mode) -> str:
     FROM turns AS n
 )
 SELECT hit_id, "offset", {SELECT_LIST} FROM context ORDER BY hit_id, "offset", id"""
+
+
+def _told_side(schema: str, kinds: str, distance: str, side: str, order: str) -> str:
+    # The messages without a thread told just before (or after) each such hit, nearest first,
+    # with their pause from the one nearer the hit (``gap``) and their signed offset.
+    earlier = side == "before"
+    compare = "<" if earlier else ">"
+    pause = "lag(x.created_at, 1, x.hit_at) OVER w - x.created_at"
+    if not earlier:
+        pause = "x.created_at - lag(x.created_at, 1, x.hit_at) OVER w"
+    sign = "-" if earlier else ""
+    return f"""told_{side} AS (
+    SELECT x.hit_id, {sign}row_number() OVER w AS "offset", x.id, x.content, x.kind,
+           x.created_at, x.importance, x.access_count, x.last_accessed_at, x.metadata,
+           x.embedding_model, x.thread_id, x.position, x.last_seen_at, x.distance,
+           {pause} AS gap
+    FROM (
+        SELECT u.hit_id, u.created_at AS hit_at, n.*
+        FROM untold AS u
+        CROSS JOIN LATERAL (
+            SELECT {_TURN_COLUMNS}, {distance} AS distance
+            FROM {schema}.memories AS m
+            WHERE m.tenant_id = %(tenant_id)s AND m.kind = '{MESSAGE_KIND}'
+              AND m.thread_id IS NULL AND {live_sql("m")}{kinds}
+              AND (m.created_at, m.id) {compare} (u.created_at, u.hit_id)
+              AND m.created_at {">=" if earlier else "<="} u.created_at
+                  {"-" if earlier else "+"} %(session_gap)s * %(context_window)s
+            ORDER BY m.created_at {order}, m.id {order}
+            LIMIT %(context_window)s
+        ) AS n
+    ) AS x
+    WINDOW w AS (PARTITION BY x.hit_id ORDER BY x.created_at {order}, x.id {order})
+)"""
