@@ -63,13 +63,20 @@ def test_the_answer_next_to_a_matching_question_is_lifted_into_the_results(
     assert len(response.results) <= 3  # within the budget
     lifted = [r for r in response if "lifted_by" in r.metadata]
     assert lifted, [r.content for r in response]
-    for result in lifted:
-        by = result.metadata["lifted_by"]
-        parent = found.get(by["id"]) or retriever.retrieve(
+    # Each hit's own relevance, read with the lift off: a hit lifts by its lead over the best.
+    own = {
+        r.metadata["id"]: r
+        for r in retriever.retrieve(
             question, tenant_id="acme", as_of=AS_OF, limit=10,
             config=replace(retriever.config, context_lift=0.0),
-        ).results[0]  # fmt: skip
-        expected = parent.relevance_score * 0.85 ** abs(by["offset"])
+        )
+    }  # fmt: skip
+    best = max(r.relevance_score for r in own.values())
+    for result in lifted:
+        by = result.metadata["lifted_by"]
+        parent = own[by["id"]]
+        lead = (parent.relevance_score / best) ** 5
+        expected = parent.relevance_score * lead * 0.85 ** abs(by["offset"])
         assert math.isclose(result.relevance_score, expected, abs_tol=1e-9)
         assert by["own_relevance"] < result.relevance_score
         assert abs(result.metadata["position"] - parent.metadata["position"]) == abs(by["offset"])
@@ -84,7 +91,7 @@ def test_the_answer_next_to_a_matching_question_is_lifted_into_the_results(
     assert off.diagnostics.statements == 1 and response.diagnostics.statements == 2
 
 
-def test_memories_without_a_thread_are_not_lifted_and_cost_no_statement(
+def test_memories_without_a_thread_that_are_not_messages_are_not_lifted(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
     store.remember_many(

@@ -34,8 +34,9 @@ def _turn(
     thread: str | None = "t1",
     **fields: object,
 ) -> MemoryInput:
-    return MemoryInput(text=body, tenant_id=tenant, kind="message", thread_id=thread,
-                       position=position, **fields)  # type: ignore[arg-type]  # fmt: skip
+    fields.setdefault("kind", "message")
+    return MemoryInput(text=body, tenant_id=tenant, thread_id=thread, position=position,
+                       **fields)  # type: ignore[arg-type]  # fmt: skip
 
 
 def _stored(database: PgDatabase, ids: Sequence[int]) -> list[Vector]:
@@ -106,7 +107,7 @@ def test_memories_outside_a_thread_or_with_a_given_vector_keep_their_own(
             _turn(TURNS[0], 0),
             _turn(TURNS[1], 1, embedding=given),  # the caller's vector is kept as given
             _turn(TURNS[2], 4),  # no turn at position 3: nothing to mix
-            _turn(TURNS[1], None, thread=None),  # not a turn of a thread
+            _turn(TURNS[1], None, thread=None, kind="fact"),  # not a turn: a fact
             _turn(TURNS[2], 1, tenant="globex"),  # globex has no turn 0 in t1: acme's is not used
         ]
     )
