@@ -24,10 +24,20 @@ Configurations:
   a temporary ``git worktree`` of REV in its own process, on the same server, in the same run;
 * with ``--copies N``: the defaults only, every dialogue stored N times over (a caller that
   writes a conversation again), in ``conversation-copies-N.json``; another revision's defaults
-  by running this script with ``PYTHONPATH=`` its worktree and ``--migrations`` its folder.
+  by running this script with ``PYTHONPATH=`` its worktree and ``--migrations`` its folder;
+* with ``--without-threads``: the turns stored without ``thread_id`` and ``position`` (each a
+  message at its session's time, in order), the defaults against ``session_gap_minutes`` 0
+  (no session inferred from time: each stored again), in
+  ``conversation-without-threads.json``.
+
+Every configuration of this checkout also reports session-level recall, as published systems
+report LoCoMo: the distinct sessions of the turns read, in the order read (from the call at
+k = 50): ``session_hit@1`` (the first session read holds evidence), ``session_recall@3`` and
+``@5`` (the share of the question's evidence sessions among the first 3 and 5).
 
 Usage: python benchmarks/quality/conversation_eval.py DATA [--json PATH] [--against REV]
        [--neighbors 1] [--ablations] [--data-dir DIR] [--copies N [--migrations DIR]]
+       [--without-threads]
 """
 
 from __future__ import annotations
@@ -104,6 +114,12 @@ def main() -> None:
         help="the migrations folder of the package on PYTHONPATH (to run another revision's "
         "defaults: PYTHONPATH=its worktree)",
     )
+    parser.add_argument(
+        "--without-threads",
+        action="store_true",
+        help="store the turns without thread and position: the defaults against no session "
+        "inferred from time",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     dialogues = load(args.data)
@@ -118,6 +134,11 @@ def main() -> None:
     from retrieval.db.embedded import start_embedded
 
     server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
+    if args.without_threads:  # turns without thread and position
+        results = run_without_threads(dialogues, server.url())
+        write_result("conversation", results, args, variant="without-threads")
+        print_table({"ablations": results})
+        return
     if args.copies is not None:  # the defaults only, on dialogues stored that many times over
         results = {"copies": args.copies} | run_current(
             dialogues, server.url(), 0, copies=args.copies
@@ -217,6 +238,9 @@ def run_current(
 # WriteConfig's turn context, each stored again in a schema of its own).
 READ_ABLATIONS: dict[str, dict[str, Any]] = {
     "no thread lift (context_lift 0)": {"context_lift": 0.0},
+    "every hit lifts alike (context_focus 0)": {"context_focus": 0.0},
+    "context_focus 3": {"context_focus": 3.0},
+    "context_focus 10": {"context_focus": 10.0},
     "no query time (time_weight 0)": {"time_weight": 0.0},
     "neither lift nor time": {"context_lift": 0.0, "time_weight": 0.0},
     "context_window 1": {"context_window": 1},
@@ -258,6 +282,38 @@ def run_ablations(dialogues: Sequence[Dialogue], url: str) -> dict[str, Any]:
     return results
 
 
+def run_without_threads(dialogues: Sequence[Dialogue], url: str) -> dict[str, Any]:
+    """The turns stored without thread and position: the defaults (sessions inferred from
+    the time between messages), then with ``session_gap_minutes`` 0 at write and read."""
+    from retrieval.db.engine import make_engine
+    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.memory.config import WriteConfig
+    from retrieval.memory.store import MemoryStore
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import HybridRetriever
+
+    engine = make_engine(url)
+    untold = [
+        replace(d, turns=tuple(replace(t, thread=None, position=None) for t in d.turns))
+        for d in dialogues
+    ]
+    results: dict[str, Any] = {}
+    for name, gap in (("defaults", None), ("session_gap_minutes 0", 0.0)):
+        schema = "conversation_without_threads" + ("" if gap is None else "_gap_0")
+        upgrade(engine, MigrationSettings(schema=schema, embedding_dim=384))
+        write = WriteConfig() if gap is None else WriteConfig(session_gap_minutes=gap)
+        store = MemoryStore(engine, schema=schema, config=write)
+        store_dialogues(store, untold)
+        read = RetrievalConfig(record_access=False)
+        if gap is not None:
+            read = replace(read, session_gap_minutes=gap)
+        with HybridRetriever.from_store(store, config=read) as retriever:
+            results[name] = evaluate(retriever, dialogues, neighbors=0)
+        print(f"{name}: {results[name]['recall@5']} / {results[name]['recall@10']}", flush=True)
+    engine.dispose()
+    return results
+
+
 def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -> dict[str, Any]:
     """Recall@k (k in :data:`KS`) of ``retrieve(..., limit=k)``, and @10 per category."""
     recalls: dict[int, list[float]] = {k: [] for k in KS}
@@ -265,7 +321,9 @@ def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -
     by_category_at_5: dict[str, list[float]] = defaultdict(list)
     returned: list[int] = []
     times: list[float] = []
+    sessions: dict[str, list[float]] = defaultdict(list)
     for dialogue in dialogues:
+        session_of = {turn.dia_id: turn.thread for turn in dialogue.turns}
         for question in dialogue.questions:
             for k in KS:
                 began = time.perf_counter()
@@ -290,9 +348,28 @@ def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -
                     by_category[CATEGORIES[question.category]].append(recall)
                 if k == max(KS):
                     returned.append(len(response.results))
+                    read = first_turns(_turn_ids(response.results, with_neighbors=neighbors > 0), k)
+                    for name, value in session_recall(read, question.evidence, session_of).items():
+                        sessions[name].append(value)
     return _summary(recalls, by_category, by_category_at_5) | {
+        **{name: round(100 * sum(v) / len(v), 1) for name, v in sessions.items()},
         "mean_results_at_50": round(sum(returned) / len(returned), 2),
         "median_ms_at_10": round(sorted(times)[len(times) // 2], 2),
+    }
+
+
+def session_recall(
+    read: Sequence[str], evidence: Sequence[str], session_of: Mapping[str, str]
+) -> dict[str, float]:
+    """Session-level recall of the turns ``read`` (in order): whether the first distinct
+    session read holds evidence, and the share of the evidence's sessions among the first 3
+    and 5 distinct sessions read."""
+    order = list(dict.fromkeys(session_of[turn] for turn in read))
+    wanted = {session_of[turn] for turn in evidence}
+    return {
+        "session_hit@1": float(bool(order[:1]) and order[0] in wanted),
+        "session_recall@3": len(set(order[:3]) & wanted) / len(wanted),
+        "session_recall@5": len(set(order[:5]) & wanted) / len(wanted),
     }
 
 
@@ -551,13 +628,19 @@ def print_table(results: Mapping[str, Any]) -> None:
     for name, value in rows:
         cells = " | ".join(f"{value[f'recall@{k}']:.1f}" for k in KS)
         print(f"| {name} | {cells} |")
+    sessions = [(name, value) for name, value in rows if "session_hit@1" in value]
+    if sessions:
+        print("\n| configuration | session Hit@1 | session R@3 | session R@5 |\n|---|---|---|---|")
+        for name, value in sessions:
+            print(f"| {name} | {value['session_hit@1']:.1f} | {value['session_recall@3']:.1f} | "
+                  f"{value['session_recall@5']:.1f} |")  # fmt: skip
     if "ablations" in results:
         categories = sorted(results["ablations"]["defaults"]["recall@10_by_category"])
         print(
             "\n| ablation | R@5 | R@10 | "
             + " | ".join(f"{name} R@5/10" for name in categories)
-            + " | median ms @10 |\n|---|---|---|"
-            + "---|" * (len(categories) + 1)
+            + " | session Hit@1 / R@5 | median ms @10 |\n|---|---|---|"
+            + "---|" * (len(categories) + 2)
         )
         for name, value in results["ablations"].items():
             by = [
@@ -568,6 +651,7 @@ def print_table(results: Mapping[str, Any]) -> None:
             print(
                 f"| {name} | {value['recall@5']:.1f} | {value['recall@10']:.1f} | "
                 + " | ".join(by)
+                + f" | {value['session_hit@1']:.1f} / {value['session_recall@5']:.1f}"
                 + f" | {value['median_ms_at_10']:.2f} |"
             )
 
