@@ -33,7 +33,8 @@ Configurations:
 Every configuration of this checkout also reports session-level recall, as published systems
 report LoCoMo: the distinct sessions of the turns read, in the order read (from the call at
 k = 50): ``session_hit@1`` (the first session read holds evidence), ``session_recall@3`` and
-``@5`` (the share of the question's evidence sessions among the first 3 and 5).
+``@5`` (the share of the question's evidence sessions among the first 3 and 5); and recall
+at each k of the questions whose evidence lies in several sessions.
 
 Usage: python benchmarks/quality/conversation_eval.py DATA [--json PATH] [--against REV]
        [--neighbors 1] [--ablations] [--data-dir DIR] [--copies N [--migrations DIR]]
@@ -322,9 +323,11 @@ def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -
     returned: list[int] = []
     times: list[float] = []
     sessions: dict[str, list[float]] = defaultdict(list)
+    spread: dict[int, list[float]] = {k: [] for k in KS}  # evidence in several sessions
     for dialogue in dialogues:
         session_of = {turn.dia_id: turn.thread for turn in dialogue.turns}
         for question in dialogue.questions:
+            several = len({session_of[turn] for turn in question.evidence}) > 1
             for k in KS:
                 began = time.perf_counter()
                 response = retriever.retrieve(
@@ -341,6 +344,8 @@ def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -
                 )
                 recall = len(found & set(question.evidence)) / len(question.evidence)
                 recalls[k].append(recall)
+                if several:
+                    spread[k].append(recall)
                 if k == 5:
                     by_category_at_5[CATEGORIES[question.category]].append(recall)
                 if k == 10:
@@ -353,6 +358,10 @@ def evaluate(retriever: Any, dialogues: Sequence[Dialogue], *, neighbors: int) -
                         sessions[name].append(value)
     return _summary(recalls, by_category, by_category_at_5) | {
         **{name: round(100 * sum(v) / len(v), 1) for name, v in sessions.items()},
+        "evidence_in_several_sessions": {
+            "questions": len(spread[5]),
+            **{f"recall@{k}": round(100 * sum(v) / max(1, len(v)), 1) for k, v in spread.items()},
+        },
         "mean_results_at_50": round(sum(returned) / len(returned), 2),
         "median_ms_at_10": round(sorted(times)[len(times) // 2], 2),
     }
