@@ -1,0 +1,290 @@
+"""Ways a thread could lift its turns, and ideas for the weakest categories, on LoCoMo dev.
+
+The options table of docs/decisions/0017-lift-from-the-leading-hits.md: each variant is either
+a setting of this checkout (``context_focus``, ``context_window``, ``candidate_pool``, ...) or a
+change patched into its retriever for the run (which hits lift, a cap on lifted places, a
+thread penalty, questions that ask for several things, the query's hypothetical frame). The
+dialogues are stored once as ``conversation_eval.py`` stores them (schema ``conversation``);
+every question is asked at k = 5 and 10 through ``retrieve()``, counted at an equal budget.
+Reports R@5 / R@10 overall, by category, and of the questions whose evidence lies in several
+sessions.
+
+Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
+       [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # conversation_eval's loading
+from _common import add_output, write_result
+from conversation_eval import CATEGORIES, SCHEMA, Dialogue, first_turns, load, store_dialogues
+
+KS = (5, 10)
+# Questions that ask for several things, and a question's hypothetical frame.
+SEVERAL = re.compile(
+    r"\b(all|both|in common|kinds? of|types? of|how many|ever|some)\b"
+    r"|^(what|which|where|who)\s+(\w+s)\b",
+    re.IGNORECASE,
+)
+NOT_PLURAL = {"is", "was", "does", "has", "kids'", "this", "status"}
+HYPOTHETICAL = re.compile(r"\b(would|likely|might|probably|possibly|could|still)\b\s*", re.I)
+
+
+def asks_for_several(question: str) -> bool:
+    """Whether a question asks for several things (the rule the variants below measure)."""
+    match = SEVERAL.search(question)
+    return bool(match) and not (match.group(3) and match.group(3).lower() in NOT_PLURAL)
+
+
+# -- the patched variants ---------------------------------------------------------------------
+
+
+class Patch:
+    """One variant's changes to the retriever: which hits lift, and how results are chosen."""
+
+    def __init__(
+        self,
+        *,
+        top: int | None = None,
+        margin: float | None = None,
+        cap: int | None = None,
+        penalty: float | None = None,
+        lifted_only: bool = False,
+        several_only: bool = False,
+        rewrite: Callable[[str], str] | None = None,
+    ) -> None:
+        self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
+        self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
+
+
+@contextmanager
+def patched(patch: Patch | None) -> Iterator[None]:
+    """The retriever with ``patch`` in place for the block."""
+    from retrieval.search import ranking
+    from retrieval.search import retriever as module
+
+    if patch is None:
+        yield
+        return
+    lift, select, rank, retrieve = (
+        module.context_candidates,
+        ranking.select,
+        module.HybridRetriever._rank,
+        module.HybridRetriever.retrieve,
+    )
+    asked: dict[str, str] = {}
+
+    def hits_that_lift(hits: Sequence[Any], candidates: Any, **options: Any) -> Any:
+        chosen = list(hits)[: patch.top] if patch.top is not None else list(hits)
+        if patch.margin is not None and chosen:
+            best = max(hit.relevance for hit in chosen)
+            chosen = [hit for hit in chosen if hit.relevance >= best - patch.margin]
+        return lift(chosen, candidates, **options)
+
+    def chosen_results(scored: Mapping[str, Sequence[Any]], config: Any) -> Any:
+        if patch.several_only and not asks_for_several(asked.get("query", "")):
+            return select(scored, config)
+        kept = {
+            name: _greedy(
+                [r for r in results if r.final_score >= config.threshold(name)],
+                config.source(name).limit,
+                config.threshold(name),
+                patch,
+            )
+            for name, results in scored.items()
+        }
+        return select(kept, config)
+
+    def ranked(self: Any, call: Any, *arguments: Any) -> Any:
+        asked["query"] = call.values.query.text
+        return rank(self, call, *arguments)
+
+    def rewritten(self: Any, query: str, **options: Any) -> Any:
+        text = patch.rewrite(query) if patch.rewrite is not None else query
+        return retrieve(self, text or query, **options)
+
+    module.context_candidates = hits_that_lift
+    if patch.cap is not None or patch.penalty is not None:
+        module.ranking.select = chosen_results  # type: ignore[assignment]
+        module.HybridRetriever._rank = ranked  # type: ignore[method-assign]
+    module.HybridRetriever.retrieve = rewritten  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        module.context_candidates = lift
+        module.ranking.select = select  # type: ignore[assignment]
+        module.HybridRetriever._rank = rank  # type: ignore[method-assign]
+        module.HybridRetriever.retrieve = retrieve  # type: ignore[method-assign]
+
+
+def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) -> list[Any]:
+    # The results one at a time, best first: a lifted turn past the cap competes with its own
+    # relevance; a thread's n-th result is scaled by the penalty to the power n.
+    from retrieval.search import ranking
+
+    pool, chosen, lifted, per_thread = list(results), [], 0, defaultdict(int)
+    while pool and len(chosen) < limit:
+        best, best_key, best_index = None, None, -1
+        for index, result in enumerate(pool):
+            candidate = result
+            if patch.cap is not None and _lifted(result) and lifted >= patch.cap:
+                candidate = _own(result)
+                if candidate.final_score < threshold:
+                    continue
+            thread = _thread(candidate)
+            penalised = _lifted(candidate) or not patch.lifted_only
+            if patch.penalty is not None and thread is not None and penalised:
+                scaled = candidate.final_score * patch.penalty ** per_thread[thread]
+                candidate = candidate._replace(final_score=scaled)
+            key = ranking.rank_key(candidate)
+            if best_key is None or key < best_key:
+                best, best_key, best_index = candidate, key, index
+        if best is None:
+            break
+        pool.pop(best_index)
+        chosen.append(best)
+        lifted += _lifted(best)
+        per_thread[_thread(best)] += 1
+    return chosen
+
+
+def _lifted(scored: Any) -> bool:
+    return scored.candidate is not None and '"lifted_by"' in scored.candidate.details
+
+
+def _thread(scored: Any) -> str | None:
+    if scored.candidate is None:
+        return None
+    thread = json.loads(scored.candidate.details).get("thread_id")
+    return thread if isinstance(thread, str) else None
+
+
+def _own(scored: Any) -> Any:
+    # A lifted result scored with its own relevance instead.
+    candidate = scored.candidate
+    own = json.loads(candidate.details)["lifted_by"]["own_relevance"]
+    weight = scored.weights.get("relevance", 0.0)
+    return scored._replace(
+        final_score=scored.final_score - weight * (candidate.relevance - own),
+        relevance_score=own,
+        candidate=candidate._replace(relevance=own),
+    )
+
+
+EVERY_HIT = {"context_focus": 0.0}  # 0012's lift, on which the patched variants act
+VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
+    "defaults (a hit lifts by its lead, power 5)": ({}, None),
+    "every hit lifts alike (context_focus 0)": (EVERY_HIT, None),
+    "no lift": ({"context_lift": 0.0}, None),
+    "only the best hit lifts": (EVERY_HIT, Patch(top=1)),
+    "only the best 3 hits lift": (EVERY_HIT, Patch(top=3)),
+    "hits within 0.05 of the best lift": (EVERY_HIT, Patch(margin=0.05)),
+    "hits within 0.1 of the best lift": (EVERY_HIT, Patch(margin=0.1)),
+    "at most 2 lifted turns": (EVERY_HIT, Patch(cap=2)),
+    "at most 4 lifted turns": (EVERY_HIT, Patch(cap=4)),
+    "a thread's n-th result scaled 0.9^n": (EVERY_HIT, Patch(penalty=0.9)),
+    "lifted turns scaled 0.8^n per thread": (EVERY_HIT, Patch(penalty=0.8, lifted_only=True)),
+    "context_focus 3": ({"context_focus": 3.0}, None),
+    "context_focus 10": ({"context_focus": 10.0}, None),
+    "context_focus 20": ({"context_focus": 20.0}, None),
+    "focus 5, at most 4 lifted turns": ({}, Patch(cap=4)),
+    "focus 5, context_window 3": ({"context_window": 3}, None),
+    "focus 5, context_lift 0.9": ({"context_lift": 0.9}, None),
+    "several asked: a session's n-th result 0.8^n": ({}, Patch(penalty=0.8, several_only=True)),
+    "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
+    "several asked: no lift": ({}, Patch(cap=0, several_only=True)),
+    "the hypothetical frame taken out": ({}, Patch(rewrite=lambda q: HYPOTHETICAL.sub("", q))),
+    "a pool of 80": ({"candidate_pool": 80}, None),
+    "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
+    "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
+}  # fmt: skip
+
+
+def evaluate(
+    store: Any, dialogues: Sequence[Dialogue], change: Mapping[str, Any]
+) -> dict[str, Any]:
+    """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
+    whose evidence lies in several sessions."""
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import HybridRetriever
+
+    config = replace(RetrievalConfig(record_access=False), **change)
+    recalls: dict[str, dict[int, list[float]]] = defaultdict(lambda: {k: [] for k in KS})
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        for dialogue in dialogues:
+            session_of = {turn.dia_id: turn.thread for turn in dialogue.turns}
+            for question in dialogue.questions:
+                several = len({session_of[turn] for turn in question.evidence}) > 1
+                groups = ["all", CATEGORIES[question.category]] + (["several"] if several else [])
+                for k in KS:
+                    response = retriever.retrieve(
+                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of, limit=k
+                    )
+                    read = first_turns(
+                        (
+                            r.metadata["metadata"]["dia_id"]
+                            for r in response
+                            if r.source == "semantic"
+                        ),
+                        k,
+                    )
+                    recall = len(set(read) & set(question.evidence)) / len(question.evidence)
+                    for group in groups:
+                        recalls[group][k].append(recall)
+    return {
+        group: {f"recall@{k}": round(100 * sum(v) / len(v), 1) for k, v in by_k.items()}
+        | {"questions": len(by_k[5])}
+        for group, by_k in recalls.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="locomo-dev.json, or the folder holding it")
+    parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    parser.add_argument("--only", nargs="*", help="run only the variants named (default: all)")
+    add_output(parser)
+    args = parser.parse_args()
+    from retrieval.db.embedded import start_embedded
+    from retrieval.db.engine import make_engine
+    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.memory.store import MemoryStore
+
+    dialogues = load(args.data)
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-variants-")) / "pg"
+    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
+    engine = make_engine(server.url())
+    upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
+    store = MemoryStore(engine, schema=SCHEMA)
+    store_dialogues(store, dialogues)
+    results: dict[str, Any] = {}
+    print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values()) + " | several R@10 |")
+    for name, (change, patch) in VARIANTS.items():
+        if args.only and name not in args.only:
+            continue
+        with patched(patch):
+            results[name] = found = evaluate(store, dialogues, change)
+        by = " | ".join(
+            f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
+        )
+        print(f"| {name} | {found['all']['recall@5']:.1f} | {found['all']['recall@10']:.1f} | "
+              f"{by} | {found['several']['recall@10']:.1f} |", flush=True)  # fmt: skip
+    engine.dispose()
+    write_result("conversation-variants", results, args)
+
+
+if __name__ == "__main__":
+    main()
