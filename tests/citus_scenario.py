@@ -32,6 +32,7 @@ QUERIES = (
     "Where does the deploy key live?",
     "what did Ann say about the migration",
     "rotate the vault credentials",
+    "did the replica lag clear?",
 )
 MODES = ("semantic", "session_recovery", "knowledge_lookup")
 
@@ -85,6 +86,7 @@ def write_everything(store: MemoryStore, tmp: Path) -> None:
     store.remember(**_memories("acme")[0])
     store.remember_many([m for tenant in TENANTS for m in _memories(tenant)[1:]])
     _over_time(store)
+    _messages_without_a_thread(store)
     for tenant in TENANTS:
         decision = store.record_decision(
             tenant_id=tenant, task_id="deploy-7", action_type="fix",
@@ -114,6 +116,25 @@ def write_everything(store: MemoryStore, tmp: Path) -> None:
                 created_at=AS_OF - timedelta(days=2),
             )
         )  # fmt: skip
+
+
+def _messages_without_a_thread(store: MemoryStore) -> None:
+    """A chat stored as messages without a thread: a session inferred from time (a batch, then
+    one message a call, embedded with the stored one before it)."""
+    said = [
+        'Ann said, "The replica lagged behind during the migration"',
+        'Bo said, "Did the lag clear after the vacuum?"',
+        'Ann said, "Yes, within a minute, and the deploy went on"',
+    ]
+    start = AS_OF - timedelta(hours=6)
+    for tenant in TENANTS:
+        store.remember_many(
+            {"text": text, "tenant_id": tenant, "kind": "message",
+             "created_at": start + timedelta(minutes=i)}
+            for i, text in enumerate(said[:2])
+        )  # fmt: skip
+        store.remember(said[2], tenant_id=tenant, kind="message",
+                       created_at=start + timedelta(minutes=2))  # fmt: skip
 
 
 def _over_time(store: MemoryStore) -> None:
