@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+MESSAGE_KIND = "message"
+"""The kind of a conversation's turn: stored without a thread, its session is inferred from the
+time between messages (retrieval.memory.turn_context, retrieval.search.sources.context)."""
+
 MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
     {
         "fact": "a statement about the world or the user (the default)",

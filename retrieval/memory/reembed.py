@@ -24,9 +24,9 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
 from retrieval.errors import translate_database_errors
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.turn_context import (
-    MESSAGE_KIND,
     Place,
     Told,
     in_context,

@@ -32,10 +32,10 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.validation import ValidMemory
 
 Place = tuple[str, str, int]  # (tenant, thread, position)
-MESSAGE_KIND = "message"  # the kind whose memories without a thread form sessions in time
 
 
 class Told(NamedTuple):
@@ -69,31 +69,25 @@ def previous_messages(
     if gap <= timedelta(0):
         return {}
     now = datetime.now(UTC)
-    by_tenant: dict[str, list[int]] = defaultdict(list)
+    by_tenant: dict[str, list[tuple[datetime, int, int, Told]]] = defaultdict(list)
     for index, message in enumerate(messages):
-        if message is not None:
-            by_tenant[message.tenant_id].append(index)
+        if message is not None:  # in the order told: time, then stored id, then the batch's
+            told_at = message.created_at or now
+            order = -1 if message.id is None else message.id
+            by_tenant[message.tenant_id].append((told_at, order, index, message))
     found: dict[int, str] = {}
     unmatched: dict[str, list[int]] = defaultdict(list)
-    for tenant, indexes in by_tenant.items():
-
-        def told(index: int) -> tuple[datetime, int, int]:
-            message = messages[index]
-            assert message is not None
-            return (message.created_at or now, -1 if message.id is None else message.id, index)
-
-        ordered = sorted(indexes, key=told)
-        for earlier, index in zip([None, *ordered], ordered, strict=False):
-            if earlier is not None and told(index)[0] - told(earlier)[0] <= gap:
-                previous = messages[earlier]
-                assert previous is not None
-                found[index] = previous.text
+    for tenant, told in by_tenant.items():
+        told.sort(key=lambda entry: entry[:3])
+        for earlier, (told_at, _, index, _) in zip([None, *told], told, strict=False):
+            if earlier is not None and told_at - earlier[0] <= gap:
+                found[index] = earlier[3].text
             else:
                 unmatched[tenant].append(index)
     query = statement("memory.messages_before", schema)
     for tenant, indexes in sorted(unmatched.items()):
         bind_tenant(connection, schema, tenant)
-        told_at = [messages[index] for index in indexes]
+        asked = [message for index in indexes if (message := messages[index]) is not None]
         rows = execute(
             connection,
             query,
@@ -101,8 +95,8 @@ def previous_messages(
                 "tenant_id": tenant,
                 "kind": MESSAGE_KIND,
                 "gap": gap,
-                "times": [m.created_at if m is not None else None for m in told_at],
-                "ids": [m.id if m is not None else None for m in told_at],
+                "times": [message.created_at for message in asked],
+                "ids": [message.id for message in asked],
             },
         )
         found.update((indexes[ordinal - 1], text) for ordinal, text in rows)

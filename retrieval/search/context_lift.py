@@ -25,8 +25,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.sources.common import Candidate
-from retrieval.search.sources.context import MESSAGE_KIND
 
 Fetch = Callable[[Sequence[int], Sequence[str | None], Sequence[int | None]], list[tuple[Any, ...]]]
 

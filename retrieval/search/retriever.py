@@ -32,6 +32,7 @@ from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
 from retrieval.search import ranking, scoring
@@ -483,6 +484,7 @@ class HybridRetriever:
         params = semantic_parameters(config, values, self._calibration)
         params["context_window"] = config.context_window
         params["session_gap"] = timedelta(minutes=config.session_gap_minutes)
+        params["message_kind"] = MESSAGE_KIND
         statement = context_statement(self.schema, values.mode)
 
         sent = 0

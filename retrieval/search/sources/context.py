@@ -20,9 +20,6 @@ from retrieval.search.sources.common import SELECT_LIST, live_sql, recency_sql, 
 from retrieval.search.sources.relevance import dense_relevance_sql
 from retrieval.search.sources.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 
-# The kind of memory whose neighbours without a thread are found by time.
-MESSAGE_KIND = "message"
-
 _TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access_count,
            m.last_accessed_at, m.metadata, m.embedding_model, m.thread_id, m.position,
            m.last_seen_at"""
@@ -30,10 +27,10 @@ _TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access
 
 def context_statement(schema: str, mode: Mode) -> str:
     """The context turns of the hits ``%(hit_ids)s`` (threads ``%(threads)s``, positions
-    ``%(positions)s``; a hit with neither is a message without a thread) within
-    ``%(context_window)s`` positions (``%(session_gap)s`` the longest pause within a session of
-    messages without a thread), in the mode's kinds: rows of ``hit_id, offset`` then the
-    source's columns."""
+    ``%(positions)s``; a hit with neither is a message, of kind ``%(message_kind)s``, without a
+    thread) within ``%(context_window)s`` positions (``%(session_gap)s`` the longest pause
+    within a session of messages without a thread), in the mode's kinds: rows of ``hit_id,
+    offset`` then the source's columns."""
     s = quote_schema(schema)
     kinds = "".join(f" AND {condition}" for condition in kind_filters(mode, "m"))
     distance = "(m.embedding <-> %(query_vector)s)"
@@ -101,7 +98,7 @@ def _told_side(schema: str, kinds: str, distance: str, side: str, order: str) ->
         CROSS JOIN LATERAL (
             SELECT {_TURN_COLUMNS}, {distance} AS distance
             FROM {schema}.memories AS m
-            WHERE m.tenant_id = %(tenant_id)s AND m.kind = '{MESSAGE_KIND}'
+            WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(message_kind)s
               AND m.thread_id IS NULL AND {live_sql("m")}{kinds}
               AND (m.created_at, m.id) {compare} (u.created_at, u.hit_id)
               AND m.created_at {">=" if earlier else "<="} u.created_at
