@@ -564,3 +564,79 @@ def test_a_hostile_tool_argument_is_answered_without_a_traceback(
         assert '"isError":true' in said or '"error"' in said, said[-300:]
     with database.engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar() == 0
+
+
+def _readme_check_script() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    start = readme.index("save this as `check_mcp.py`")
+    body = readme[
+        readme.index("```python", start) + len("```python") : readme.index(
+            "```\n", readme.index("```python", start) + 9
+        )
+    ]
+    return "\n".join(line[3:] if line.startswith("   ") else line for line in body.splitlines())
+
+
+def _run_check(tmp_path: Path, environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "check_mcp.py"
+    script.write_text(_readme_check_script(), encoding="utf-8")
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={"PATH": path, "HOME": str(tmp_path), **environment},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_readme_check_script_runs_as_written_on_the_database_it_is_given(
+    database: PgDatabase, tmp_path: Path
+) -> None:
+    done = _run_check(tmp_path, {"RETRIEVAL_DATABASE_URL": database.url})
+    assert done.returncode == 0, done.stderr
+    assert "search_memory" in done.stdout
+    assert done.stdout.strip().endswith("The staging database is PostgreSQL 18")
+    with database.engine.connect() as connection:  # the database named, not the default one
+        count = connection.execute(
+            text("SELECT count(*) FROM retrieval.memories WHERE tenant_id = 'me'")
+        ).scalar()
+    assert count == 1
+
+
+def test_a_server_on_a_database_not_migrated_says_so_in_one_line(
+    database: PgDatabase, tmp_path: Path
+) -> None:
+    done = _run_check(
+        tmp_path, {"RETRIEVAL_DATABASE_URL": database.url, "RETRIEVAL_SCHEMA": "not_migrated"}
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "ExceptionGroup" not in done.stderr
+    assert "schema 'not_migrated' has no memories table" in done.stderr
+    assert "run `retrieval db upgrade`" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "the MCP server stopped; its reason is the line above"
+    )
+
+
+def test_the_http_client_of_the_docs_runs_with_a_token(
+    http_url: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    url, tokens = http_url
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text("utf-8")
+    start = page.index("```python", page.index("with the SDK's own client"))
+    block = page[start + len("```python") : page.index("```\n", start + 9)]
+    assert 'URL = "http://127.0.0.1:8765/mcp"' in block and 'TOKEN = "..."' in block
+    script = tmp_path / "client.py"
+    script.write_text(
+        block.replace('URL = "http://127.0.0.1:8765/mcp"', f"URL = {url!r}").replace(
+            'TOKEN = "..."', f"TOKEN = {tokens['a']!r}"
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "The staging database is PostgreSQL 18"
