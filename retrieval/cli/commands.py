@@ -15,7 +15,7 @@ from retrieval.cli import by_hand, documents, reads, writes
 from retrieval.cli import db as db_commands
 from retrieval.cli import mcp as mcp_commands
 from retrieval.cli import ui as ui_command
-from retrieval.cli.parsers import Handler, Offline, command
+from retrieval.cli.parsers import Handler, Offline, Parser, command
 from retrieval.cli.terminal import escaped_stdout, shown
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     epilog = "environment variables (retrieval config lists them with their values):\n" + (
         "\n".join(f"  {variable.name}\n      {variable.help}" for variable in variables())
     )
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(  # its commands' parsers are of its class
         prog="retrieval",
         description="Agent memory in PostgreSQL with hybrid retrieval.",
         epilog=epilog,

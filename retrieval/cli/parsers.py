@@ -4,10 +4,13 @@ is the command's help."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import inspect
-from collections.abc import Callable
+import re
+import sys
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from retrieval.db.engine import Database
 
@@ -15,6 +18,58 @@ if TYPE_CHECKING:
     Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 Handler = Callable[[argparse.Namespace, Database], int]
 Offline = Callable[[argparse.Namespace], int]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors help: a mistyped command or option names the nearest one, and a
+    value of the wrong type says what the option takes (every command's parser is one)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(friendlier(message, self))
+
+
+_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)")
+_VALUE = re.compile(r"argument (?P<option>\S+): invalid (?P<type>int|float) value: '(?P<given>.*)'")
+_UNKNOWN = "unrecognized arguments: "
+_REQUIRED = "the following arguments are required: "
+_TAKES = {"int": "a whole number", "float": "a number"}
+
+
+def friendlier(message: str, parser: argparse.ArgumentParser) -> str:
+    """An argparse error ``message`` with what would have been meant, when that is clear."""
+    if choice := _CHOICE.search(message):
+        given = choice["given"]
+        choices = re.findall(r"'([^']*)'", choice["choices"])
+        listed = ", ".join(choices)
+        near = difflib.get_close_matches(given, choices, n=1)
+        hint = f"did you mean '{near[0]}'? " if near else ""
+        return f"{message[: choice.start()]}'{given}' is not one: {hint}(one of {listed})"
+    if value := _VALUE.search(message):
+        return f"argument {value['option']} takes {_TAKES[value['type']]}, got '{value['given']}'"
+    known = set(_option_strings(parser))
+    if message.startswith(_UNKNOWN):
+        given = message[len(_UNKNOWN) :].split()
+    elif message.startswith(_REQUIRED):  # argparse says this before naming unknown options
+        given = [word.split("=")[0] for word in sys.argv[1:] if word.startswith("--")]
+    else:
+        return message
+    hints = [
+        f"{word} (did you mean {near[0]}?)"
+        for word in given
+        if word.startswith("--")
+        and word not in known
+        and (near := difflib.get_close_matches(word, sorted(known), n=1))
+    ]
+    return f"{message}; {'; '.join(hints)}" if hints else message
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> Iterator[str]:
+    # The options of a parser and of every command under it.
+    for action in parser._actions:
+        yield from (option for option in action.option_strings if option.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _option_strings(child)
 
 
 def command(
