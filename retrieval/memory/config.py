@@ -24,6 +24,13 @@ DEFAULT_TURN_CONTEXT = 0.3
 # the turn context here, for the lift in retrieval.search; docs/decisions/0017-lift-from-the-
 # leading-hits.md).
 DEFAULT_SESSION_GAP_MINUTES = 30.0
+# Declared once for the store's setting and the retriever's (one RETRIEVAL_SESSION_GAP_MINUTES).
+SESSION_GAP_HELP = (
+    "Messages (kind 'message') stored without a thread are one session while at most these "
+    "minutes pass between them in the tenant: a message's previous one is its turn context, "
+    "and the retriever lifts their neighbours (0: such messages have none)."
+)
+SESSION_GAP_RANGE = Within(0.0, 525_600.0)
 DEFAULT_MAX_METADATA_BYTES = 65_536
 # similar()'s threshold, calibrated on tests/data/near_duplicates.jsonl
 # (docs/decisions/0016-a-memory-over-time.md).
@@ -111,10 +118,8 @@ class WriteConfig:
     session_gap_minutes: float = setting(
         DEFAULT_SESSION_GAP_MINUTES,
         env="RETRIEVAL_SESSION_GAP_MINUTES",
-        help="Messages (kind 'message') stored without a thread are one session while fewer "
-        "than these minutes pass between them in the tenant: a message's previous one is its "
-        "turn context, and the retriever lifts their neighbours (0: such messages have none).",
-        within=Within(0.0, 525_600.0),
+        help=SESSION_GAP_HELP,
+        within=SESSION_GAP_RANGE,
     )
     max_metadata_bytes: int = setting(
         DEFAULT_MAX_METADATA_BYTES,

@@ -18,7 +18,11 @@ from retrieval.db.config import (
     require_text_search_config,
 )
 from retrieval.errors import ConfigurationError
-from retrieval.memory.config import DEFAULT_SESSION_GAP_MINUTES
+from retrieval.memory.config import (
+    DEFAULT_SESSION_GAP_MINUTES,
+    SESSION_GAP_HELP,
+    SESSION_GAP_RANGE,
+)
 from retrieval.search.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 from retrieval.settings import (
     UNIT,
@@ -380,10 +384,8 @@ class RetrievalConfig:
     session_gap_minutes: float = setting(
         DEFAULT_SESSION_GAP_MINUTES,
         env="RETRIEVAL_SESSION_GAP_MINUTES",
-        help="Messages (kind 'message') stored without a thread are one session while fewer "
-        "than these minutes pass between them in the tenant: a message's previous one is its "
-        "turn context, and the retriever lifts their neighbours (0: such messages have none).",
-        within=Within(0.0, 525_600.0),
+        help=SESSION_GAP_HELP,
+        within=SESSION_GAP_RANGE,
     )
     time_weight: float = setting(
         DEFAULT_TIME_WEIGHT,

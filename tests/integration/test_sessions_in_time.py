@@ -5,24 +5,22 @@ longer pause, another tenant, another kind or a gap of 0 breaks the session."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-import numpy.typing as npt
 import pytest
-from sqlalchemy import text
 
-from retrieval.memory.config import DEFAULT_TURN_CONTEXT, WriteConfig
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.reembed import reembed
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
-from tests.conftest import CountingEmbedder, PgDatabase, as_stored
+from tests.conftest import CountingEmbedder, PgDatabase
+from tests.turn_vectors import close, mixed, own_vector, stored_vectors
 
-Vector = npt.NDArray[np.float32]
 MAY = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 CHAT = [
@@ -42,30 +40,6 @@ def _message(
     return MemoryInput(text=body, tenant_id=tenant, created_at=at, **fields)  # type: ignore[arg-type]
 
 
-def _stored(database: PgDatabase, ids: Sequence[int]) -> list[Vector]:
-    with database.engine.connect() as connection:
-        rows = dict(
-            connection.execute(
-                text("SELECT id, embedding FROM retrieval.memories WHERE id = ANY(:ids)"),
-                {"ids": list(ids)},
-            ).all()
-        )
-    return [np.asarray(rows[memory_id].to_numpy(), dtype=np.float32) for memory_id in ids]
-
-
-def _own(embedder: CountingEmbedder, body: str) -> Vector:
-    return np.asarray(embedder.inner.embed([body])[0], dtype=np.float32)
-
-
-def _mixed(own: Vector, previous: Vector) -> Vector:
-    mixed = own + np.float32(DEFAULT_TURN_CONTEXT) * previous
-    return np.asarray(mixed / np.linalg.norm(mixed), dtype=np.float32)
-
-
-def _close(stored: Vector, expected: Vector) -> bool:
-    return bool(np.allclose(stored, as_stored(expected), atol=2e-3))
-
-
 # -- the store: each message embedded with the one told before it ------------------------
 
 
@@ -82,14 +56,14 @@ def test_a_message_is_embedded_with_the_one_told_before_it_in_its_session(
             _message(CHAT[4], 2, tenant="globex"),  # globex's first message: acme's are not its
         ]
     )
-    own = {body: _own(counting_embedder, body) for body in CHAT}
-    stored = _stored(database, ids)
-    assert _close(stored[0], _mixed(own[CHAT[1]], own[CHAT[0]]))
-    assert _close(stored[1], own[CHAT[0]])  # the first of its session
-    assert _close(stored[2], _mixed(own[CHAT[2]], own[CHAT[1]]))
-    assert _close(stored[3], own[CHAT[3]])
-    assert _close(stored[4], own[CHAT[4]])
-    assert _close(stored[5], own[CHAT[4]])
+    own = {body: own_vector(counting_embedder, body) for body in CHAT}
+    stored = stored_vectors(database, ids)
+    assert close(stored[0], mixed(own[CHAT[1]], own[CHAT[0]]))
+    assert close(stored[1], own[CHAT[0]])  # the first of its session
+    assert close(stored[2], mixed(own[CHAT[2]], own[CHAT[1]]))
+    assert close(stored[3], own[CHAT[3]])
+    assert close(stored[4], own[CHAT[4]])
+    assert close(stored[5], own[CHAT[4]])
 
 
 def test_a_message_written_later_takes_the_stored_one_before_it(
@@ -101,11 +75,11 @@ def test_a_message_written_later_takes_the_stored_one_before_it(
     (now_first,) = store.remember_many([_message(CHAT[2], None)])
     (now_second,) = store.remember_many([_message(CHAT[3], None)])
     (between,) = store.remember_many([_message(CHAT[4], 0.5)])
-    own = {body: _own(counting_embedder, body) for body in CHAT}
-    stored = _stored(database, [now_first, now_second, between])
-    assert _close(stored[0], own[CHAT[2]])  # months after May: a session of its own
-    assert _close(stored[1], _mixed(own[CHAT[3]], own[CHAT[2]]))
-    assert _close(stored[2], _mixed(own[CHAT[4]], own[CHAT[0]]))
+    own = {body: own_vector(counting_embedder, body) for body in CHAT}
+    stored = stored_vectors(database, [now_first, now_second, between])
+    assert close(stored[0], own[CHAT[2]])  # months after May: a session of its own
+    assert close(stored[1], mixed(own[CHAT[3]], own[CHAT[2]]))
+    assert close(stored[2], mixed(own[CHAT[4]], own[CHAT[0]]))
 
 
 def test_a_session_gap_of_zero_keeps_each_message_its_own_vector(
@@ -115,8 +89,8 @@ def test_a_session_gap_of_zero_keeps_each_message_its_own_vector(
         database.engine, embedder=counting_embedder, config=WriteConfig(session_gap_minutes=0.0)
     )
     ids = store.remember_many(_message(body, 0) for body in CHAT)
-    for vector, body in zip(_stored(database, ids), CHAT, strict=True):
-        assert _close(vector, _own(counting_embedder, body))
+    for vector, body in zip(stored_vectors(database, ids), CHAT, strict=True):
+        assert close(vector, own_vector(counting_embedder, body))
 
 
 def test_reembed_mixes_the_message_before_as_a_write_does(
@@ -131,11 +105,11 @@ def test_reembed_mixes_the_message_before_as_a_write_does(
     )  # fmt: skip
     store = MemoryStore(database.engine, embedder=counting_embedder)
     assert reembed(store, batch_size=2).updated == 3  # the third's previous is in the first batch
-    own = [_own(counting_embedder, body) for body in CHAT[:3]]
-    stored = _stored(database, ids)
-    assert _close(stored[0], own[0])
-    assert _close(stored[1], _mixed(own[1], own[0]))
-    assert _close(stored[2], _mixed(own[2], own[1]))
+    own = [own_vector(counting_embedder, body) for body in CHAT[:3]]
+    stored = stored_vectors(database, ids)
+    assert close(stored[0], own[0])
+    assert close(stored[1], mixed(own[1], own[0]))
+    assert close(stored[2], mixed(own[2], own[1]))
 
 
 # -- the retriever: a message's session lifts its neighbours -------------------------------

@@ -4,26 +4,22 @@ batches, per tenant, through `reembed`; anything else keeps its own vector."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-import numpy.typing as npt
 import pytest
-from sqlalchemy import text
 
 from retrieval.errors import ConfigurationError
 from retrieval.memory.config import DEFAULT_TURN_CONTEXT, WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.reembed import reembed
 from retrieval.memory.store import MemoryStore
-from tests.conftest import CountingEmbedder, PgDatabase, as_stored
+from tests.conftest import CountingEmbedder, PgDatabase
+from tests.turn_vectors import close, mixed, own_vector, stored_vectors
 
 TURNS = [
     "Did you raise the lock timeout before the migration?",
     "Ten seconds, and it went through.",
     "Good. Then the index build can run tonight.",
 ]
-Vector = npt.NDArray[np.float32]
 
 
 def _turn(
@@ -39,40 +35,16 @@ def _turn(
                        **fields)  # type: ignore[arg-type]  # fmt: skip
 
 
-def _stored(database: PgDatabase, ids: Sequence[int]) -> list[Vector]:
-    with database.engine.connect() as connection:
-        rows = dict(
-            connection.execute(
-                text("SELECT id, embedding FROM retrieval.memories WHERE id = ANY(:ids)"),
-                {"ids": list(ids)},
-            ).all()
-        )
-    return [np.asarray(rows[memory_id].to_numpy(), dtype=np.float32) for memory_id in ids]
-
-
-def _own(embedder: CountingEmbedder, body: str) -> Vector:
-    return np.asarray(embedder.inner.embed([body])[0], dtype=np.float32)
-
-
-def _mixed(own: Vector, previous: Vector, weight: float = DEFAULT_TURN_CONTEXT) -> Vector:
-    mixed = own + np.float32(weight) * previous
-    return np.asarray(mixed / np.linalg.norm(mixed), dtype=np.float32)
-
-
-def _close(stored: Vector, expected: Vector) -> bool:
-    return bool(np.allclose(stored, as_stored(expected), atol=2e-3))
-
-
 def test_each_turn_of_a_batch_carries_its_previous_turns_own_vector(
     database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
 ) -> None:
     ids = store.remember_many(_turn(body, position) for position, body in enumerate(TURNS))
-    own = [_own(counting_embedder, body) for body in TURNS]
-    stored = _stored(database, ids)
-    assert _close(stored[0], own[0])  # the first turn has no context
-    assert _close(stored[1], _mixed(own[1], own[0]))
-    assert _close(stored[2], _mixed(own[2], own[1]))  # the previous turn's own vector, not mixed
-    assert not _close(stored[1], own[1])
+    own = [own_vector(counting_embedder, body) for body in TURNS]
+    stored = stored_vectors(database, ids)
+    assert close(stored[0], own[0])  # the first turn has no context
+    assert close(stored[1], mixed(own[1], own[0]))
+    assert close(stored[2], mixed(own[2], own[1]))  # the previous turn's own vector, not mixed
+    assert not close(stored[1], own[1])
     assert sorted(counting_embedder.embedded) == sorted(TURNS)  # each text embedded once
     stats = store.cache_stats
     assert (stats.texts, stats.embedded, stats.hits) == (3, 3, 0)  # context lookups not counted
@@ -84,20 +56,20 @@ def test_a_turn_written_later_takes_its_stored_previous_turn(
     store.remember_many([_turn(TURNS[0], 0)])
     (later,) = store.remember_many([_turn(TURNS[1], 1)])
     assert counting_embedder.embedded == [TURNS[0], TURNS[1]]  # the first from the cache
-    own = [_own(counting_embedder, body) for body in TURNS[:2]]
-    assert _close(_stored(database, [later])[0], _mixed(own[1], own[0]))
+    own = [own_vector(counting_embedder, body) for body in TURNS[:2]]
+    assert close(stored_vectors(database, [later])[0], mixed(own[1], own[0]))
     # The same texts again (all cached, the path that joins the cache table in SQL for plain
     # memories) still mix their context.
     ids = store.remember_many(
         _turn(body, position, thread="t2") for position, body in enumerate(TURNS[:2])
     )
     assert counting_embedder.embedded == [TURNS[0], TURNS[1]]
-    stored = _stored(database, ids)
-    assert _close(stored[0], own[0]) and _close(stored[1], _mixed(own[1], own[0]))
+    stored = stored_vectors(database, ids)
+    assert close(stored[0], own[0]) and close(stored[1], mixed(own[1], own[0]))
     assert store.cache_stats.hits == 2
 
 
-def test_memories_outside_a_thread_or_with_a_given_vector_keep_their_own(
+def test_memories_outside_a_thread_or_with_a_given_vector_keep_theirown_vector(
     database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
 ) -> None:
     given = np.zeros(384, dtype=np.float32)
@@ -111,11 +83,11 @@ def test_memories_outside_a_thread_or_with_a_given_vector_keep_their_own(
             _turn(TURNS[2], 1, tenant="globex"),  # globex has no turn 0 in t1: acme's is not used
         ]
     )
-    stored = _stored(database, ids)
-    assert _close(stored[1], given)
-    assert _close(stored[2], _own(counting_embedder, TURNS[2]))
-    assert _close(stored[3], _own(counting_embedder, TURNS[1]))
-    assert _close(stored[4], _own(counting_embedder, TURNS[2]))
+    stored = stored_vectors(database, ids)
+    assert close(stored[1], given)
+    assert close(stored[2], own_vector(counting_embedder, TURNS[2]))
+    assert close(stored[3], own_vector(counting_embedder, TURNS[1]))
+    assert close(stored[4], own_vector(counting_embedder, TURNS[2]))
 
 
 def test_a_turn_after_a_given_vector_mixes_the_text_of_that_turn(
@@ -125,8 +97,8 @@ def test_a_turn_after_a_given_vector_mixes_the_text_of_that_turn(
     given[5] = 1.0
     store.remember_many([_turn(TURNS[0], 0, embedding=given)])
     (later,) = store.remember_many([_turn(TURNS[1], 1)])
-    own = [_own(counting_embedder, body) for body in TURNS[:2]]
-    assert _close(_stored(database, [later])[0], _mixed(own[1], own[0]))
+    own = [own_vector(counting_embedder, body) for body in TURNS[:2]]
+    assert close(stored_vectors(database, [later])[0], mixed(own[1], own[0]))
     stats = store.cache_stats  # the context text was embedded but is not counted as one
     assert (stats.texts, stats.embedded, stats.hits) == (1, 1, 0)
 
@@ -138,8 +110,8 @@ def test_turn_context_zero_turns_it_off(
         database.engine, embedder=counting_embedder, config=WriteConfig(turn_context=0.0)
     )
     ids = store.remember_many(_turn(body, position) for position, body in enumerate(TURNS))
-    for vector, body in zip(_stored(database, ids), TURNS, strict=True):
-        assert _close(vector, _own(counting_embedder, body))
+    for vector, body in zip(stored_vectors(database, ids), TURNS, strict=True):
+        assert close(vector, own_vector(counting_embedder, body))
 
 
 def test_turn_context_comes_from_the_environment_and_is_checked(
@@ -166,8 +138,8 @@ def test_reembed_mixes_the_previous_turn_as_a_write_does(
     store = MemoryStore(database.engine, embedder=counting_embedder)
     summary = reembed(store, batch_size=2)  # the third turn's context is in the first batch
     assert summary.updated == 3 and summary.embedded == 3
-    own = [_own(counting_embedder, body) for body in TURNS]
-    stored = _stored(database, ids)
-    assert _close(stored[0], own[0])
-    assert _close(stored[1], _mixed(own[1], own[0]))
-    assert _close(stored[2], _mixed(own[2], own[1]))
+    own = [own_vector(counting_embedder, body) for body in TURNS]
+    stored = stored_vectors(database, ids)
+    assert close(stored[0], own[0])
+    assert close(stored[1], mixed(own[1], own[0]))
+    assert close(stored[2], mixed(own[2], own[1]))
