@@ -34,6 +34,7 @@ from retrieval.integrations.mcp_server import http_server, memory_server, tenant
 from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
 from retrieval.memory.store import MemoryStore
 from tests.conftest import PgDatabase
+from tests.docs_blocks import ROOT, blocks
 from tests.live_server import free_port, running
 
 TOOLS = {"search_memory", "remember", "record_decision", "record_tool_call", "timeline", "forget"}
@@ -566,15 +567,16 @@ def test_a_hostile_tool_argument_is_answered_without_a_traceback(
         assert connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar() == 0
 
 
-def _readme_check_script() -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    start = readme.index("save this as `check_mcp.py`")
-    body = readme[
-        readme.index("```python", start) + len("```python") : readme.index(
-            "```\n", readme.index("```python", start) + 9
-        )
+def _fragment(page: str, first_line: str) -> str:
+    """The fragment of ``page`` whose first line is ``first_line``, as a reader copies it."""
+    (block,) = [
+        b for b in blocks(ROOT / page) if b.fragment and b.source.startswith(first_line)
     ]
-    return "\n".join(line[3:] if line.startswith("   ") else line for line in body.splitlines())
+    return block.source
+
+
+def _readme_check_script() -> str:
+    return _fragment("README.md", "import asyncio")
 
 
 def _run_check(tmp_path: Path, environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -624,9 +626,7 @@ def test_the_http_client_of_the_docs_runs_with_a_token(
     http_url: tuple[str, dict[str, str]], tmp_path: Path
 ) -> None:
     url, tokens = http_url
-    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text("utf-8")
-    start = page.index("```python", page.index("with the SDK's own client"))
-    block = page[start + len("```python") : page.index("```\n", start + 9)]
+    block = _fragment("docs/mcp.md", "import asyncio")
     assert 'URL = "http://127.0.0.1:8765/mcp"' in block and 'TOKEN = "..."' in block
     script = tmp_path / "client.py"
     script.write_text(
