@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,6 +126,8 @@ def _search(args: argparse.Namespace, database: Database) -> int:
             f"SQL {d.sql_ms:.1f}, fusion {d.fusion_ms:.1f}); keywords: "
             f"{', '.join(d.keywords) or '(none)'}"
         )
+    for note in response.diagnostics.notes:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
@@ -143,6 +146,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
 
     List the memories stored, decisions taken and tool calls made by a tenant between --since
     and --until, newest first, across the three tables."""
+    from retrieval.search.tenants import tenant_holds, unknown_tenant_note
     from retrieval.search.timeline import timeline
 
     events = timeline(
@@ -167,4 +171,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         print(f"{when} UTC  {label:<30} {text[:80]}{_retired_mark(event.details)}")
     if not events:
         print("(nothing in this window)")
+        schema = database.config.schema
+        if not tenant_holds(database.read_engine or database.engine, schema, args.tenant):
+            print(f"note: {unknown_tenant_note(args.tenant)}", file=sys.stderr)
     return 0

@@ -64,7 +64,10 @@ class Diagnostics:
     one statement, round trip included), ``fusion_ms`` (weights, threshold, ranking in Python),
     ``total_ms``. ``statements`` is the number of SQL statements the call ran: 0 or 1, or 2
     on the first call after a tenant that held no documents, or no decisions and tool calls,
-    got some (see :mod:`retrieval.search.sources.presence`).
+    got some (see :mod:`retrieval.search.sources.presence`), one more for the turns around a
+    hit of a conversation, and one more when nothing was found (does the tenant hold anything?).
+    ``notes`` says what the caller should know about an empty answer: a tenant that holds
+    nothing at all is named (a mistyped tenant id reads otherwise as "nothing relevant").
     """
 
     embedding_ms: float
@@ -77,6 +80,8 @@ class Diagnostics:
     as_of: datetime
     query_embedding_cached: bool
     statements: int
+    # What the caller should know about an empty answer (a tenant that holds nothing).
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view of the diagnostics."""
@@ -86,6 +91,7 @@ class Diagnostics:
             "fusion_ms": round(self.fusion_ms, 3),
             "total_ms": round(self.total_ms, 3),
             "statements": self.statements,
+            "notes": list(self.notes),
             "keywords": list(self.keywords),
             "mode": self.mode,
             "as_of": self.as_of.isoformat(),

@@ -22,6 +22,7 @@ from retrieval import arguments
 from retrieval.arguments import aware_datetime, check_tenant
 from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database, check_driver
+from retrieval.db.queries import statement
 from retrieval.db.read_pool import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_WAIT_SECONDS,
@@ -67,6 +68,7 @@ from retrieval.search.sources.statement import (
     statement_parameters,
 )
 from retrieval.search.sources.working_state import LexicalOption, score_working_state
+from retrieval.search.tenants import unknown_tenant_note
 from retrieval.search.timeline import TimelineEvent, timeline
 
 
@@ -180,6 +182,7 @@ class HybridRetriever:
         self._presence = SourcePresence()
         self._sizes = TenantSizes()
         self._neighbors = neighbors_statement(schema)
+        self._tenant_holds = statement("search.tenant_holds", schema)
         # The embedding model's relevance scale (its id needs no model load).
         self._calibration = calibration_for(self.embedder.model_id)
         self._tracing = Tracing(tracer_provider)
@@ -279,6 +282,11 @@ class HybridRetriever:
                         as_of=call.values.as_of,
                         known_at=call.values.known_at,
                     )
+            notes: tuple[str, ...] = ()
+            if not results:
+                statements += 1
+                if not self._holds(tenant_id, reads):
+                    notes = (unknown_tenant_note(tenant_id),)
             fused = time.perf_counter()
             if call.config.record_access:
                 with self._tracing.span("retrieval.access_counts"):
@@ -295,6 +303,7 @@ class HybridRetriever:
                 as_of=call.values.as_of,
                 query_embedding_cached=cached,
                 statements=statements,
+                notes=notes,
             )
             response = RetrievalResponse(results=tuple(results), diagnostics=diagnostics)
             if call_span.recording:
@@ -333,6 +342,18 @@ class HybridRetriever:
             as_of=as_of,
             include_retired=include_retired,
         )
+
+    def holds(self, tenant_id: str, *, read_your_writes: bool = False) -> bool:
+        """Whether ``tenant_id`` holds anything at all (a memory, live or not, a decision, a
+        tool call or a document): what tells a mistyped tenant from one with nothing relevant."""
+        tenant_id = check_tenant(tenant_id)
+        replica = arguments.flag("read_your_writes", read_your_writes)
+        reads = self._connections if replica else self._reads
+        return self._holds(tenant_id, reads)
+
+    def _holds(self, tenant_id: str, reads: ReadConnections) -> bool:
+        rows = reads.execute(self._tenant_holds, {"tenant_id": tenant_id})
+        return bool(rows[0][0])
 
     @property
     def max_connections(self) -> int:

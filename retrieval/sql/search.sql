@@ -74,3 +74,11 @@ UNION ALL
  ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s)
 ORDER BY created_at DESC, item, id DESC
 LIMIT %(limit)s
+
+-- name: tenant_holds
+-- Whether a tenant holds anything at all: asked only when a call found nothing, so that a
+-- mistyped tenant is named as such rather than read as an empty answer.
+SELECT EXISTS (SELECT FROM {schema}.memories WHERE tenant_id = %(tenant_id)s)
+    OR EXISTS (SELECT FROM {schema}.decisions WHERE tenant_id = %(tenant_id)s)
+    OR EXISTS (SELECT FROM {schema}.tool_calls WHERE tenant_id = %(tenant_id)s)
+    OR EXISTS (SELECT FROM {schema}.documents WHERE tenant_id = %(tenant_id)s)

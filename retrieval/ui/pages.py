@@ -24,6 +24,7 @@ from starlette.templating import Jinja2Templates
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.search.retriever import HybridRetriever
+from retrieval.search.tenants import tenant_holds
 from retrieval.search.timeline import TimelineCursor
 from retrieval.search.timeline import timeline as read_timeline
 from retrieval.ui import forms
@@ -71,6 +72,19 @@ class Inspector:
             raise PageError(404, "no such tenant")
         return forms.tenant(tenant)
 
+    async def held_tenant(self, request: Request) -> str:
+        """The tenant the URL names, if the viewer may see it and it holds anything (else 404:
+        a mistyped tenant is named as such, not shown as an empty page)."""
+        tenant = self.tenant(request)
+        reads = self.reads
+        if not await run_in_threadpool(tenant_holds, reads.engine, reads.schema, tenant):
+            raise PageError(
+                404,
+                f"tenant {tenant!r:.80} holds nothing here: check its name "
+                "(the tenants page lists those you may see)",
+            )
+        return tenant
+
     def writable(self) -> None:
         """Refuse a change when the inspector is read-only."""
         if self.read_only:
@@ -111,8 +125,11 @@ async def tenants(inspector: Inspector, request: Request) -> Response:
 
 async def timeline(inspector: Inspector, request: Request) -> Response:
     """``/tenants/{tenant}``: the tenant's events by day, newest first, with filters."""
-    tenant = inspector.tenant(request)
     params = request.query_params
+    # After a forget that emptied the tenant, its page says what was forgotten.
+    tenant = (
+        inspector.tenant(request) if params.get("forgot") else await inspector.held_tenant(request)
+    )
     known = inspector.kinds()
     chosen = forms.kinds(params.getlist("kind"), known)
     since = forms.moment("since", params.get("since"))
@@ -190,7 +207,7 @@ async def memory(inspector: Inspector, request: Request) -> Response:
 
 async def search(inspector: Inspector, request: Request) -> Response:
     """``/tenants/{tenant}/search?q=...``: the ranked results with their scores' parts."""
-    tenant = inspector.tenant(request)
+    tenant = await inspector.held_tenant(request)
     params = request.query_params
     text = forms.query(params.get("q"))
     modes = sorted(inspector.retriever.config.modes)

@@ -194,7 +194,13 @@ def test_search_prints_a_ranked_table_or_json(
 
     # Another tenant sees nothing of acme's.
     assert main([*url, "search", "database migration", "--tenant", "globex", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["results"] == []
+    answered = capsys.readouterr()
+    assert json.loads(answered.out)["results"] == [] and "note:" not in answered.err
+    # A tenant that holds nothing is named as such on stderr.
+    assert main([*url, "search", "database migration", "--tenant", "initech", "--json"]) == 0
+    assert "note: tenant 'initech' holds nothing here" in capsys.readouterr().err
+    assert main([*url, "search", "database migration", "--tenant", "initech"]) == 0
+    assert "note: tenant 'initech' holds nothing here" in capsys.readouterr().err
     # Bad input exits 1 with the reason.
     assert main([*url, "search", "  ", "--tenant", "acme"]) == 1
     assert "query is empty" in capsys.readouterr().err
@@ -217,6 +223,12 @@ def test_timeline_lists_a_window_newest_first(
     assert events and {e["item"] for e in events} == {"decision"}
     assert main([*url, "timeline", "--tenant", "acme", "--limit", "0"]) == 1
     assert "limit must be an integer from 1 to 10,000" in capsys.readouterr().err
+    assert main([*url, "timeline", "--tenant", "acmee"]) == 0
+    mistyped = capsys.readouterr()
+    assert "(nothing in this window)" in mistyped.out
+    assert "note: tenant 'acmee' holds nothing here" in mistyped.err
+    assert main([*url, "timeline", "--tenant", "acme", "--until", "2000-01-01T00:00Z"]) == 0
+    assert "note:" not in capsys.readouterr().err  # a tenant with nothing in the window
 
 
 def test_search_with_the_memories_bm25_channel_limit_and_neighbors(

@@ -205,6 +205,30 @@ def test_another_tenants_rows_never_appear(store: MemoryStore, retriever: Hybrid
     assert retriever.retrieve("database migration", tenant_id="initech", as_of=AS_OF).results == ()
 
 
+def test_an_empty_answer_names_a_tenant_that_holds_nothing(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _history(store, tenant="acme")
+    unknown = retriever.retrieve("database migration", tenant_id="acmee", as_of=AS_OF)
+    assert unknown.results == ()
+    assert unknown.diagnostics.notes == (
+        "tenant 'acmee' holds nothing here (no memory, decision, tool call or document): "
+        "check the tenant id and the database",
+    )
+    assert unknown.diagnostics.to_dict()["notes"] == list(unknown.diagnostics.notes)
+    # A tenant that holds something, but nothing then: empty, and no note.
+    before = datetime(2000, 1, 1, tzinfo=UTC)
+    empty = retriever.retrieve("database migration", tenant_id="acme", as_of=before)
+    assert empty.results == () and empty.diagnostics.notes == ()
+    found = retriever.retrieve("database migration", tenant_id="acme", as_of=AS_OF)
+    assert found.results and found.diagnostics.notes == ()
+    assert retriever.holds("acme") and not retriever.holds("acmee")
+    store.record_decision(
+        tenant_id="initech", task_id="T-1", action_type="plan", content="x", status="done"
+    )
+    assert retriever.holds("initech")  # a decision is something
+
+
 def test_like_wildcards_in_a_keyword_match_literally(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:

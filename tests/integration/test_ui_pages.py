@@ -272,6 +272,9 @@ def test_bad_parameters_get_a_clear_error_page(client: TestClient, stored: Store
         f"/tenants/acme/memories/{stored.other_tenant[0]}": (404, "no memory"),
         "/tenants/" + quote(" spaced ", safe=""): (400, "tenant"),
         "/nowhere": (404, "no such page"),
+        # A mistyped tenant is named as such, not shown as an empty timeline.
+        "/tenants/acmee": (404, "tenant &#39;acmee&#39; holds nothing here"),
+        "/tenants/acmee/search?q=invoices": (404, "tenant &#39;acmee&#39; holds nothing here"),
     }
     for url, (status, message) in cases.items():
         response = client.get(url)
