@@ -254,17 +254,27 @@ def _known_variables(configs: int) -> frozenset[str]:
     return frozenset(names)
 
 
-def warn_unknown_variables(environ: Mapping[str, str]) -> None:
-    """Log a warning, once per name, for each ``RETRIEVAL_*`` variable the package does not
-    read (a typo would otherwise be ignored), naming the closest one it does read."""
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """A line for each ``RETRIEVAL_*`` variable of ``environ`` the package does not read (a typo
+    would otherwise be ignored), naming the closest one it does read."""
     known = known_variables()
+    lines = []
     for name in sorted(environ):
-        if not name.startswith("RETRIEVAL_") or name in known or name in _warned:
+        if not name.startswith("RETRIEVAL_") or name in known:
             continue
-        _warned.add(name)
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
-        logger.warning("%s is set but retrieval reads no such variable%s", name, hint)
+        lines.append(f"{name} is set but retrieval reads no such variable{hint}")
+    return lines
+
+
+def warn_unknown_variables(environ: Mapping[str, str]) -> None:
+    """Log a warning, once per name, for each line of :func:`unknown_variables`."""
+    for line in unknown_variables(environ):
+        name = line.split(" ", 1)[0]
+        if name not in _warned:
+            _warned.add(name)
+            logger.warning("%s", line)
 
 
 def configuration_markdown() -> str:
@@ -460,6 +470,7 @@ __all__ = [
     "read_elsewhere",
     "require_int",
     "setting",
+    "unknown_variables",
     "variables",
     "warn_unknown_variables",
 ]

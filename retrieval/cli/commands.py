@@ -19,10 +19,16 @@ from retrieval.cli.parsers import Handler, Offline, Parser, command
 from retrieval.cli.terminal import escaped_stdout, shown
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import Database, connect
-from retrieval.errors import RetrievalError, mask_url
+from retrieval.errors import ConfigurationError, RetrievalError, mask_url
 from retrieval.memory.config import WriteConfig
 from retrieval.search.config import SOURCES
-from retrieval.settings import SOURCE, configuration_markdown, variables
+from retrieval.settings import (
+    SOURCE,
+    configuration_markdown,
+    unknown_variables,
+    variables,
+    warn_unknown_variables,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    warn_unknown_variables(os.environ)  # a misspelled setting, whatever the command
     offline: Offline | None = getattr(args, "offline", None)
     handler: Handler | None = getattr(args, "handler", None)
     if offline is None and handler is None:
@@ -44,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return offline(args)
             assert handler is not None
             config = _config(args)
+            if config.url is None and not getattr(args, "creates_database", False):
+                _check_data_dir(config.data_dir)
             database = connect(config)
             try:
                 return handler(args, database)
@@ -51,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 database.dispose()
     except RetrievalError as error:
         print(f"error: {shown(str(error))}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the output's reader left (`retrieval config | head`)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more is written to it
         return 1
     except OSError as error:  # a file or folder the command was given
         print(f"error: {_file_problem(error)}", file=sys.stderr)
@@ -65,11 +77,28 @@ def _file_problem(error: OSError) -> str:
     return f"{where}{error.strerror or error}: check the path and its permissions"
 
 
+def _check_data_dir(data_dir: Path) -> None:
+    # Only `db upgrade`, `demo` and `mcp --upgrade` make a new embedded database: elsewhere a
+    # mistyped directory is said at once, not initialised (seconds) and then found empty.
+    if not data_dir.expanduser().exists():
+        raise ConfigurationError(
+            f"no embedded database in {data_dir}: the directory does not exist. Run "
+            "`retrieval db upgrade` to make one there, or name an existing one with --data-dir "
+            "or RETRIEVAL_DATA_DIR (`retrieval config` shows where it looks), or a server with "
+            "RETRIEVAL_DATABASE_URL"
+        )
+
+
+_EPILOG = """\
+settings: RETRIEVAL_* environment variables (`retrieval config` lists each with its value here,
+its default and its meaning; docs/configuration.md). Unset, the database is an embedded
+PostgreSQL in RETRIEVAL_DATA_DIR, made by `retrieval db upgrade`.
+`retrieval COMMAND --help` explains a command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (its help is the CLI's documentation)."""
-    epilog = "environment variables (retrieval config lists them with their values):\n" + (
-        "\n".join(f"  {variable.name}\n      {variable.help}" for variable in variables())
-    )
+    epilog = _EPILOG
     parser: argparse.ArgumentParser = Parser(  # its commands' parsers are of its class
         prog="retrieval",
         description="Agent memory in PostgreSQL with hybrid retrieval.",
@@ -93,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     ui_command.add_command(commands)
     reads.add_commands(commands)
     documents.add_commands(commands)
-    command(commands, "demo", _demo)
+    demo = command(commands, "demo", _demo)
+    demo.set_defaults(creates_database=True)
     config = command(commands, "config", offline=_show_config)
     config.add_argument(
         "--markdown", action="store_true", help="print docs/configuration.md instead"
@@ -109,6 +139,9 @@ def _show_config(args: argparse.Namespace) -> int:
     if args.markdown:
         print(configuration_markdown(), end="")
         return 0
+    print(f"{_where(_config(args))}\n")
+    for line in unknown_variables(os.environ):
+        print(f"warning: {line}")
     for variable in variables():
         names = [variable.name]
         if SOURCE in variable.name:
@@ -119,6 +152,17 @@ def _show_config(args: argparse.Namespace) -> int:
         print(f"{variable.name}: {', '.join(values) or '(unset)'}")
         print(f"    default: {variable.default}\n    {variable.help}")
     return 0
+
+
+def _where(config: DatabaseConfig) -> str:
+    # The database the commands would use, as `config` says it.
+    if config.url is not None:
+        return f"database: {mask_url(config.url)} (schema {config.schema!r})"
+    state = "exists" if config.data_dir.expanduser().exists() else "does not exist yet"
+    return (
+        f"database: the embedded PostgreSQL in {config.data_dir} ({state}; schema "
+        f"{config.schema!r})"
+    )
 
 
 def _config(args: argparse.Namespace) -> DatabaseConfig:

@@ -23,6 +23,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     actions = db.add_subparsers(title="actions", metavar="ACTION", required=True)
     upgrade = command(actions, "upgrade", _upgrade)
     upgrade.add_argument("revision", nargs="?", default="head", help="target (default: head)")
+    upgrade.set_defaults(creates_database=True)  # the embedded one, in a new data directory
     downgrade = command(actions, "downgrade", _downgrade)
     downgrade.add_argument("revision", nargs="?", default="-1", help="target (default: -1)")
     downgrade.add_argument(

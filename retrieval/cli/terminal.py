@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from typing import Any, TextIO
 
+from retrieval.db.engine import Database
+
 
 def confirmed(question: str) -> bool:
     """Whether the user typed ``yes`` to ``question``; never when no terminal can answer."""
@@ -74,3 +76,11 @@ def progress(total: int, label: str, unit: str) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc=label, unit=f" {unit}", disable=None, file=sys.stderr)
+
+
+def database_line(database: Database) -> str:
+    """Which database a command read: its URL (password masked), and for the embedded server
+    its data directory."""
+    if database.embedded is not None:
+        return f"database: the embedded PostgreSQL in {database.embedded.data_dir} ({database.url})"
+    return f"database: {database.url}"

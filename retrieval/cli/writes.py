@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from retrieval.cli.parsers import command
-from retrieval.cli.terminal import progress
+from retrieval.cli.terminal import database_line, progress
 from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
@@ -113,6 +113,7 @@ def _stats(args: argparse.Namespace, database: Database) -> int:
             f"schema {overview.schema!r} in {database.url} is not migrated (PostgreSQL "
             f"{overview.server_version}, no retrieval tables): run `retrieval db upgrade` first"
         )
+    print(database_line(database))
     print(render(overview, indexes=False))
     return 0
 

@@ -124,7 +124,66 @@ def test_every_command_has_help_and_is_documented() -> None:
     configuration = (ROOT / "docs" / "configuration.md").read_text()
     for name in names:
         assert f"`{name}`" in configuration, f"docs/configuration.md does not document {name}"
-        assert name in build_parser().format_help()
+
+
+def test_the_help_fits_a_screen_and_points_to_the_settings() -> None:
+    shown = build_parser().format_help()
+    assert len(shown.splitlines()) <= 50
+    assert "`retrieval config` lists each" in shown and "RETRIEVAL_DATA_DIR" in shown
+
+
+def _retrieval(*argv: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RETRIEVAL_")}
+    return subprocess.run(
+        [sys.executable, "-m", "retrieval", *argv],
+        env=env | environment, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_a_missing_data_directory_is_said_not_initialised(tmp_path: Path) -> None:
+    missing = tmp_path / "memroy"
+    for argv in (["stats"], ["search", "x", "--tenant", "acme"], ["timeline", "--tenant", "a"]):
+        done = _retrieval("--data-dir", str(missing), *argv)
+        assert done.returncode == 1
+        assert done.stderr.strip() == (
+            f"error: no embedded database in {missing}: the directory does not exist. Run "
+            "`retrieval db upgrade` to make one there, or name an existing one with --data-dir "
+            "or RETRIEVAL_DATA_DIR (`retrieval config` shows where it looks), or a server with "
+            "RETRIEVAL_DATABASE_URL"
+        )
+    assert not missing.exists()
+
+
+def test_every_command_warns_of_a_misspelled_variable(database: PgDatabase, tmp_path: Path) -> None:
+    warning = (
+        "RETRIEVAL_DATABSE_URL is set but retrieval reads no such variable; "
+        "did you mean RETRIEVAL_DATABASE_URL?"
+    )
+    url = ["--database-url", database.url]
+    for argv in (["config"], [*url, "stats"], [*url, "search", "x", "--tenant", "a"]):
+        done = _retrieval(*argv, RETRIEVAL_DATABSE_URL=database.url)
+        assert done.returncode == 0, done.stderr
+        assert f"WARNING retrieval.settings: {warning}" in done.stderr
+    # `config` says it with the settings, and which database the commands would use.
+    shown = _retrieval("--data-dir", str(tmp_path / "m"), "config", RETRIEVAL_DATABSE_URL="x")
+    lines = shown.stdout.splitlines()
+    assert lines[0] == (
+        f"database: the embedded PostgreSQL in {tmp_path / 'm'} (does not exist yet; "
+        "schema 'retrieval')"
+    )
+    assert f"warning: {warning}" in lines
+    named = _retrieval("config", RETRIEVAL_DATABASE_URL="postgresql://app:s3cret@db.example/prod")
+    assert named.stdout.splitlines()[0] == (
+        "database: postgresql://app:***@db.example/prod (schema 'retrieval')"
+    )
+
+
+def test_stats_names_the_database_it_read(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--database-url", database.url, "stats"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("database: postgresql") and database.name in first
 
 
 def test_the_configuration_page_is_generated_from_the_declarations(

@@ -569,9 +569,7 @@ def test_a_hostile_tool_argument_is_answered_without_a_traceback(
 
 def _fragment(page: str, first_line: str) -> str:
     """The fragment of ``page`` whose first line is ``first_line``, as a reader copies it."""
-    (block,) = [
-        b for b in blocks(ROOT / page) if b.fragment and b.source.startswith(first_line)
-    ]
+    (block,) = [b for b in blocks(ROOT / page) if b.fragment and b.source.startswith(first_line)]
     return block.source
 
 
