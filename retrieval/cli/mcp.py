@@ -19,6 +19,7 @@ from typing import Any
 
 from retrieval.arguments import check_tenant
 from retrieval.cli.parsers import command
+from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.errors import ConfigurationError
 from retrieval.integrations.mcp_config import McpConfig
@@ -55,6 +56,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--tokens-file",
         type=Path,
         help="accepted bearer tokens, 'SHA256-HEX TENANT' per line (RETRIEVAL_MCP_TOKENS_FILE)",
+    )
+    mcp.add_argument(
+        "--upgrade",
+        dest="creates_database",
+        action="store_true",
+        help="migrate the database to the newest revision first (making the embedded one if "
+        "its data directory does not exist): for a client's configuration that starts the "
+        "server on a new machine",
     )
     token = command(commands, "mcp-token", offline=_mcp_token)
     token.add_argument("--tenant", required=True, help="the tenant the token opens")
@@ -99,6 +108,11 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
     from retrieval.memory.store import MemoryStore
 
     config = McpConfig.from_env()
+    if args.creates_database:  # --upgrade; stdout may be the protocol's channel: say it on stderr
+        settings = migrate.MigrationSettings.from_config(database.config)
+        migrate.upgrade(database.engine, settings)
+        revision = migrate.current_revision(database.engine, settings)
+        print(f"retrieval mcp: {database.url} at revision {revision}", file=sys.stderr)
     store = AsyncMemoryStore(MemoryStore.from_database(database, config=WriteConfig.from_env()))
     retriever = AsyncHybridRetriever.from_store(store, config=RetrievalConfig.from_env())
     try:

@@ -620,6 +620,33 @@ def test_a_server_on_a_database_not_migrated_says_so_in_one_line(
     )
 
 
+def test_upgrade_migrates_a_new_database_before_serving(database: PgDatabase) -> None:
+    """``retrieval mcp --upgrade``: a client's configuration can start the server on a database
+    nobody migrated yet (here a new schema; the embedded server's new data directory the same)."""
+    environment = {
+        "HF_HUB_OFFLINE": "1",
+        "RETRIEVAL_DATABASE_URL": database.url,
+        "RETRIEVAL_SCHEMA": "fresh_memory",
+    }
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "retrieval", "mcp", "--tenant", "me", "--upgrade"],
+        env=environment,
+    )
+
+    async def scenario() -> str:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("remember", {"text": "The staging database is PostgreSQL 18"})
+            found = await session.call_tool("search_memory", {"query": "staging database"})
+            return str(_data(found)["results"][0]["content"])
+
+    assert asyncio.run(scenario()) == "The staging database is PostgreSQL 18"
+    with database.engine.connect() as connection:
+        stored = connection.execute(text("SELECT count(*) FROM fresh_memory.memories")).scalar()
+    assert stored == 1
+
+
 def test_the_http_client_of_the_docs_runs_with_a_token(
     http_url: tuple[str, dict[str, str]], tmp_path: Path
 ) -> None:
