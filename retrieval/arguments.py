@@ -44,6 +44,12 @@ MAX_RESULTS = 1000
 MAX_SIMILAR = 100
 # The most events of one timeline call.
 MAX_TIMELINE_EVENTS = 10_000
+# What a server (the MCP server, the inspector) gives one request, below the limits above: its
+# answer goes over the network into a model's context or a page, and one client must not make
+# a server shared by others build an answer of hundreds of megabytes (10,000 events of 32,000
+# characters). The API and the CLI run in the caller's own process and take the limits above.
+MAX_SERVED_RESULTS = 100
+MAX_SERVED_EVENTS = 1000
 _MISSING = object()
 
 

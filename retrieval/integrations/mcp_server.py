@@ -29,6 +29,7 @@ from pydantic import AnyHttpUrl, Field
 from starlette.routing import Route
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
+from retrieval.arguments import MAX_SERVED_EVENTS, MAX_SERVED_RESULTS
 from retrieval.integrations.mcp_calls import ToolCalls
 from retrieval.integrations.mcp_config import (
     DEFAULT_CALLS_AT_ONCE,
@@ -42,6 +43,7 @@ from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.records import MemoryInput
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.observability.tracing import Tracing
+from retrieval.search.neighbors import MAX_NEIGHBORS
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.timeline import TimelineEvent
 
@@ -240,13 +242,14 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
             str | None, Field(description="only this task's decisions and tool calls")
         ] = None,
         limit: Annotated[
-            int | None, Field(ge=1, le=100, description="most results (default 10)")
+            int | None,
+            Field(ge=1, le=MAX_SERVED_RESULTS, description="most results (default 10)"),
         ] = None,
         neighbors: Annotated[
             int,
             Field(
                 ge=0,
-                le=20,
+                le=MAX_NEIGHBORS,
                 description="with each memory of a conversation, this many turns before and "
                 "after it",
             ),
@@ -399,7 +402,7 @@ def _add_timeline(server: MCPServer, tools: _Tools) -> None:
             list[str] | None,
             Field(description=f"only these: memory kinds ({_KINDS}), decision, tool_call"),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=500, description="most events")] = 50,
+        limit: Annotated[int, Field(ge=1, le=MAX_SERVED_EVENTS, description="most events")] = 50,
     ) -> dict[str, Any]:
         """What happened between since and until, newest first: memories stored, decisions
         taken, tool calls made."""

@@ -6,13 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
-from retrieval.arguments import MAX_NAME_CHARS, storable_problem, tenant_problem
+from retrieval.arguments import (
+    MAX_NAME_CHARS,
+    MAX_SERVED_EVENTS,
+    MAX_SERVED_RESULTS,
+    storable_problem,
+    tenant_problem,
+)
 from retrieval.search.query import MAX_QUERY_CHARS
 from retrieval.search.timeline import TimelineCursor
 
-MAX_PAGE_EVENTS = 1000
+MAX_PAGE_EVENTS = MAX_SERVED_EVENTS  # a page; older events on the next one
 ITEMS = ("memory", "decision", "tool_call")
-MAX_SEARCH_RESULTS = 100
+MAX_SEARCH_RESULTS = MAX_SERVED_RESULTS
 
 
 class PageError(Exception):

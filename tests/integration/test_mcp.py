@@ -27,6 +27,7 @@ from mcp.types import CallToolResult
 from sqlalchemy import text
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
+from retrieval.arguments import MAX_SERVED_EVENTS, MAX_SERVED_RESULTS
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError
 from retrieval.integrations.mcp_config import McpConfig
@@ -71,6 +72,13 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
             assert set(tools) == TOOLS
             assert "tenant_id" not in json.dumps([t.input_schema for t in tools.values()])
             assert tools["search_memory"].input_schema["required"] == ["query"]
+            # The limits of every server, named once (retrieval.arguments).
+            limits = {
+                name: tools[name].input_schema["properties"]["limit"]
+                for name in ("search_memory", "timeline")
+            }
+            assert json.dumps(limits["search_memory"]).count(f'"maximum": {MAX_SERVED_RESULTS}')
+            assert limits["timeline"]["maximum"] == MAX_SERVED_EVENTS
             assert tools["search_memory"].description
 
             stored = _data(
