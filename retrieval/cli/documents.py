@@ -10,6 +10,7 @@ from retrieval.cli.parsers import command
 from retrieval.cli.terminal import progress
 from retrieval.db.engine import Database
 from retrieval.documents.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
+from retrieval.embedding.progress import reporting_embedded
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
@@ -77,12 +78,13 @@ def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
     documents = DocumentStore(store, text_search_config=args.text_search_config)
     outcome = {"added": 0, "replaced": 0, "unchanged": 0}
     chunks = 0
-    with progress(len(parsed), "ingest-docs", "files") as bar:
+    total = sum(len(document.chunks) for document in parsed)
+    with progress(total, "ingest-docs", "chunks") as bar, reporting_embedded(bar.embedded):
         for document in parsed:
             written = documents.add(document)
             outcome[written.status] += 1
             chunks += len(written.chunk_ids) if written.status != "unchanged" else 0
-            bar.update(1)
+            bar.committed(len(document.chunks))
     print(
         f"{len(parsed)} files: {outcome['added']} added, {outcome['replaced']} replaced, "
         f"{outcome['unchanged']} unchanged; {chunks} chunks written"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from typing import Any, TextIO
@@ -70,12 +72,88 @@ def escaped_stdout() -> Iterator[None]:
         yield
 
 
-def progress(total: int, label: str, unit: str) -> Any:
-    """A progress bar of ``total`` ``unit`` on standard error: a bar on a terminal, silence in
-    pipes and CI logs."""
-    from tqdm import tqdm
+# Without a terminal (a pipe, a CI log), a line this often at most.
+LOG_EVERY_SECONDS = 10.0
 
-    return tqdm(total=total, desc=label, unit=f" {unit}", disable=None, file=sys.stderr)
+
+class Progress:
+    """Progress of a long command on standard error: on a terminal a bar redrawn at least every
+    second (done, rate, time left); elsewhere a line every :data:`LOG_EVERY_SECONDS`.
+
+    ``committed(n)`` counts ``n`` more units written; ``embedded(n)`` counts texts embedded
+    since (:func:`retrieval.embedding.progress.reporting_embedded`), which moves the position
+    within a transaction of thousands of rows, never past the last unit before it commits."""
+
+    def __init__(self, total: int, label: str, unit: str, stream: TextIO | None = None) -> None:
+        from tqdm import tqdm
+
+        self.total, self.label, self.unit = total, label, unit
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self._within = 0
+        self._began = self._logged = time.monotonic()
+        self._bar: Any = None
+        self._stop = threading.Event()
+        if self.stream.isatty():
+            self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=self.stream)
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    @property
+    def position(self) -> int:
+        """Units done, counting those being embedded."""
+        if self._within == 0:
+            return self.done
+        return max(self.done, min(self.done + self._within, self.total - 1))
+
+    def committed(self, count: int) -> None:
+        """``count`` more units are written."""
+        self.done += count
+        self._within = 0
+        self._moved()
+
+    def embedded(self, count: int) -> None:
+        """``count`` more texts of the units being written are embedded."""
+        self._within += count
+        self._moved()
+
+    def line(self) -> str:
+        """Where it stands, as the line written without a terminal."""
+        position = self.position
+        elapsed = max(time.monotonic() - self._began, 1e-9)
+        rate = position / elapsed
+        left = f", about {(self.total - position) / rate:,.0f} s left" if rate > 0 else ""
+        share = 100 * position / self.total if self.total else 100.0
+        return (
+            f"{self.label}: {position:,} of {self.total:,} {self.unit} ({share:.0f}%), "
+            f"{rate:,.1f} {self.unit}/s{left}"
+        )
+
+    def _moved(self) -> None:
+        if self._bar is not None:
+            self._bar.update(self.position - self._bar.n)
+            return
+        now = time.monotonic()
+        if now - self._logged >= LOG_EVERY_SECONDS:
+            self._logged = now
+            print(self.line(), file=self.stream, flush=True)
+
+    def _tick(self) -> None:
+        # The bar's time and rate stay current while a batch of the model runs.
+        while not self._stop.wait(1.0):
+            self._bar.refresh()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._bar is not None:
+            self._bar.close()
+
+
+def progress(total: int, label: str, unit: str) -> Progress:
+    """A :class:`Progress` of ``total`` ``unit`` on standard error."""
+    return Progress(total, label, unit)
 
 
 def database_line(database: Database) -> str:

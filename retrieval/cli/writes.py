@@ -12,6 +12,7 @@ from retrieval.cli.terminal import database_line, progress
 from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.embedding.progress import reporting_embedded
 from retrieval.errors import SchemaError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
@@ -75,8 +76,8 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
     if args.defer_index:
         drop_vector_index(database.engine, store.schema)
     try:
-        with progress(len(records), "ingest", "rows") as bar:
-            summary = ingest(store, records, batch_size=args.batch_size, progress=bar.update)
+        with progress(len(records), "ingest", "rows") as bar, reporting_embedded(bar.embedded):
+            summary = ingest(store, records, batch_size=args.batch_size, progress=bar.committed)
     finally:
         if args.defer_index:
             seconds = build_vector_index(database.engine, store.schema)
@@ -134,9 +135,9 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
     )
     store = MemoryStore.from_database(database, embedder=embedder, config=config)
     todo = pending(store, args.tenant)
-    with progress(todo, "reembed", "memories") as bar:
+    with progress(todo, "reembed", "memories") as bar, reporting_embedded(bar.embedded):
         summary = reembed(
-            store, batch_size=args.batch_size, tenant_id=args.tenant, progress=bar.update
+            store, batch_size=args.batch_size, tenant_id=args.tenant, progress=bar.committed
         )
     print(
         f"{summary.updated} memories re-embedded with {summary.model_id} in "

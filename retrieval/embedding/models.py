@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retrieval.embedding.onnx_model import OnnxSentenceModel, onnx_support
+from retrieval.embedding.progress import embedded
 from retrieval.errors import ConfigurationError, EmbeddingError
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        embedded(len(texts))  # PyTorch's encode reports once, at its end
         return _checked(vectors, self.model_id)
 
     def _loaded(self) -> Any:

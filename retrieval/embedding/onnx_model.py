@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import platformdirs
 
+from retrieval.embedding.progress import embedded
 from retrieval.errors import EmbeddingError
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ class OnnxSentenceModel:
         for start in range(0, len(texts), batch_size):
             chosen = order[start : start + batch_size]
             vectors[chosen] = self._batch([texts[i] for i in chosen])
+            embedded(len(chosen))
         return vectors
 
     def _batch(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:

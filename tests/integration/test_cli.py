@@ -355,3 +355,32 @@ def test_no_password_reaches_the_output(
         assert "s3cret" not in connected.url
     finally:
         connected.dispose()
+
+
+def test_ingest_tells_its_progress_within_a_transaction(
+    database: PgDatabase,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from retrieval.cli import terminal
+
+    monkeypatch.setattr(terminal, "LOG_EVERY_SECONDS", 0.0)  # every move: a line
+    lines = [
+        json.dumps({"text": f"Runbook step {i}: restart worker {i} after the deploy"})
+        for i in range(150)
+    ]
+    (tmp_path / "steps.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["--database-url", database.url, "ingest", str(tmp_path / "steps.jsonl")]
+    assert main([*argv, "--tenant", "acme"]) == 0
+    said = capsys.readouterr()
+    told = [line for line in said.err.splitlines() if line.startswith("ingest: ")]
+    # One transaction of 150 rows; the model's batches of 64 texts move the count before it.
+    assert [line.split(" of ")[0] for line in told] == [
+        "ingest: 64",
+        "ingest: 128",
+        "ingest: 149",
+        "ingest: 150",
+    ]
+    assert all(" rows/s" in line for line in told)
+    assert said.out.startswith("150 rows (150 memories")
