@@ -39,3 +39,11 @@ SELECT count(DISTINCT d.id), count(t.id)
 FROM {schema}.decisions AS d
 LEFT JOIN {schema}.tool_calls AS t ON t.tenant_id = d.tenant_id AND t.decision_id = d.id
 WHERE d.tenant_id = %(tenant_id)s AND d.task_id = %(task_id)s
+
+-- name: decision_tool_calls
+-- The tool calls that carried out a decision, oldest first.
+SELECT id, tool_name, result, created_at
+FROM {schema}.tool_calls
+WHERE tenant_id = %(tenant_id)s AND decision_id = %(decision_id)s
+ORDER BY created_at, id
+LIMIT %(limit)s

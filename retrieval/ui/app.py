@@ -111,6 +111,8 @@ def _routes(inspector: Inspector) -> list[BaseRoute]:
         page("/tenants/{tenant}", "timeline"),
         page("/tenants/{tenant}/search", "search"),
         page("/tenants/{tenant}/memories/{memory_id}", "memory"),
+        page("/tenants/{tenant}/decisions/{decision_id}", "decision"),
+        page("/tenants/{tenant}/tool-calls/{tool_call_id}", "tool_call"),
         page("/tenants/{tenant}/memories/{memory_id}/forget", "forget_memory", both),
         page("/tenants/{tenant}/tasks/{task_id}/forget", "forget_task", both),
         Route("/static/inspector.css", _stylesheet),

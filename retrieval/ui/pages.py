@@ -23,6 +23,7 @@ from starlette.templating import Jinja2Templates
 
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
+from retrieval.search.results import RetrievalResult
 from retrieval.search.retriever import HybridRetriever
 from retrieval.search.tenants import tenant_holds
 from retrieval.search.timeline import TimelineCursor
@@ -32,9 +33,31 @@ from retrieval.ui.access import COOKIE, Access, Viewer
 from retrieval.ui.forms import PageError
 from retrieval.ui.paths import segment, tenant_url, unsegment
 from retrieval.ui.reads import InspectorReads
-from retrieval.ui.score_parts import PARTS, score_parts
+from retrieval.ui.score_parts import (
+    PARTS,
+    Part,
+    PartNumbers,
+    fusion_note,
+    lift_label,
+    part_numbers,
+    score_parts,
+)
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+@dataclass(frozen=True)
+class ShownResult:
+    """A result as the search page shows it: its parts, their numbers, how its relevance was
+    fused and which turn lifted it, in words."""
+
+    result: RetrievalResult
+    parts: list[Part]
+    numbers: list[PartNumbers]
+    fusion: str | None
+    lifted: str | None
+
+
 BAR_WIDTH = 320  # pixels of a final score of 1
 
 
@@ -158,11 +181,14 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
             include_retired=retired,
         )
     )
-    days = [(day, list(items)) for day, items in groupby(events, key=lambda e: e.created_at.date())]
     older = None
     if len(events) == limit:  # the next page starts after the last event shown
         kept = [(key, value) for key, value in params.multi_items() if key != "after"]
         older = urlencode([*kept, ("after", forms.cursor_text(TimelineCursor.after(events[-1])))])
+    # A thread reads as a conversation: oldest first (a page of its newest turns, in order).
+    oldest_first = thread_id is not None
+    shown = list(reversed(events)) if oldest_first else events
+    days = [(day, list(items)) for day, items in groupby(shown, key=lambda e: e.created_at.date())]
     return inspector.render(
         request,
         "timeline.html",
@@ -176,6 +202,8 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
         forgot=params.get("forgot"),
         retired=retired,
         now=datetime.now(UTC),
+        oldest_first=oldest_first,
+        max_events=forms.MAX_PAGE_EVENTS,
     )
 
 
@@ -205,6 +233,29 @@ async def memory(inspector: Inspector, request: Request) -> Response:
     )
 
 
+async def decision(inspector: Inspector, request: Request) -> Response:
+    """``/tenants/{tenant}/decisions/{id}``: one decision, its task and its tool calls."""
+    tenant = inspector.tenant(request)
+    decision_id = forms.row_id("decision", request.path_params["decision_id"])
+    found = await run_in_threadpool(inspector.store.get_decision, decision_id, tenant_id=tenant)
+    if found is None:
+        raise PageError(404, f"no decision #{decision_id} in this tenant")
+    calls = await run_in_threadpool(inspector.reads.decision_tool_calls, tenant, decision_id)
+    return inspector.render(request, "decision.html", tenant=tenant, decision=found, calls=calls)
+
+
+async def tool_call(inspector: Inspector, request: Request) -> Response:
+    """``/tenants/{tenant}/tool-calls/{id}``: one tool call, its parameters, result and
+    decision."""
+    tenant = inspector.tenant(request)
+    call_id = forms.row_id("tool call", request.path_params["tool_call_id"])
+    found = await run_in_threadpool(inspector.store.get_tool_call, call_id, tenant_id=tenant)
+    if found is None:
+        raise PageError(404, f"no tool call #{call_id} in this tenant")
+    params = json.dumps(found.params, indent=2, ensure_ascii=False, sort_keys=True)
+    return inspector.render(request, "tool_call.html", tenant=tenant, call=found, params=params)
+
+
 async def search(inspector: Inspector, request: Request) -> Response:
     """``/tenants/{tenant}/search?q=...``: the ranked results with their scores' parts."""
     tenant = await inspector.held_tenant(request)
@@ -225,6 +276,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
         "mode": mode,
         "limit": limit,
         "response": None,
+        "max_results": forms.MAX_SEARCH_RESULTS,
     }
     if text is not None:
         response = await run_in_threadpool(
@@ -234,11 +286,22 @@ async def search(inspector: Inspector, request: Request) -> Response:
         )
         config = inspector.retriever.config
         context["response"] = response
-        context["rows"] = [(result, score_parts(result)) for result in response]
+        rows = [(result, score_parts(result)) for result in response]
+        context["rows"] = [
+            ShownResult(
+                result,
+                split,
+                part_numbers(result, split, config.bm25_weight),
+                fusion_note(result, config.bm25_weight),
+                lift_label(result.metadata),
+            )
+            for result, split in rows
+        ]
+        present = {part.name for _, split in rows for part in split}
+        context["parts"] = [part for part in PARTS if part[0] in present]  # the legend
         context["thresholds"] = {
             name: config.threshold(name) for name in response.diagnostics.sources
         }
-    context["parts"] = PARTS
     context["bar_width"] = BAR_WIDTH
     return inspector.render(request, "search.html", **context)
 

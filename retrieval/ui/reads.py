@@ -1,5 +1,5 @@
 """What the inspector reads that the library's API does not: each tenant's holdings, a
-memory's thread, the size of a task (its events are the library's timeline,
+memory's thread, a decision's tool calls, the size of a task (its events are the library's timeline,
 :func:`retrieval.search.timeline.timeline`).
 
 Every statement names its tenant (bound), and on a connection row-level security binds, the
@@ -20,6 +20,8 @@ from retrieval.errors import translate_database_errors
 
 # The turns before and after a memory that its page shows.
 THREAD_AROUND = 3
+# The tool calls a decision's page lists.
+MAX_CALLS_SHOWN = 200
 
 
 @dataclass
@@ -47,6 +49,16 @@ class Turn:
     kind: str
     content: str
     position: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class CallLine:
+    """A tool call as a decision's page lists it."""
+
+    id: int
+    tool_name: str
+    result: str | None
     created_at: datetime
 
 
@@ -99,6 +111,12 @@ class InspectorReads:
             tenant_id, statement("inspector.task_size", self.schema), params
         )[0]
         return int(decisions), int(calls)
+
+    def decision_tool_calls(self, tenant_id: str, decision_id: int) -> list[CallLine]:
+        """The tool calls of ``decision_id``, oldest first (at most :data:`MAX_CALLS_SHOWN`)."""
+        params = {"tenant_id": tenant_id, "decision_id": decision_id, "limit": MAX_CALLS_SHOWN}
+        query = statement("inspector.decision_tool_calls", self.schema)
+        return [CallLine(*row) for row in self._rows(tenant_id, query, params)]
 
     def _rows(self, tenant_id: str | None, query: str, params: dict[str, Any]) -> list[Any]:
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:

@@ -14,7 +14,7 @@ from retrieval.search.results import RetrievalResult
 PARTS: tuple[tuple[str, str, str], ...] = (
     ("meaning", "relevance: meaning", "#3b6fb6"),
     ("lexical", "relevance: lexical evidence", "#6aa84f"),
-    ("context", "relevance: its thread's", "#8e7cc3"),
+    ("context", "relevance: lifted by its thread", "#8e7cc3"),
     ("recency", "recency", "#e69138"),
     ("importance", "importance", "#c27ba0"),
     ("popularity", "popularity", "#76a5af"),
@@ -23,6 +23,7 @@ PARTS: tuple[tuple[str, str, str], ...] = (
 )
 LABELS = {name: label for name, label, _ in PARTS}
 COLOURS = {name: colour for name, _, colour in PARTS}
+TIMES = "\N{MULTIPLICATION SIGN}"
 _ORDER = {name: place for place, (name, _, _) in enumerate(PARTS)}
 
 
@@ -56,3 +57,85 @@ def score_parts(result: RetrievalResult) -> list[Part]:
         if name in COLOURS
     ]
     return sorted((part for part in parts if part.value > 0.0), key=lambda part: _ORDER[part.name])
+
+
+@dataclass(frozen=True)
+class PartNumbers:
+    """A row of a result's "parts in numbers": the part's own score (a channel's own relevance
+    where the relevance fuses two), the channel's weight in that fusion, the part's weight in
+    the final score and what it adds to it."""
+
+    part: Part
+    own: float
+    channel_weight: float | None
+    weight: float
+    value: float
+
+
+def part_numbers(
+    result: RetrievalResult, parts: list[Part], bm25_weight: float
+) -> list[PartNumbers]:
+    """The rows of ``result``'s numbers table, one per part of ``parts``. ``bm25_weight`` is the
+    lexical channel's weight in convex and rank fusion (the vector channel has 1 minus it)."""
+    meta = result.metadata
+    fused = _fused(meta)
+    own_of = {"meaning": meta.get("dense_relevance"), "lexical": meta.get("bm25_relevance")}
+    weighted = fused and meta.get("fusion") in ("convex", "rrf")
+    channel = {"meaning": 1.0 - bm25_weight, "lexical": bm25_weight}
+    rows = []
+    for part in parts:
+        own = own_of.get(part.name) if fused else None
+        rows.append(
+            PartNumbers(
+                part,
+                own=part.signal if own is None else float(own),
+                channel_weight=channel.get(part.name) if weighted else None,
+                weight=part.weight,
+                value=part.value,
+            )
+        )
+    return rows
+
+
+def fusion_note(result: RetrievalResult, bm25_weight: float) -> str | None:
+    """How ``result``'s relevance came from its two channels, in words (None when it has one)."""
+    meta = result.metadata
+    if not _fused(meta):
+        return None
+    fusion = meta.get("fusion")
+    meaning = f"meaning {float(meta.get('dense_relevance') or 0.0):.3f}"
+    lexical = f"lexical {float(meta.get('bm25_relevance') or 0.0):.3f}"
+    relevance = f"relevance {result.relevance_score:.3f}"
+    if fusion == "convex":
+        return (
+            f"{relevance} = min(1, {1 - bm25_weight:.2f} {TIMES} {meaning} "
+            f"+ {bm25_weight:.2f} {TIMES} {lexical})"
+        )
+    if fusion == "max":
+        return f"{relevance}: the larger of {meaning} and {lexical}"
+    if fusion == "cascade":
+        return f"{relevance}: {lexical} when it reaches the cascade threshold, else {meaning}"
+    return (
+        f"{relevance}: reciprocal rank fusion of meaning (rank {meta.get('dense_rank')}) and "
+        f"lexical (rank {meta.get('bm25_rank')}), weighted {1 - bm25_weight:.2f} and "
+        f"{bm25_weight:.2f}"
+    )
+
+
+def _fused(meta: Mapping[str, object]) -> bool:
+    # The relevance fused a dense and a lexical channel (not lifted by a turn of its thread).
+    return "lexical_share" in meta and "lifted_by" not in meta
+
+
+def lift_label(metadata: Mapping[str, object]) -> str | None:
+    """Which turn lifted a result and where it stands from it, in words ("lifted by turn #19 of
+    its thread, 1 turn later"), or None for a result found by itself."""
+    lifted = metadata.get("lifted_by")
+    if not isinstance(lifted, Mapping):
+        return None
+    offset = int(lifted.get("offset", 0))
+    steps = abs(offset)
+    where = "later" if offset < 0 else "earlier"  # the lifting turn, seen from this one
+    within = "its thread" if metadata.get("thread_id") else "its session"
+    turns = "turn" if steps == 1 else "turns"
+    return f"lifted by turn #{lifted.get('id')} of {within}, {steps} {turns} {where}"

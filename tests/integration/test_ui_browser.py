@@ -10,6 +10,7 @@ API: the tests run on pytest-asyncio's loop (the sync API refuses a running one)
 from __future__ import annotations
 
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -144,6 +145,7 @@ async def test_search_draws_bars_as_wide_as_the_scores(
         assert sum(widths) == pytest.approx(final * BAR_WIDTH, abs=0.6)
         track = await result.locator("rect.track").bounding_box()
         assert track["width"] == pytest.approx(BAR_WIDTH, abs=0.5)
+    await results.first.locator("summary").click()  # the first result's parts in numbers
     shot = (
         SCREENSHOT if os.environ.get("RETRIEVAL_UPDATE_SCREENSHOT") == "1" else tmp_path / "s.png"
     )
@@ -226,3 +228,103 @@ async def test_a_bad_parameter_shows_its_error_page(inspector: LiveInspector, pa
     assert response.status == 400
     assert "as_of must be a date" in await page.inner_text("[data-error]")
     assert "Traceback" not in await page.content()
+
+
+async def test_the_search_page_explains_its_bars(inspector: LiveInspector, page: Any) -> None:
+    await page.goto(f"{inspector.url}/tenants/acme/search?q=should+we+add+a+trigram+index")
+    await page.wait_for_selector("[data-result]")
+    key = await page.inner_text("[data-key]")
+    assert "final score out of 1" in key and "weighted parts" in key
+    # The legend lists the parts these results have, and only those.
+    drawn = set(await page.locator("rect[data-part]").evaluate_all(
+        "rects => rects.map(r => r.dataset.part)"
+    ))  # fmt: skip
+    legend = set(await page.locator("[data-legend-part]").evaluate_all(
+        "items => items.map(i => i.dataset.legendPart)"
+    ))  # fmt: skip
+    assert legend == drawn and len(legend) < 8
+    # The numbers give each channel's own relevance, and how the relevance fused them.
+    first = page.locator("[data-result]:has([data-fusion])").first  # a memory's
+    await first.locator("summary").click()
+    rows = first.locator("[data-number]")
+    names = [await rows.nth(i).get_attribute("data-number") for i in range(await rows.count())]
+    assert "meaning" in names and "recency" in names
+    fusion = await first.locator("[data-fusion]").inner_text()
+    score, times = r"\d\.\d{3}", "\N{MULTIPLICATION SIGN}"
+    weight = r"0\.\d\d"
+    shape = (
+        rf"relevance {score} = min\(1, {weight} {times} meaning {score} "
+        rf"\+ {weight} {times} lexical {score}\)"
+    )
+    assert re.fullmatch(shape, fusion), fusion
+    meaning = float(await first.locator('[data-number="meaning"] [data-own]').inner_text())
+    assert f"meaning {meaning:.3f}" in fusion
+    # A turn lifted by its neighbour says which, in words.
+    lifted = [await x.inner_text() for x in await page.locator("[data-lifted]").all()]
+    assert lifted and all(
+        re.fullmatch(r"lifted by turn #\d+ of its thread, \d+ turns? (earlier|later)", text)
+        for text in lifted
+    ), lifted
+
+
+async def test_the_timeline_filters_with_iso_dates_and_kind_boxes(
+    inspector: LiveInspector, page: Any
+) -> None:
+    await page.goto(f"{inspector.url}/tenants/acme")
+    for field in ("#since", "#until"):
+        assert await page.get_attribute(field, "type") in (None, "text")
+    await page.fill("#since", "2026-11-21")
+    await page.check('input[name="kind"][value="episteme"]')
+    await page.click("button[type=submit]")
+    await page.wait_for_url("**/tenants/acme?*")
+    assert "since=2026-11-21" in page.url and "kind=episteme" in page.url
+    kinds = {await x.inner_text() for x in await page.locator("[data-event] .kind").all()}
+    assert kinds == {"episteme"}
+    assert await page.is_checked('input[name="kind"][value="episteme"]')
+    assert await page.input_value("#since") == "2026-11-21"
+
+
+async def test_a_thread_reads_oldest_first(
+    inspector: LiveInspector, ui_database: tuple[PgDatabase, Stored], page: Any
+) -> None:
+    await page.goto(f"{inspector.url}/tenants/acme?thread=standup")
+    events = await page.locator("[data-event]").evaluate_all(
+        "items => items.map(i => i.dataset.event)"
+    )
+    assert events == [f"memory-{turn}" for turn in ui_database[1].turns]
+    assert "oldest first" in await page.inner_text("[data-order]")
+
+
+async def test_decisions_and_tool_calls_have_pages_of_their_own(
+    inspector: LiveInspector, ui_database: tuple[PgDatabase, Stored], page: Any
+) -> None:
+    stored = ui_database[1]
+    await page.goto(f"{inspector.url}/tenants/acme?kind=decision&kind=tool_call")
+    await page.click(f'[data-event="decision-{stored.decisions[0]}"] [data-decision-link]')
+    await page.wait_for_url(f"**/decisions/{stored.decisions[0]}")
+    assert "trigram index" in await page.inner_text("[data-decision-text]")
+    assert await page.inner_text("[data-task]") == "speed-up-search"
+    await page.click(f'[data-call="{stored.tool_calls[0]}"] a')
+    await page.wait_for_url(f"**/tool-calls/{stored.tool_calls[0]}")
+    assert "gin_trgm_ops" in await page.inner_text("[data-params]")
+    assert await page.inner_text("[data-result-text]") == "CREATE INDEX"
+    await page.click("[data-decision-link]")
+    await page.wait_for_url(f"**/decisions/{stored.decisions[0]}")
+    response = await page.goto(f"{inspector.url}/tenants/acme/tool-calls/999999")
+    assert response.status == 404
+
+
+async def test_forget_and_cancel_stand_apart(
+    inspector: LiveInspector, ui_database: tuple[PgDatabase, Stored], page: Any
+) -> None:
+    memory = ui_database[1].facts[0]
+    await page.goto(f"{inspector.url}/tenants/acme/memories/{memory}/forget")
+    forget = await page.locator("[data-confirm]").bounding_box()
+    cancel = await page.locator("[data-cancel]").bounding_box()
+    assert cancel["x"] - (forget["x"] + forget["width"]) >= 12  # not touching
+
+
+async def test_a_mistyped_tenant_is_not_an_empty_page(inspector: LiveInspector, page: Any) -> None:
+    response = await page.goto(f"{inspector.url}/tenants/acmee")
+    assert response.status == 404
+    assert "tenant 'acmee' holds nothing here" in await page.inner_text("[data-error]")

@@ -270,6 +270,10 @@ def test_bad_parameters_get_a_clear_error_page(client: TestClient, stored: Store
         "/tenants/acme/memories/abc": (404, "is not a row id"),
         "/tenants/acme/memories/99999999999999999999": (404, "is not a row id"),
         f"/tenants/acme/memories/{stored.other_tenant[0]}": (404, "no memory"),
+        # A decision or a tool call of one tenant is never shown under another's.
+        f"/tenants/globex/decisions/{stored.decisions[0]}": (404, "no decision"),
+        f"/tenants/globex/tool-calls/{stored.tool_calls[0]}": (404, "no tool call"),
+        "/tenants/acme/decisions/abc": (404, "is not a row id"),
         "/tenants/" + quote(" spaced ", safe=""): (400, "tenant"),
         "/nowhere": (404, "no such page"),
         # A mistyped tenant is named as such, not shown as an empty timeline.
