@@ -200,14 +200,31 @@ class FairShares:
         if not self.turns.enter(token):
             await self._refuse(token, send)
             return
+        placed = done = False
+
+        def finish() -> None:
+            # The request's place and its count, given back once.
+            nonlocal done
+            if not done:
+                done = True
+                if placed:
+                    self.turns.release(token)
+                self.turns.leave(token)
+
+        async def answering(message: Message) -> None:
+            # Given back before the answer's last byte leaves: a client that sends its next
+            # request the moment it has the answer finds the place free, not still held by the
+            # app's work after it answered.
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                finish()
+            await send(message)
+
         try:
             await self.turns.place(token)
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                self.turns.release(token)
+            placed = True
+            await self.app(scope, receive, answering)
         finally:
-            self.turns.leave(token)
+            finish()
 
     async def _refuse(self, token: str, send: Send) -> None:
         if self._held[token] < HELD_REFUSALS:

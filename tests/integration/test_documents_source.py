@@ -213,8 +213,9 @@ def test_a_tenant_without_documents_is_asked_without_them_until_it_has_some(
             response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
             return [r.content for r in response], response.diagnostics.statements
 
-        assert ask() == ([], 1)  # not known yet: asked with the documents CTEs
-        assert ask() == ([], 1)  # known to hold none: asked without them
+        # An empty answer asks once more whether the tenant holds anything (its note).
+        assert ask() == ([], 2)  # not known yet: asked with the documents CTEs
+        assert ask() == ([], 2)  # known to hold none: asked without them
         statements_before = len(retriever._statements)
         DocumentStore(store).add(
             DocumentInput(tenant_id="initech", doc_id="runbook", chunks=[ChunkInput(CHUNKS[0][2])])
@@ -223,8 +224,8 @@ def test_a_tenant_without_documents_is_asked_without_them_until_it_has_some(
         assert ask() == ([CHUNKS[0][2]], 1)
         assert len(retriever._statements) == statements_before  # both shapes already known
         assert documents.forget(tenant_id="initech", doc_id="runbook")
-        assert ask() == ([], 1)
-        assert ask() == ([], 1)
+        assert ask() == ([], 2)
+        assert ask() == ([], 2)
         response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
         assert response.diagnostics.sources["documents"].candidates == 0
 
@@ -234,7 +235,7 @@ def test_another_tenant_s_documents_do_not_bring_back_the_documents_ctes(
 ) -> None:
     for _ in range(2):
         response = retriever.retrieve(QUERY, tenant_id="initech", as_of=AS_OF)
-        assert list(response) == [] and response.diagnostics.statements == 1
+        assert list(response) == [] and response.diagnostics.statements == 2  # and the probe
     assert retriever._presence.may_hold("initech", "documents") is False
     response = retriever.retrieve(QUERY, tenant_id="acme", as_of=AS_OF)
     assert response[0].content == CHUNKS[0][2]
