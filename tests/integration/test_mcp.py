@@ -592,7 +592,9 @@ def _run_check(tmp_path: Path, environment: dict[str, str]) -> subprocess.Comple
     return subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
-        env={"PATH": path, "HOME": str(tmp_path), **environment},
+        # The user's HOME (the exported model in its cache); the database is what RETRIEVAL_*
+        # names, which the tests check where the memory landed.
+        env={"PATH": path, "HOME": os.environ.get("HOME", str(tmp_path)), **environment},
         capture_output=True,
         text=True,
         timeout=300,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
-from tests.conftest import PgDatabase
+from tests.conftest import PgDatabase, copy_of_template
+from tests.harness import PgServer
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "scifact_sample.json"
 TENANTS = 100
@@ -34,9 +36,17 @@ SEMANTIC_ONLY = RetrievalConfig(
 )
 
 
-@pytest.fixture
-def spread_store(database: PgDatabase, embedder: SentenceTransformerEmbedder) -> MemoryStore:
+@pytest.fixture(scope="module")
+def spread_database(pg_server: PgServer, template_database: str) -> Iterator[PgDatabase]:
+    """The module's database: its tests only read (no access is recorded), so they share it."""
+    with copy_of_template(pg_server, template_database) as database:
+        yield database
+
+
+@pytest.fixture(scope="module")
+def spread_store(spread_database: PgDatabase, embedder: SentenceTransformerEmbedder) -> MemoryStore:
     """10,000 memories over 100 tenants (1% each): 500 SciFact titles, 20 near-copies of each."""
+    database = spread_database
     titles = json.loads(SAMPLE.read_text())["titles"]
     base = embedder.embed(titles)
     rng = np.random.default_rng(3)
