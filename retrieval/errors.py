@@ -175,14 +175,33 @@ def _failed(url: str, original: BaseException) -> DatabaseError:
 
 def scrubbed(message: str, url: str) -> str:
     """``message`` with the password of ``url`` replaced by ``***`` wherever it appears (a
-    driver may quote the part of a URL it could not use)."""
+    driver may quote the part of a URL it could not use). A password that is also the URL's
+    user, host or database name is replaced only where it stands as a password (``:it@``,
+    ``password=it``), so that the message still names the user and the database."""
     password = url_password(url)
-    if password and len(password) >= _SHORTEST_SCRUBBED:
-        message = message.replace(password, "***")
-        decoded = unquote(password)
-        if decoded != password:
-            message = message.replace(decoded, "***")
+    if not password or len(password) < _SHORTEST_SCRUBBED:
+        return message
+    forms = {password, unquote(password)}
+    if forms & _named_parts(url):
+        for form in forms:
+            message = re.sub(rf":{re.escape(form)}@", ":***@", message)
+            message = re.sub(
+                rf"(password\s*=\s*['\"]?){re.escape(form)}", r"\1***", message, flags=re.I
+            )
+        return message
+    for form in sorted(forms, key=len, reverse=True):
+        message = message.replace(form, "***")
     return message
+
+
+def _named_parts(url: str) -> set[str]:
+    # The user, host and database names of ``url`` (none of a URL that does not parse).
+    try:
+        parts = urlsplit(url)
+        names = {parts.username, parts.hostname, parts.path.lstrip("/")}
+    except ValueError:
+        return set()
+    return {unquote(name) for name in names if name}
 
 
 def url_password(url: str) -> str | None:

@@ -83,6 +83,21 @@ def test_a_driver_message_quoting_the_password_is_scrubbed() -> None:
     assert scrubbed("password hunter2%40x refused", url) == "password *** refused"
 
 
+def test_a_password_equal_to_a_name_is_masked_as_a_password_only() -> None:
+    # The user is named in the message; the password, where it stands as one, is not.
+    url = "postgresql://alice:alice@127.0.0.1:1/alice"
+    cause = OSError('FATAL: password authentication failed for user "alice"')
+    message = str(unavailable_error(url, cause))
+    assert 'for user "alice"' in message
+    assert "postgresql://alice:***@127.0.0.1:1/alice" in message
+    assert scrubbed("dsn postgresql://alice:alice@h/alice password=alice", url) == (
+        "dsn postgresql://alice:***@h/alice password=***"
+    )
+    # A password of its own is hidden wherever it appears.
+    other = "postgresql://alice:s3cret-pw@127.0.0.1:1/alice"
+    assert scrubbed('user "alice" sent s3cret-pw', other) == 'user "alice" sent ***'
+
+
 def test_a_malformed_token_entry_is_not_echoed() -> None:
     token = "f3Jk9-raw-bearer-token-pasted-by-mistake"
     for text in (f"{token} acme", token, f"{'a' * 63} acme"):
