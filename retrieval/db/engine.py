@@ -19,6 +19,7 @@ from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
 from retrieval.db.local_settings import propagate_to_workers
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VECTOR_TYPES, VectorType
+from retrieval.db.versions import ServerVersions
 from retrieval.errors import (
     ConfigurationError,
     DimensionMismatchError,
@@ -41,6 +42,8 @@ class Database:
     config: DatabaseConfig
     embedded: EmbeddedServer | None
     read_engine: Engine | None = None
+    # The server's PostgreSQL and pgvector versions, read when it was connected.
+    versions: ServerVersions | None = None
 
     @property
     def url(self) -> str:
@@ -73,25 +76,35 @@ def connect(config: DatabaseConfig | None = None, **engine_options: Any) -> Data
         url = embedded.url()
     else:
         url = sqlalchemy_url(config.url)
-    engine = _checked_engine(url, config, engine_options)
+    engine, versions = _checked_engine(url, config, engine_options)
     if embedded is not None:
         event.listen(engine, "do_connect", reconnecting(embedded.data_dir, config.shared_buffers))
     read_engine = None
     if config.read_url is not None:
-        read_engine = _checked_engine(sqlalchemy_url(config.read_url), config, engine_options)
-    return Database(engine=engine, config=config, embedded=embedded, read_engine=read_engine)
+        read_engine, _ = _checked_engine(sqlalchemy_url(config.read_url), config, engine_options)
+    return Database(
+        engine=engine,
+        config=config,
+        embedded=embedded,
+        read_engine=read_engine,
+        versions=versions,
+    )
 
 
-def _checked_engine(url: str, config: DatabaseConfig, engine_options: dict[str, Any]) -> Engine:
-    # An engine with the config's connect timeout (unless the URL has one), pinged once.
+def _checked_engine(
+    url: str, config: DatabaseConfig, engine_options: dict[str, Any]
+) -> tuple[Engine, ServerVersions]:
+    # An engine with the config's connect timeout (unless the URL has one), checked with one
+    # round trip that reads the versions: a server too old for the library is refused here.
     options = dict(engine_options)
     if "connect_timeout" not in make_url(url).query:
         connect_args = {"connect_timeout": config.connect_timeout}
         options["connect_args"] = connect_args | options.get("connect_args", {})
     engine = make_engine(url, **options)
     with translate_database_errors(url), engine.connect() as connection:
-        execute(connection, statement("db.ping"))
-    return engine
+        versions = ServerVersions.from_row(execute(connection, statement("db.versions")).one())
+    versions.require_supported(f"the database at {mask_url(url)}")
+    return engine, versions
 
 
 def sqlalchemy_url(url: str) -> str:

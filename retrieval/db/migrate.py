@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from retrieval.db.config import (
 from retrieval.db.engine import stored_vector_type
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VectorType, require_vector_type
+from retrieval.db.versions import ServerVersions, read_versions, where
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
 logger = logging.getLogger(__name__)
@@ -113,9 +114,27 @@ def upgrade(engine: Engine, settings: MigrationSettings, revision: str = "head")
     by Citus (``retrieval db distribute``), the tables a revision made are distributed too."""
     from retrieval.db.distribute import keep_distributed
 
+    settings = _fitted(settings, read_versions(engine), engine)
     _run(engine, settings, lambda config: command.upgrade(config, revision))
     _warn_of_another_vector_type(engine, settings)
     keep_distributed(engine, settings.schema)
+
+
+def _fitted(
+    settings: MigrationSettings, versions: ServerVersions, engine: Engine
+) -> MigrationSettings:
+    # The settings the server can take: refused below the versions the library needs, and
+    # vector for halfvec on a pgvector older than 0.7 (docs/deployment.md).
+    versions.require_supported(where(engine))
+    if settings.vector_type == "halfvec" and versions.pgvector is not None and not versions.halfvec:
+        found = ".".join(str(part) for part in versions.pgvector)
+        logger.warning(
+            "pgvector %s has no halfvec (0.7.0 or newer): the embeddings are stored as vector "
+            "(4-byte floats, twice the space); update pgvector for halfvec",
+            found,
+        )
+        return replace(settings, vector_type="vector")
+    return settings
 
 
 def _warn_of_another_vector_type(engine: Engine, settings: MigrationSettings) -> None:

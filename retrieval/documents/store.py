@@ -30,6 +30,7 @@ from retrieval.db.local_settings import set_local
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
+from retrieval.db.versions import has_iterative_scan
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.erasure import erase_cached_texts
 from retrieval.memory.store import MemoryStore
@@ -235,7 +236,8 @@ class DocumentStore:
             # The HNSW search widened to the chunks asked for, and pgvector's iterative scan
             # (a small tenant still gets its chunks through the index), for this transaction.
             set_local(connection, "hnsw.ef_search", str(max(limit, 40)))
-            set_local(connection, "hnsw.iterative_scan", "relaxed_order")
+            if has_iterative_scan(connection):  # pgvector 0.8.0 or newer
+                set_local(connection, "hnsw.iterative_scan", "relaxed_order")
             rows = execute(
                 connection,
                 self._sql("dense"),

@@ -19,6 +19,7 @@ from sqlalchemy import Connection
 from retrieval.db.local_settings import set_local
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
+from retrieval.db.versions import has_iterative_scan
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import SimilarMemory
@@ -45,7 +46,8 @@ def similar_memories(
     vector = cache.embed(connection, tenant_id, [text], store=False)[0]
     pool = max(_MIN_POOL, 4 * limit)
     bind_tenant(connection, schema, tenant_id)
-    set_local(connection, "hnsw.iterative_scan", "relaxed_order")
+    if has_iterative_scan(connection):  # pgvector 0.8.0 or newer
+        set_local(connection, "hnsw.iterative_scan", "relaxed_order")
     set_local(connection, "hnsw.ef_search", str(min(1000, max(pool, 100))))
     rows = execute(
         connection,

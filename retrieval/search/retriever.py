@@ -28,6 +28,7 @@ from retrieval.db.read_pool import (
     DEFAULT_WAIT_SECONDS,
     ReadConnections,
 )
+from retrieval.db.versions import versions_of
 from retrieval.embedding.cache import DimensionCheck, EmbeddingCache
 from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder, Vectors
@@ -183,6 +184,7 @@ class HybridRetriever:
         self._sizes = TenantSizes()
         self._neighbors = neighbors_statement(schema)
         self._tenant_holds = statement("search.tenant_holds", schema)
+        self._scan: bool | None = None  # pgvector's iterative scan, once known
         # The embedding model's relevance scale (its id needs no model load).
         self._calibration = calibration_for(self.embedder.model_id)
         self._tracing = Tracing(tracer_provider)
@@ -343,10 +345,24 @@ class HybridRetriever:
             include_retired=include_retired,
         )
 
+    def _iterative_scan(self) -> bool:
+        # Whether the database's pgvector has the iterative scan (read once); without it, the
+        # connections do not set it (docs/deployment.md).
+        if self._scan is None:
+            supported = versions_of(self._reads.engine).iterative_scan
+            if not supported:
+                for pool in {id(p): p for p in (self._connections, self._reads)}.values():
+                    pool.settings = tuple(
+                        (name, value) for name, value in pool.settings if name != ITERATIVE_SCAN
+                    )
+            self._scan = supported
+        return self._scan
+
     def holds(self, tenant_id: str, *, read_your_writes: bool = False) -> bool:
         """Whether ``tenant_id`` holds anything at all (a memory, live or not, a decision, a
         tool call or a document): what tells a mistyped tenant from one with nothing relevant."""
         tenant_id = check_tenant(tenant_id)
+        self._iterative_scan()  # before the first connection is opened with its settings
         replica = arguments.flag("read_your_writes", read_your_writes)
         reads = self._connections if replica else self._reads
         return self._holds(tenant_id, reads)
@@ -465,6 +481,7 @@ class HybridRetriever:
         # tenant's at the last call is left out, and the statement's presence rows say if that
         # changed (then a second statement asks again with it: see sources.presence).
         tenant_id = call.values.tenant_id
+        self._scan = self._iterative_scan()
         probed = tuple(
             source for source, on in ((EPISODIC, call.episodic), (DOCUMENTS, call.documents)) if on
         )
@@ -593,8 +610,11 @@ class HybridRetriever:
             call.semantic and config.exact_scan_factor > 0 and not self._connections.distributed()
         )
         sized = readable and self._sizes.stale(values.tenant_id)
-        exact = readable and self._sizes.read_exactly(
-            values.tenant_id, config.exact_scan_factor, config.pool
+        exact = readable and (
+            self._sizes.read_exactly(values.tenant_id, config.exact_scan_factor, config.pool)
+            # Without the iterative scan (pgvector before 0.8), a filtered graph walk stops at
+            # ef_search rows: every tenant but one holding most of the table is read exactly.
+            or not (self._scan or self._sizes.holds_most(values.tenant_id))
         )
         # A query of more words than the BM25 channels read: they choose the rarest lexemes (a
         # word gives one lexeme, or a few for a compound such as "read-only").
@@ -662,12 +682,15 @@ def _span_attributes(tenant_id: str, neighbors: int, response: RetrievalResponse
     }
 
 
+ITERATIVE_SCAN = "hnsw.iterative_scan"
+
+
 def read_settings(config: RetrievalConfig) -> dict[str, str]:
     """The session settings of the retriever's connections for ``config``: the HNSW scan
     iterates until the tenant's pool is full, ``ef_search`` covers the pool, and every
     execution is planned for its own values (see :class:`HybridRetriever`)."""
     return {
-        "hnsw.iterative_scan": "relaxed_order",
+        ITERATIVE_SCAN: "relaxed_order",
         "hnsw.ef_search": _ef_search(config),
         "plan_cache_mode": "force_custom_plan",
     }

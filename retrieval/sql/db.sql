@@ -129,3 +129,10 @@ WHERE attrelid = %(relation)s::regclass AND attnum > 0 AND NOT attisdropped
 -- One command on every worker of a Citus cluster; an error on any of them is raised.
 SELECT nodename, nodeport, result FROM run_command_on_workers(%(command)s)
 WHERE NOT success
+
+-- name: versions
+-- The server's version and pgvector's: installed in this database, else the one CREATE
+-- EXTENSION would install (NULL when the server has none).
+SELECT current_setting('server_version_num')::int, current_setting('server_version'),
+       (SELECT extversion FROM pg_extension WHERE extname = 'vector'),
+       (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')

@@ -45,6 +45,7 @@ def _stop(data_dir: Path) -> None:
     assert not psutil.pid_exists(pid)
 
 
+@pytest.mark.embedded_server
 def test_the_turn_goes_on_with_its_working_state_when_the_server_stops(
     data_dir: Path, embedder: SentenceTransformerEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -211,6 +211,7 @@ def test_config_lists_each_variable_with_its_value(
 
 
 @pytest.mark.slow
+@pytest.mark.embedded_server
 def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
     parent = Path(tempfile.mkdtemp(prefix="rtv-"))
     env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}

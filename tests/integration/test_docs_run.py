@@ -77,6 +77,7 @@ def _upgrade(environment: dict[str, str], cwd: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.embedded_server
 def test_the_readme_runs_as_written(newcomer: dict[str, str], tmp_path: Path) -> None:
     _upgrade(newcomer, tmp_path)
     values = _run(
@@ -92,6 +93,7 @@ def test_the_readme_runs_as_written(newcomer: dict[str, str], tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.embedded_server
 def test_the_api_page_runs_as_written(newcomer: dict[str, str], tmp_path: Path) -> None:
     values = _run(
         "docs/api.md", newcomer, tmp_path,
@@ -129,6 +131,7 @@ class _Collector(BaseHTTPRequestHandler):
 
 
 @pytest.mark.slow
+@pytest.mark.embedded_server
 def test_the_observability_page_sends_its_spans(newcomer: dict[str, str], tmp_path: Path) -> None:
     collector = HTTPServer(("127.0.0.1", 0), _Collector)
     threading.Thread(target=collector.serve_forever, daemon=True).start()

@@ -17,7 +17,7 @@ import pytest
 
 from tests.processes import read_line
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.embedded_server]
 
 # A process that joins the embedded server, answers SQL sent on stdin, and exits on "exit".
 WORKER = """

@@ -54,6 +54,7 @@ def test_connect_reads_the_database_url_from_the_environment(
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.embedded_server
 def test_connect_reads_the_data_dir_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

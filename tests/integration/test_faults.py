@@ -20,7 +20,7 @@ from retrieval.db.embedded_watchdog import postmaster_pid
 from retrieval.db.engine import connect
 from tests.processes import read_line
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.embedded_server]
 
 BATCH = 400
 TIMEOUT = 120.0

@@ -21,6 +21,9 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
 from tests.replica import Replica, streaming_replica, wait_for_replay
 
+# A streaming replica of the suite's embedded server, made with its own binaries.
+pytestmark = pytest.mark.embedded_server
+
 DRONE = "The survey drone lost its radio link over the lake at dusk."
 BREAD = "The sourdough starter needs feeding twice a day in summer."
 

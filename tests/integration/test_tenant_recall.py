@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval.db import versions
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.db.versions import ServerVersions
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
@@ -150,3 +152,32 @@ def test_without_the_iterative_scan_the_filtered_graph_walk_comes_up_short(
     ) as retriever:
         counts = [len(retriever.retrieve(q, tenant_id="t07")) for q in _queries()]
     assert np.mean(counts) < K
+
+
+def test_without_pgvector_s_iterative_scan_a_small_tenant_is_read_exactly(
+    spread_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pgvector 0.7, simulated: the versions the library reads once per engine say 0.7.4, and
+    # the server (0.8.6) keeps its iterative scan off, as 0.7 has none. The retriever then sets
+    # no iterative scan and reads a tenant that does not hold most of the table exactly, from
+    # its first call: the full, exact top k where the graph alone comes up short (above).
+    old = ServerVersions(postgres=150018, postgres_text="15.18", pgvector=(0, 7, 4),
+                         pgvector_installed=True)  # fmt: skip
+    monkeypatch.setitem(versions._KNOWN, spread_store.engine, old)
+    tenant = "t07"
+    memories = spread_store.get_memories([i for i in range(1, ROWS + 1)], tenant_id=tenant)
+    by_id = {m.id: np.asarray(m.embedding, dtype=np.float64) for m in memories}
+    config = replace(SEMANTIC_ONLY, exact_scan_factor=4.0, memory_bm25=False, time_weight=0.0,
+                     context_lift=0.0)  # fmt: skip
+    short = {"enable_sort": "off"}  # sorts priced out: the graph unless told to read exactly
+    with HybridRetriever.from_store(
+        spread_store, config=config, session_settings=short
+    ) as retriever:
+        for query in _queries()[:20]:
+            vector = spread_store.embedder.embed([query])[0]
+            distances = {i: float(np.linalg.norm(v - vector)) for i, v in by_id.items()}
+            found = [r.metadata["id"] for r in retriever.retrieve(query, tenant_id=tenant)]
+            assert len(found) == K
+            exact = sorted(distances.values())[:K]
+            assert sorted(distances[i] for i in found) == pytest.approx(exact, abs=1e-3), query
+        assert "hnsw.iterative_scan" not in dict(retriever._connections.settings)

@@ -14,9 +14,10 @@ from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import stored_vector_type
 from retrieval.db.migrate import MigrationSettings
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.db.versions import ServerVersions
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
-from retrieval.errors import ConfigurationError
+from retrieval.errors import ConfigurationError, ExtensionError
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
@@ -150,3 +151,41 @@ def test_asking_for_the_other_type_past_the_revision_says_how_to_convert(
         migrate.upgrade(database.engine, other)
     assert stored_vector_type(database.engine, "retrieval") == stored
     assert f"stores {stored}" in caplog.text and "db downgrade 0012" in caplog.text
+
+
+def test_halfvec_falls_back_to_vector_on_a_pgvector_without_it(
+    empty_database: PgDatabase, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # pgvector 0.6, simulated: the versions the migration reads say 0.6.2 (the server runs a
+    # newer one, which would take halfvec): the schema is made with vector, and it says so.
+    old = ServerVersions(postgres=150018, postgres_text="15.18", pgvector=(0, 6, 2),
+                         pgvector_installed=False)  # fmt: skip
+    monkeypatch.setattr(migrate, "read_versions", lambda engine: old)
+    with caplog.at_level(logging.WARNING, logger="retrieval.db.migrate"):
+        migrate.upgrade(empty_database.engine, HALF)
+    assert stored_vector_type(empty_database.engine, "retrieval") == "vector"
+    assert "pgvector 0.6.2 has no halfvec (0.7.0 or newer)" in caplog.text
+    with empty_database.engine.connect() as connection:
+        assert {kind for _, kind in connection.execute(COLUMNS)} == {"vector(384)"}
+
+
+def test_an_old_server_is_refused_before_any_migration(
+    empty_database: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = ServerVersions(postgres=150018, postgres_text="15.18", pgvector=(0, 4, 4),
+                         pgvector_installed=True)  # fmt: skip
+    monkeypatch.setattr(migrate, "read_versions", lambda engine: old)
+    with pytest.raises(ExtensionError, match=r"has pgvector 0\.4\.4 installed; retrieval needs"):
+        migrate.upgrade(empty_database.engine, VECTOR)
+    assert migrate.current_revision(empty_database.engine, VECTOR) is None
+
+
+def test_connect_reads_the_server_s_versions(database: PgDatabase) -> None:
+    from retrieval.db.engine import connect
+
+    connected = connect(DatabaseConfig(url=database.url))
+    try:
+        assert connected.versions is not None
+        assert connected.versions.postgres >= 130000 and connected.versions.iterative_scan
+    finally:
+        connected.dispose()

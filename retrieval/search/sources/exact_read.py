@@ -54,6 +54,12 @@ class TenantSizes:
             return False
         return float(known[0]) ** 2 <= factor * pool * self._table_rows
 
+    def holds_most(self, tenant_id: str) -> bool:
+        """Whether the tenant held at least half of the table's rows when last seen: without
+        pgvector's iterative scan, the only tenants the graph serves in full."""
+        known = self._memories.get(tenant_id)
+        return known is not None and 2 * known[0] >= self._table_rows > 0
+
     def learn(self, tenant_id: str, counts: dict[str, int]) -> None:
         """Remember the sizes a statement's presence rows counted (if it carried them)."""
         if MEMORIES not in counts:
