@@ -3,6 +3,8 @@ to the library's settings, so that setting one draws no warning of an unknown va
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from retrieval.settings import read_elsewhere
 
 TEST_VARIABLES = {
@@ -15,3 +17,9 @@ TEST_VARIABLES = {
     "screenshot of the inspector (tests only).",
 }
 read_elsewhere(TEST_VARIABLES)
+
+
+def without_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without any ``RETRIEVAL_*`` variable, the tests' own included: the shell of
+    a process that must see no setting but those a test gives it."""
+    return {name: value for name, value in environ.items() if not name.startswith("RETRIEVAL_")}

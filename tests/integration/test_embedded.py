@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from tests.processes import read_line
+from tests.variables import without_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.embedded_server]
 
@@ -243,7 +244,7 @@ def test_a_server_that_cannot_start_says_why_in_a_few_lines(data_dir: Path) -> N
     # A setting the server refuses: every start fails, as after a bad edit or a full disk.
     with (data_dir / "postgresql.auto.conf").open("a") as conf:
         conf.write("shared_buffers = 'plenty'\n")
-    env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}
+    env = without_settings(os.environ)
     ran = subprocess.run(
         [sys.executable, "-m", "retrieval", "--data-dir", str(data_dir), "stats"],
         env=env, capture_output=True, text=True, check=False, timeout=120,
