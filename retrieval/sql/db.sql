@@ -69,9 +69,6 @@ SELECT 1 FROM pg_available_extensions WHERE name = %(name)s
 -- name: who_and_where
 SELECT current_setting('server_version'), current_database(), current_user
 
--- name: ping
-SELECT 1
-
 -- name: count_rows
 -- Rows a downgrade would drop; {table} and {where} come from the fixed list of losses.
 SELECT count(*) FROM {schema}.{table} WHERE {where}
