@@ -572,10 +572,7 @@ def test_timeline_lists_a_window_newest_first(
 
 def test_access_counts_are_updated_in_place(store: MemoryStore, retriever: HybridRetriever) -> None:
     # Migration 0003 leaves room in each page, so the update is a HOT one: the row stays in
-    # its page and no index (the HNSW graph included) gets a new entry. Each update finds its
-    # room by pruning the version before it, which a snapshot held meanwhile prevents: this
-    # database's tables are kept from autovacuum's analyze during the test (on a server that
-    # other tests share, it came at the wrong moment twice in three runs of the suite).
+    # its page and no index (the HNSW graph included) gets a new entry.
     ids = _history(store)
     where = text(
         "SELECT (ctid::text::point)[0], access_count FROM retrieval.memories WHERE id = :id"
@@ -586,14 +583,6 @@ def test_access_counts_are_updated_in_place(store: MemoryStore, retriever: Hybri
         ).scalar_one()
         block, _ = connection.execute(where, {"id": ids["deploy"]}).one()
     assert options == ["fillfactor=80"]
-    with store.engine.begin() as connection:
-        tables = connection.execute(
-            text("SELECT tablename FROM pg_tables WHERE schemaname = 'retrieval'")
-        ).scalars()
-        for table in list(tables):
-            connection.execute(
-                text(f'ALTER TABLE retrieval."{table}" SET (autovacuum_enabled = false)')
-            )
     one = RetrievalConfig(
         semantic=SourceConfig(relevance=0.9, recency=0.1, limit=1, half_life_hours=720.0),
         min_final_score=0.0,
