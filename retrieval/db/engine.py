@@ -19,7 +19,7 @@ from retrieval.db.embedded import EmbeddedServer, reconnecting, start_embedded
 from retrieval.db.local_settings import propagate_to_workers
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VECTOR_TYPES, VectorType
-from retrieval.db.versions import ServerVersions
+from retrieval.db.versions import ServerVersions, read_versions, where
 from retrieval.errors import (
     ConfigurationError,
     DimensionMismatchError,
@@ -101,9 +101,8 @@ def _checked_engine(
         connect_args = {"connect_timeout": config.connect_timeout}
         options["connect_args"] = connect_args | options.get("connect_args", {})
     engine = make_engine(url, **options)
-    with translate_database_errors(url), engine.connect() as connection:
-        versions = ServerVersions.from_row(execute(connection, statement("db.versions")).one())
-    versions.require_supported(f"the database at {mask_url(url)}")
+    versions = read_versions(engine)  # kept: the stores and retrievers need not ask again
+    versions.require_supported(where(engine))
     return engine, versions
 
 

@@ -28,7 +28,7 @@ from retrieval.db.config import (
 from retrieval.db.engine import stored_vector_type
 from retrieval.db.queries import execute, statement
 from retrieval.db.vector_type import VectorType, require_vector_type
-from retrieval.db.versions import ServerVersions, read_versions, where
+from retrieval.db.versions import ServerVersions, read_versions, shown_version, where
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
 logger = logging.getLogger(__name__)
@@ -127,11 +127,10 @@ def _fitted(
     # vector for halfvec on a pgvector older than 0.7 (docs/deployment.md).
     versions.require_supported(where(engine))
     if settings.vector_type == "halfvec" and versions.pgvector is not None and not versions.halfvec:
-        found = ".".join(str(part) for part in versions.pgvector)
         logger.warning(
             "pgvector %s has no halfvec (0.7.0 or newer): the embeddings are stored as vector "
             "(4-byte floats, twice the space); update pgvector for halfvec",
-            found,
+            shown_version(versions.pgvector),
         )
         return replace(settings, vector_type="vector")
     return settings

@@ -39,7 +39,8 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
-def _shown(version: tuple[int, ...]) -> str:
+def shown_version(version: tuple[int, ...]) -> str:
+    """``(0, 8, 6)`` as ``"0.8.6"``."""
     return ".".join(str(part) for part in version)
 
 
@@ -86,24 +87,28 @@ class ServerVersions:
         if self.pgvector is not None and self.pgvector < MIN_PGVECTOR:
             state = "installed" if self.pgvector_installed else "available"
             raise ExtensionError(
-                f"{where} has pgvector {_shown(self.pgvector)} {state}; retrieval needs "
-                f"{_shown(MIN_PGVECTOR)} or newer (HNSW indexes; 0.8.0 for the iterative "
+                f"{where} has pgvector {shown_version(self.pgvector)} {state}; retrieval needs "
+                f"{shown_version(MIN_PGVECTOR)} or newer (HNSW indexes; 0.8.0 for the iterative "
                 "scan): install a newer pgvector, then ALTER EXTENSION vector UPDATE"
             )
-
-
-def read_versions(engine: Engine) -> ServerVersions:
-    """The versions of the database ``engine`` connects to (one round trip)."""
-    url = engine.url.render_as_string(hide_password=False)
-    with translate_database_errors(url), engine.connect() as connection:
-        return ServerVersions.from_row(execute(connection, statement("db.versions")).one())
 
 
 _KNOWN: weakref.WeakKeyDictionary[Engine, ServerVersions] = weakref.WeakKeyDictionary()
 
 
+def read_versions(engine: Engine) -> ServerVersions:
+    """The versions of the database ``engine`` connects to (one round trip), kept for
+    :func:`versions_of`."""
+    url = engine.url.render_as_string(hide_password=False)
+    with translate_database_errors(url), engine.connect() as connection:
+        versions = ServerVersions.from_row(execute(connection, statement("db.versions")).one())
+    _KNOWN[engine] = versions
+    return versions
+
+
 def versions_of(engine: Engine) -> ServerVersions:
-    """:func:`read_versions` of ``engine``, read once per engine and process."""
+    """The versions of ``engine``'s database as last read (by ``connect()``, a migration or
+    this call), read at most once per engine and process."""
     known = _KNOWN.get(engine)
     if known is None:
         known = _KNOWN[engine] = read_versions(engine)

@@ -481,7 +481,7 @@ class HybridRetriever:
         # tenant's at the last call is left out, and the statement's presence rows say if that
         # changed (then a second statement asks again with it: see sources.presence).
         tenant_id = call.values.tenant_id
-        self._scan = self._iterative_scan()
+        self._iterative_scan()  # known before the statement's shape is chosen
         probed = tuple(
             source for source, on in ((EPISODIC, call.episodic), (DOCUMENTS, call.documents)) if on
         )

@@ -21,6 +21,7 @@ import pytest
 
 from retrieval.db import migrate
 from tests.conftest import PgDatabase
+from tests.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each extra of pyproject.toml and a module that needs it.
@@ -65,13 +66,7 @@ print(json.dumps({
 def test_the_wheel_installs_and_every_extra_imports(
     tmp_path: Path, empty_database: PgDatabase
 ) -> None:
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").glob("retrieval-*.whl")
+    wheel = build_wheel(tmp_path / "dist")
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

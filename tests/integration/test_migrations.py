@@ -14,6 +14,7 @@ from retrieval.db import migrate
 from retrieval.db.migrate import MigrationSettings
 from retrieval.db.schema import ALL_TABLES as TABLES
 from tests.conftest import PgDatabase
+from tests.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -211,13 +212,7 @@ def test_alembic_from_the_repository_root(empty_database: PgDatabase) -> None:
 def test_the_wheel_ships_the_migrations_and_they_run_from_it(
     tmp_path: Path, empty_database: PgDatabase
 ) -> None:
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").glob("retrieval-*.whl")
+    wheel = build_wheel(tmp_path / "dist")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {
         "retrieval/migrations/env.py",
