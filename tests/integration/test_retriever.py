@@ -571,8 +571,12 @@ def test_timeline_lists_a_window_newest_first(
 
 
 def test_access_counts_are_updated_in_place(store: MemoryStore, retriever: HybridRetriever) -> None:
-    # Migration 0003 leaves room in each page, so the update is a HOT one: the row stays in
-    # its page and no index (the HNSW graph included) gets a new entry.
+    # Migration 0003 leaves a fifth of each page free and no index covers the columns an access
+    # sets, so the update is a HOT one: the row stays in its page and no index (the HNSW graph
+    # included) gets a new entry. The first update always finds that room; later ones find it
+    # once PostgreSQL prunes the page's dead versions, which any older transaction that wrote,
+    # in any database of the server, holds back (a suite sharing a server has such transactions),
+    # so only the first is checked for its page.
     ids = _history(store)
     where = text(
         "SELECT (ctid::text::point)[0], access_count FROM retrieval.memories WHERE id = :id"
@@ -581,17 +585,28 @@ def test_access_counts_are_updated_in_place(store: MemoryStore, retriever: Hybri
         options = connection.execute(
             text("SELECT reloptions FROM pg_class WHERE oid = 'retrieval.memories'::regclass")
         ).scalar_one()
+        indexes = connection.execute(
+            text(
+                "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+                "WHERE indrelid = 'retrieval.memories'::regclass"
+            )
+        ).scalars()
+        indexed_access = [index for index in indexes if "access" in index]
         block, _ = connection.execute(where, {"id": ids["deploy"]}).one()
     assert options == ["fillfactor=80"]
+    assert indexed_access == []
     one = RetrievalConfig(
         semantic=SourceConfig(relevance=0.9, recency=0.1, limit=1, half_life_hours=720.0),
         min_final_score=0.0,
     )
-    for _ in range(5):
+    for count in range(1, 6):
         response = retriever.retrieve("why did the deploy fail", tenant_id="acme", config=one)
         assert [r.metadata["id"] for r in response if r.source == "semantic"] == [ids["deploy"]]
-    with store.engine.connect() as connection:
-        assert connection.execute(where, {"id": ids["deploy"]}).one() == (block, 5)
+        with store.engine.connect() as connection:
+            page, accesses = connection.execute(where, {"id": ids["deploy"]}).one()
+        assert accesses == count
+        if count == 1:
+            assert page == block
 
 
 def test_a_dropped_connection_is_replaced(store: MemoryStore, retriever: HybridRetriever) -> None:
