@@ -28,7 +28,10 @@ Configurations:
 * with ``--without-threads``: the turns stored without ``thread_id`` and ``position`` (each a
   message at its session's time, in order), the defaults against ``session_gap_minutes`` 0
   (no session inferred from time: each stored again), in
-  ``conversation-without-threads.json``.
+  ``conversation-without-threads.json``;
+* with ``--backend NAME``: the defaults only, the dialogues and questions embedded by that
+  backend of the model (``onnx-int8``: the model quantized to int8), in
+  ``conversation-backend-NAME.json``.
 
 Every configuration of this checkout also reports session-level recall, as published systems
 report LoCoMo: the distinct sessions of the turns read, in the order read (from the call at
@@ -38,7 +41,7 @@ at each k of the questions whose evidence lies in several sessions.
 
 Usage: python benchmarks/quality/conversation_eval.py DATA [--json PATH] [--against REV]
        [--neighbors 1] [--ablations] [--data-dir DIR] [--copies N [--migrations DIR]]
-       [--without-threads]
+       [--without-threads] [--backend onnx|onnx-int8|torch]
 """
 
 from __future__ import annotations
@@ -121,6 +124,12 @@ def main() -> None:
         help="store the turns without thread and position: the defaults against no session "
         "inferred from time",
     )
+    parser.add_argument(
+        "--backend",
+        choices=("onnx", "onnx-int8", "torch"),
+        help="the defaults only, the dialogues embedded by this backend of the model (result "
+        "variant backend-NAME)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     dialogues = load(args.data)
@@ -145,6 +154,12 @@ def main() -> None:
             dialogues, server.url(), 0, copies=args.copies
         )
         write_result("conversation", results, args, variant=f"copies-{args.copies}")
+        return
+    if args.backend is not None:  # the defaults only, embedded by another backend
+        results = {"backend": args.backend} | run_current(
+            dialogues, server.url(), 0, backend=args.backend
+        )
+        write_result("conversation", results, args, variant=f"backend-{args.backend}")
         return
     results: dict[str, Any] = {
         "data": str(args.data),
@@ -208,10 +223,14 @@ def session_date(text: str) -> datetime:
 
 
 def run_current(
-    dialogues: Sequence[Dialogue], url: str, neighbors: int, copies: int = 1
+    dialogues: Sequence[Dialogue],
+    url: str,
+    neighbors: int,
+    copies: int = 1,
+    backend: str = "onnx",
 ) -> dict[str, Any]:
-    """Store the dialogues (``copies`` times over) and ask every question with the defaults
-    (and neighbours)."""
+    """Store the dialogues (``copies`` times over, embedded by ``backend``) and ask every
+    question with the defaults (and neighbours)."""
     from retrieval.db.engine import make_engine
     from retrieval.db.migrate import MigrationSettings, upgrade
     from retrieval.search.config import RetrievalConfig
@@ -220,7 +239,7 @@ def run_current(
     engine = make_engine(url)
     upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
     engine.dispose()
-    store = _store(engine, SCHEMA, bm25=False)
+    store = _store(engine, SCHEMA, bm25=False, backend=backend)
     started = time.perf_counter()
     store_dialogues(store, dialogues, copies=copies)
     stored_seconds = time.perf_counter() - started
@@ -482,12 +501,14 @@ def _tokens(text: str) -> list[str]:
 # -- storing -----------------------------------------------------------------------------
 
 
-def _store(engine: Any, schema: str, *, bm25: bool) -> Any:
+def _store(engine: Any, schema: str, *, bm25: bool, backend: str = "onnx") -> Any:
     from retrieval.memory.config import WriteConfig
     from retrieval.memory.store import MemoryStore
 
     names = {f.name for f in dataclasses.fields(WriteConfig)}
     config = WriteConfig(memory_bm25=True) if bm25 and "memory_bm25" in names else WriteConfig()
+    if backend != "onnx":  # an older revision's config may have no backend
+        config = dataclasses.replace(config, embedder_backend=backend)
     return MemoryStore(engine, schema=schema, config=config)
 
 

@@ -28,8 +28,8 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_NAMES = frozenset({DEFAULT_MODEL_ID, "all-MiniLM-L6-v2"})
 
 Vectors = npt.NDArray[np.float32]
-Backend = Literal["onnx", "torch"]
-BACKENDS: tuple[Backend, ...] = ("onnx", "torch")
+Backend = Literal["onnx", "onnx-int8", "torch"]
+BACKENDS: tuple[Backend, ...] = ("onnx", "onnx-int8", "torch")
 
 
 @runtime_checkable
@@ -98,9 +98,12 @@ class SentenceTransformerEmbedder:
 
     @property
     def backend(self) -> Backend:
-        """What runs the model: ``onnx`` or ``torch`` (known once the model is loaded)."""
+        """What runs the model: ``onnx``, ``onnx-int8`` or ``torch`` (known once the model is
+        loaded)."""
         if self._model is not None:
-            return "onnx" if isinstance(self._model, OnnxSentenceModel) else "torch"
+            if isinstance(self._model, OnnxSentenceModel):
+                return "onnx-int8" if self._model.quantized else "onnx"
+            return "torch"
         return self._backend
 
     @property
@@ -145,8 +148,8 @@ class SentenceTransformerEmbedder:
         if self._model_name is None:
             # The bundled files are complete: never ask a model hub for anything.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        if self._backend == "onnx":
-            onnx = _onnx_model(Path(location))
+        if self._backend in ("onnx", "onnx-int8"):
+            onnx = _onnx_model(Path(location), quantized=self._backend == "onnx-int8")
             if onnx is not None:
                 return onnx
         try:
@@ -170,7 +173,7 @@ def _checked(vectors: Any, model_id: str) -> Vectors:
     return result
 
 
-def _onnx_model(location: Path) -> Any:
+def _onnx_model(location: Path, *, quantized: bool) -> Any:
     """The ONNX Runtime model of the files in ``location``, or ``None`` (PyTorch runs it)."""
     plan = onnx_support(location) if location.is_dir() else "it is not a local directory"
     if isinstance(plan, str):
@@ -179,4 +182,4 @@ def _onnx_model(location: Path) -> Any:
         )
         return None
     logger.info("loading embedding model %s with ONNX Runtime", location)
-    return OnnxSentenceModel(plan)
+    return OnnxSentenceModel(plan, quantized=quantized)

@@ -99,8 +99,9 @@ class WriteConfig:
         "onnx",
         env="RETRIEVAL_EMBEDDER_BACKEND",
         help="What runs the embedding model: onnx (ONNX Runtime, the model exported once from "
-        "its local files: the same vectors, a query 3.8x faster here) or torch "
-        "(sentence-transformers on PyTorch).",
+        "its local files: the same vectors, a query 3.8x faster here), onnx-int8 (that export "
+        "quantized to int8: about 1.5x faster in batches, vectors close to the model's; "
+        "docs/decisions/0018-int8-embedder.md) or torch (sentence-transformers on PyTorch).",
     )
     max_entities: int = setting(
         DEFAULT_MAX_ENTITIES,
