@@ -31,7 +31,14 @@ Configurations:
   ``conversation-without-threads.json``;
 * with ``--backend NAME``: the defaults only, the dialogues and questions embedded by that
   backend of the model (``onnx-int8``: the model quantized to int8), in
-  ``conversation-backend-NAME.json``.
+  ``conversation-backend-NAME.json``;
+* with ``--lift-cost``: what the thread lift costs a call, the dialogues stored with the
+  defaults: every question at k = 10 with the defaults and with ``context_lift`` 0, the two
+  alternating, ``--passes`` times (a question's time is its median), the statements each call
+  sent, and a digest of the defaults' results (ids, final scores and what lifted them: equal
+  digests from two revisions' runs say their results are identical), in
+  ``conversation-lift-cost.json``; another revision's by ``PYTHONPATH`` and ``--migrations``
+  as for ``--copies``.
 
 Every configuration of this checkout also reports session-level recall, as published systems
 report LoCoMo: the distinct sessions of the turns read, in the order read (from the call at
@@ -41,7 +48,7 @@ at each k of the questions whose evidence lies in several sessions.
 
 Usage: python benchmarks/quality/conversation_eval.py DATA [--json PATH] [--against REV]
        [--neighbors 1] [--ablations] [--data-dir DIR] [--copies N [--migrations DIR]]
-       [--without-threads] [--backend onnx|onnx-int8|torch]
+       [--without-threads] [--backend onnx|onnx-int8|torch] [--lift-cost [--passes 5]]
 """
 
 from __future__ import annotations
@@ -130,6 +137,13 @@ def main() -> None:
         help="the defaults only, the dialogues embedded by this backend of the model (result "
         "variant backend-NAME)",
     )
+    parser.add_argument(
+        "--lift-cost",
+        action="store_true",
+        help="the defaults against context_lift 0, paired per question, with a digest of the "
+        "defaults' results (result variant lift-cost)",
+    )
+    parser.add_argument("--passes", type=int, default=5, help="passes of --lift-cost")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     dialogues = load(args.data)
@@ -154,6 +168,10 @@ def main() -> None:
             dialogues, server.url(), 0, copies=args.copies
         )
         write_result("conversation", results, args, variant=f"copies-{args.copies}")
+        return
+    if args.lift_cost:  # the lift's cost per call, and the defaults' results digested
+        results = run_lift_cost(dialogues, server.url(), args.passes)
+        write_result("conversation", results, args, variant="lift-cost")
         return
     if args.backend is not None:  # the defaults only, embedded by another backend
         results = {"backend": args.backend} | run_current(
@@ -252,6 +270,74 @@ def run_current(
                 retriever, dialogues, neighbors=neighbors
             )
     return results
+
+
+def run_lift_cost(dialogues: Sequence[Dialogue], url: str, passes: int) -> dict[str, Any]:
+    """Every question at k = 10 with the defaults and with ``context_lift`` 0 alternately,
+    ``passes`` times; each question's median time, then the median over questions; the
+    statements per call; a digest of the defaults' results."""
+    import hashlib
+    import statistics
+
+    from retrieval.db.engine import make_engine
+    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import HybridRetriever
+
+    engine = make_engine(url)
+    upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
+    engine.dispose()
+    store = _store(engine, SCHEMA, bm25=False)
+    store_dialogues(store, dialogues)
+    defaults = RetrievalConfig(record_access=False)
+    configs = {"defaults": defaults, "context_lift 0": replace(defaults, context_lift=0.0)}
+    asked = [(d, q) for d in dialogues for q in d.questions]
+    times: dict[str, list[list[float]]] = {name: [[] for _ in asked] for name in configs}
+    statements: dict[str, list[int]] = {name: [] for name in configs}
+    digest = hashlib.sha256()
+    with HybridRetriever.from_store(store, config=defaults) as retriever:
+        for dialogue, question in asked:  # warm: the query vectors, the tenants' shapes
+            for config in configs.values():
+                retriever.retrieve(question.text, tenant_id=dialogue.tenant,
+                                   as_of=dialogue.as_of, limit=10, config=config)  # fmt: skip
+        for number in range(passes):
+            for index, (dialogue, question) in enumerate(asked):
+                names = list(configs) if (index + number) % 2 == 0 else list(configs)[::-1]
+                for name in names:
+                    began = time.perf_counter()
+                    response = retriever.retrieve(
+                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of,
+                        limit=10, config=configs[name],
+                    )  # fmt: skip
+                    times[name][index].append((time.perf_counter() - began) * 1000)
+                    if number == 0:
+                        statements[name].append(response.diagnostics.statements)
+                        if name == "defaults":
+                            for result in response.results:
+                                lifted = result.metadata.get("lifted_by")
+                                digest.update(
+                                    f"{result.source}:{result.metadata['id']}:"
+                                    f"{result.final_score:.12f}:{json.dumps(lifted)};".encode()
+                                )
+    medians = {
+        name: statistics.median(statistics.median(per) for per in found)
+        for name, found in times.items()
+    }
+    return {
+        "questions": len(asked),
+        "passes": passes,
+        "median_ms_at_10": medians,
+        "defaults_over_no_lift": medians["defaults"] / medians["context_lift 0"],
+        "paired_ratio_median": statistics.median(
+            statistics.median(d) / statistics.median(o)
+            for d, o in zip(times["defaults"], times["context_lift 0"], strict=True)
+        ),
+        "statements_per_call": {
+            name: {str(n): sent.count(n) for n in sorted(set(sent))}
+            for name, sent in statements.items()
+        },
+        "defaults_results_digest": digest.hexdigest(),
+    }
 
 
 # Read-time choices undone one at a time (RetrievalConfig fields), and write-time ones (the

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -34,13 +34,12 @@ from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.config import WriteConfig
-from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
 from retrieval.search import ranking, scoring
 from retrieval.search.access_counts import AccessRecorder
 from retrieval.search.config import Fusion, RetrievalConfig
-from retrieval.search.context_lift import context_candidates
+from retrieval.search.context_lift import context_candidates, is_turn
 from retrieval.search.neighbors import MAX_NEIGHBORS, neighbors_statement, with_neighbors
 from retrieval.search.query import prepare_query
 from retrieval.search.query_time import TimeWindow, query_window
@@ -57,6 +56,7 @@ from retrieval.search.sources.exact_read import SIZE_ROWS, TenantSizes
 from retrieval.search.sources.presence import (
     DOCUMENTS,
     EPISODIC,
+    TURNS,
     SourcePresence,
     split_presence,
 )
@@ -65,6 +65,7 @@ from retrieval.search.sources.statement import (
     CallValues,
     StatementShape,
     build_statement,
+    context_parameters,
     semantic_parameters,
     statement_parameters,
 )
@@ -267,8 +268,8 @@ class HybridRetriever:
                 vector, cached = self._vector(call)
             embedded = time.perf_counter()
             with self._tracing.span("retrieval.statement"):
-                candidates, statements = self._candidates(call, vector, reads)
-                candidates, context = self._with_context(call, vector, candidates, reads)
+                candidates, statements, turns = self._candidates(call, vector, reads)
+                candidates, context = self._with_context(call, vector, candidates, turns, reads)
             statements += context
             queried = time.perf_counter()
             with self._tracing.span("retrieval.ranking"):
@@ -476,64 +477,80 @@ class HybridRetriever:
 
     def _candidates(
         self, call: _Call, vector: Vectors | None, reads: ReadConnections
-    ) -> tuple[list[Candidate], int]:
+    ) -> tuple[list[Candidate], int, list[tuple[Any, ...]] | None]:
         # One statement for every database source; a source whose tables held nothing of the
         # tenant's at the last call is left out, and the statement's presence rows say if that
-        # changed (then a second statement asks again with it: see sources.presence).
+        # changed (then a second statement asks again with it: see sources.presence). With
+        # the turns around the semantic candidates when the tenant's last hits had turns among
+        # them (None: not read).
         tenant_id = call.values.tenant_id
         self._iterative_scan()  # known before the statement's shape is chosen
         probed = tuple(
             source for source, on in ((EPISODIC, call.episodic), (DOCUMENTS, call.documents)) if on
         )
         if not (call.semantic or probed):
-            return [], 0
+            return [], 0, None
         values = replace(call.values, vector=vector)
         episodic = call.episodic and self._presence.may_hold(tenant_id, EPISODIC)
         documents = call.documents and self._presence.may_hold(tenant_id, DOCUMENTS)
-        candidates, counts = self._run(call, values, self._shape(call, episodic, documents), reads)
+        context = self._lifts(call) and self._presence.may_hold(tenant_id, TURNS)
+        shape = self._shape(call, episodic, documents, context)
+        candidates, counts, turns = self._run(call, values, shape, reads)
         self._presence.learn(tenant_id, counts)
         self._sizes.learn(tenant_id, counts)
         if (not episodic and counts.get(EPISODIC, 0) > 0) or (
             not documents and counts.get(DOCUMENTS, 0) > 0
         ):  # a source left out has its first rows: ask again with every source in
-            full = self._shape(call, call.episodic, call.documents)
-            candidates, _ = self._run(call, values, full, reads)
-            return candidates, 2
-        return candidates, 1
+            full = self._shape(call, call.episodic, call.documents, context)
+            candidates, _, turns = self._run(call, values, full, reads)
+            return candidates, 2, turns
+        return candidates, 1, turns
+
+    @staticmethod
+    def _lifts(call: _Call) -> bool:
+        # Whether the call's turns lift their neighbours (context_lift).
+        config = call.config
+        return call.semantic and config.context_lift > 0.0 and config.context_window > 0
 
     def _with_context(
         self,
         call: _Call,
         vector: Vectors | None,
         candidates: list[Candidate],
+        turns: list[tuple[Any, ...]] | None,
         reads: ReadConnections,
     ) -> tuple[list[Candidate], int]:
         # The turns around the best memories, lifted by their relevance (context_lift); the
-        # statements it sent (none when no best memory is a turn of a thread).
+        # statements it sent: none when the read's statement brought the turns (``turns``) or
+        # no best memory is a turn, else one.
         config = call.config
         semantic = [c for c in candidates if c.source == "semantic"]
-        if not semantic or config.context_lift <= 0.0 or config.context_window <= 0:
+        if not semantic or not self._lifts(call):
             return candidates, 0
+        untold = config.session_gap_minutes > 0
+        # Whether the next statements read the turns in: while the tenant's candidates hold turns.
+        self._presence.learn(
+            call.values.tenant_id, {TURNS: int(any(is_turn(c, untold) for c in semantic))}
+        )
         weights = config.semantic.weights
         best = sorted(
             semantic, key=lambda c: ranking.rank_key(ranking.scored_candidate(c, weights))
         )
-        values = replace(call.values, vector=vector)
-        params = semantic_parameters(config, values, self._calibration)
-        params["context_window"] = config.context_window
-        params["session_gap"] = timedelta(minutes=config.session_gap_minutes)
-        params["message_kind"] = MESSAGE_KIND
-        statement = context_statement(self.schema, values.mode)
-
         sent = 0
 
         def fetch(
             ids: Sequence[int], threads: Sequence[str | None], positions: Sequence[int | None]
         ) -> Any:
             nonlocal sent
+            if turns is not None:  # read with the candidates: the rows of these hits
+                chosen = set(ids)
+                return sorted((row for row in turns if row[0] in chosen), key=lambda row: row[:3])
             sent += 1
+            values = replace(call.values, vector=vector)
+            params = semantic_parameters(config, values, self._calibration)
+            params |= context_parameters(config)
             found = {"hit_ids": list(ids), "threads": list(threads), "positions": list(positions)}
-            return reads.execute(statement, params | found)
+            return reads.execute(context_statement(self.schema, values.mode), params | found)
 
         lifted = context_candidates(
             best[: config.semantic.limit],
@@ -541,7 +558,7 @@ class HybridRetriever:
             lift=config.context_lift,
             fetch=fetch,
             focus=config.context_focus,
-            untold_sessions=config.session_gap_minutes > 0,
+            untold_sessions=untold,
         )
         if not lifted:
             return candidates, sent
@@ -599,7 +616,9 @@ class HybridRetriever:
             ]
         return ranking.select(scored, config)
 
-    def _shape(self, call: _Call, episodic: bool, documents: bool) -> StatementShape:
+    def _shape(
+        self, call: _Call, episodic: bool, documents: bool, context: bool = False
+    ) -> StatementShape:
         # The statement of this call, with the episodic and documents CTEs in or out.
         config, values = call.config, call.values
         lexical = config.lexical_match
@@ -647,16 +666,27 @@ class HybridRetriever:
             gated=config.max_distance is not None,
             capped=many_words,
             presence=call.probed + (SIZE_ROWS if sized else ()),
+            context=context,
         )
 
     def _run(
         self, call: _Call, values: CallValues, shape: StatementShape, reads: ReadConnections
-    ) -> tuple[list[Candidate], dict[str, int]]:
-        # The statement's candidates, and what its presence rows counted per source.
+    ) -> tuple[list[Candidate], dict[str, int], list[tuple[Any, ...]] | None]:
+        # The statement's candidates, what its presence rows counted per source, and the
+        # context turns' rows (hit, offset, then a candidate's columns) when it read them.
         params = statement_parameters(call.config, shape, values, self._calibration)
         settings = {"hnsw.ef_search": _ef_search(call.config)}
         rows = reads.execute(self._statement(shape), params, settings=settings)
-        return split_presence([Candidate(*row) for row in rows])
+        if not shape.context:
+            return (*split_presence([Candidate(*row) for row in rows]), None)
+        read: list[Candidate] = []
+        turns: list[tuple[Any, ...]] = []
+        for *columns, hit_id, offset in rows:
+            if hit_id is None:
+                read.append(Candidate(*columns))
+            else:
+                turns.append((hit_id, offset, *columns))
+        return (*split_presence(read), turns)
 
     def _statement(self, shape: StatementShape) -> str:
         statement = self._statements.get(shape)

@@ -88,7 +88,35 @@ def test_the_answer_next_to_a_matching_question_is_lifted_into_the_results(
         config=replace(retriever.config, context_lift=0.0),
     )  # fmt: skip
     assert all("lifted_by" not in r.metadata for r in off)
-    assert off.diagnostics.statements == 1 and response.diagnostics.statements == 2
+    # The turns were read in the call's one statement (the tenant's first call reads them in).
+    assert off.diagnostics.statements == 1 and response.diagnostics.statements == 1
+
+
+def test_the_turns_are_read_in_the_one_statement_while_the_tenant_has_them(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # A tenant whose candidates held no turn is read without them; when its hits are turns,
+    # a second statement reads them, and from then on the one statement does: same results.
+    question = "Which neighbourhood did Bo end up in after the move?"
+    store.remember(
+        "Bo likes the bakery near the old flat", tenant_id="acme", kind="fact", created_at=MAY
+    )
+    before = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF)
+    assert before.diagnostics.statements == 1 and len(before.results) == 1
+    _turns(store)
+    apart = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=3)
+    assert apart.diagnostics.statements == 2
+    assert any("lifted_by" in r.metadata for r in apart)
+    together = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=3)
+    assert together.diagnostics.statements == 1
+    assert [(r.metadata["id"], r.final_score, r.metadata.get("lifted_by")) for r in together] == [
+        (r.metadata["id"], r.final_score, r.metadata.get("lifted_by")) for r in apart
+    ]
+    # A retriever new to the tenant reads them in its first statement, the same again.
+    with HybridRetriever.from_store(store, config=retriever.config) as fresh:
+        first = fresh.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=3)
+    assert first.diagnostics.statements == 1
+    assert [r.content for r in first] == [r.content for r in apart]
 
 
 def test_memories_without_a_thread_that_are_not_messages_are_not_lifted(

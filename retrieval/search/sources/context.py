@@ -25,12 +25,49 @@ _TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access
            m.last_seen_at"""
 
 
+# The hits of a separate context statement: the arrays the retriever binds.
+_BOUND_HITS = """SELECT *
+    FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
+         AS h(hit_id, thread_id, position)"""
+
+# The hits within the read's own statement: every semantic candidate that is a turn of a
+# thread, or (with ``%(untold_sessions)s``) a message without a thread, as the retriever's
+# context_lift places them from their evidence; it keeps the rows of the hits it chooses.
+_STATEMENT_HITS = """SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
+           (c.details ->> 'position')::int AS position
+    FROM semantic AS c
+    WHERE (jsonb_typeof(c.details -> 'thread_id') = 'string'
+           AND jsonb_typeof(c.details -> 'position') = 'number')
+       OR (%(untold_sessions)s AND c.kind = %(message_kind)s
+           AND COALESCE(jsonb_typeof(c.details -> 'thread_id'), 'null') = 'null')"""
+
+# The two columns a context row adds to the source's (the hit it is next to, and how far); the
+# read's other rows carry them empty.
+CONTEXT_COLUMNS = 'hit_id, "offset"'
+NO_CONTEXT = 'NULL::bigint AS hit_id, NULL::int AS "offset"'
+
+
 def context_statement(schema: str, mode: Mode) -> str:
     """The context turns of the hits ``%(hit_ids)s`` (threads ``%(threads)s``, positions
     ``%(positions)s``; a hit with neither is a message, of kind ``%(message_kind)s``, without a
     thread) within ``%(context_window)s`` positions (``%(session_gap)s`` the longest pause
     within a session of messages without a thread), in the mode's kinds: rows of ``hit_id,
     offset`` then the source's columns."""
+    ctes = ",\n".join(context_ctes(schema, mode, _BOUND_HITS))
+    return f"""WITH {ctes}
+SELECT hit_id, "offset", {SELECT_LIST} FROM context ORDER BY hit_id, "offset", id"""
+
+
+def statement_context_ctes(schema: str, mode: Mode) -> list[str]:
+    """The CTEs that read, within the read's statement (after its ``semantic`` CTE), the
+    context turns of every semantic candidate that is a turn: a CTE ``context`` of rows of
+    ``hit_id, offset`` then the source's columns. Its parameters are the context statement's
+    but the hits, and ``%(untold_sessions)s``."""
+    return context_ctes(schema, mode, _STATEMENT_HITS)
+
+
+def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
+    """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``."""
     s = quote_schema(schema)
     kinds = "".join(f" AND {condition}" for condition in kind_filters(mode, "m"))
     distance = "(m.embedding <-> %(query_vector)s)"
@@ -38,21 +75,25 @@ def context_statement(schema: str, mode: Mode) -> str:
         _told_side(s, kinds, distance, side, order)
         for side, order in (("before", "DESC"), ("after", "ASC"))
     ]
-    return f"""WITH hits AS (
-    SELECT * FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
-         AS h(hit_id, thread_id, position)
-), untold AS (
+    return [
+        f"""context_hits AS (
+    {hits}
+)""",
+        f"""untold AS (
     SELECT h.hit_id, m.created_at
-    FROM hits AS h
+    FROM context_hits AS h
     JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = h.hit_id
     WHERE h.thread_id IS NULL
-), {told[0]}, {told[1]}, told AS (
+)""",
+        *told,
+        """told AS (
     SELECT *, max(gap) OVER (PARTITION BY hit_id, sign("offset") ORDER BY abs("offset"))
               AS widest_gap
     FROM (SELECT * FROM told_before UNION ALL SELECT * FROM told_after) AS sides
-), turns AS (
+)""",
+        f"""turns AS (
     SELECT h.hit_id, m.position - h.position AS "offset", {_TURN_COLUMNS}, {distance} AS distance
-    FROM hits AS h
+    FROM context_hits AS h
     JOIN {s}.memories AS m
       ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
          AND m.position BETWEEN h.position - %(context_window)s
@@ -64,7 +105,8 @@ def context_statement(schema: str, mode: Mode) -> str:
            last_accessed_at, metadata, embedding_model, thread_id, position, last_seen_at,
            distance
     FROM told WHERE widest_gap <= %(session_gap)s
-), context AS (
+)""",
+        f"""context AS (
     SELECT n.hit_id, n."offset", 'semantic'::text AS source, 'memory'::text AS item, n.id,
            n.content, n.kind, n.created_at,
            {dense_relevance_sql("n.distance")} AS relevance,
@@ -74,8 +116,8 @@ def context_statement(schema: str, mode: Mode) -> str:
            NULL::text[] AS entities,
            jsonb_build_object({MEMORY_EVIDENCE}) AS details
     FROM turns AS n
-)
-SELECT hit_id, "offset", {SELECT_LIST} FROM context ORDER BY hit_id, "offset", id"""
+)""",
+    ]
 
 
 def _told_side(schema: str, kinds: str, distance: str, side: str, order: str) -> str:

@@ -12,15 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from retrieval.embedding.calibration import DenseCalibration
 from retrieval.embedding.models import Vectors
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search import lexical_match, scoring
 from retrieval.search.config import Mode, RetrievalConfig
 from retrieval.search.query import PreparedQuery
 from retrieval.search.sources.common import SELECT_LIST
+from retrieval.search.sources.context import (
+    CONTEXT_COLUMNS,
+    NO_CONTEXT,
+    statement_context_ctes,
+)
 from retrieval.search.sources.documents import documents_ctes
 from retrieval.search.sources.episodic import EpisodicQuery, band_parameters, episodic_ctes
 from retrieval.search.sources.keyword_bands import Band, keyword_bands
@@ -36,7 +42,8 @@ class StatementShape:
 
     ``semantic`` and ``episodic``: the shape of those sources' CTEs (``None``: left out).
     ``documents``: the documents' CTEs, behind the distance gate when ``gated``. ``presence``:
-    the sources whose presence rows are asked for.
+    the sources whose presence rows are asked for. ``context``: the context turns of the
+    semantic candidates (with a semantic source only).
     """
 
     semantic: SemanticQuery | None
@@ -45,6 +52,9 @@ class StatementShape:
     gated: bool = True
     presence: tuple[str, ...] = ()
     capped: bool = False  # more query words than max_query_words: the documents read the rarest
+    # The turns around the semantic candidates that are turns, read in the same statement
+    # (sources.context): its rows then carry two more columns, the hit and the offset.
+    context: bool = False
 
 
 def build_statement(schema: str, shape: StatementShape) -> str:
@@ -64,7 +74,12 @@ def build_statement(schema: str, shape: StatementShape) -> str:
     if shape.presence:
         ctes.append(presence_cte(schema, shape.presence))
         selects.append("source_presence")
-    union = "\nUNION ALL\n".join(f"SELECT {SELECT_LIST} FROM {name}" for name in selects)
+    columns = {name: SELECT_LIST for name in selects}
+    if shape.context and shape.semantic is not None:
+        ctes += statement_context_ctes(schema, shape.semantic.mode)
+        columns = {name: f"{SELECT_LIST}, {NO_CONTEXT}" for name in selects}
+        columns["context"] = f"{SELECT_LIST}, {CONTEXT_COLUMNS}"
+    union = "\nUNION ALL\n".join(f"SELECT {listed} FROM {name}" for name, listed in columns.items())
     return "WITH " + ",\n".join(ctes) + "\n" + union
 
 
@@ -123,6 +138,8 @@ def statement_parameters(
         "task_id": call.task_id,
     }
     semantic, episodic = shape.semantic, shape.episodic
+    if shape.context:
+        params.update(context_parameters(config))
     if shape.documents or (semantic is not None and semantic.bm25):
         params.update(_bm25_parameters(config, call.query))
     if (semantic is not None and semantic.lexical) or (episodic is not None and episodic.lexical):
@@ -147,6 +164,17 @@ def semantic_parameters(
             sorted(call.mode.include_kinds) if call.mode.include_kinds is not None else None
         ),
         "exclude_kinds": sorted(call.mode.exclude_kinds),
+    }
+
+
+def context_parameters(config: RetrievalConfig) -> dict[str, Any]:
+    """The values the context turns bind besides a memory's signals
+    (:mod:`retrieval.search.sources.context`)."""
+    return {
+        "context_window": config.context_window,
+        "session_gap": timedelta(minutes=config.session_gap_minutes),
+        "message_kind": MESSAGE_KIND,
+        "untold_sessions": config.session_gap_minutes > 0,
     }
 
 
