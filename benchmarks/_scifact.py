@@ -452,3 +452,31 @@ def vector_alone(config: RetrievalConfig) -> RetrievalConfig:
         time_weight=0.0,
         total_limit=10,
     )
+
+
+def floor_statement(connection: Any, schema: str, tenant: str, *, config: Any) -> tuple[str, bool]:
+    """The bare statement of our filtered search for ``tenant`` (psycopg placeholders: the query
+    vector as halfvec, the tenant, the pool) and whether it reads the tenant exactly: the
+    tenant's ``pool`` nearest rows as the default semantic CTE asks for them, read exactly
+    (btree, each distance once, a sort) when the retriever would (``n^2 <= exact_scan_factor x
+    pool x N``), else through the graph (``relaxed_order`` returns them nearly in order)."""
+    row = connection.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (f"{schema}.memories",)
+    ).fetchone()
+    table_rows = max(row[0] if row else 0, 0)
+    (memories,) = connection.execute(
+        f"SELECT memories FROM {schema}.memory_corpus WHERE tenant_id = %s", (tenant,)
+    ).fetchone() or (0,)
+    read_exactly = memories**2 <= config.exact_scan_factor * config.pool * table_rows
+    if read_exactly:
+        return (
+            f"SELECT x.* FROM (SELECT id, embedding <-> %s::halfvec AS distance "
+            f"FROM {schema}.memories WHERE tenant_id = %s OFFSET 0) AS x "
+            "ORDER BY x.distance LIMIT %s",
+            True,
+        )
+    return (
+        f"SELECT id, embedding <-> %s::halfvec AS distance FROM {schema}.memories "
+        "WHERE tenant_id = %s ORDER BY distance LIMIT %s",
+        False,
+    )

@@ -47,6 +47,7 @@ from _scifact import (
     cached_vectors,
     evaluate,
     exact_nearest,
+    floor_statement,
     load_corpus,
     memory_vectors,
     read_qrels,
@@ -328,14 +329,10 @@ def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  
 def _floor(
     url: str, claim_vectors: np.ndarray, exact: dict[str, list[list[int]]], pool: int
 ) -> dict[str, Any]:
-    """The bare statement of our filtered search on our default table, no library code: the
-    tenant's ``pool`` nearest rows as the default semantic CTE asks for them, read exactly
-    (btree, each distance once, a sort) when the retriever would (``n^2 <= exact_scan_factor x
-    pool x N``), else through the graph, the 10 nearest of them kept (``relaxed_order``
-    returns them nearly in order); the same session settings as the retriever's, psycopg,
-    prepared, vectors bound in binary."""
+    """The bare statement of our filtered search on our default table
+    (``_scifact.floor_statement``), no library code, the 10 nearest of its rows kept; the same
+    session settings as the retriever's, psycopg, prepared, vectors bound in binary."""
     schema = OURS["ours"][0]
-    factor = RetrievalConfig().exact_scan_factor
     floor: dict[str, Any] = {}
     with psycopg.connect(url, autocommit=True) as connection:
         register_vector(connection)
@@ -343,25 +340,11 @@ def _floor(
         connection.execute(f"SET hnsw.ef_search = {RetrievalConfig().ef_search}")
         ids = connection.execute(f"SELECT id FROM {schema}.memories ORDER BY id").fetchall()
         row_of = {memory_id: row for row, (memory_id,) in enumerate(ids)}
-        table_rows = connection.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (f"{schema}.memories",)
-        ).fetchone()
-        nearest = (
-            f"SELECT id, embedding <-> %s::halfvec AS distance FROM {schema}.memories "
-            "WHERE tenant_id = %s ORDER BY distance LIMIT %s"
-        )
-        exactly = (
-            f"SELECT x.* FROM (SELECT id, embedding <-> %s::halfvec AS distance "
-            f"FROM {schema}.memories WHERE tenant_id = %s OFFSET 0) AS x "
-            "ORDER BY x.distance LIMIT %s"
-        )
         halves = [vector.astype(np.float16) for vector in claim_vectors]
         for tenant, top in exact.items():
-            (memories,) = connection.execute(
-                f"SELECT memories FROM {schema}.memory_corpus WHERE tenant_id = %s", (tenant,)
-            ).fetchone() or (0,)
-            read_exactly = memories**2 <= factor * pool * max(table_rows[0] if table_rows else 0, 0)
-            query = exactly if read_exactly else nearest
+            query, read_exactly = floor_statement(
+                connection, schema, tenant, config=RetrievalConfig()
+            )
 
             def search(index: int, tenant: str = tenant, query: str = query) -> list[int]:
                 values = (HalfVector(halves[index]), tenant, pool)

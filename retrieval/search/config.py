@@ -76,7 +76,9 @@ DEFAULT_BM25_K1 = 0.9
 DEFAULT_BM25_B = 0.4
 BM25_K1 = Within(0.0, 10.0)
 BM25_B = UNIT
-_WEIGHTS = ("relevance", "recency", "importance", "popularity", "entity")
+# The signals a source's weights apply to, in the order its weighted sum adds them.
+SIGNALS = ("relevance", "recency", "importance", "popularity", "entity")
+_WEIGHTS = SIGNALS
 _TOLERANCE = 1e-6
 
 

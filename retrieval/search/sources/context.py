@@ -30,12 +30,24 @@ _BOUND_HITS = """SELECT *
     FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
          AS h(hit_id, thread_id, position)"""
 
-# The hits within the read's own statement: every semantic candidate that is a turn of a
-# thread, or (with ``%(untold_sessions)s``) a message without a thread, as the retriever's
-# context_lift places them from their evidence; it keeps the rows of the hits it chooses.
+# The hits within the read's own statement: of the semantic candidates ranked as the retriever
+# ranks them (its final score, the weighted sum of their signals, then relevance, distance,
+# recency and id), the first ``%(context_hits)s`` (twice the source's limit: the retriever
+# lifts from its first ``limit``, and keeps only their rows) that are turns of a thread, or
+# (with ``%(untold_sessions)s``) messages without a thread, as context_lift places them.
 _STATEMENT_HITS = """SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
            (c.details ->> 'position')::int AS position
-    FROM semantic AS c
+    FROM (
+        SELECT * FROM semantic AS s
+        ORDER BY LEAST(1.0::float8, GREATEST(0.0::float8,
+                     %(weight_relevance)s::float8 * s.relevance
+                     + %(weight_recency)s::float8 * s.recency
+                     + %(weight_importance)s::float8 * s.importance
+                     + %(weight_popularity)s::float8 * s.popularity
+                     + %(weight_entity)s::float8 * s.entity)) DESC,
+                 s.relevance DESC, s.distance ASC NULLS LAST, s.recency DESC, s.id
+        LIMIT %(context_hits)s
+    ) AS c
     WHERE (jsonb_typeof(c.details -> 'thread_id') = 'string'
            AND jsonb_typeof(c.details -> 'position') = 'number')
        OR (%(untold_sessions)s AND c.kind = %(message_kind)s

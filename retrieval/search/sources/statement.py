@@ -19,7 +19,7 @@ from retrieval.embedding.calibration import DenseCalibration
 from retrieval.embedding.models import Vectors
 from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search import lexical_match, scoring
-from retrieval.search.config import Mode, RetrievalConfig
+from retrieval.search.config import SIGNALS, Mode, RetrievalConfig
 from retrieval.search.query import PreparedQuery
 from retrieval.search.sources.common import SELECT_LIST
 from retrieval.search.sources.context import (
@@ -175,6 +175,8 @@ def context_parameters(config: RetrievalConfig) -> dict[str, Any]:
         "session_gap": timedelta(minutes=config.session_gap_minutes),
         "message_kind": MESSAGE_KIND,
         "untold_sessions": config.session_gap_minutes > 0,
+        "context_hits": 2 * config.semantic.limit,
+        **{f"weight_{name}": getattr(config.semantic, name) for name in SIGNALS},
     }
 
 
