@@ -31,6 +31,7 @@
 
 Usage: python benchmarks/writing/ingest.py [--rows 100000] [--indexed-rows 5000] [--runs 3]
        [--embed-texts 2000] [--embed-long-texts 300] [--hit-texts 20000] [--database-url URL]
+       [--backend onnx|onnx-int8|torch]
 Without --database-url it runs on a throw-away embedded server.
 """
 
@@ -92,6 +93,12 @@ def main() -> None:
         "--history-rows", type=int, default=20_000, help="decisions of the history part"
     )
     parser.add_argument("--database-url")
+    parser.add_argument(
+        "--backend",
+        choices=("onnx", "onnx-int8", "torch"),
+        default="onnx",
+        help="what runs the embedding model (the embedder alone and the ingest alike)",
+    )
     add_output(parser)
     parser.add_argument(
         "--parts",
@@ -109,7 +116,7 @@ def main() -> None:
         )
         engine = make_engine(server.url())
     upgrade(engine, SETTINGS)
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(backend=args.backend)
     results: dict[str, Any] = {
         "settings": vars(args) | {"json": str(args.json)},
     }
