@@ -439,6 +439,19 @@ def row_numbers(engine: Engine, schema: str) -> dict[int, int]:
         return {memory_id: row for row, memory_id in enumerate(ids)}
 
 
+def dense_alone(config: RetrievalConfig) -> RetrievalConfig:
+    """``config`` with the semantic source ranked by its relevance alone (recency weight 0),
+    no BM25 channel, no threshold, no cut-off: the vector channel's own ranking, its limits
+    kept."""
+    return replace(
+        config,
+        semantic=replace(config.semantic, relevance=1.0, recency=0.0),
+        min_final_score=0.0,
+        max_distance=None,
+        memory_bm25=False,
+    )
+
+
 def vector_alone(config: RetrievalConfig) -> RetrievalConfig:
     """``config`` with the semantic source ranking by its vector channel alone: relevance
     weight 1, no BM25, no threshold, no time or thread lift (what the peers return)."""

@@ -31,7 +31,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
-from _scifact import DATA, abstract_text, evaluate, read_qrels, shapes
+from _scifact import DATA, abstract_text, dense_alone, evaluate, read_qrels, shapes
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
@@ -199,13 +198,7 @@ def _quality(
     store: MemoryStore, queries: dict[str, str], qrels: dict[str, dict[str, int]]
 ) -> dict[str, dict[str, float]]:
     alone = shapes()["semantic"]
-    dense = replace(
-        alone,
-        semantic=replace(alone.semantic, relevance=1.0, recency=0.0),
-        min_final_score=0.0,
-        max_distance=None,
-        memory_bm25=False,
-    )
+    dense = dense_alone(alone)
     found: dict[str, dict[str, float]] = {}
     for name, config in (("defaults", alone), ("dense alone", dense)):
         run = {}

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, percentiles, write_result
-from _scifact import DATA, abstract_text, cached_vectors, evaluate, shapes
+from _scifact import DATA, abstract_text, cached_vectors, dense_alone, evaluate, shapes
 from sqlalchemy import Engine, text
 
 from retrieval.db.config import DatabaseConfig
@@ -97,13 +97,7 @@ def main() -> None:
         )
 
     alone = shapes()["semantic"]
-    dense = replace(
-        alone,
-        semantic=replace(alone.semantic, relevance=1.0, recency=0.0),
-        min_final_score=0.0,
-        max_distance=None,
-        memory_bm25=False,
-    )
+    dense = dense_alone(alone)
     results: dict[str, Any] = {"memories": len(corpus), "claims": len(claims)}
     for vector_type, (store, ids) in stores.items():
         row: dict[str, Any] = {}

@@ -24,7 +24,7 @@ import logging
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,35 +149,35 @@ def default_cache_dir() -> Path:
 
 def exported_model(plan: OnnxPlan, cache_dir: Path) -> Path:
     """The ONNX file of ``plan``'s model, exported (once, under a file lock) when missing."""
-    import fasteners
-
     weights = sorted(plan.directory.glob("*.safetensors")) or sorted(plan.directory.glob("*.bin"))
     digest = hashlib.sha256(EXPORT_VERSION.encode())
     for item in [plan.directory / "config.json", *weights]:
         stat = item.stat()
         digest.update(f"{item.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     target = cache_dir / "onnx" / f"{digest.hexdigest()[:20]}.onnx"
+    said = f"exporting {plan.directory} to ONNX once (seconds), into {target}"
+    return _made_once(target, said, lambda: _export(plan, target))
+
+
+def quantized_model(exported: Path) -> Path:
+    """The int8 model of the ``exported`` file, beside it (quantized once, under a file lock)."""
+    target = exported.with_suffix(".int8.onnx")
+    said = f"quantizing {exported} to int8 once (seconds), into {target}"
+    return _made_once(target, said, lambda: _quantize(exported, target))
+
+
+def _made_once(target: Path, said: str, make: Callable[[], None]) -> Path:
+    """``target``, made by ``make`` (announced by ``said``) unless it exists: once across
+    processes, under a file lock beside it."""
+    import fasteners
+
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with fasteners.InterProcessLock(str(target) + ".lock"):
         if not target.is_file():
-            logger.warning("exporting %s to ONNX once (seconds), into %s", plan.directory, target)
-            _export(plan, target)
-    return target
-
-
-def quantized_model(exported: Path) -> Path:
-    """The int8 model of the ``exported`` file, beside it (quantized once, under a file lock)."""
-    import fasteners
-
-    target = exported.with_suffix(".int8.onnx")
-    if target.is_file():
-        return target
-    with fasteners.InterProcessLock(str(target) + ".lock"):
-        if not target.is_file():
-            logger.warning("quantizing %s to int8 once (seconds), into %s", exported, target)
-            _quantize(exported, target)
+            logger.warning(said)
+            make()
     return target
 
 

@@ -72,12 +72,6 @@ def context_candidates(
     return lifted
 
 
-def is_turn(candidate: Candidate, untold_sessions: bool) -> bool:
-    """Whether a semantic candidate has context turns (a thread and a position, or, with
-    ``untold_sessions``, it is a message without a thread)."""
-    return _place(candidate, untold_sessions) is not None
-
-
 def _lead(relevance: float, best: float, focus: float) -> float:
     """A hit's relevance, scaled by its share of the best hit's to the power ``focus``."""
     if focus <= 0.0 or best <= 0.0:

@@ -39,7 +39,7 @@ from retrieval.observability.tracing import Attributes, Tracing, tenant_hash
 from retrieval.search import ranking, scoring
 from retrieval.search.access_counts import AccessRecorder
 from retrieval.search.config import Fusion, RetrievalConfig
-from retrieval.search.context_lift import context_candidates, is_turn
+from retrieval.search.context_lift import context_candidates
 from retrieval.search.neighbors import MAX_NEIGHBORS, neighbors_statement, with_neighbors
 from retrieval.search.query import prepare_query
 from retrieval.search.query_time import TimeWindow, query_window
@@ -527,21 +527,18 @@ class HybridRetriever:
         semantic = [c for c in candidates if c.source == "semantic"]
         if not semantic or not self._lifts(call):
             return candidates, 0
-        untold = config.session_gap_minutes > 0
-        # Whether the next statements read the turns in: while the tenant's candidates hold turns.
-        self._presence.learn(
-            call.values.tenant_id, {TURNS: int(any(is_turn(c, untold) for c in semantic))}
-        )
         weights = config.semantic.weights
         best = sorted(
             semantic, key=lambda c: ranking.rank_key(ranking.scored_candidate(c, weights))
         )
         sent = 0
+        asked = False  # whether a leading hit was a turn
 
         def fetch(
             ids: Sequence[int], threads: Sequence[str | None], positions: Sequence[int | None]
         ) -> Any:
-            nonlocal sent
+            nonlocal sent, asked
+            asked = True
             if turns is not None:  # read with the candidates: the rows of these hits
                 chosen = set(ids)
                 return sorted((row for row in turns if row[0] in chosen), key=lambda row: row[:3])
@@ -558,8 +555,10 @@ class HybridRetriever:
             lift=config.context_lift,
             fetch=fetch,
             focus=config.context_focus,
-            untold_sessions=untold,
+            untold_sessions=config.session_gap_minutes > 0,
         )
+        # The next statements read the turns in while the tenant's leading hits are turns.
+        self._presence.learn(call.values.tenant_id, {TURNS: int(asked)})
         if not lifted:
             return candidates, sent
         kept = [lifted.pop(c.id, c) if c.source == "semantic" else c for c in candidates]

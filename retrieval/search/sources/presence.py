@@ -28,10 +28,10 @@ from retrieval.search.sources.exact_read import MEMORIES, MEMORY_TABLE
 
 DOCUMENTS = "documents"
 EPISODIC = "episodic"
-# Whether the tenant's semantic candidates held turns of a conversation at the last call: the
-# statement then reads their context turns too (sources.context). Learned from the candidates,
-# not from a presence row: a call whose candidates hold turns the statement did not read them
-# for reads them with a second statement.
+# Whether the tenant's leading semantic hits held turns of a conversation at the last call: the
+# statement then reads their context turns too (sources.context). Learned from the lift, not
+# from a presence row: a call whose leading hits are turns the statement did not read around
+# reads them with a second statement.
 TURNS = "turns"
 _ITEM = "presence"  # the item of a presence row; its ``id`` counts the source's rows (> 0)
 _MAX_TENANTS = 100_000  # tenants remembered per retriever (then it starts afresh)
