@@ -89,6 +89,12 @@ class Data:
     def claims(self) -> list[str]:
         return list(self.plan["claims"])
 
+    @property
+    def shipped(self) -> bool:
+        """Whether the as-shipped searches are measured (not in ``curves.py``'s sweep, which
+        measures the documented best alone)."""
+        return "ef_search_sweep" not in self.plan
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -119,6 +125,11 @@ def _searches(data: Data, search: Callable[[str, int], list[int]]) -> dict[str, 
     }
 
 
+def _shipped(data: Data, search: Callable[[str, int], list[int]]) -> dict[str, Any]:
+    """The as-shipped searches' line, when the plan measures it."""
+    return {"shipped": _searches(data, search)} if data.shipped else {}
+
+
 def _iterative_scan(url: str, on: bool, ef_search: int | None = None) -> None:
     """pgvector's iterative scan (and ``hnsw.ef_search`` when given) for every new connection
     to the peers' database; ``on=False`` resets both."""
@@ -146,7 +157,9 @@ def _iterative_scan(url: str, on: bool, ef_search: int | None = None) -> None:
 def _best_lines(data: Data) -> list[tuple[str, int | None]]:
     """The documented best's lines: its ``hnsw.ef_search`` as it is, then raised when the plan
     asks (pgvector's knob for recall: "a higher value provides better recall at the cost of
-    speed")."""
+    speed"); or, for ``curves.py``, one line per ``hnsw.ef_search`` of the plan's sweep."""
+    if not data.shipped:
+        return [(f"best_ef_search_{ef}", int(ef)) for ef in data.plan["ef_search_sweep"]]
     raised = data.plan.get("raised_ef_search")
     return [("best", None)] + ([("best_raised_ef_search", int(raised))] if raised else [])
 
@@ -247,7 +260,7 @@ def _langchain(url: str, data: Data) -> dict[str, Any]:
     result = _stored(data, _adder(memories), build_index)
     _analyze(url, "langchain_pg_embedding")
 
-    result["filtered"] = {"shipped": _searches(data, _searcher(data, memories))}
+    result["filtered"] = _shipped(data, _searcher(data, memories))
     engine.dispose()
     for setting, ef_search in _best_lines(data):
         _iterative_scan(url, True, ef_search)
@@ -310,7 +323,7 @@ def _pgvectorstore(url: str, data: Data) -> dict[str, Any]:
     _drop_index(url, "peers_v2_tenant")
     _analyze(url, table)
 
-    result["filtered"] = {"shipped": _searches(data, _searcher(data, memories))}
+    result["filtered"] = _shipped(data, _searcher(data, memories))
     sync = create_engine(url)
     with sync.begin() as connection:  # its tenant is a column: a btree serves the filter
         connection.execute(text(f'CREATE INDEX peers_v2_tenant ON "{table}" (tenant)'))
@@ -443,7 +456,7 @@ def _llamaindex(url: str, data: Data) -> dict[str, Any]:
 
         return search
 
-    result["filtered"] = {"shipped": _searches(data, searcher(memories))}
+    result["filtered"] = _shipped(data, searcher(memories))
     # Its documented tenant index: the btree it makes for indexed_metadata_keys, made here on
     # the table the rows are already in (the library makes it only with a new table).
     indexed = store("peers_memories", indexed_metadata_keys={("tenant", "text")})

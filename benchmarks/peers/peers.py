@@ -37,6 +37,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import ROOT, add_output, claim_timing, git_commit, recall, timed_passes, write_result
+from _peers_data import peers_data
 from _scifact import (
     AS_OF,
     DATA,
@@ -46,14 +47,9 @@ from _scifact import (
     abstract_text,
     cached_vectors,
     evaluate,
-    exact_nearest,
     floor_statement,
-    load_corpus,
-    memory_vectors,
-    read_qrels,
     row_numbers,
     shapes,
-    tenant_of,
     vector_alone,
 )
 from pgvector import HalfVector
@@ -126,35 +122,19 @@ def main() -> None:
     database = connect(DatabaseConfig(data_dir=data_dir))
     assert database.embedded is not None
     embedder = SentenceTransformerEmbedder()
-    corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
-    base = cached_vectors(
-        embedder, corpus.sentences, data_dir.parent / "scifact-sentence-vectors.npy"
-    )
-    vectors = memory_vectors(base, args.rows)
-    tenants = [tenant_of(i) for i in range(args.rows)]
-    rows = [
-        {"row": i, "text": f"{corpus.sentences[i % len(corpus.sentences)]} (note {i})",
-         "tenant": tenants[i]}
-        for i in range(args.rows)
-    ]  # fmt: skip
+    data = peers_data(embedder, args.rows, data_dir.parent)
+    rows, vectors, claims, claim_vectors, exact = (
+        data.rows, data.vectors, data.claims, data.claim_vectors, data.exact
+    )  # fmt: skip
     abstracts_raw = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
     abstracts = [{"doc_id": d["_id"], "text": abstract_text(d)} for d in abstracts_raw]
     abstract_vectors = cached_vectors(
         embedder, [a["text"] for a in abstracts], data_dir.parent / "scifact-abstract-vectors.npy"
     )
-    qrels = read_qrels(DATA / "qrels" / "test.tsv")
-    queries = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
-    query_ids = sorted(qrels)
-    claims = [queries[q] for q in query_ids]
-    claim_vectors = embedder.embed(claims)
-    owners = np.array(tenants)
-    exact = {
-        tenant: exact_nearest(vectors, np.flatnonzero(owners == tenant), claim_vectors)
-        for tenant in TENANTS
-    }
+    qrels, query_ids = data.qrels, data.query_ids
     results: dict[str, Any] = {
         "rows": args.rows,
-        "tenant_rows": {tenant: int((owners == tenant).sum()) for tenant in TENANTS},
+        "tenant_rows": data.tenant_rows,
         "claims": len(claims),
         "passes": PASSES,
     }
