@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-WIDTH, HEIGHT = 380, 320  # one panel
+WIDTH, HEIGHT = 420, 360  # one panel
 LEFT, RIGHT, TOP, BOTTOM = 56, 14, 34, 44
-COLOURS = ("#1b6ac9", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#495057", "#c2255c")
+# In the order lines are first named: two of ours, two of the floor's, then the peers'.
+COLOURS = ("#1b6ac9", "#0b2e6b", "#2b8a3e", "#0c5d56", "#e67700", "#862e9c", "#c92a2a")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ Usage: python benchmarks/peers/peers.py [--rows 100000] [--data-dir DIR] [--peer
 
 ``--searches-only RESULT`` measures every search again (ours, the floor, the peers) on the rows
 an earlier run of the same ``--rows`` kept in ``--data-dir``, and writes them into RESULT.
+``curves.py`` sweeps each system's knobs on those rows (recall against latency).
 """
 
 from __future__ import annotations
