@@ -33,10 +33,17 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
 from _common import RESULTS, ROOT, add_output, claim_timing, recall, timed_passes, write_result
-from _peers_data import PeersData, peers_data
+from _peers_common import (
+    PASSES,
+    PEERS_DATABASE,
+    PeersData,
+    peer_summary,
+    peer_work,
+    peers_data,
+    run_peer,
+)
 from _scifact import AS_OF, OURS, TENANTS, floor_statement, row_numbers, shapes, vector_alone
 from _svg import Line, Panel, write_chart
-from peers import PASSES, PEERS_DATABASE, _peer_summary, _peer_work, _run_peer
 from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
@@ -111,9 +118,9 @@ def main() -> None:
         url = str(database.embedded.url(PEERS_DATABASE))
         plan = {"claims": data.claims, "tenants": list(TENANTS), "passes": args.passes,
                 "scifact": False, "reuse": True, "ef_search_sweep": sweep}  # fmt: skip
-        work = _peer_work(plan, data.rows, data.vectors, data.claim_vectors)
+        work = peer_work(plan, data.rows, data.vectors, data.claim_vectors)
         for library in libraries:
-            summary = _peer_summary(_run_peer(args.peers_python, library, url, work),
+            summary = peer_summary(run_peer(args.peers_python, library, url, work),
                                     data.exact, data.qrels, data.query_ids)  # fmt: skip
             systems[library] = {
                 tenant: [

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import ROOT, add_output, claim_timing, git_commit, recall, timed_passes, write_result
-from _peers_data import peers_data
+from _peers_common import PASSES, PEERS_DATABASE, peer_summary, peer_work, peers_data, run_peer
 from _scifact import (
     AS_OF,
     DATA,
@@ -66,8 +65,6 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
-PEERS_DATABASE = "peers"
-PASSES = 3
 # The documented best's second line: pgvector's knob for recall raised (ours is 160).
 RAISED_EF_SEARCH = 400
 
@@ -159,13 +156,13 @@ def main() -> None:
         if libraries:  # their searches again, on their kept rows
             url = str(database.embedded.url(PEERS_DATABASE))
             plan |= {"scifact": False, "reuse": True}
-            work = _peer_work(plan, rows, vectors, claim_vectors)
+            work = peer_work(plan, rows, vectors, claim_vectors)
         for library in libraries:
-            raw = _run_peer(args.peers_python, library, url, work)
+            raw = run_peer(args.peers_python, library, url, work)
             earlier = kept["results"].get(library, {})
             kept["results"][library] = {
                 **{k: v for k, v in earlier.items() if not isinstance(v, dict)},
-                **_peer_summary(raw, exact, qrels, query_ids),
+                **peer_summary(raw, exact, qrels, query_ids),
             }
             print(library, json.dumps(kept["results"][library]), flush=True)
         kept["searches_remeasured_at"] = git_commit()
@@ -182,41 +179,15 @@ def main() -> None:
     if libraries:
         url = _peers_database(database, args.index_after_load)
         plan |= {"scifact": not args.filtered_only, "index_after_load": args.index_after_load}
-        work = _peer_work(plan, rows, vectors, claim_vectors, (abstracts, abstract_vectors))
+        work = peer_work(plan, rows, vectors, claim_vectors, (abstracts, abstract_vectors))
         for library in libraries:
             began = time.perf_counter()
-            raw = _run_peer(args.peers_python, library, url, work)
-            results[library] = _peer_summary(raw, exact, qrels, query_ids)
+            raw = run_peer(args.peers_python, library, url, work)
+            results[library] = peer_summary(raw, exact, qrels, query_ids)
             results[library]["run_s"] = time.perf_counter() - began
             print(library, json.dumps(results[library]), flush=True)
     write_result("peers", results, args)
     database.dispose()
-
-
-def _peer_work(  # type: ignore[no-untyped-def]
-    plan, rows, vectors, claim_vectors, scifact_data=None
-) -> Path:
-    """A directory holding the data and the plan the peers' workers read (written once for
-    all of them)."""
-    work = Path(tempfile.mkdtemp(prefix="rtv-peers-work-"))
-    abstracts, abstract_vectors = scifact_data or ([], np.zeros((0, vectors.shape[1])))
-    (work / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    np.save(work / "vectors.npy", vectors)
-    (work / "abstracts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in abstracts))
-    np.save(work / "abstract_vectors.npy", abstract_vectors)
-    (work / "queries.json").write_text(json.dumps(plan))
-    np.save(work / "query_vectors.npy", claim_vectors)
-    return work
-
-
-def _run_peer(python: Path, library: str, url: str, work: Path) -> dict[str, Any]:
-    """One library's worker, in the peers' Python, on the data and plan of ``work``."""
-    subprocess.run(
-        [str(python), str(ROOT / "benchmarks" / "peers" / "_peers_worker.py"), library,
-         "--url", url, "--work", str(work)],
-        check=True,
-    )  # fmt: skip
-    return dict(json.loads((work / f"{library}.json").read_text()))
 
 
 def _ours(database, embedder, setting, rows, vectors, claims, exact, scifact, reuse=False):  # type: ignore[no-untyped-def]
@@ -355,32 +326,6 @@ def _peers_database(database, index_after_load: bool) -> str:  # type: ignore[no
     with psycopg.connect(database.embedded.libpq_dsn(PEERS_DATABASE), autocommit=True) as peers:
         peers.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return str(database.embedded.url(PEERS_DATABASE))
-
-
-def _peer_summary(
-    raw: dict[str, Any],
-    exact: dict[str, list[list[int]]],
-    qrels: dict[str, dict[str, int]],
-    query_ids: list[str],
-) -> dict[str, Any]:
-    loading = ("ingest_rows_per_s", "load_rows_per_s", "index_build_s")
-    summary: dict[str, Any] = {key: raw[key] for key in loading if key in raw}
-    for setting, searches in raw["filtered"].items():
-        summary[setting] = {
-            tenant: {
-                **claim_timing(found["times_ms"]),
-                "recall_at_10": recall(found["ids"], exact[tenant]),
-                "rows_per_query": statistics.mean(len(ids) for ids in found["ids"]),
-            }
-            for tenant, found in searches.items()
-        }
-    for name, ranked in raw.get("scifact", {}).items():
-        run = {
-            query_id: [(doc, 1.0 / (rank + 1)) for rank, doc in enumerate(found)]
-            for query_id, found in zip(query_ids, ranked, strict=True)
-        }
-        summary[name] = evaluate(run, qrels)["ndcg@10"]
-    return summary
 
 
 if __name__ == "__main__":
