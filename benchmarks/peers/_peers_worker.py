@@ -172,6 +172,13 @@ def _drop_index(url: str, name: str) -> None:
     engine.dispose()
 
 
+def _drop_table(url: str, name: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text(f'DROP TABLE IF EXISTS "{name}"'))
+    engine.dispose()
+
+
 def _analyze(url: str, table: str) -> None:
     engine = create_engine(url)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
@@ -419,6 +426,9 @@ def _llamaindex(url: str, data: Data) -> dict[str, Any]:
         )
 
     after_load = bool(data.plan.get("index_after_load")) and not data.reuse
+    if not data.reuse:  # a new load: nothing of an earlier one (its store appends to a table)
+        for table in ("memories", "abstracts", "abstracts_hybrid"):
+            _drop_table(url, f"data_peers_{table}")
     # Its HNSW index is made when a store with hnsw_kwargs first opens the table.
     memories = store("peers_memories", without_index=after_load)
 

@@ -12,7 +12,8 @@ embedded PostgreSQL. The rows and tenants are ``_scifact.py``'s (``memory_vector
 
 Usage: python benchmarks/peers/peers.py [--rows 100000] [--data-dir DIR] [--peers-python PATH]
        [--libraries langchain,langchain-pgvectorstore,llamaindex] [--ours NAMES]
-       [--filtered-only] [--index-after-load] [--searches-only RESULT] [--json PATH]
+       [--filtered-only] [--index-after-load] [--keep-peers] [--searches-only RESULT]
+       [--json PATH]
 
 ``--searches-only RESULT`` measures every search again (ours, the floor, the peers) on the rows
 an earlier run of the same ``--rows`` kept in ``--data-dir``, and writes them into RESULT.
@@ -98,6 +99,12 @@ def main() -> None:
         "write them into this result file",
     )
     parser.add_argument(
+        "--keep-peers",
+        action="store_true",
+        help="keep the peers' database and the tables of the libraries not in --libraries (load "
+        "only these again: a million-row run whose last library did not finish)",
+    )
+    parser.add_argument(
         "--index-after-load",
         action="store_true",
         help="the peers' HNSW indexes built after their rows are stored (pgvector's advice for an "
@@ -177,7 +184,7 @@ def main() -> None:
     print("floor", json.dumps(results["floor"]), flush=True)
 
     if libraries:
-        url = _peers_database(database, args.index_after_load)
+        url = _peers_database(database, args.index_after_load, keep=args.keep_peers)
         plan |= {"scifact": not args.filtered_only, "index_after_load": args.index_after_load}
         work = peer_work(plan, rows, vectors, claim_vectors, (abstracts, abstract_vectors))
         for library in libraries:
@@ -313,12 +320,17 @@ def _floor(
     return floor
 
 
-def _peers_database(database, index_after_load: bool) -> str:  # type: ignore[no-untyped-def]
+def _peers_database(database, index_after_load: bool, keep: bool = False) -> str:  # type: ignore[no-untyped-def]
     """A database of the peers' own on the same server (its settings are changed between the
-    as-shipped and the documented-best runs), with pgvector; its SQLAlchemy URL."""
+    as-shipped and the documented-best runs), with pgvector, made anew unless ``keep`` and it
+    exists; its SQLAlchemy URL."""
     with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {PEERS_DATABASE} WITH (FORCE)"))
-        connection.execute(text(f"CREATE DATABASE {PEERS_DATABASE}"))
+        exists = connection.execute(
+            text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": PEERS_DATABASE}
+        ).first()
+        if not (keep and exists):
+            connection.execute(text(f"DROP DATABASE IF EXISTS {PEERS_DATABASE} WITH (FORCE)"))
+            connection.execute(text(f"CREATE DATABASE {PEERS_DATABASE}"))
         if index_after_load:  # pgvector: a graph built in memory builds much faster
             connection.execute(
                 text(f"ALTER DATABASE {PEERS_DATABASE} SET maintenance_work_mem = '8GB'")
