@@ -5,7 +5,9 @@ environment with, so ``peers.py`` runs this script with the peers' Python. It re
 and query vectors ``peers.py`` wrote (``WORK/rows.jsonl``, ``WORK/vectors.npy``, ...), stores them
 through one library's public API in the peers' database, and writes ``WORK/<library>.json``:
 ingest rows/s; for each measured tenant, as shipped and at the documented best, each claim's
-filtered top 10 (row numbers) and its times; the SciFact rankings.
+filtered top 10 (row numbers) and its times; the SciFact rankings. For ``curves.py`` (a plan
+with ``ef_search_sweep``), on the rows already stored: the documented best alone, once per
+``hnsw.ef_search`` of the sweep.
 
 Libraries: ``langchain`` (langchain-postgres ``PGVector``, L2 distance, an HNSW index made with
 pgvector's defaults before the rows are stored, as its documentation leaves to the user),
