@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,34 @@ def run_peer(python: Path, library: str, url: str, work: Path) -> dict[str, Any]
     return dict(json.loads((work / f"{library}.json").read_text()))
 
 
+def searched(
+    found: list[list[int]], times: list[list[float]], nearest: list[list[int]]
+) -> dict[str, Any]:
+    """A tenant's filtered searches summed up: p50 and p95 ms, recall@10, rows per query."""
+    return {
+        **claim_timing(times),
+        "recall_at_10": recall(found, nearest),
+        "rows_per_query": statistics.mean(len(ids) for ids in found),
+    }
+
+
+def floor_search(
+    connection: Any, query: str, vectors: list[Any], tenant: str, pool: int,
+    row_of: dict[int, int],
+) -> Callable[[int], list[int]]:  # fmt: skip
+    """The floor's search of claim ``index`` (the bare statement ``query`` of
+    ``_scifact.floor_statement``, prepared, bound in binary): the row numbers of the 10
+    nearest of the ``pool`` rows it returns."""
+
+    def search(index: int) -> list[int]:
+        values = (vectors[index], tenant, pool)
+        rows = connection.execute(query, values, prepare=True, binary=True).fetchall()
+        rows.sort(key=lambda row: row[1])  # an iterative scan's order is relaxed
+        return [row_of[memory_id] for memory_id, _ in rows[:10]]
+
+    return search
+
+
 def peer_summary(
     raw: dict[str, Any],
     exact: dict[str, list[list[int]]],
@@ -117,11 +146,7 @@ def peer_summary(
     summary: dict[str, Any] = {key: raw[key] for key in loading if key in raw}
     for setting, searches in raw["filtered"].items():
         summary[setting] = {
-            tenant: {
-                **claim_timing(found["times_ms"]),
-                "recall_at_10": recall(found["ids"], exact[tenant]),
-                "rows_per_query": statistics.mean(len(ids) for ids in found["ids"]),
-            }
+            tenant: searched(found["ids"], found["times_ms"], exact[tenant])
             for tenant, found in searches.items()
         }
     for name, ranked in raw.get("scifact", {}).items():

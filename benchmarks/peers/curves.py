@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -32,15 +31,17 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
-from _common import RESULTS, ROOT, add_output, claim_timing, recall, timed_passes, write_result
+from _common import RESULTS, ROOT, add_output, timed_passes, write_result
 from _peers_common import (
     PASSES,
     PEERS_DATABASE,
     PeersData,
+    floor_search,
     peer_summary,
     peer_work,
     peers_data,
     run_peer,
+    searched,
 )
 from _scifact import AS_OF, OURS, TENANTS, floor_statement, row_numbers, shapes, vector_alone
 from _svg import Line, Panel, write_chart
@@ -196,15 +197,7 @@ def _ours_and_floor(  # type: ignore[no-untyped-def]
                 ours[tenant].append({**point, **_measured(search, nearest, passes)})
                 query, _ = floor_statement(bare, store.schema, tenant, config=config)
                 bare.execute(f"SET hnsw.ef_search = {max(pool, ef_search)}")
-
-                def statement(
-                    index: int, query: str = query, pool: int = pool, tenant: str = tenant
-                ) -> list[int]:
-                    values = (halves[index], tenant, pool)
-                    rows = bare.execute(query, values, prepare=True, binary=True).fetchall()
-                    rows.sort(key=lambda row: row[1])  # an iterative scan's order is relaxed
-                    return [row_of[memory_id] for memory_id, _ in rows[:10]]
-
+                statement = floor_search(bare, query, halves, tenant, pool, row_of)
                 floor[tenant].append({**point, **_measured(statement, nearest, passes)})
                 print(tenant, json.dumps(ours[tenant][-1]), json.dumps(floor[tenant][-1]),
                       flush=True)  # fmt: skip
@@ -212,12 +205,7 @@ def _ours_and_floor(  # type: ignore[no-untyped-def]
 
 
 def _measured(search: Any, nearest: list[list[int]], passes: int) -> dict[str, Any]:
-    found, times = timed_passes(search, len(nearest), passes)
-    return {
-        **claim_timing(times),
-        "recall_at_10": recall(found, nearest),
-        "rows_per_query": statistics.mean(len(ids) for ids in found),
-    }
+    return searched(*timed_passes(search, len(nearest), passes), nearest)
 
 
 def _against_peers(systems: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:

@@ -38,7 +38,16 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import ROOT, add_output, claim_timing, git_commit, recall, timed_passes, write_result
-from _peers_common import PASSES, PEERS_DATABASE, peer_summary, peer_work, peers_data, run_peer
+from _peers_common import (
+    PASSES,
+    PEERS_DATABASE,
+    floor_search,
+    peer_summary,
+    peer_work,
+    peers_data,
+    run_peer,
+    searched,
+)
 from _scifact import (
     AS_OF,
     DATA,
@@ -251,12 +260,7 @@ def _our_searches(database, store, schema, ef_search, claims, exact, scifact):  
                 found = retriever.retrieve(claims[index], tenant_id=tenant, as_of=AS_OF)
                 return [row_of[r.metadata["id"]] for r in found]
 
-            found, times = timed_passes(search, len(claims), PASSES)
-            result[tenant] = {
-                **claim_timing(times),
-                "recall_at_10": recall(found, nearest),
-                "rows_per_query": statistics.mean(len(ids) for ids in found),
-            }
+            result[tenant] = searched(*timed_passes(search, len(claims), PASSES), nearest)
 
             def default(index: int, tenant: str = tenant) -> list[int]:
                 found = retriever.retrieve(
@@ -299,18 +303,12 @@ def _floor(
         connection.execute(f"SET hnsw.ef_search = {RetrievalConfig().ef_search}")
         ids = connection.execute(f"SELECT id FROM {schema}.memories ORDER BY id").fetchall()
         row_of = {memory_id: row for row, (memory_id,) in enumerate(ids)}
-        halves = [vector.astype(np.float16) for vector in claim_vectors]
+        halves = [HalfVector(vector.astype(np.float16)) for vector in claim_vectors]
         for tenant, top in exact.items():
             query, read_exactly = floor_statement(
                 connection, schema, tenant, config=RetrievalConfig()
             )
-
-            def search(index: int, tenant: str = tenant, query: str = query) -> list[int]:
-                values = (HalfVector(halves[index]), tenant, pool)
-                rows = connection.execute(query, values, prepare=True, binary=True).fetchall()
-                rows.sort(key=lambda row: row[1])  # an iterative scan's order is relaxed
-                return [row_of[memory_id] for memory_id, _ in rows[:10]]
-
+            search = floor_search(connection, query, halves, tenant, pool, row_of)
             found, times = timed_passes(search, len(claim_vectors), PASSES)
             floor[tenant] = {
                 **claim_timing(times),

@@ -78,7 +78,6 @@ BM25_K1 = Within(0.0, 10.0)
 BM25_B = UNIT
 # The signals a source's weights apply to, in the order its weighted sum adds them.
 SIGNALS = ("relevance", "recency", "importance", "popularity", "entity")
-_WEIGHTS = SIGNALS
 _TOLERANCE = 1e-6
 
 
@@ -135,15 +134,15 @@ class SourceConfig:
 
     def __post_init__(self) -> None:
         check_ranges(self)
-        total = sum(getattr(self, name) for name in _WEIGHTS)
+        total = sum(getattr(self, name) for name in SIGNALS)
         if not math.isclose(total, 1.0, abs_tol=_TOLERANCE):
-            detail = ", ".join(f"{name}={getattr(self, name)}" for name in _WEIGHTS)
+            detail = ", ".join(f"{name}={getattr(self, name)}" for name in SIGNALS)
             raise ConfigurationError(f"weights must sum to 1, got {total:g} ({detail})")
 
     @property
     def weights(self) -> dict[str, float]:
         """The non-zero weights by signal name."""
-        return {name: getattr(self, name) for name in _WEIGHTS if getattr(self, name)}
+        return {name: getattr(self, name) for name in SIGNALS if getattr(self, name)}
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ is next to and how far (``offset``). :mod:`retrieval.search.context_lift` scores
 from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
-from retrieval.search.config import Mode
+from retrieval.search.config import SIGNALS, Mode
 from retrieval.search.sources.common import SELECT_LIST, live_sql, recency_sql, told_at_sql
 from retrieval.search.sources.relevance import dense_relevance_sql
 from retrieval.search.sources.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
@@ -35,16 +35,19 @@ _BOUND_HITS = """SELECT *
 # recency and id), the first ``%(context_hits)s`` (twice the source's limit: the retriever
 # lifts from its first ``limit``, and keeps only their rows) that are turns of a thread, or
 # (with ``%(untold_sessions)s``) messages without a thread, as context_lift places them.
-_STATEMENT_HITS = """SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
+# The source's weighted sum of a candidate's signals, with the weights bound per call.
+_WEIGHTED_SUM = "\n                     + ".join(
+    f"%(weight_{name})s::float8 * s.{name}" for name in SIGNALS
+)
+_STATEMENT_HITS = (
+    """SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
            (c.details ->> 'position')::int AS position
     FROM (
         SELECT * FROM semantic AS s
         ORDER BY LEAST(1.0::float8, GREATEST(0.0::float8,
-                     %(weight_relevance)s::float8 * s.relevance
-                     + %(weight_recency)s::float8 * s.recency
-                     + %(weight_importance)s::float8 * s.importance
-                     + %(weight_popularity)s::float8 * s.popularity
-                     + %(weight_entity)s::float8 * s.entity)) DESC,
+                     """
+    + _WEIGHTED_SUM
+    + """)) DESC,
                  s.relevance DESC, s.distance ASC NULLS LAST, s.recency DESC, s.id
         LIMIT %(context_hits)s
     ) AS c
@@ -52,6 +55,7 @@ _STATEMENT_HITS = """SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_
            AND jsonb_typeof(c.details -> 'position') = 'number')
        OR (%(untold_sessions)s AND c.kind = %(message_kind)s
            AND COALESCE(jsonb_typeof(c.details -> 'thread_id'), 'null') = 'null')"""
+)
 
 # The two columns a context row adds to the source's (the hit it is next to, and how far); the
 # read's other rows carry them empty.
