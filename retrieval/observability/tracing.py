@@ -2,9 +2,10 @@
 
 An application that has set a tracer provider (or gives one to a store or a retriever as
 ``tracer_provider``) sees ``retrieve()`` as a span ``retrieval.retrieve`` with a child per
-stage, and the writes and the MCP tools as spans of their own. With no provider the API's
-spans record nothing and cost a few microseconds; without the API installed, nothing is made
-at all. Attributes are built only when a span records, and never hold a text or a raw tenant
+stage, and the writes and the MCP tools as spans of their own. With no provider set (the
+API's proxy or no-op provider in its place) a span would record nothing, and none is made: a
+call pays one lookup of the global provider per stage; without the API installed, nothing is
+made at all. Attributes are built only when a span records, and never hold a text or a raw tenant
 id: a tenant is named by :func:`tenant_hash`.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from retrieval.version import __version__
@@ -38,16 +39,20 @@ class Tracing:
 
     def __init__(self, tracer_provider: Any = None) -> None:
         self._tracer: Any = None
+        self._global = tracer_provider is None  # the global provider's, whichever is set
         if trace is not None:
             self._tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
 
-    @contextmanager
-    def span(self, name: str) -> Iterator[Span]:
+    def span(self, name: str) -> AbstractContextManager[Span]:
         """A span ``name`` (kind INTERNAL) around the block, current inside it; an exception
-        sets its status to ERROR and ``error.type`` and goes on."""
-        if self._tracer is None:
-            yield NO_SPAN
-            return
+        sets its status to ERROR and ``error.type`` and goes on. With no provider to record
+        it, a context that yields :data:`NO_SPAN` and nothing else."""
+        if self._tracer is None or (self._global and not _provider_set()):
+            return _NOT_RECORDED
+        return self._recorded(name)
+
+    @contextmanager
+    def _recorded(self, name: str) -> Iterator[Span]:
         with self._tracer.start_as_current_span(
             name, kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False
         ) as otel_span:
@@ -59,6 +64,15 @@ class Tracing:
                     otel_span.set_attribute("error.type", type(error).__qualname__)
                     otel_span.set_status(Status(StatusCode.ERROR, type(error).__qualname__))
                 raise
+
+
+def _provider_set() -> bool:
+    """Whether a global tracer provider that records is set: not the API's proxy, which stands
+    in until one is, nor its no-op provider. Entering a span of either would cost about 15
+    microseconds for nothing recorded."""
+    return not isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider
+    )
 
 
 class Span:
@@ -78,3 +92,5 @@ class Span:
 
 
 NO_SPAN = Span(None)
+# The context of a span no provider records (reusable: it holds no state).
+_NOT_RECORDED: AbstractContextManager[Span] = nullcontext(NO_SPAN)

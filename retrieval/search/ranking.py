@@ -68,7 +68,15 @@ def scored_candidate(
     if not (0.0 <= relevance <= 1.0 and 0.0 <= recency <= 1.0):  # NaN fails too
         check_score("relevance_score", relevance)
         check_score("recency_score", recency)
-    signals = candidate.signals if extra is None else {**candidate.signals, **extra}
+    if extra is None:  # the weights name the candidate's own signals (its fields)
+        total = 0.0
+        for name, weight in weights.items():
+            total += weight * getattr(candidate, name)
+        return Scored(
+            candidate.source, min(1.0, max(0.0, total)), relevance, recency,
+            candidate.item, candidate.id, candidate, weights,
+        )  # fmt: skip
+    signals = {**candidate.signals, **extra}
     return Scored(
         candidate.source,
         scoring.weighted_sum(signals, weights),
@@ -78,7 +86,7 @@ def scored_candidate(
         candidate.id,
         candidate,
         weights,
-        signals=None if extra is None else signals,
+        signals=signals,
     )
 
 
