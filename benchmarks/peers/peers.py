@@ -37,7 +37,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import ROOT, add_output, claim_timing, git_commit, recall, timed_passes, write_result
+from _common import ROOT, add_output, claim_timing, git_commit, timed_passes, write_result
 from _peers_common import (
     PASSES,
     PEERS_DATABASE,
@@ -310,11 +310,7 @@ def _floor(
             )
             search = floor_search(connection, query, halves, tenant, pool, row_of)
             found, times = timed_passes(search, len(claim_vectors), PASSES)
-            floor[tenant] = {
-                **claim_timing(times),
-                "recall_at_10": recall(found, top),
-                "read_exactly": read_exactly,
-            }
+            floor[tenant] = {**searched(found, times, top), "read_exactly": read_exactly}
     return floor
 
 

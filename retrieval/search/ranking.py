@@ -69,11 +69,8 @@ def scored_candidate(
         check_score("relevance_score", relevance)
         check_score("recency_score", recency)
     if extra is None:  # the weights name the candidate's own signals (its fields)
-        total = 0.0
-        for name, weight in weights.items():
-            total += weight * getattr(candidate, name)
         return Scored(
-            candidate.source, min(1.0, max(0.0, total)), relevance, recency,
+            candidate.source, scoring.weighted_fields(candidate, weights), relevance, recency,
             candidate.item, candidate.id, candidate, weights,
         )  # fmt: skip
     signals = {**candidate.signals, **extra}
