@@ -23,6 +23,7 @@ from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
+from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.errors import DatabaseError
 from retrieval.memory.text_key import text_key
 from retrieval.memory.validation import ValidMemory
@@ -129,6 +130,8 @@ def retire_expired_copies(connection: Connection, schema: str, keys: Iterable[Co
         bind_tenant(connection, schema, tenant)
         if execute(connection, expired, {"tenant_id": tenant}).first() is None:
             continue  # the common case: nothing of the tenant has expired and is still live
+        # The statistics lock before the rows' locks, in the order forget takes them.
+        lock_term_statistics(connection, schema, [tenant])
         texts = sorted({key[1] for key in tenant_keys})
         execute(connection, retire, {"tenant_id": tenant, "keys": texts})
 

@@ -22,6 +22,7 @@ from retrieval.db.copy_rows import (
 )
 from retrieval.db.local_settings import has_citus
 from retrieval.db.row_security import row_security_active
+from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.db.vector_type import VectorType
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import Vectors
@@ -150,6 +151,10 @@ class Writer:
         """
         if not memories:
             return StoredIds()
+        if any(memory.supersedes for memory in memories):
+            # The statistics lock before the row locks of what is superseded: the order
+            # forget takes them in (retrieval.db.statistics_lock).
+            _lock_statistics(connection, self.schema, memories)
         targets = check_superseded(connection, self.schema, memories)
         if not self.collapse:
             leads, written = memories, self._write(connection, memories, None)
@@ -192,6 +197,9 @@ class Writer:
             self.cache.prepare_model()
             self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
         now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
+        # Taken here, once the model is done, rather than by the insert's trigger after the
+        # insert locked the live copies it refreshes: forget takes the lock before row locks.
+        _lock_statistics(connection, self.schema, memories)
         fields = _Fields(now, self.cache.embedder.model_id, self.lifetime, copies)
         # Rows whose vector the cache table holds take it there (retrieval.memory.cached_memories);
         # the others are sent with their vectors.
@@ -487,6 +495,12 @@ class _Fields:
             seen,
             last_seen,
         )
+
+
+def _lock_statistics(connection: Connection, schema: str, memories: Sequence[ValidMemory]) -> None:
+    # The statistics lock of the batch's tenants, which every write of memories takes before
+    # it locks a stored row (a copy refreshed, a memory superseded or retired), as forget does.
+    lock_term_statistics(connection, schema, {memory.tenant_id for memory in memories})
 
 
 def _shifted(moment: datetime, lifetime: timedelta) -> datetime:
