@@ -274,6 +274,18 @@ class EmbeddingCache:
         execute(connection, statement("embedding.clear_staging", self.schema))
         plan.new.clear()
 
+    def discard(self, plan: EmbeddingPlan, entries: Iterable[Entry]) -> None:
+        """Keep the new vectors of ``entries`` neither in the table (``plan`` is not yet
+        saved) nor in the in-process LRU: texts the caller did not store (a copy of a
+        memory told in other whitespace, which the memory's own vector stands for)."""
+        dropped = set(entries)
+        if not dropped:
+            return
+        plan.new[:] = [(entry, vector) for entry, vector in plan.new if entry not in dropped]
+        with self._lock:
+            for entry in dropped:
+                self._lru.pop(entry, None)
+
     def forget_tenant(self, tenant_id: str) -> None:
         """Drop ``tenant_id``'s vectors from the in-process LRU (the table is the caller's)."""
         with self._lock:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
@@ -47,8 +47,8 @@ def copy_key(memory: ValidMemory) -> CopyKey:
 
 def returned_key(row: Sequence[Any]) -> CopyKey:
     """The key of a row ``memory.refresh_copies`` returned (tenant, id, key, kind, thread,
-    position, inserted)."""
-    tenant, _, key, kind, thread, position, _ = row
+    position, inserted, stored text)."""
+    tenant, _, key, kind, thread, position = row[:6]
     return (tenant, bytes(key), kind, thread or "", -1 if position is None else position)
 
 
@@ -136,11 +136,17 @@ def retire_expired_copies(connection: Connection, schema: str, keys: Iterable[Co
         execute(connection, retire, {"tenant_id": tenant, "keys": texts})
 
 
-def stored_rows(
-    keys: Sequence[CopyKey], returned: Iterable[Sequence[Any]]
-) -> tuple[list[int], list[bool]]:
-    """Each key's stored id, and whether its row is new, from the rows the writes returned."""
-    found = {returned_key(row): (int(row[1]), bool(row[6])) for row in returned}
+class StoredRows(NamedTuple):
+    """Each key's stored id, whether its row is new, and the text the row holds."""
+
+    ids: list[int]
+    new: list[bool]
+    texts: list[str]
+
+
+def stored_rows(keys: Sequence[CopyKey], returned: Iterable[Sequence[Any]]) -> StoredRows:
+    """Each key's stored row, from the rows the writes returned."""
+    found = {returned_key(row): (int(row[1]), bool(row[6]), str(row[7])) for row in returned}
     missing = [key for key in keys if key not in found]
     if missing:
         raise DatabaseError(
@@ -148,4 +154,5 @@ def stored_rows(
             "text key than the one computed here: nothing was written (report this, with the "
             "texts)"
         )
-    return [found[key][0] for key in keys], [found[key][1] for key in keys]
+    rows = [found[key] for key in keys]
+    return StoredRows([row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows])

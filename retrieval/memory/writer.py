@@ -91,12 +91,13 @@ def _refused_by_live_key(error: BaseException | None) -> bool:
     )
 
 
-def _new_rows(keys: Sequence[tuple[int, CopyKey]]) -> list[tuple[Any, ...]]:
+def _new_rows(keys: Sequence[tuple[int, CopyKey]], texts: Sequence[str]) -> list[tuple[Any, ...]]:
     # The rows memory.refresh_copies would have returned for memories all stored as new.
     return [
-        (key[0], memory_id, key[1], key[2], key[3] or None, None if key[4] < 0 else key[4], True)
-        for memory_id, key in keys
-    ]
+        (key[0], memory_id, key[1], key[2], key[3] or None, None if key[4] < 0 else key[4], True,
+         text)
+        for (memory_id, key), text in zip(keys, texts, strict=True)
+    ]  # fmt: skip
 
 
 class WrittenRow(NamedTuple):
@@ -243,16 +244,26 @@ class Writer:
         else:
             keys = [(ids[row], copies.keys[row]) for row in in_table]
             returned += self._insert_cached(connection, cached, keys)
-        self.cache.save(connection, plan)
         if copies is None:
+            self.cache.save(connection, plan)
             return [
                 WrittenRow(memory_id, True, fields.created(memory))
                 for memory, memory_id in zip(memories, ids, strict=True)
             ]
-        stored, new = stored_rows(copies.keys, returned)
+        stored = stored_rows(copies.keys, returned)
+        told_otherwise = [
+            entry_of[row]
+            for row in needing
+            if not stored.new[row] and stored.texts[row] != memories[row].text
+        ]
+        if told_otherwise:
+            kept = {entry_of[row] for row in needing if stored.new[row]}
+            kept.update(plan.entries[len(needing) :])  # the previous turns' texts
+            self.cache.discard(plan, set(told_otherwise) - kept)
+        self.cache.save(connection, plan)
         return [
             WrittenRow(memory_id, is_new, fields.created(memory))
-            for memory, memory_id, is_new in zip(memories, stored, new, strict=True)
+            for memory, memory_id, is_new in zip(memories, stored.ids, stored.new, strict=True)
         ]
 
     def _send(
@@ -278,7 +289,7 @@ class Writer:
                 if not _refused_by_live_key(error):
                     raise
             else:
-                return _new_rows(keys)
+                return _new_rows(keys, [row[2] for row in rows])
         return insert_sent_memories(connection, self.schema, rows, self.vector_type)
 
     def _insert_cached(
@@ -298,7 +309,7 @@ class Writer:
             if not _refused_by_live_key(error.orig):
                 raise
             return insert_cached_memories(connection, self.schema, rows, len(rows))
-        return _new_rows(keys)
+        return _new_rows(keys, [row[2] for row in rows])
 
     def _may_copy(self, connection: Connection) -> bool:
         # Whether a batch may try COPY first (asked once per writer for Citus).

@@ -186,7 +186,8 @@ FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metada
 -- The end of a write of memories: a copy of a live memory (the same tenant, text key, kind and
 -- place in its thread: the memories_live_key index, revision 0016) stores no row but refreshes
 -- that memory: told once more, last seen at the copy's time, the larger importance, and the
--- later expiry (none: never). Every row comes back with its key and whether it was new.
+-- later expiry (none: never). Every row comes back with its key, whether it was new, and the
+-- stored text (a copy told in other whitespace does not keep a cache entry of its own).
 ON CONFLICT (tenant_id, content_key, kind, (coalesce(thread_id, '')), (coalesce(position, -1)))
     WHERE retired_at IS NULL AND NOT distinct_copy
 DO UPDATE SET
@@ -195,7 +196,7 @@ DO UPDATE SET
     importance = greatest(memories.importance, excluded.importance),
     expires_at = CASE WHEN memories.expires_at IS NULL OR excluded.expires_at IS NULL THEN NULL
                       ELSE greatest(memories.expires_at, excluded.expires_at) END
-RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS inserted
+RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS inserted, content
 
 -- name: retire_expired_copies
 -- Before a batch of a tenant's memories is written: a live memory of the same text key that

@@ -22,6 +22,8 @@ from tests.conftest import PgDatabase, as_stored
 SECRET = "Quokka xylophonist Bartholomew keeps the vault combination zebrawood 7731."
 WORDS = ("quokka", "xylophonist", "bartholomew", "zebrawood")
 WHEN = datetime(2026, 11, 1, tzinfo=UTC)
+# The secret told again in other whitespace: copies of it, each embedded once as told.
+TOLD_OTHERWISE = (f"  {SECRET}", SECRET.replace(" ", "  "), f"{SECRET}\n")
 
 
 def _fill(store: MemoryStore) -> None:
@@ -82,18 +84,29 @@ def _assert_erased(database: PgDatabase, store: MemoryStore, secret: str) -> Non
         secret,
         *WORDS,
         text_key(secret).hex(),
-        cache_key(model, secret).hex(),
         hashlib.sha256(secret.encode()).hexdigest(),
     ]
+    traces += [cache_key(model, told).hex() for told in (secret, *TOLD_OTHERWISE)]
     for trace in traces:
         holding = [row[:120] for row in rows if trace.lower() in row.lower()]
         assert not holding, f"{trace!r} is still in {holding}"
     assert _vectors_like(database, store.embedder.embed([secret])[0]) == 0
-    assert store.cache.remembered("acme", secret) is None  # nor in the store's own LRU
+    for told in (secret, *TOLD_OTHERWISE):  # nor in the store's own LRU
+        assert store.cache.remembered("acme", told) is None
 
 
 def _by_id(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
     memory_id = store.remember(SECRET, tenant_id="acme", kind="episteme")
+    return lambda: store.forget(tenant_id="acme", memory_ids=[memory_id])
+
+
+def _copies(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
+    memory_id = store.remember(SECRET, tenant_id="acme")
+    for told in TOLD_OTHERWISE:  # one by one, and in a batch with a new memory
+        assert store.remember(told, tenant_id="acme") == memory_id
+    batch = [{"text": told, "tenant_id": "acme"} for told in TOLD_OTHERWISE[:1]]
+    batch.append({"text": "The vault holds a new record.", "tenant_id": "acme"})
+    assert store.remember_many(batch)[0] == memory_id
     return lambda: store.forget(tenant_id="acme", memory_ids=[memory_id])
 
 
@@ -138,7 +151,7 @@ def _everything(store: MemoryStore, database: PgDatabase) -> Callable[[], object
     return lambda: store.forget(tenant_id="acme", everything=True)
 
 
-@pytest.mark.parametrize("stored", [_by_id, _by_task, _a_document, _expired, _everything])
+@pytest.mark.parametrize("stored", [_by_id, _copies, _by_task, _a_document, _expired, _everything])
 def test_forget_leaves_no_trace_of_the_text(
     store: MemoryStore,
     database: PgDatabase,
