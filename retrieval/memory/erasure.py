@@ -10,18 +10,25 @@ ends (docs/privacy.md).
 
 A turn of a thread is stored with a share of the previous turn's vector
 (:mod:`retrieval.memory.turn_context`): when a turn is forgotten, the turn after it has no
-previous turn any more, and is given its own text's vector, in the same transaction.
+previous turn any more, and is given its own text's vector, in the same transaction. A message
+without a thread is stored with a share of the message told before it in its session (inferred
+from time): when one is forgotten, every message told after it within the session gap (retired
+ones too: any of them may have taken its share) is made again with the message now before it,
+in the same transaction. The gap is the store's setting at the time of ``forget``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
 from retrieval.embedding.cache import EmbeddingCache, cache_key
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.text_key import text_key
+from retrieval.memory.turn_context import Mixing, Told, in_context, previous_messages
 
 
 def erase_cached_texts(
@@ -82,5 +89,45 @@ def unmix_next_turns(
     vectors = cache.embed(connection, tenant_id, [row.content for row in rows])
     update = statement("memory.set_embedding", schema)
     for row, vector in zip(rows, vectors, strict=True):
+        execute(connection, update, {"tenant_id": tenant_id, "id": row.id, "embedding": vector})
+    return len(rows)
+
+
+def unmix_next_messages(
+    connection: Connection,
+    schema: str,
+    cache: EmbeddingCache,
+    tenant_id: str,
+    ids: Sequence[int],
+    times: Sequence[datetime],
+    mixing: Mixing,
+) -> int:
+    """Make again, each with the message now told before it, the vectors of the messages
+    without a thread told after the forgotten ones (``ids``, told at ``times``) within the
+    session gap; return how many. A message embedded by another model than the cache's is
+    left (``retrieval reembed`` makes it again)."""
+    if not ids or mixing.session_gap.total_seconds() <= 0:
+        return 0
+    params = {
+        "tenant_id": tenant_id,
+        "kind": MESSAGE_KIND,
+        "times": list(times),
+        "ids": list(ids),
+        "gap": mixing.session_gap,
+    }
+    rows = execute(connection, statement("memory.messages_after", schema), params).all()
+    rows = [row for row in rows if row.embedding_model == cache.embedder.model_id]
+    if not rows:
+        return 0
+    told = [Told(tenant_id, row.created_at, row.content, row.id) for row in rows]
+    before = previous_messages(connection, schema, told, mixing.session_gap)
+    previous_of = {index: len(rows) + order for order, index in enumerate(sorted(before))}
+    texts = [row.content for row in rows] + [before[index] for index in sorted(before)]
+    vectors = cache.embed(connection, tenant_id, texts)
+    update = statement("memory.set_embedding", schema)
+    for index, row in enumerate(rows):
+        vector = vectors[index]
+        if index in previous_of:
+            vector = in_context(vector, vectors[previous_of[index]], mixing.weight)
         execute(connection, update, {"tenant_id": tenant_id, "id": row.id, "embedding": vector})
     return len(rows)

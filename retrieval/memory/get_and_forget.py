@@ -13,14 +13,16 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.embedding.cache import EmbeddingCache
-from retrieval.memory.erasure import erase_cached_texts, unmix_next_turns
+from retrieval.memory.erasure import erase_cached_texts, unmix_next_messages, unmix_next_turns
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.records import Decision, Forgotten, Memory, ToolCall
+from retrieval.memory.turn_context import NO_MIXING, Mixing
 
 
 class Lookup:
     """The read-by-id and forget statements of one schema."""
 
-    def __init__(self, schema: str, cache: EmbeddingCache) -> None:
+    def __init__(self, schema: str, cache: EmbeddingCache, mixing: Mixing = NO_MIXING) -> None:
         self._memories = statement("memory.memories_by_id", schema)
         self._decisions = statement("memory.decisions_by_id", schema)
         self._tool_calls = statement("memory.tool_calls_by_id", schema)
@@ -30,6 +32,8 @@ class Lookup:
         self._forget_expired = statement("memory.forget_expired", schema)
         self._schema = schema
         self.cache = cache
+        # How the store mixes turns: what forgetting one makes again (retrieval.memory.erasure).
+        self.mixing = mixing
 
     def memories(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[Memory]:
         bind_tenant(connection, self._schema, tenant_id)
@@ -73,7 +77,7 @@ class Lookup:
         bind_tenant(connection, self._schema, tenant_id)
         # The statistics this statement takes back are shared with the tenant's writers.
         lock_term_statistics(connection, self._schema, [tenant_id])
-        memories, decisions, tool_calls, texts, models, threads, positions = execute(
+        removed = execute(
             connection,
             self._forget,
             {
@@ -83,8 +87,10 @@ class Lookup:
                 "tool_call_ids": list(tool_call_ids),
                 "task_id": task_id,
                 "everything": everything,
+                "message_kind": MESSAGE_KIND,
             },
         ).one()
+        memories, decisions, tool_calls, texts, models, *turns = removed
         cache, documents, keys = 0, [], list[bytes]()
         if everything:
             cache, documents = execute(
@@ -92,7 +98,7 @@ class Lookup:
             ).one()
         else:
             keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
-            unmix_next_turns(connection, self._schema, self.cache, tenant_id, threads, positions)
+            self._unmix(connection, tenant_id, *turns)
         return Forgotten(
             memory_ids=tuple(memories),
             decision_ids=tuple(decisions),
@@ -107,12 +113,26 @@ class Lookup:
         (one transaction: the caller's)."""
         bind_tenant(connection, self._schema, tenant_id)
         lock_term_statistics(connection, self._schema, [tenant_id])
-        ids, texts, models, threads, positions = execute(
-            connection, self._forget_expired, {"tenant_id": tenant_id, "batch": batch}
-        ).one()
+        params = {"tenant_id": tenant_id, "batch": batch, "message_kind": MESSAGE_KIND}
+        ids, texts, models, *turns = execute(connection, self._forget_expired, params).one()
         keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
-        unmix_next_turns(connection, self._schema, self.cache, tenant_id, threads, positions)
+        self._unmix(connection, tenant_id, *turns)
         return Forgotten(memory_ids=tuple(ids), cache_entries=cache, cache_keys=tuple(keys))
+
+    def _unmix(
+        self,
+        connection: Connection,
+        tenant_id: str,
+        threads: Sequence[str],
+        positions: Sequence[int],
+        message_ids: Sequence[int],
+        message_times: Sequence[Any],
+    ) -> None:
+        # The turns and messages that took a share of the forgotten ones' vectors, made again.
+        unmix_next_turns(connection, self._schema, self.cache, tenant_id, threads, positions)
+        unmix_next_messages(
+            connection, self._schema, self.cache, tenant_id, message_ids, message_times, self.mixing
+        )
 
 
 def _memory(row: Any) -> Memory:

@@ -37,6 +37,7 @@ from retrieval.memory.records import (
     ToolCallInput,
 )
 from retrieval.memory.similar import similar_memories
+from retrieval.memory.turn_context import Mixing
 from retrieval.memory.validation import (
     Limits,
     ValidDecision,
@@ -96,16 +97,15 @@ class MemoryStore:
             max_entities=self.config.max_entities,
             max_json_bytes=self.config.max_metadata_bytes,
         )
-        self._lookup = Lookup(schema, self.cache)
+        session_gap = timedelta(minutes=self.config.session_gap_minutes)
+        self._lookup = Lookup(schema, self.cache, Mixing(self.config.turn_context, session_gap))
         self._writer = Writer(
             schema,
             self.cache,
             self._lookup,
             self.vector_type,
-            self.config.turn_context,
             collapse=self.config.collapse_duplicates,
             lifetime=self.config.lifetime if self.config.kind_lifetimes else None,
-            session_gap=timedelta(minutes=self.config.session_gap_minutes),
         )
         self.tracing = Tracing(tracer_provider)
 

@@ -38,6 +38,17 @@ from retrieval.memory.validation import ValidMemory
 Place = tuple[str, str, int]  # (tenant, thread, position)
 
 
+class Mixing(NamedTuple):
+    """How turns are embedded: the previous turn's share of a turn's vector (0: none), and
+    the longest pause within a session of messages without a thread (0: no such sessions)."""
+
+    weight: float = 0.0
+    session_gap: timedelta = timedelta(0)
+
+
+NO_MIXING = Mixing()
+
+
 class Told(NamedTuple):
     """A message without a thread: its tenant, when it was told (None: now), its text, and its
     id when it is already stored (re-embedding)."""
@@ -63,9 +74,11 @@ def previous_messages(
     gap: timedelta,
 ) -> dict[int, str]:
     """The text of the message told before each of ``messages`` (None where an item is not a
-    message without a thread) in its session, by index: the one before it in the batch (by
-    ``created_at``, then the batch's order), else the latest stored, when at most ``gap``
-    passed between them (one statement per tenant for those the batch has none for)."""
+    message without a thread) in its session, by index: for a new message, the new one before
+    it in the batch (by ``created_at``, then the batch's order), else the latest stored that
+    is live and has not expired, when at most ``gap`` passed between them (one statement per
+    tenant for those the batch has none for; a stored message, re-embedded, always takes the
+    stored one before it)."""
     if gap <= timedelta(0):
         return {}
     now = datetime.now(UTC)
@@ -79,7 +92,10 @@ def previous_messages(
     unmatched: dict[str, list[int]] = defaultdict(list)
     for tenant, told in by_tenant.items():
         told.sort(key=lambda entry: entry[:3])
-        for earlier, (told_at, _, index, _) in zip([None, *told], told, strict=False):
+        new = [entry for entry in told if entry[3].id is None]
+        earlier_of = {entry[2]: earlier for earlier, entry in zip([None, *new], new, strict=False)}
+        for told_at, _, index, _ in told:
+            earlier = earlier_of.get(index)
             if earlier is not None and told_at - earlier[0] <= gap:
                 found[index] = earlier[3].text
             else:

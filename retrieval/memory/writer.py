@@ -124,20 +124,17 @@ class Writer:
         cache: EmbeddingCache,
         lookup: Lookup,
         vector_type: VectorType = "vector",
-        turn_context: float = 0.0,
         *,
         collapse: bool = True,
         lifetime: Callable[[str], timedelta | None] | None = None,
-        session_gap: timedelta = timedelta(0),
     ) -> None:
         self.schema = schema
         self.cache = cache
         self.lookup = lookup
         self.vector_type = vector_type
-        # The previous turn's share of a conversation turn's vector (retrieval.memory.turn_context).
-        self.turn_context = turn_context
-        # The longest pause within a session of messages without a thread (0: no such sessions).
-        self.session_gap = session_gap
+        # How a turn takes a share of the previous one (retrieval.memory.turn_context): the
+        # lookup's, which forget makes again by.
+        self.mixing = lookup.mixing
         self.collapse = collapse
         self.lifetime = lifetime
         self._citus: bool | None = None
@@ -219,7 +216,7 @@ class Writer:
             def vector_of(row: int) -> Vectors:
                 if row in previous_of:
                     own, previous = plan.found[entry_of[row]], plan.found[previous_of[row]]
-                    return in_context(own, previous, self.turn_context)
+                    return in_context(own, previous, self.mixing.weight)
                 if row in entry_of:
                     return plan.found[entry_of[row]]
                 embedding = memories[row].embedding
@@ -325,7 +322,7 @@ class Writer:
         """The previous turn's text of each row to embed that is a turn of a thread, or a
         message without one in a session inferred from time, and has one (in the batch or
         stored), by row; none when turn context is off."""
-        if self.turn_context <= 0.0:
+        if self.mixing.weight <= 0.0:
             return {}
 
         def place(memory: ValidMemory) -> Place | None:
@@ -338,7 +335,10 @@ class Writer:
         found = previous_texts(connection, self.schema, places, batch)
         previous = {needing[index]: text for index, text in found.items()}
         told = previous_messages(
-            connection, self.schema, [untold(memory) for memory in memories], self.session_gap
+            connection,
+            self.schema,
+            [untold(memory) for memory in memories],
+            self.mixing.session_gap,
         )
         wanted = set(needing)
         previous.update((row, text) for row, text in told.items() if row in wanted)

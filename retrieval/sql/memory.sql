@@ -60,7 +60,7 @@ WITH chosen_decisions AS (
     DELETE FROM {schema}.memories
     WHERE tenant_id = %(tenant_id)s
       AND (%(everything)s OR id = ANY(%(memory_ids)s::bigint[]))
-    RETURNING id, content, embedding_model, thread_id, position
+    RETURNING id, content, embedding_model, thread_id, position, kind, created_at
 )
 SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories),
        (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_decisions),
@@ -72,6 +72,12 @@ SELECT (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM removed_memories
         FROM removed_memories),
        (SELECT coalesce(array_agg(position ORDER BY id)
                         FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}')
+        FROM removed_memories),
+       (SELECT coalesce(array_agg(id ORDER BY id)
+                        FILTER (WHERE kind = %(message_kind)s AND thread_id IS NULL), '{{}}')
+        FROM removed_memories),
+       (SELECT coalesce(array_agg(created_at ORDER BY id)
+                        FILTER (WHERE kind = %(message_kind)s AND thread_id IS NULL), '{{}}')
         FROM removed_memories)
 
 -- name: forget_expired
@@ -85,7 +91,7 @@ WITH removed AS (
         ORDER BY expires_at, id
         LIMIT %(batch)s
     )
-    RETURNING id, content, embedding_model, thread_id, position
+    RETURNING id, content, embedding_model, thread_id, position, kind, created_at
 )
 SELECT coalesce(array_agg(id ORDER BY id), '{{}}'),
        coalesce(array_agg(content ORDER BY id), '{{}}'),
@@ -93,7 +99,11 @@ SELECT coalesce(array_agg(id ORDER BY id), '{{}}'),
        coalesce(array_agg(thread_id ORDER BY id)
                 FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}'),
        coalesce(array_agg(position ORDER BY id)
-                FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}')
+                FILTER (WHERE thread_id IS NOT NULL AND position IS NOT NULL), '{{}}'),
+       coalesce(array_agg(id ORDER BY id)
+                FILTER (WHERE kind = %(message_kind)s AND thread_id IS NULL), '{{}}'),
+       coalesce(array_agg(created_at ORDER BY id)
+                FILTER (WHERE kind = %(message_kind)s AND thread_id IS NULL), '{{}}')
 FROM removed
 
 -- name: live_texts
@@ -109,6 +119,17 @@ SELECT m.id, m.content, m.embedding_model
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position + 1
+
+-- name: messages_after
+-- The tenant's messages without a thread told after each removed one (%(times)s, %(ids)s) and
+-- at most %(gap)s later: those whose vectors may hold its share (retired ones too), with the
+-- model of their vectors.
+SELECT DISTINCT m.id, m.content, m.created_at, m.embedding_model
+FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) AS t(at, id)
+JOIN {schema}.memories AS m
+  ON m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
+ AND (m.created_at, m.id) > (t.at, t.id) AND m.created_at <= t.at + %(gap)s
+ORDER BY m.created_at, m.id
 
 -- name: set_embedding
 UPDATE {schema}.memories SET embedding = %(embedding)s
@@ -284,22 +305,25 @@ SELECT key, item, row_id FROM {schema}.ingest_keys
 WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[])
 
 -- name: turns_at
--- The texts of a tenant's memories at the given (thread, position) places.
+-- The texts of a tenant's memories at the given (thread, position) places, but those that
+-- have expired (a new turn does not take the share of one that forget(expired) will remove).
 SELECT m.thread_id, m.position, m.content
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position
+ AND (m.expires_at IS NULL OR m.expires_at > now())
 
 -- name: messages_before
 -- For each time of %(times)s (NULL: now) and stored id of %(ids)s (NULL: a message not yet
 -- stored), the text of the tenant's latest live message without a thread told before it, at
--- most %(gap)s earlier: rows of (ordinal, text).
+-- most %(gap)s earlier, that was live then and has not expired since: rows of (ordinal, text).
 SELECT t.ordinal, p.content
 FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) WITH ORDINALITY AS t(at, id, ordinal)
 CROSS JOIN LATERAL (
     SELECT m.content FROM {schema}.memories AS m
     WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
       AND m.retired_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > greatest(now(), t.at))
       AND (m.created_at, m.id) < (coalesce(t.at, now()), coalesce(t.id, 9223372036854775807))
       AND m.created_at >= coalesce(t.at, now()) - %(gap)s
     ORDER BY m.created_at DESC, m.id DESC

@@ -18,10 +18,13 @@ from retrieval.memory.store import MemoryStore
 from retrieval.memory.text_key import text_key
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase, as_stored
+from tests.turn_vectors import close, mixed, stored_vectors
 
 SECRET = "Quokka xylophonist Bartholomew keeps the vault combination zebrawood 7731."
 WORDS = ("quokka", "xylophonist", "bartholomew", "zebrawood")
 WHEN = datetime(2026, 11, 1, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+AFTER = "Noted, I will not write it down."
 # The secret told again in other whitespace: copies of it, each embedded once as told.
 TOLD_OTHERWISE = (f"  {SECRET}", SECRET.replace(" ", "  "), f"{SECRET}\n")
 
@@ -91,8 +94,31 @@ def _assert_erased(database: PgDatabase, store: MemoryStore, secret: str) -> Non
         holding = [row[:120] for row in rows if trace.lower() in row.lower()]
         assert not holding, f"{trace!r} is still in {holding}"
     assert _vectors_like(database, store.embedder.embed([secret])[0]) == 0
+    _assert_no_share_of(database, store, secret)
     for told in (secret, *TOLD_OTHERWISE):  # nor in the store's own LRU
         assert store.cache.remembered("acme", told) is None
+
+
+def _assert_no_share_of(database: PgDatabase, store: MemoryStore, secret: str) -> None:
+    # No stored vector of the tenant's messages holds a share of the secret's: each is its
+    # own text's, or mixed with that of the live message now told before it in its session.
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT id, content, thread_id, position FROM retrieval.memories "
+                "WHERE tenant_id = 'acme' AND kind = 'message' ORDER BY created_at, id"
+            )
+        ).all()
+    secret_vector = store.embedder.embed([secret])[0]
+    stored = stored_vectors(database, [row.id for row in rows])
+    for row, vector in zip(rows, stored, strict=True):
+        own = store.embedder.embed([row.content])[0]
+        near = float(np.dot(vector, secret_vector)) - float(np.dot(as_stored(own), secret_vector))
+        assert abs(near) < 0.02 or any(
+            close(vector, mixed(own, store.embedder.embed([earlier.content])[0]))
+            for earlier in rows
+            if earlier.id != row.id
+        ), f"{row.content!r} leans {near:+.3f} towards the forgotten text"
 
 
 def _by_id(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
@@ -108,6 +134,22 @@ def _copies(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
     batch.append({"text": "The vault holds a new record.", "tenant_id": "acme"})
     assert store.remember_many(batch)[0] == memory_id
     return lambda: store.forget(tenant_id="acme", memory_ids=[memory_id])
+
+
+def _a_message(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
+    # A message without a thread, and the next one of its session, which takes its share.
+    secret = store.remember(SECRET, tenant_id="acme", kind="message", created_at=WHEN)
+    store.remember(AFTER, tenant_id="acme", kind="message", created_at=WHEN + MINUTE)
+    return lambda: store.forget(tenant_id="acme", memory_ids=[secret])
+
+
+def _an_expired_message(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
+    # Told while it was live, the next message took its share; then it expired.
+    store.remember(
+        SECRET, tenant_id="acme", kind="message", created_at=WHEN, expires_at=WHEN + 2 * MINUTE
+    )
+    store.remember(AFTER, tenant_id="acme", kind="message", created_at=WHEN + MINUTE)
+    return lambda: store.forget(tenant_id="acme", expired=True)
 
 
 def _by_task(store: MemoryStore, database: PgDatabase) -> Callable[[], object]:
@@ -151,7 +193,11 @@ def _everything(store: MemoryStore, database: PgDatabase) -> Callable[[], object
     return lambda: store.forget(tenant_id="acme", everything=True)
 
 
-@pytest.mark.parametrize("stored", [_by_id, _copies, _by_task, _a_document, _expired, _everything])
+@pytest.mark.parametrize(
+    "stored",
+    [_by_id, _copies, _a_message, _an_expired_message, _by_task, _a_document, _expired,
+     _everything],
+)  # fmt: skip
 def test_forget_leaves_no_trace_of_the_text(
     store: MemoryStore,
     database: PgDatabase,
@@ -200,4 +246,43 @@ def test_the_turn_after_a_forgotten_turn_loses_its_share(
     np.testing.assert_allclose(after.embedding, as_stored(own), atol=1e-6)  # its own vector
     last = store.get_memory(turns[2], tenant_id="acme")
     assert last is not None and float(np.dot(last.embedding, own)) < 0.999  # untouched
+    _assert_erased(database, store, SECRET)
+
+
+def test_messages_after_a_forgotten_one_are_made_again_with_the_one_now_before_them(
+    store: MemoryStore, database: PgDatabase
+) -> None:
+    # In the order told: the secret, an answer written after a later message (out of order:
+    # both took the secret's share), then that later message.
+    secret = store.remember(SECRET, tenant_id="acme", kind="message", created_at=WHEN)
+    later = store.remember(
+        "Lunch at noon?", tenant_id="acme", kind="message", created_at=WHEN + 2 * MINUTE
+    )
+    answer = store.remember(AFTER, tenant_id="acme", kind="message", created_at=WHEN + MINUTE)
+    own = {body: store.embedder.embed([body])[0] for body in (SECRET, AFTER, "Lunch at noon?")}
+    assert close(stored_vectors(database, [answer])[0], mixed(own[AFTER], own[SECRET]))
+    assert close(stored_vectors(database, [later])[0], mixed(own["Lunch at noon?"], own[SECRET]))
+    store.forget(tenant_id="acme", memory_ids=[secret])
+    answer_vector, later_vector = stored_vectors(database, [answer, later])
+    assert close(answer_vector, own[AFTER])  # the first of its session now
+    assert close(later_vector, mixed(own["Lunch at noon?"], own[AFTER]))
+    _assert_erased(database, store, SECRET)
+
+
+def test_a_new_message_takes_no_share_of_one_that_has_expired(
+    store: MemoryStore, database: PgDatabase
+) -> None:
+    now = datetime.now(UTC)
+    store.remember(
+        SECRET, tenant_id="acme", kind="message", created_at=now - 5 * MINUTE,
+        expires_at=now - MINUTE,
+    )  # fmt: skip
+    answer = store.remember(AFTER, tenant_id="acme", kind="message")
+    store.remember(SECRET, tenant_id="acme", kind="message", thread_id="t", position=0,
+                   created_at=now - 5 * MINUTE, expires_at=now - MINUTE)  # fmt: skip
+    reply = store.remember(AFTER, tenant_id="acme", kind="message", thread_id="t", position=1)
+    own = store.embedder.embed([AFTER])[0]
+    assert close(stored_vectors(database, [answer])[0], own)
+    assert close(stored_vectors(database, [reply])[0], own)
+    store.forget(tenant_id="acme", expired=True)
     _assert_erased(database, store, SECRET)
