@@ -25,7 +25,6 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.errors import DatabaseError
-from retrieval.memory.text_key import text_key
 from retrieval.memory.validation import ValidMemory
 
 # The unique index of the live rows' keys (revision 0016).
@@ -34,11 +33,12 @@ LIVE_KEY = "memories_live_key"
 CopyKey = tuple[str, bytes, str, str, int]
 
 
-def copy_key(memory: ValidMemory) -> CopyKey:
-    """The key under which ``memory`` is a copy of a live memory."""
+def copy_key(memory: ValidMemory, key: bytes) -> CopyKey:
+    """The key under which ``memory``, whose text has the text key ``key``, is a copy of a
+    live memory."""
     return (
         memory.tenant_id,
-        text_key(memory.text),
+        key,
         memory.kind,
         memory.thread_id or "",
         -1 if memory.position is None else memory.position,
@@ -69,14 +69,15 @@ class Copies:
         return len(self.lead_of) - len(self.leads)
 
 
-def fold_copies(memories: Sequence[ValidMemory]) -> Copies:
-    """The distinct memories of a batch (see the module)."""
+def fold_copies(memories: Sequence[ValidMemory], text_keys: Sequence[bytes]) -> Copies:
+    """The distinct memories of a batch (see the module), whose texts have ``text_keys``
+    (:class:`~retrieval.memory.text_key.TextKeys`)."""
     index_of: dict[CopyKey, int] = {}
     groups: list[list[ValidMemory]] = []
     keys: list[CopyKey] = []
     lead_of = []
-    for memory in memories:
-        key = copy_key(memory)
+    for memory, text_key in zip(memories, text_keys, strict=True):
+        key = copy_key(memory, text_key)
         lead = index_of.get(key)
         if lead is None:
             lead = index_of[key] = len(groups)

@@ -27,7 +27,6 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.embedding.cache import EmbeddingCache, cache_key
 from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.memory.text_key import text_key
 from retrieval.memory.turn_context import Mixing, Told, in_context, previous_messages
 
 
@@ -47,11 +46,7 @@ def erase_cached_texts(
         execute(
             connection,
             statement("memory.live_texts", schema),
-            {
-                "tenant_id": tenant_id,
-                "keys": sorted({text_key(text) for text in texts}),
-                "texts": sorted(set(texts)),
-            },
+            {"tenant_id": tenant_id, "texts": sorted(set(texts))},
         ).scalars()
     )
     keys = sorted(

@@ -43,6 +43,7 @@ from retrieval.memory.copies import (
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput, StoredIds
 from retrieval.memory.supersede import check_superseded, retire_superseded
+from retrieval.memory.text_key import TextKeys
 from retrieval.memory.turn_context import (
     Place,
     in_context,
@@ -135,6 +136,7 @@ class Writer:
         # How a turn takes a share of the previous one (retrieval.memory.turn_context): the
         # lookup's, which forget makes again by.
         self.mixing = lookup.mixing
+        self.text_keys = TextKeys(schema)
         self.collapse = collapse
         self.lifetime = lifetime
         self._citus: bool | None = None
@@ -158,7 +160,9 @@ class Writer:
             leads, written = memories, self._write(connection, memories, None)
             stored = StoredIds([row.id for row in written])
         else:
-            copies = fold_copies(memories)
+            copies = fold_copies(
+                memories, self.text_keys.keys(connection, [m.text for m in memories])
+            )
             retire_expired_copies(connection, self.schema, copies.keys)
             leads, written = copies.leads, self._write(connection, copies.leads, copies)
             refreshed = sum(not row.new for row in written)

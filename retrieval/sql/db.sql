@@ -13,6 +13,10 @@ JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamesp
 WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
   AND NOT a.attisdropped
 
+-- name: unicode_version
+-- The Unicode version of the server's normalize() (PostgreSQL 17 and later).
+SELECT unicode_version()
+
 -- name: reserve_ids
 -- COPY cannot return generated ids: they are taken from the table's identity sequence first.
 -- The sequence is looked up once (an InitPlan), not once per id: eight times faster.

@@ -107,10 +107,18 @@ SELECT coalesce(array_agg(id ORDER BY id), '{{}}'),
 FROM removed
 
 -- name: live_texts
--- Which of the texts (with their text keys) a live memory of the tenant still holds.
+-- Which of the texts a live memory of the tenant still holds (found by their text keys).
 SELECT DISTINCT content FROM {schema}.memories
-WHERE tenant_id = %(tenant_id)s AND content_key = ANY(%(keys)s::bytea[])
+WHERE tenant_id = %(tenant_id)s
+  AND content_key = ANY(ARRAY(SELECT {schema}.text_key(t) FROM unnest(%(texts)s::text[]) AS t))
   AND content = ANY(%(texts)s::text[]) AND retired_at IS NULL AND NOT distinct_copy
+
+-- name: text_keys
+-- The server's text keys (the memories' content_key) of texts, in the order given: for the
+-- texts whose key Python does not compute as the server does (retrieval.memory.text_key).
+SELECT {schema}.text_key(t.content)
+FROM unnest(%(texts)s::text[]) WITH ORDINALITY AS t(content, n)
+ORDER BY t.n
 
 -- name: turns_after
 -- The turns that follow the given (thread, position) places of a tenant's threads, with the
