@@ -42,9 +42,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="ids of live memories it corrects (retired, kept in its history)",
     )
     remember.add_argument(
+        "--created-at",
+        type=aware_time,
+        help="when it was told (default: now; ISO 8601 with a time zone, or a date: midnight UTC)",
+    )
+    remember.add_argument(
         "--expires-at",
         type=aware_time,
-        help="when it stops being true (ISO 8601 with a time zone, e.g. 2027-01-01T00:00Z)",
+        help="when it stops being true (ISO 8601 with a time zone, e.g. 2027-01-01T00:00Z, or "
+        "a date: midnight UTC); later than --created-at, or than now",
     )
 
     forget = command(commands, "forget", _forget)
@@ -96,6 +102,7 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
                 thread_id=args.thread,
                 position=args.position,
                 supersedes=args.supersedes or None,
+                created_at=args.created_at,
                 expires_at=args.expires_at,
                 **options,
             )

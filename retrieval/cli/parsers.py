@@ -9,7 +9,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from retrieval.db.engine import Database
@@ -103,13 +103,19 @@ def command(
 
 
 def aware_time(value: str) -> datetime:
-    """An argument's ISO 8601 time, which must name its time zone."""
+    """An argument's ISO 8601 time, which must name its time zone, or a date (``2026-11-20``:
+    its midnight in UTC, as the inspector reads it)."""
+    text = value.strip()
     try:
-        parsed = datetime.fromisoformat(value)
+        if len(text) == len("2026-11-20"):
+            return datetime.combine(date.fromisoformat(text), time(), tzinfo=UTC)
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not an ISO 8601 time (2026-11-25T09:30:00+00:00)"
+            f"{value!r} is not a date (2026-11-25) or an ISO 8601 time (2026-11-25T09:30:00+00:00)"
         ) from None
     if parsed.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{value!r} has no time zone: add +00:00 or Z")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} has no time zone: add +00:00 or Z (a date alone is midnight UTC)"
+        )
     return parsed

@@ -2,7 +2,9 @@
 
 A memory is a copy of another when their tenant, kind and text key
 (:mod:`retrieval.memory.text_key`) are equal and, for a turn of a thread, their thread and
-position too (a second "ok" later in a conversation is a new turn). The database keeps one live
+position too (a second "ok" later in a conversation is a new turn). A message without a thread
+(a turn of a session inferred from time) is never a copy: the writer stores each as a distinct
+row (``distinct_copy``), outside the key. The database keeps one live
 row per key (the partial unique index ``memories_live_key``, revision 0016) and a write of a
 copy refreshes that row instead of storing another (``memory.refresh_copies``: ``INSERT ... ON
 CONFLICT DO UPDATE``, so concurrent writers of one text get one row and one id).

@@ -30,6 +30,8 @@ class Lookup:
         self._forget = statement("memory.forget", schema)
         self._forget_the_rest = statement("memory.forget_the_rest", schema)
         self._forget_expired = statement("memory.forget_expired", schema)
+        self._revive_superseded = statement("memory.revive_superseded", schema)
+        self._orphan_superseded = statement("memory.orphan_superseded", schema)
         self._schema = schema
         self.cache = cache
         # How the store mixes turns: what forgetting one makes again (retrieval.memory.erasure).
@@ -91,7 +93,9 @@ class Lookup:
             },
         ).one()
         memories, decisions, tool_calls, texts, models, *turns = removed
-        cache, documents, keys = 0, [], list[bytes]()
+        cache, documents, keys, revived = 0, [], list[bytes](), list[int]()
+        if memories and not everything:
+            revived = self._revive(connection, tenant_id, memories)
         if everything:
             cache, documents = execute(
                 connection, self._forget_the_rest, {"tenant_id": tenant_id}
@@ -106,7 +110,15 @@ class Lookup:
             cache_entries=int(cache),
             document_ids=tuple(documents),
             cache_keys=tuple(keys),
+            revived_ids=tuple(revived),
         )
+
+    def _revive(self, connection: Connection, tenant_id: str, ids: Sequence[int]) -> list[int]:
+        """The memories the forgotten ``ids`` superseded, live again (``memory.revive_superseded``):
+        those that are."""
+        params = {"tenant_id": tenant_id, "ids": list(ids)}
+        rows = execute(connection, self._revive_superseded, params).all()
+        return sorted(row.id for row in rows if row.revived)
 
     def forget_expired(self, connection: Connection, tenant_id: str, batch: int) -> Forgotten:
         """Remove the next ``batch`` of the tenant's expired memories and their cached vectors
@@ -117,6 +129,8 @@ class Lookup:
         ids, texts, models, *turns = execute(connection, self._forget_expired, params).one()
         keys, cache = erase_cached_texts(connection, self._schema, tenant_id, texts, models)
         self._unmix(connection, tenant_id, *turns)
+        if ids:  # what an expired correction retired stays retired, with no newer version
+            execute(connection, self._orphan_superseded, {"tenant_id": tenant_id, "ids": ids})
         return Forgotten(memory_ids=tuple(ids), cache_entries=cache, cache_keys=tuple(keys))
 
     def _unmix(

@@ -1,4 +1,4 @@
-"""A memory's versions: the chain of corrections it belongs to, oldest first.
+"""A memory's versions: the chain of corrections it belongs to, in the order they held.
 
 A correction (``supersedes``) links the memories it retires to itself (``superseded_by``); a
 memory's history is every memory reachable over those links, either way, so that a correction
@@ -7,6 +7,8 @@ until it was retired (or expired).
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from sqlalchemy import Connection
 
@@ -35,8 +37,21 @@ def memory_history(
     memories = lookup.memories(connection, tenant_id, sorted(seen)[:MAX_VERSIONS])
     if memory_id not in {memory.id for memory in memories}:
         return []
-    memories.sort(key=lambda memory: (memory.created_at, memory.id))
+    took_over = _took_over(memories)
+    memories.sort(key=lambda memory: (took_over[memory.id], memory.id))
     return [_version(memory) for memory in memories]
+
+
+def _took_over(memories: list[Memory]) -> dict[int, datetime]:
+    """When each version became the valid one: its ``created_at``, or, for a memory that
+    superseded others later (an older memory told again as a correction), the time it retired
+    them."""
+    took_over = {memory.id: memory.created_at for memory in memories}
+    for memory in memories:
+        newer = memory.superseded_by
+        if newer in took_over and memory.retired_at is not None:
+            took_over[newer] = max(took_over[newer], memory.retired_at)
+    return took_over
 
 
 def _version(memory: Memory) -> MemoryVersion:

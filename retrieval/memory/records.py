@@ -173,6 +173,8 @@ class Forgotten:
     document_ids: tuple[str, ...] = ()  # doc_ids, with their chunks (everything=True only)
     # The cache keys of the forgotten texts' vectors that were erased.
     cache_keys: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
+    # The memories that forgotten corrections had superseded, live again (forget by id).
+    revived_ids: tuple[int, ...] = ()
 
     def __add__(self, other: Forgotten) -> Forgotten:
         return Forgotten(
@@ -182,6 +184,7 @@ class Forgotten:
             cache_entries=self.cache_entries + other.cache_entries,
             document_ids=self.document_ids + other.document_ids,
             cache_keys=self.cache_keys + other.cache_keys,
+            revived_ids=self.revived_ids + other.revived_ids,
         )
 
     @property

@@ -149,9 +149,12 @@ class MemoryStore:
         A copy of a live memory of the tenant (the same kind and text, in NFC with whitespace
         collapsed; a turn: at the same thread and position) is not stored again: its id is
         returned and it is refreshed (``seen_count``, ``last_seen_at``, the larger importance,
-        the later expiry). ``supersedes`` names live memories this one corrects: they are
-        retired at its ``created_at`` and kept for :meth:`history`. ``expires_at`` ends its
-        life (default: its kind's lifetime in the settings, if any).
+        the later expiry). A message (kind ``message``) without a thread is a turn of a
+        session inferred from time, never a copy: told again, it is stored again.
+        ``supersedes`` names live memories this one corrects: they are retired at its
+        ``created_at`` and kept for :meth:`history`. ``expires_at`` ends its life (default:
+        its kind's lifetime in the settings, if any; it must be later than ``created_at``, or
+        than now when that is not given).
         """
         item = MemoryInput(
             text=text,
@@ -347,7 +350,9 @@ class MemoryStore:
 
         Those whose cosine similarity to ``text`` is at least ``threshold`` (default: the
         calibrated ``config.similar_threshold``), of ``kind`` if given, at most ``limit``, none
-        of ``exclude`` (ids). Retired and expired memories are never shown.
+        of ``exclude`` (ids). A memory retired or expired by now is never shown; one whose
+        correction is dated later is, until then (as :meth:`HybridRetriever.retrieve
+        <retrieval.search.retriever.HybridRetriever.retrieve>` without ``as_of`` sees it).
         """
         check_tenant(tenant_id)
         limit = arguments.count("limit", limit, maximum=arguments.MAX_SIMILAR)
@@ -373,9 +378,10 @@ class MemoryStore:
             )
 
     def history(self, memory_id: int, *, tenant_id: str) -> list[MemoryVersion]:
-        """The versions of a memory, oldest first: the memories it superseded and that
-        superseded it (over any number of corrections), each with when it was valid. Empty
-        if the tenant has no memory ``memory_id``."""
+        """The versions of a memory in the order they held, oldest first: the memories it
+        superseded and that superseded it (over any number of corrections), each with when it
+        was valid (an older memory told again as the correction of a newer one comes after
+        it). Empty if the tenant has no memory ``memory_id``."""
         check_tenant(tenant_id)
         memory_id = arguments.row_id("memory_id", memory_id)
         with self._transaction() as connection:

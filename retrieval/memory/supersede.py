@@ -81,6 +81,14 @@ def _check_one(tenant: str, memory_id: int, row: Any, item: int | None) -> None:
             item=item,
             field="supersedes",
         )
+    if row.retired_at is not None and row.superseded_by is None:
+        raise ValidationError(
+            f"supersedes: memory {memory_id} was retired at {row.retired_at.isoformat()} and "
+            "has no newer version (it expired, or the correction that retired it expired and "
+            "was forgotten): nothing to supersede; remember the new text without supersedes",
+            item=item,
+            field="supersedes",
+        )
     if row.retired_at is not None:
         raise ValidationError(
             f"supersedes: memory {memory_id} was already superseded by memory "

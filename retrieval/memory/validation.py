@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from numbers import Real
 from typing import NamedTuple, TypeVar
 
@@ -287,7 +287,18 @@ class _Checker:
 
     def expiry(self, value: object, created_at: datetime | None) -> datetime | None:
         expires_at = self.aware("expires_at", value)
-        if expires_at is not None and created_at is not None and expires_at <= created_at:
+        if expires_at is None:
+            return None
+        if created_at is None:  # the memory is told now: it must outlive this moment
+            now = datetime.now(UTC)
+            if expires_at <= now:
+                raise self.fail(
+                    "expires_at",
+                    f"{expires_at.isoformat()} has passed (it is now {now.isoformat()}): a "
+                    "memory must live for some time; give a later expires_at, or the "
+                    "created_at it was told at",
+                )
+        elif expires_at <= created_at:
             raise self.fail(
                 "expires_at",
                 f"{expires_at.isoformat()} is not after created_at {created_at.isoformat()}: "

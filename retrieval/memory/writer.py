@@ -145,8 +145,9 @@ class Writer:
         """Embed (through the cache) and write ``memories`` and their entity links; retire
         what they supersede.
 
-        All new texts of the batch go to the model in one call: its batches are sorted by
-        length, so one call pads least. (Overlapping the model with the database was measured
+        All new texts of the batch go to the model in one call (one for its messages without
+        a thread, one for the others): its batches are sorted by length, so one call pads
+        least. (Overlapping the model with the database was measured
         and lost: on two cores both are CPU-bound; see benchmarks/README.md, ingest-overlap.)
         """
         if not memories:
@@ -156,20 +157,28 @@ class Writer:
             # forget takes them in (retrieval.db.statistics_lock).
             _lock_statistics(connection, self.schema, memories)
         targets = check_superseded(connection, self.schema, memories)
-        if not self.collapse:
-            leads, written = memories, self._write(connection, memories, None)
-            stored = StoredIds([row.id for row in written])
-        else:
-            copies = fold_copies(
-                memories, self.text_keys.keys(connection, [m.text for m in memories])
-            )
+        # Distinct rows: every memory with collapsing off, else each message without a thread
+        # (a turn of its session: told again later, it is another turn).
+        alone = [i for i, m in enumerate(memories) if not self.collapse or untold(m) is not None]
+        others = sorted(set(range(len(memories))) - set(alone))
+        ids, duplicates = [0] * len(memories), 0
+        leads: list[ValidMemory] = []
+        written: list[WrittenRow] = []
+        if alone:
+            leads = [memories[i] for i in alone]
+            written = self._write(connection, leads, None)
+            for index, row in zip(alone, written, strict=True):
+                ids[index] = row.id
+        if others:
+            part = [memories[i] for i in others]
+            copies = fold_copies(part, self.text_keys.keys(connection, [m.text for m in part]))
             retire_expired_copies(connection, self.schema, copies.keys)
-            leads, written = copies.leads, self._write(connection, copies.leads, copies)
-            refreshed = sum(not row.new for row in written)
-            stored = StoredIds(
-                [written[lead].id for lead in copies.lead_of],
-                duplicates=copies.folded + refreshed,
-            )
+            rows = self._write(connection, copies.leads, copies)
+            duplicates = copies.folded + sum(not row.new for row in rows)
+            for index, lead in zip(others, copies.lead_of, strict=True):
+                ids[index] = rows[lead].id
+            leads, written = leads + copies.leads, written + rows
+        stored = StoredIds(ids, duplicates=duplicates)
         self._copy_links(
             connection,
             [
@@ -494,6 +503,7 @@ class _Fields:
         seen, last_seen = 1, None
         if self.copies is not None:
             seen, last_seen = self.copies.seen[row], self.copies.last_seen[row]
+        distinct = self.distinct or untold(memory) is not None  # a message is a turn
         return (
             memory.tenant_id,
             memory_id,
@@ -506,7 +516,7 @@ class _Fields:
             memory.thread_id,
             memory.position,
             expires_at,
-            self.distinct,
+            distinct,
             seen,
             last_seen,
         )

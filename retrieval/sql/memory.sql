@@ -106,6 +106,40 @@ SELECT coalesce(array_agg(id ORDER BY id), '{{}}'),
                 FILTER (WHERE kind = %(message_kind)s AND thread_id IS NULL), '{{}}')
 FROM removed
 
+-- name: revive_superseded
+-- After forget by id: the memories that the forgotten ones superseded are live again (the
+-- correction is erased, as if it had never been told), but those whose text a live memory now
+-- holds at the same place (of several with one text, all but the newest), which stay retired
+-- with no newer version. Every such memory comes back with whether it lives again.
+WITH retired AS (
+    SELECT m.id, m.content_key, m.kind, m.thread_id, m.position, m.distinct_copy,
+           row_number() OVER (
+               PARTITION BY m.distinct_copy, m.content_key, m.kind, coalesce(m.thread_id, ''),
+                            coalesce(m.position, -1)
+               ORDER BY m.created_at DESC, m.id DESC) AS newest
+    FROM {schema}.memories AS m
+    WHERE m.tenant_id = %(tenant_id)s AND m.superseded_by = ANY(%(ids)s::bigint[])
+), revivable AS (
+    SELECT r.id FROM retired AS r
+    WHERE r.distinct_copy OR (r.newest = 1 AND NOT EXISTS (
+        SELECT 1 FROM {schema}.memories AS l
+        WHERE l.tenant_id = %(tenant_id)s AND l.content_key = r.content_key AND l.kind = r.kind
+          AND coalesce(l.thread_id, '') = coalesce(r.thread_id, '')
+          AND coalesce(l.position, -1) = coalesce(r.position, -1)
+          AND l.retired_at IS NULL AND NOT l.distinct_copy))
+)
+UPDATE {schema}.memories AS m
+SET superseded_by = NULL,
+    retired_at = CASE WHEN m.id IN (SELECT id FROM revivable) THEN NULL ELSE m.retired_at END
+WHERE m.tenant_id = %(tenant_id)s AND m.id IN (SELECT id FROM retired)
+RETURNING m.id, m.retired_at IS NULL AS revived
+
+-- name: orphan_superseded
+-- After forget of the expired: the memories that an expired correction now forgotten had
+-- superseded stay retired (they ended when it came), with no newer version.
+UPDATE {schema}.memories SET superseded_by = NULL
+WHERE tenant_id = %(tenant_id)s AND superseded_by = ANY(%(ids)s::bigint[])
+
 -- name: live_texts
 -- Which of the texts a live memory of the tenant still holds (found by their text keys).
 SELECT DISTINCT content FROM {schema}.memories
@@ -341,11 +375,13 @@ CROSS JOIN LATERAL (
 -- name: similar
 -- A tenant's live memories nearest a vector by L2 on the HNSW graph (iterating until the pool
 -- is full), with their cosine similarity; those at or above the threshold, most similar first.
+-- Live as a search without as_of sees them: neither retired nor expired by now (a memory whose
+-- correction is dated later is live until then).
 SELECT n.id, n.similarity FROM (
     SELECT m.id, 1.0::float8 - (m.embedding <=> %(vector)s::vector)::float8 AS similarity,
            m.embedding <-> %(vector)s::vector AS distance
     FROM {schema}.memories AS m
-    WHERE m.tenant_id = %(tenant_id)s AND m.retired_at IS NULL
+    WHERE m.tenant_id = %(tenant_id)s AND (m.retired_at IS NULL OR m.retired_at > now())
       AND (m.expires_at IS NULL OR m.expires_at > now())
       AND (%(kind)s::text IS NULL OR m.kind = %(kind)s::text)
       AND m.id <> ALL(%(exclude)s::bigint[])

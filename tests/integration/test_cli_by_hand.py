@@ -174,12 +174,15 @@ def test_corrections_expiry_and_copies_through_the_cli_export_and_ingest(
 def test_forget_expired(database: PgDatabase, capsys: pytest.CaptureFixture[str]) -> None:
     url = ["--database-url", database.url]
     say = [*url, "remember", "--tenant", "acme"]
-    assert main([*say, "An old door code.", "--expires-at", "2026-01-01T00:00Z"]) == 0
+    old = ["--created-at", "2025-12-01", "--expires-at", "2026-01-01T00:00Z"]
+    assert main([*say, "An old door code.", *old]) == 0
     assert main([*say, "Stays."]) == 0
     assert main([*say, "Not yet.", "--expires-at", "2099-01-01T00:00+01:00"]) == 0
     with pytest.raises(SystemExit):  # argparse: a time without its zone
-        main([*say, "x", "--expires-at", "2099-01-01"])
-    capsys.readouterr()
+        main([*say, "x", "--expires-at", "2099-01-01T00:00"])
+    capsys.readouterr()  # an expiry that has passed, told now: refused, nothing stored
+    assert main([*say, "Already expired.", "--expires-at", "2026-11-28T00:00Z"]) == 1
+    assert "expires_at: 2026-11-28T00:00:00+00:00 has passed" in capsys.readouterr().err
     assert main([*url, "forget", "--tenant", "acme", "--expired"]) == 0
     assert "forgot from tenant 'acme': 1 memories" in capsys.readouterr().out
     assert _rows(database, "acme")["memories"] == 2

@@ -116,7 +116,7 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
             assert "already superseded" in _error(
                 await session.call_tool("remember", {"text": "x", "supersedes": [other["id"]]})
             )
-            other = fixed
+            retired, other = [other["id"], near["id"]], fixed
             decision = _data(
                 await session.call_tool(
                     "record_decision",
@@ -167,7 +167,8 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
             assert "memory_ids" in _error(await session.call_tool("forget", {"memory_ids": []}))
 
             gone = _data(await session.call_tool("forget", {"memory_ids": [other["id"]]}))
-            assert gone == {"forgotten": [other["id"]]}
+            # The correction forgotten, what it retired is live again.
+            assert gone == {"forgotten": [other["id"]], "revived": sorted(retired)}
 
     asyncio.run(scenario())
     with database.engine.connect() as connection:
@@ -179,8 +180,8 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
         ).all()
     assert [tuple(row) for row in rows] == [
         ("acme", "The deploy failed because the database migration timed out", False),
-        ("acme", "Alice prefers dark mode", True),  # retired: kept for its history
-        ("acme", "Alice prefers a dark editor theme", True),
+        ("acme", "Alice prefers dark mode", False),  # its correction forgotten: live again
+        ("acme", "Alice prefers a dark editor theme", False),
     ]
 
 
@@ -277,7 +278,7 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
             assert found["results"] == []
             assert _data(await bob.call_tool("timeline", {}))["events"] == []
             gone = _data(await bob.call_tool("forget", {"memory_ids": [secret["id"]]}))
-            assert gone == {"forgotten": []}
+            assert gone == {"forgotten": [], "revived": []}
             own = _data(await bob.call_tool("remember", {"text": "Tenant b's note"}))
             assert own["id"] != secret["id"]
 
