@@ -15,39 +15,36 @@ from retrieval.db.vector_index import build_vector_index, drop_vector_index
 from retrieval.embedding.progress import reporting_embedded
 from retrieval.errors import SchemaError
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.file_columns import columns_help
 from retrieval.memory.store import MemoryStore
 
-INGEST_HELP = """\
+INGEST_HELP = f"""\
 Store the records of a JSON Lines (.jsonl) or CSV (.csv) file, one per line.
 
 Columns (JSON keys or CSV header):
-  type          memory (default), decision, tool_call or message (the default of a line
-                with a speaker)
-  tenant_id     required unless --tenant is given
-  id            optional: the record's key, unique in its tenant; a line whose id an
-                earlier run stored is skipped, so running the same file again stores nothing
-  memory:       text (required), kind (default fact), metadata (JSON object),
-                importance (0..1), created_at, entities (JSON list, or a;b;c in CSV),
-                thread_id (a conversation or session) and position (its turn, from 0)
-  decision:     action_type, content, status (required), task_id, created_at,
-                ref (a label that later tool calls may name in decision_ref)
-  tool_call:    tool_name (required), params (JSON object), result, created_at,
-                decision_id (a stored decision) or decision_ref (a decision line's ref)
-  message:      a chat transcript's turn: speaker, text (required), time (or created_at),
-                session (the thread; default: the file's name), position (default: counted
-                in file order after the session's stored turns), metadata; stored as a
-                memory of kind message, "speaker: text"
-created_at and time are ISO 8601 with a time zone (2026-11-25T09:30:00+00:00); default: now.
+{columns_help()}
 
 The whole file is checked before anything is written; a bad line stops the run with its
 line number and nothing is stored. Then it is written in batches, one transaction each.
+A file that retrieval export wrote comes back to the same rows and histories: into the tenant
+it came from it stores nothing; into another (--tenant T --override-tenant) it stores them once,
+and nothing when run again.
 """
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ingest = command(commands, "ingest", _ingest, description=INGEST_HELP)
     ingest.add_argument("file", type=Path, help="a .jsonl or .csv file")
-    ingest.add_argument("--tenant", help="tenant_id for lines that have none")
+    ingest.add_argument(
+        "--tenant",
+        help="tenant_id for lines that have none (a line naming another tenant stops the run)",
+    )
+    ingest.add_argument(
+        "--override-tenant",
+        action="store_true",
+        help="store every line under --tenant, whatever tenant_id it names (an export copied "
+        "into another tenant)",
+    )
     ingest.add_argument("--format", choices=("jsonl", "csv"), help="default: from the suffix")
     ingest.add_argument(
         "--batch-size", type=int, default=1000, help="lines per transaction (default: 1000)"
@@ -72,7 +69,13 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
     from retrieval.memory.file_ingest import ingest, read_file
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
-    records = read_file(args.file, store, tenant_id=args.tenant, file_format=args.format)
+    records = read_file(
+        args.file,
+        store,
+        tenant_id=args.tenant,
+        file_format=args.format,
+        override_tenant=args.override_tenant,
+    )
     if args.defer_index:
         drop_vector_index(database.engine, store.schema)
     try:

@@ -1,12 +1,15 @@
 """A tenant's memory as the JSON Lines that ``retrieval ingest`` reads back to the same rows.
 
-Decisions come first, each with a ``ref`` (``decision-1``, ``decision-2``, ... in the order they
-were stored) that its tool calls name in ``decision_ref``; then the tool calls, then the
-memories with their kind, metadata, importance, entities, thread, position and expiry, oldest
-first. A memory retired by a correction has a ``ref`` (``memory-<id>``) that the correction
-names in ``supersedes_ref``, so the chains of versions come back as they were. Times keep their
-zone. A memory's seen count is not exported. Ids are not exported: ingesting the file stores
-new rows with new ids. Documents are not part of it (``retrieval ingest-docs`` reads their
+Decisions come first, then the tool calls (each naming its decision's line in
+``decision_ref``), then the memories with their kind, metadata, importance, entities, thread,
+position and expiry, oldest first. Every line has an ``id`` (``memory-<id>``, ``decision-<id>``,
+``tool_call-<id>``, from the row's id): ingesting the file again stores nothing twice, and
+ingesting it into the tenant it came from stores nothing (a line that describes a row the tenant
+holds, with the same id, text and time, is that row). A memory retired by a correction has a
+``ref`` that the correction names in ``supersedes_ref``, so the chains of versions come back as
+they were; a memory retired with no newer version (it expired and was told again, or its
+correction expired and was forgotten) has its ``retired_at``. Times keep their zone. A memory's
+seen count is not exported. Documents are not part of it (``retrieval ingest-docs`` reads their
 files).
 """
 
@@ -30,16 +33,13 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
     with translate_database_errors(str(store.engine.url)), store.engine.begin() as connection:
         bind_tenant(connection, store.schema, tenant_id)
         decisions = execute(connection, statement("memory.export_decisions", store.schema), params)
-        refs: dict[int, str] = {}
-        for number, (row_id, task_id, action_type, content, status, created_at) in enumerate(
-            decisions, start=1
-        ):
-            refs[row_id] = f"decision-{number}"
+        for row_id, task_id, action_type, content, status, created_at in decisions:
             yield _line(
                 "decision",
                 tenant_id,
                 created_at,
-                ref=refs[row_id],
+                id=line_id("decision", row_id),
+                ref=line_id("decision", row_id),
                 task_id=task_id,
                 action_type=action_type,
                 content=content,
@@ -48,15 +48,16 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
         tool_calls = execute(
             connection, statement("memory.export_tool_calls", store.schema), params
         )
-        for decision_id, tool_name, call_params, result, created_at in tool_calls:
+        for row_id, decision_id, tool_name, call_params, result, created_at in tool_calls:
             yield _line(
                 "tool_call",
                 tenant_id,
                 created_at,
+                id=line_id("tool_call", row_id),
                 tool_name=tool_name,
                 params=call_params,
                 result=result,
-                decision_ref=refs.get(decision_id),
+                decision_ref=None if decision_id is None else line_id("decision", decision_id),
             )
         # A correction names the memories it retired by their lines' refs.
         retired_by: dict[int, list[int]] = {}
@@ -67,12 +68,16 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
         retired = {row_id for ids in retired_by.values() for row_id in ids}
         memories = execute(connection, statement("memory.export_memories", store.schema), params)
         for row in memories:
+            alone = row.retired_at is not None and row.superseded_by is None
             yield _line(
                 "memory",
                 tenant_id,
                 row.created_at,
-                ref=f"memory-{row.id}" if row.id in retired else None,
-                supersedes_ref=[f"memory-{one}" for one in retired_by.get(row.id, [])] or None,
+                id=line_id("memory", row.id),
+                ref=line_id("memory", row.id) if row.id in retired else None,
+                supersedes_ref=[line_id("memory", one) for one in retired_by.get(row.id, [])]
+                or None,
+                retired_at=row.retired_at.isoformat() if alone else None,
                 text=row.content,
                 kind=row.kind,
                 metadata=row.metadata,
@@ -82,6 +87,11 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
                 position=row.position,
                 expires_at=None if row.expires_at is None else row.expires_at.isoformat(),
             )
+
+
+def line_id(item: str, row_id: int) -> str:
+    """The ``id`` of the line of an exported row: ``memory-12``."""
+    return f"{item}-{row_id}"
 
 
 def _line(item: str, tenant_id: str, created_at: datetime, **fields: Any) -> dict[str, Any]:

@@ -17,18 +17,22 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.get_and_forget import Lookup
-from retrieval.memory.ingest_keys import ingest_key, store_keys, stored_keys
+from retrieval.memory.ingest_keys import StoredKey, ingest_key, store_keys, stored_keys
 from retrieval.memory.json_text import NESTED_TOO_DEEPLY, json_problem, number_too_long, parse_json
 from retrieval.memory.records import DecisionInput, MemoryInput, StoredIds, ToolCallInput
 from retrieval.memory.store import MemoryStore, StoreBatch
@@ -43,6 +47,8 @@ from retrieval.memory.validation import (
 )
 
 RECORD_TYPES = ("memory", "decision", "tool_call", "message")
+# The id of a line of an export (retrieval.memory.export.line_id): its row's type and id.
+_EXPORT_ID = re.compile(r"^(memory|decision|tool_call)-([1-9][0-9]{0,17})$")
 _JSON_FIELDS = ("metadata", "params")
 _MESSAGE_FIELDS = frozenset(
     {"speaker", "text", "time", "created_at", "session", "position", "tenant_id", "metadata"}
@@ -96,13 +102,23 @@ class IngestSummary:
 
 
 def read_file(
-    path: Path, store: MemoryStore, *, tenant_id: str | None = None, file_format: str | None = None
+    path: Path,
+    store: MemoryStore,
+    *,
+    tenant_id: str | None = None,
+    file_format: str | None = None,
+    override_tenant: bool = False,
 ) -> list[Record]:
     """Parse and validate every line of ``path``; raise ``ValidationError`` naming the line.
 
-    ``tenant_id`` fills lines that have none. ``file_format`` is ``jsonl`` or ``csv``; by
-    default it follows the file's suffix (``.csv`` is CSV, anything else JSON Lines).
+    ``tenant_id`` fills lines that have none; a line that names another tenant is refused,
+    unless ``override_tenant`` (then every line is stored under ``tenant_id``). ``file_format``
+    is ``jsonl`` or ``csv``; by default it follows the file's suffix (``.csv`` is CSV, anything
+    else JSON Lines). The columns a line may carry: :mod:`retrieval.memory.file_columns`.
     """
+    if override_tenant and tenant_id is None:
+        raise ValidationError("override_tenant needs the tenant_id to store every line under")
+    tenancy = _Tenancy(tenant_id, override_tenant)
     chosen = file_format or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
     if chosen not in ("jsonl", "csv"):
         raise ValidationError(f"unknown format {chosen!r}: use jsonl or csv")
@@ -110,7 +126,7 @@ def read_file(
         # utf-8-sig: a byte order mark that an editor wrote before the first field is dropped.
         with path.open(encoding="utf-8-sig", newline="") as handle:
             rows = _csv_rows(handle) if chosen == "csv" else _jsonl_rows(handle)
-            records = [_record(line, fields, store, tenant_id, path) for line, fields in rows]
+            records = [_record(line, fields, store, tenancy, path) for line, fields in rows]
     except UnicodeDecodeError as error:
         raise ValidationError(f"{path}: not UTF-8 text ({error})") from None
     except ValidationError as error:
@@ -122,7 +138,7 @@ def read_file(
     _check_refs(records, path)
     _check_keys(records, path)
     _check_decisions(records, store, path)
-    return records
+    return _superseded_in_the_file(records)
 
 
 def ingest(
@@ -261,6 +277,8 @@ def _not_yet_ingested(
         return list(records)
     with translate_database_errors(str(store.engine.url)), store.engine.connect() as connection:
         stored = stored_keys(connection, store.schema, wanted)
+        unknown = [r for r in records if r.tenant_key is not None and r.tenant_key not in stored]
+        stored.update(_held_rows(connection, store, unknown))
     pending = []
     for record in records:
         known = stored.get(record.tenant_key) if record.tenant_key else None
@@ -278,6 +296,52 @@ def _not_yet_ingested(
             refs = decision_ids if record.type == "decision" else memory_refs
             refs[record.ref] = known.row_id
     return pending
+
+
+def _held_rows(
+    connection: Connection, store: MemoryStore, records: Sequence[Record]
+) -> dict[tuple[str, str], StoredKey]:
+    """The lines of an export (``id`` ``memory-12``, ``decision-3``, ``tool_call-7``) that
+    describe a row the tenant holds: that id, with the same text (a tool call: tool) and
+    time. Ingesting an export into the tenant it came from stores nothing."""
+    wanted: dict[tuple[str, str], dict[int, Record]] = defaultdict(dict)
+    for record in records:
+        found = _EXPORT_ID.match(record.key or "")
+        if found and found[1] == record.type and record.valid.created_at is not None:
+            wanted[(record.valid.tenant_id, record.type)][int(found[2])] = record
+    lookup = Lookup(store.schema, store.cache)
+    held: dict[tuple[str, str], StoredKey] = {}
+    for (tenant, item), by_id in sorted(wanted.items()):
+        ids = sorted(by_id)
+        rows: list[tuple[int, str, datetime]]
+        if item == "memory":
+            bind_tenant(connection, store.schema, tenant)
+            query = statement("memory.held_memories", store.schema)
+            params = {"tenant_id": tenant, "ids": ids}
+            rows = [(r.id, r.content, r.created_at) for r in execute(connection, query, params)]
+        elif item == "decision":
+            rows = [
+                (d.id, d.content, d.created_at) for d in lookup.decisions(connection, tenant, ids)
+            ]
+        else:
+            rows = [
+                (c.id, c.tool_name, c.created_at)
+                for c in lookup.tool_calls(connection, tenant, ids)
+            ]
+        for row_id, said, created_at in rows:
+            record = by_id[row_id]
+            if (_said(record.valid), record.valid.created_at) == (said, created_at):
+                held[(tenant, str(record.key))] = StoredKey(item, row_id)
+    return held
+
+
+def _said(valid: Valid) -> str:
+    # What a line says, compared with the row of the same id: its text, content or tool.
+    if isinstance(valid, ValidMemory):
+        return valid.text
+    if isinstance(valid, ValidDecision):
+        return valid.content
+    return valid.tool_name
 
 
 def _resolved(record: Record, decision_ids: Mapping[str, int]) -> ValidToolCall:
@@ -363,16 +427,39 @@ def _csv_cell(name: str, value: str, line: int) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class _Tenancy:
+    """The tenant a run was given (``--tenant``), and whether it overrides the lines'."""
+
+    tenant_id: str | None
+    override: bool
+
+    def of(self, fields: dict[str, Any]) -> None:
+        """Fill (or override) ``fields``' tenant; refuse a line that names another one."""
+        if self.tenant_id is None:
+            return
+        named = fields.get("tenant_id")
+        if self.override or named is None:
+            fields["tenant_id"] = self.tenant_id
+        elif named != self.tenant_id:
+            raise ValidationError(
+                f"tenant_id {named!r} is not the tenant given ({self.tenant_id!r}): leave "
+                "tenant_id out of the lines, or store every line under the given tenant "
+                "(--override-tenant)",
+                field="tenant_id",
+            )
+
+
 def _record(
-    line: int, fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, path: Path
+    line: int, fields: dict[str, Any], store: MemoryStore, tenancy: _Tenancy, path: Path
 ) -> Record:
     try:
-        return replace(_parse(fields, store, tenant_id, path), line=line)
+        return replace(_parse(fields, store, tenancy, path), line=line)
     except ValidationError as error:
         raise ValidationError(f"{path} line {line}: {error.reason}", field=error.field) from None
 
 
-def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, path: Path) -> Record:
+def _parse(fields: dict[str, Any], store: MemoryStore, tenancy: _Tenancy, path: Path) -> Record:
     fields = dict(fields)
     kind = fields.pop("type", "message" if "speaker" in fields else "memory")
     if kind not in RECORD_TYPES:
@@ -387,10 +474,10 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
     ref = fields.pop("ref", None) if kind in ("decision", "memory") else None
     decision_ref = fields.pop("decision_ref", None) if kind == "tool_call" else None
     supersedes_refs = _refs(fields.pop("supersedes_ref", None)) if kind == "memory" else ()
+    retired_at = fields.pop("retired_at", None) if kind == "memory" else None
     if decision_ref is not None and fields.get("decision_id") is not None:
         raise ValidationError("give decision_id or decision_ref, not both")
-    if tenant_id is not None:
-        fields.setdefault("tenant_id", tenant_id)
+    tenancy.of(fields)
     if "tenant_id" not in fields:
         raise ValidationError(
             "tenant_id is missing: add it to the line or pass --tenant", field="tenant_id"
@@ -404,6 +491,8 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
     valid: Valid
     if kind == "memory":
         valid = valid_memory(as_input(fields, MemoryInput), store.limits)
+        if retired_at is not None:
+            valid = valid._replace(retired_at=_retired_at(retired_at, valid.created_at))
     elif kind == "decision":
         valid = valid_decision(as_input(fields, DecisionInput), store.limits)
     else:
@@ -418,6 +507,35 @@ def _parse(fields: dict[str, Any], store: MemoryStore, tenant_id: str | None, pa
         key=key,
         supersedes_refs=supersedes_refs,
     )
+
+
+def _retired_at(value: object, created_at: datetime | None) -> datetime:
+    # A version stored retired: after it was told (after now, when the line gives no time).
+    if not isinstance(value, str):
+        raise ValidationError(
+            f"retired_at must be an ISO 8601 time, got {value!r:.60}", field="retired_at"
+        )
+    moment = _timestamp(value, "retired_at")
+    told = created_at or datetime.now(UTC)
+    if moment <= told:
+        raise ValidationError(
+            f"retired_at: {moment.isoformat()} is not after created_at {told.isoformat()}: a "
+            "memory must live for some time",
+            field="retired_at",
+        )
+    return moment
+
+
+def _superseded_in_the_file(records: list[Record]) -> list[Record]:
+    """``records`` with the ``retired_at`` of a line a later line supersedes dropped: the
+    correction retires it, at its own time."""
+    named = {ref for record in records for ref in record.supersedes_refs}
+    return [
+        replace(record, valid=record.valid._replace(retired_at=None))
+        if record.ref in named and isinstance(record.valid, ValidMemory)
+        else record
+        for record in records
+    ]
 
 
 def _refs(value: object) -> tuple[str, ...]:

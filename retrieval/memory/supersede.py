@@ -144,3 +144,16 @@ def retire_superseded(
                 item=item,
                 field="supersedes",
             )
+
+
+def retire_alone(
+    connection: Connection, schema: str, written: Sequence[tuple[ValidMemory, _Written]]
+) -> None:
+    """Retire, at their ``retired_at``, the written memories stored as versions with no newer
+    one (an export's lines)."""
+    retire = statement("memory.retire", schema)
+    for memory, row in written:
+        if memory.retired_at is not None:
+            bind_tenant(connection, schema, memory.tenant_id)
+            params = {"tenant_id": memory.tenant_id, "ids": [row.id], "at": memory.retired_at}
+            execute(connection, retire, {**params, "by": None})

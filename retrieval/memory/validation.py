@@ -65,6 +65,8 @@ class ValidMemory(NamedTuple):
     position: int | None = None
     expires_at: datetime | None = None
     supersedes: tuple[int, ...] = ()
+    # A version stored already retired, with no newer version (a line of an export).
+    retired_at: datetime | None = None
 
 
 class ValidDecision(NamedTuple):

@@ -42,7 +42,7 @@ from retrieval.memory.copies import (
 )
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput, StoredIds
-from retrieval.memory.supersede import check_superseded, retire_superseded
+from retrieval.memory.supersede import check_superseded, retire_alone, retire_superseded
 from retrieval.memory.text_key import TextKeys
 from retrieval.memory.turn_context import (
     Place,
@@ -158,8 +158,13 @@ class Writer:
             _lock_statistics(connection, self.schema, memories)
         targets = check_superseded(connection, self.schema, memories)
         # Distinct rows: every memory with collapsing off, else each message without a thread
-        # (a turn of its session: told again later, it is another turn).
-        alone = [i for i, m in enumerate(memories) if not self.collapse or untold(m) is not None]
+        # (a turn of its session: told again later, it is another turn) and each version
+        # stored already retired (an export's: never a copy of a live memory).
+        alone = [
+            i
+            for i, m in enumerate(memories)
+            if not self.collapse or untold(m) is not None or m.retired_at is not None
+        ]
         others = sorted(set(range(len(memories))) - set(alone))
         ids, duplicates = [0] * len(memories), 0
         leads: list[ValidMemory] = []
@@ -189,6 +194,7 @@ class Writer:
             ],
         )
         retire_superseded(connection, self.schema, targets, list(zip(leads, written, strict=True)))
+        retire_alone(connection, self.schema, list(zip(leads, written, strict=True)))
         return stored
 
     def _write(
@@ -503,7 +509,8 @@ class _Fields:
         seen, last_seen = 1, None
         if self.copies is not None:
             seen, last_seen = self.copies.seen[row], self.copies.last_seen[row]
-        distinct = self.distinct or untold(memory) is not None  # a message is a turn
+        # A message is a turn; a version stored retired is history.
+        distinct = self.distinct or untold(memory) is not None or memory.retired_at is not None
         return (
             memory.tenant_id,
             memory_id,

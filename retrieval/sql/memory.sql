@@ -318,7 +318,7 @@ GROUP BY thread_id
 -- name: export_memories
 -- A tenant's memories in the order they were stored, with their entity ids.
 SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.created_at, m.thread_id, m.position,
-       m.expires_at,
+       m.expires_at, m.retired_at, m.superseded_by,
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
                   WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities
@@ -331,13 +331,19 @@ ORDER BY m.created_at, m.id
 SELECT id, superseded_by FROM {schema}.memories
 WHERE tenant_id = %(tenant_id)s AND superseded_by IS NOT NULL
 
+-- name: held_memories
+-- Which of the ids are memories of the tenant, with their text and time (an export's line
+-- that describes a row the tenant holds is that row).
+SELECT id, content, created_at FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
+
 -- name: export_decisions
 SELECT id, task_id, action_type, content, status, created_at FROM {schema}.decisions
 WHERE tenant_id = %(tenant_id)s
 ORDER BY created_at, id
 
 -- name: export_tool_calls
-SELECT decision_id, tool_name, params, result, created_at FROM {schema}.tool_calls
+SELECT id, decision_id, tool_name, params, result, created_at FROM {schema}.tool_calls
 WHERE tenant_id = %(tenant_id)s
 ORDER BY created_at, id
 

@@ -234,7 +234,7 @@ def test_search_prints_a_ranked_table_or_json(
     database: PgDatabase, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = ["--database-url", database.url]
-    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl")]) == 0
     capsys.readouterr()
     assert main([*url, "search", "database migration", "--tenant", "acme"]) == 0
     table = capsys.readouterr().out
@@ -274,7 +274,7 @@ def test_timeline_lists_a_window_newest_first(
     database: PgDatabase, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = ["--database-url", database.url]
-    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl")]) == 0
     capsys.readouterr()
     assert main([*url, "timeline", "--tenant", "acme", "--limit", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -297,7 +297,7 @@ def test_search_with_the_memories_bm25_channel_limit_and_neighbors(
     database: PgDatabase, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     url = ["--database-url", database.url]
-    assert main([*url, "ingest", str(DATA / "agent_history.jsonl"), "--tenant", "acme"]) == 0
+    assert main([*url, "ingest", str(DATA / "agent_history.jsonl")]) == 0
     capsys.readouterr()
     assert main([*url, "stats"]) == 0
     stats = capsys.readouterr().out
