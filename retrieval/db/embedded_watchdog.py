@@ -8,6 +8,11 @@ small detached process that checks the list every second: it drops pids of proce
 gone, and when none is left it stops the server (fast shutdown, as ``pg_ctl stop`` does) and
 exits. It exits too when the server was stopped by its last user, or its data directory removed.
 
+The list is written whole or not at all (a temporary file renamed over it). A list found damaged
+(a process killed while an older version wrote it in place) is read as "users unknown"
+(:data:`UNKNOWN`), never as "nobody": the watcher then stops the server only once no known user
+lives and no client has been connected to it for :data:`QUIET_POLLS` checks in a row.
+
 Run as a script (``python embedded_watchdog.py DATA_DIR LOCK_FILE``): it imports only the
 standard library, psutil and fasteners, so it stays small.
 """
@@ -28,6 +33,10 @@ import psutil
 POLL_SECONDS = 1.0
 STOP_SECONDS = 60.0
 HANDLES_FILE = ".handle_pids.json"
+# The stand-in, in a list found damaged, for the users it lost (no process has pid 0).
+UNKNOWN = 0
+# Checks in a row with no client connected after which users listed as unknown count as gone.
+QUIET_POLLS = 10
 
 
 def pid_file(data_dir: Path, lock_file: Path) -> Path:
@@ -53,19 +62,62 @@ def postmaster_pid(data_dir: Path) -> int | None:
         return None
 
 
-def live_members(data_dir: Path) -> list[int]:
-    """The pids of ``.handle_pids.json`` that still run; the others are taken off the list."""
-    handles = data_dir / HANDLES_FILE
+def read_members(data_dir: Path) -> list[int]:
+    """The pids of ``.handle_pids.json`` (none when there is no list; ``[UNKNOWN]`` when it
+    is damaged: its users are not known)."""
     try:
-        pids = json.loads(handles.read_text())
+        pids = json.loads((data_dir / HANDLES_FILE).read_text())
     except FileNotFoundError:
         return []
     except (OSError, ValueError):
-        pids = []
-    living = [pid for pid in pids if isinstance(pid, int) and alive(pid)]
-    if living != pids:
-        handles.write_text(json.dumps(living))
+        return [UNKNOWN]
+    if not isinstance(pids, list) or not all(
+        isinstance(pid, int) and not isinstance(pid, bool) and pid >= 0 for pid in pids
+    ):
+        return [UNKNOWN]
+    return pids
+
+
+def write_members(data_dir: Path, pids: list[int]) -> None:
+    """Write the list whole: a temporary file beside it, renamed over it."""
+    handles = data_dir / HANDLES_FILE
+    temporary = handles.with_name(f"{HANDLES_FILE}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(pids))
+    os.replace(temporary, handles)
+
+
+def live_members(data_dir: Path) -> list[int]:
+    """The pids of ``.handle_pids.json`` that still run (and :data:`UNKNOWN`, if the list was
+    found damaged); the others are taken off the list, and a damaged list is written again."""
+    handles = data_dir / HANDLES_FILE
+    pids = read_members(data_dir)
+    living = [pid for pid in pids if pid == UNKNOWN or alive(pid)]
+    try:
+        written = handles.read_text()
+    except OSError:
+        written = None
+    if written is not None and written != json.dumps(living):
+        write_members(data_dir, living)
     return living
+
+
+def has_clients(data_dir: Path) -> bool:
+    """Whether a client is connected to the server of ``data_dir`` (a backend of a session
+    over its socket, ``postgres: user db [local] ...``)."""
+    pid = postmaster_pid(data_dir)
+    if pid is None or not alive(pid):
+        return False
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.Error:
+        return False
+    for child in children:
+        try:
+            if "[local]" in " ".join(child.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
 
 
 def stop_server(data_dir: Path) -> bool:
@@ -84,13 +136,21 @@ def stop_server(data_dir: Path) -> bool:
 def watch(data_dir: Path, lock_file: Path) -> None:
     """Check every second, under the servers' lock, until no member is left; then stop."""
     lock = fasteners.InterProcessLock(str(lock_file))
+    quiet = 0
     while True:
         time.sleep(POLL_SECONDS)
         if not (data_dir / "PG_VERSION").exists():
             return  # the data directory was removed (a throw-away server)
         with lock:
-            if live_members(data_dir):
+            members = live_members(data_dir)
+            if any(pid != UNKNOWN for pid in members):
+                quiet = 0
                 continue
+            if members:  # only users a damaged list lost: gone once no client is connected
+                quiet = 0 if has_clients(data_dir) else quiet + 1
+                if quiet < QUIET_POLLS:
+                    continue
+                write_members(data_dir, [])
             stop_server(data_dir)
             return
 

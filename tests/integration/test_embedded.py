@@ -255,3 +255,30 @@ def test_a_server_that_cannot_start_says_why_in_a_few_lines(data_dir: Path) -> N
     assert "Showing contents" not in ran.stderr and "Traceback" not in ran.stderr
     assert "RETRIEVAL_DATABASE_URL" not in ran.stderr.replace("or RETRIEVAL_DATABASE_URL to", "")
     assert len(ran.stderr.splitlines()) <= 3, ran.stderr
+
+
+def test_a_damaged_list_of_users_reads_as_users_unknown_never_as_nobody(data_dir: Path) -> None:
+    import json
+
+    import psycopg
+
+    from retrieval.db.embedded_watchdog import HANDLES_FILE, QUIET_POLLS, UNKNOWN
+
+    first = Worker(data_dir)
+    handles = data_dir / HANDLES_FILE
+    handles.write_text("")  # as a process killed while it rewrote the list in place left it
+    second = Worker(data_dir)  # joins: the list is read as "users unknown", not a traceback
+    assert second.reused and second.ask("SELECT 1") == "1"
+    assert json.loads(handles.read_text()) == [UNKNOWN, second.process.pid]
+    client = psycopg.connect(
+        f"host={data_dir.resolve()} user=postgres dbname=retrieval", autocommit=True
+    )
+    second.exit()
+    first.process.send_signal(signal.SIGKILL)  # the user the damaged list lost, gone too
+    first.process.wait(TIMEOUT)
+    time.sleep(3 * QUIET_POLLS / 10 + 2)  # several checks: a client is connected, it stays up
+    assert client.execute("SELECT 1").fetchone() == (1,)
+    client.close()  # no known user and no client: stopped after QUIET_POLLS checks
+    assert _wait_until_stopped(first.server_pid), "the server outlived its clients"
+    assert json.loads(handles.read_text()) == []
+    assert not [p for p in data_dir.iterdir() if p.name.endswith(".tmp")]  # written whole
