@@ -25,7 +25,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import AnyHttpUrl, Field
+from pydantic import AnyHttpUrl, BeforeValidator, Field, Strict
 from starlette.routing import Route
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
@@ -67,6 +67,54 @@ _MODES = (
     "directive, proposal)"
 )
 _KINDS = ", ".join(MEMORY_KINDS)
+
+
+def _iso_time(value: object) -> object:
+    # A time argument is ISO 8601 text that names its zone: never a number of seconds, never a
+    # local time the server would have to guess the zone of.
+    if value is None or isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"must be an ISO 8601 time with a zone, as text, got {value!r:.40}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value[:40]!r} is not an ISO 8601 time (2026-11-25T09:30:00Z)") from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{value[:40]!r} has no time zone: add Z or +00:00")
+    return moment
+
+
+# Arguments as the Python API takes them: no coercion of "yes" to true, "12" to 12 or 0 to a time.
+_Time = Annotated[datetime | None, BeforeValidator(_iso_time)]
+_Ids = Annotated[list[Annotated[int, Strict()]] | None, Strict()]
+_Flag = Annotated[bool, Strict()]
+_Count = Annotated[int, Strict()]
+_Text = Annotated[str, Strict()]
+
+
+class _MemoryServer(MCPServer):
+    """An MCP server whose tools refuse an argument they do not take, naming the ones they
+    do, instead of ignoring it."""
+
+    _arguments: dict[str, frozenset[str]] | None = None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        if self._arguments is None:
+            self._arguments = {
+                tool.name: frozenset(tool.input_schema.get("properties", {}))
+                for tool in await self.list_tools()
+            }
+        known = self._arguments.get(name)
+        unknown = sorted(set(arguments) - known) if known is not None else []
+        if known is not None and unknown:
+            raise ToolError(
+                f"{name} takes no argument {', '.join(map(repr, unknown))}: it takes "
+                f"{', '.join(sorted(known)) or 'none'}"
+            )
+        return await super().call_tool(name, arguments, context)
 
 
 def fixed_tenant(tenant_id: str) -> TenantOf:
@@ -153,7 +201,7 @@ def memory_server(
         finally:
             warming.cancel()
 
-    server = MCPServer(
+    server = _MemoryServer(
         "retrieval",
         instructions=INSTRUCTIONS,
         lifespan=warm_model,
@@ -235,18 +283,18 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(annotations=_READING, structured_output=True)
     async def search_memory(
-        query: Annotated[str, Field(description="what you need to know, in plain words")],
+        query: Annotated[_Text, Field(description="what you need to know, in plain words")],
         context: Context,
-        mode: Annotated[str, Field(description=f"filter preset: {_MODES}")] = "semantic",
+        mode: Annotated[_Text, Field(description=f"filter preset: {_MODES}")] = "semantic",
         task_id: Annotated[
-            str | None, Field(description="only this task's decisions and tool calls")
+            _Text | None, Field(description="only this task's decisions and tool calls")
         ] = None,
         limit: Annotated[
-            int | None,
+            _Count | None,
             Field(ge=1, le=MAX_SERVED_RESULTS, description="most results (default 10)"),
         ] = None,
         neighbors: Annotated[
-            int,
+            _Count,
             Field(
                 ge=0,
                 le=MAX_NEIGHBORS,
@@ -278,27 +326,29 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def remember(
-        text: Annotated[str, Field(description="the memory, one self-contained statement")],
+        text: Annotated[_Text, Field(description="the memory, one self-contained statement")],
         context: Context,
-        kind: Annotated[str, Field(description=f"one of: {_KINDS}")] = "fact",
+        kind: Annotated[_Text, Field(description=f"one of: {_KINDS}")] = "fact",
         importance: Annotated[
-            float | None, Field(ge=0, le=1, description="0 to 1 (default 0.5)")
+            float | None, Strict(), Field(ge=0, le=1, description="0 to 1 (default 0.5)")
         ] = None,
         entities: Annotated[
-            list[str] | None, Field(description="ids of the people or things it is about")
+            list[_Text] | None,
+            Strict(),
+            Field(description="ids of the people or things it is about"),
         ] = None,
         metadata: Annotated[
-            dict[str, Any] | None, Field(description="any JSON object kept with it")
+            dict[str, Any] | None, Strict(), Field(description="any JSON object kept with it")
         ] = None,
         supersedes: Annotated[
-            list[int] | None,
+            _Ids,
             Field(
                 description="ids of memories this one corrects (an older value, a mistake): "
                 "they are retired from search and kept in its history"
             ),
         ] = None,
         expires_at: Annotated[
-            datetime | None,
+            _Time,
             Field(description="when it stops being true, ISO 8601 with a time zone"),
         ] = None,
     ) -> dict[str, Any]:
@@ -342,12 +392,12 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
     @server.tool(annotations=_WRITING, structured_output=True)
     async def record_decision(
         action_type: Annotated[
-            str, Field(description="what kind of action, e.g. plan, fix, deploy, answer")
+            _Text, Field(description="what kind of action, e.g. plan, fix, deploy, answer")
         ],
-        content: Annotated[str, Field(description="what was decided and why")],
-        status: Annotated[str, Field(description="e.g. proposed, done, failed, abandoned")],
+        content: Annotated[_Text, Field(description="what was decided and why")],
+        status: Annotated[_Text, Field(description="e.g. proposed, done, failed, abandoned")],
         context: Context,
-        task_id: Annotated[str | None, Field(description="the task it belongs to")] = None,
+        task_id: Annotated[_Text | None, Field(description="the task it belongs to")] = None,
     ) -> dict[str, Any]:
         """Record a decision you took, within a task. Returns its id (give it to
         record_tool_call as decision_id)."""
@@ -364,14 +414,15 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def record_tool_call(
-        tool_name: Annotated[str, Field(description="the tool that was called")],
+        tool_name: Annotated[_Text, Field(description="the tool that was called")],
         context: Context,
         params: Annotated[
-            dict[str, Any] | None, Field(description="its arguments, a JSON object")
+            dict[str, Any] | None, Strict(), Field(description="its arguments, a JSON object")
         ] = None,
-        result: Annotated[str | None, Field(description="what it returned, as text")] = None,
+        result: Annotated[_Text | None, Field(description="what it returned, as text")] = None,
         decision_id: Annotated[
-            int | None, Field(description="the decision it carried out (record_decision's id)")
+            _Count | None,
+            Field(description="the decision it carried out (record_decision's id)"),
         ] = None,
     ) -> dict[str, Any]:
         """Record a tool call you made and its result. Returns its id."""
@@ -394,22 +445,30 @@ def _add_timeline(server: MCPServer, tools: _Tools) -> None:
     async def timeline(
         context: Context,
         since: Annotated[
-            datetime | None,
+            _Time,
             Field(description="ISO 8601 time with a zone, e.g. 2026-11-20T00:00:00Z"),
         ] = None,
-        until: Annotated[datetime | None, Field(description="ISO 8601 time with a zone")] = None,
+        until: Annotated[_Time, Field(description="ISO 8601 time with a zone")] = None,
         kinds: Annotated[
-            list[str] | None,
+            list[_Text] | None,
+            Strict(),
             Field(description=f"only these: memory kinds ({_KINDS}), decision, tool_call"),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_SERVED_EVENTS, description="most events")] = 50,
+        limit: Annotated[_Count, Field(ge=1, le=MAX_SERVED_EVENTS, description="most events")] = 50,
+        as_of: Annotated[
+            _Time,
+            Field(
+                description="the memory as it stood then (ISO 8601 with a zone): the memories "
+                "live at that time; default now"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """What happened between since and until, newest first: memories stored, decisions
-        taken, tool calls made."""
+        taken, tool calls made (as the memory stood at as_of, if given)."""
         tenant = tools.tenant_of(context)
         with tools.calls.call("timeline", tenant):
             events = await tools.retriever.timeline(
-                tenant, since=since, until=until, kinds=kinds, limit=limit
+                tenant, since=since, until=until, kinds=kinds, limit=limit, as_of=as_of
             )
         return {"events": [_event(event) for event in events]}
 
@@ -425,11 +484,9 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
     )
     async def forget(
         context: Context,
-        memory_ids: Annotated[
-            list[int] | None, Field(description="ids of the memories to delete")
-        ] = None,
+        memory_ids: Annotated[_Ids, Field(description="ids of the memories to delete")] = None,
         expired: Annotated[
-            bool, Field(description="also delete every memory whose expires_at has passed")
+            _Flag, Field(description="also delete every memory whose expires_at has passed")
         ] = False,
     ) -> dict[str, Any]:
         """Delete memories for good (their text, vector and cached vector): by id, or the

@@ -48,6 +48,8 @@ def parse_lifetimes(raw: str) -> Mapping[str, float]:
         kind, equals, days = pair.partition("=")
         if not equals or not kind.strip():
             raise ValueError(pair)
+        if kind.strip() in lifetimes:
+            raise ConfigurationError(f"{kind.strip()} is given two lifetimes: name each kind once")
         lifetimes[kind.strip()] = float(days)
     return lifetimes
 

@@ -45,6 +45,7 @@ from retrieval.memory.validation import (
     ValidToolCall,
     as_input,
     batch_items,
+    known_kind,
     valid_decision,
     valid_memory,
     valid_tool_call,
@@ -356,7 +357,7 @@ class MemoryStore:
         """
         check_tenant(tenant_id)
         limit = arguments.count("limit", limit, maximum=arguments.MAX_SIMILAR)
-        kind = arguments.optional_name("kind", kind)
+        kind = None if kind is None else known_kind(kind, self._limits)
         exclude = arguments.row_ids("exclude", exclude)
         if threshold is None:
             threshold = self.config.similar_threshold

@@ -150,6 +150,12 @@ def valid_tool_call(item: ToolCallInput, limits: Limits, index: int | None = Non
     )
 
 
+def known_kind(value: object, limits: Limits) -> str:
+    """``value`` if it is a memory kind the store knows; else a :class:`ValidationError`
+    naming the known kinds."""
+    return _Checker(None).kind(value, limits.kinds)
+
+
 class _Checker:
     """Field checks for one item; every failure names the item and the field."""
 

@@ -114,3 +114,17 @@ def test_history_is_in_the_order_the_versions_held(store: MemoryStore) -> None:
     versions = store.history(berlin, tenant_id="acme")
     assert [v.memory.id for v in versions] == [munich, berlin]
     assert versions[0].valid_until is not None and versions[1].valid_until is None
+
+
+def test_similar_names_the_known_kinds_for_an_unknown_one(store: MemoryStore) -> None:
+    with pytest.raises(ValidationError, match=r"'nokind' is not a memory kind; known: .*fact"):
+        store.similar("anything", tenant_id="acme", kind="nokind")
+
+
+def test_a_kind_given_two_lifetimes_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval.errors import ConfigurationError
+    from retrieval.memory.config import WriteConfig
+
+    monkeypatch.setenv("RETRIEVAL_KIND_LIFETIMES", "event=1,event=2")
+    with pytest.raises(ConfigurationError, match="event is given two lifetimes"):
+        WriteConfig.from_env()

@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -525,6 +526,35 @@ def test_a_token_past_its_bound_gets_429_and_the_other_tokens_are_served(
         assert _answer(_raw_post(url, tokens["a"], body))[0] == 200
 
 
+def test_a_flag_or_an_id_is_never_coerced_and_an_unknown_argument_is_refused(
+    http_url: tuple[str, dict[str, str]],
+    database: PgDatabase,
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    url, tokens = http_url
+    store = MemoryStore(database.engine, embedder=embedder)
+    when = datetime.now(UTC) - timedelta(days=3)
+    old = store.remember("An old door code.", tenant_id="a", created_at=when,
+                         expires_at=when + timedelta(days=1))  # fmt: skip
+
+    async def scenario() -> None:
+        async with _session(url, tokens["a"]) as alice:
+            for flag in ("yes", 1, "true"):
+                said = _error(await alice.call_tool("forget", {"expired": flag}))
+                assert "expired" in said and "boolean" in said
+            said = _error(await alice.call_tool("forget", {"memory_ids": [str(old)]}))
+            assert "memory_ids" in said
+            said = _error(await alice.call_tool("timeline", {"as_off": "2026-11-01T00:00:00Z"}))
+            assert "timeline takes no argument 'as_off'" in said and "as_of" in said
+            then = when + timedelta(hours=1)
+            events = _data(await alice.call_tool("timeline", {"as_of": then.isoformat()}))
+            assert [event["id"] for event in events["events"]] == [old]
+            assert _data(await alice.call_tool("timeline", {}))["events"] == []  # expired now
+            assert _data(await alice.call_tool("forget", {"expired": True}))["forgotten"] == [old]
+
+    asyncio.run(scenario())
+
+
 def test_a_timeline_of_an_unknown_kind_is_a_tool_error(
     http_url: tuple[str, dict[str, str]],
 ) -> None:
@@ -551,6 +581,18 @@ def test_a_timeline_of_an_unknown_kind_is_a_tool_error(
         ("forget", '{"memory_ids": [' + "1" * 30 + "]}"),
         ("remember", '{"text": "x", "metadata": ' + "[" * 3000 + "]" * 3000 + "}"),
         ("remember", '{"text": "x", "kind": "nope"}'),
+        # What the Python API refuses, never coerced: text for a number, a number for a time.
+        ("remember", '{"text": "x", "supersedes": ["123"]}'),
+        ("remember", '{"text": "x", "supersedes": {"id": 1}}'),
+        ("remember", '{"text": "x", "expires_at": 0}'),
+        ("remember", '{"text": "x", "expires_at": "2020-01-01T00:00:00Z"}'),
+        ("remember", '{"text": "x", "expires_at": "2099-01-01T00:00:00"}'),
+        ("remember", '{"text": "x", "importance": "0.5"}'),
+        ("remember", '{"text": "x", "as_of": "2026-01-01T00:00:00Z"}'),
+        ("search_memory", '{"query": "x", "limit": "5"}'),
+        ("timeline", '{"as_of": 5}'),
+        ("timeline", '{"since": "2026-11-20"}'),
+        ("timeline", '{"include_deleted": true}'),
     ],
 )
 def test_a_hostile_tool_argument_is_answered_without_a_traceback(
