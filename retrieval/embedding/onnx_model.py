@@ -39,6 +39,7 @@ from retrieval.errors import EmbeddingError
 logger = logging.getLogger(__name__)
 
 EXPORT_VERSION = "1"  # part of the cache key: a change of the export makes a new file
+_SAMPLED = 1 << 20  # the bytes read from each end of a weights file for the cache key
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
@@ -148,15 +149,31 @@ def default_cache_dir() -> Path:
 
 
 def exported_model(plan: OnnxPlan, cache_dir: Path) -> Path:
-    """The ONNX file of ``plan``'s model, exported (once, under a file lock) when missing."""
-    weights = sorted(plan.directory.glob("*.safetensors")) or sorted(plan.directory.glob("*.bin"))
-    digest = hashlib.sha256(EXPORT_VERSION.encode())
-    for item in [plan.directory / "config.json", *weights]:
-        stat = item.stat()
-        digest.update(f"{item.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    target = cache_dir / "onnx" / f"{digest.hexdigest()[:20]}.onnx"
+    """The ONNX file of ``plan``'s model, exported (once, under a file lock) when missing.
+
+    The file is named by the model's content (its configuration, and each weights file's size
+    and first and last mebibytes), not by where it is installed: every virtual environment
+    with the same model (and ONNX Runtime version) shares one file."""
+    target = cache_dir / "onnx" / f"{model_digest(plan.directory)}.onnx"
     said = f"exporting {plan.directory} to ONNX once (seconds), into {target}"
     return _made_once(target, said, lambda: _export(plan, target))
+
+
+def model_digest(directory: Path) -> str:
+    """What names a model's exported file: its content, read in a few mebibytes."""
+    import onnxruntime
+
+    digest = hashlib.sha256(f"{EXPORT_VERSION}:{onnxruntime.__version__}".encode())
+    digest.update((directory / "config.json").read_bytes())
+    weights = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
+    for item in weights:
+        size = item.stat().st_size
+        digest.update(f"{item.name}:{size}".encode())
+        with item.open("rb") as handle:
+            digest.update(handle.read(_SAMPLED))
+            handle.seek(max(size - _SAMPLED, 0))
+            digest.update(handle.read(_SAMPLED))
+    return digest.hexdigest()[:20]
 
 
 def quantized_model(exported: Path) -> Path:

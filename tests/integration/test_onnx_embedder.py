@@ -22,6 +22,7 @@ from retrieval.embedding.onnx_model import (
     OnnxPlan,
     default_cache_dir,
     exported_model,
+    model_digest,
     onnx_support,
     quantized_model,
 )
@@ -66,6 +67,18 @@ def test_the_export_is_made_once_and_reused(embedder: SentenceTransformerEmbedde
     again.embed(["another process would find the same file"])
     assert exported_model(plan, default_cache_dir()) == path
     assert path.stat().st_mtime_ns == made
+
+
+def test_every_environment_with_the_model_shares_one_export(tmp_path: Path) -> None:
+    # The model's files installed elsewhere (another virtual environment, a later mtime) name
+    # the same file; other weights, or another configuration, another.
+    installed = default_model_path()
+    elsewhere = tmp_path / "venv2" / "model"
+    shutil.copytree(installed, elsewhere)
+    assert model_digest(elsewhere) == model_digest(installed)
+    config = elsewhere / "config.json"
+    config.write_text(config.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert model_digest(elsewhere) != model_digest(installed)
 
 
 def test_the_int8_model_is_made_once_quietly_and_gives_vectors_close_to_the_model(
