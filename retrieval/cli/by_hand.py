@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.cli.parsers import aware_time, command
-from retrieval.cli.terminal import confirmed
+from retrieval.cli.terminal import confirmed, shown
+from retrieval.counts import counted
 from retrieval.db.engine import Database
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.json_text import parse_json
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
+from retrieval.memory.supersede import UNRELATED_BELOW
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,10 +38,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     remember.add_argument(
         "--supersedes",
         type=int,
-        nargs="+",
+        action="append",
         default=[],
         metavar="ID",
-        help="ids of live memories it corrects (retired, kept in its history)",
+        help="the id of a live memory it corrects (retired, kept in its history); repeat for "
+        "several. search and timeline print ids. A memory unrelated to the text is refused "
+        "unless --force",
+    )
+    remember.add_argument(
+        "--force",
+        action="store_true",
+        help="supersede what --supersedes names even when its text is unrelated to this one",
     )
     remember.add_argument(
         "--created-at",
@@ -90,6 +99,7 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
                 f"{error.reason}: give an object such as '{{\"a\": 1}}'", field="metadata"
             ) from None
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
+    retired = _checked_targets(store, args) if args.supersedes else {}
     options: dict[str, Any] = {} if args.importance is None else {"importance": args.importance}
     stored = store.remember_many(
         [
@@ -111,10 +121,33 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
     print(stored[0])
     if stored.duplicates:
         print(f"memory {stored[0]} was already stored: told once more", file=sys.stderr)
-    if args.supersedes:
-        retired = ", ".join(str(one) for one in args.supersedes)
-        print(f"superseded (retired): {retired}", file=sys.stderr)
+    for memory_id, content in retired.items():
+        print(f"superseded (retired) memory {memory_id}: {shown(content)}", file=sys.stderr)
     return 0
+
+
+def _checked_targets(store: MemoryStore, args: argparse.Namespace) -> dict[int, str]:
+    """The texts of the memories ``--supersedes`` names, by id; a memory whose text is
+    unrelated to the new one (a mistyped id) refused unless ``--force``."""
+    similarity = store.similarity(args.text, args.supersedes, tenant_id=args.tenant)
+    memories = store.get_memories(args.supersedes, tenant_id=args.tenant)
+    for memory in memories:  # (a retired one is refused by the write itself, saying why)
+        score = similarity.get(memory.id, 0.0)
+        if memory.retired_at is None and score < UNRELATED_BELOW and not args.force:
+            raise ValidationError(
+                f"--supersedes {memory.id}: memory {memory.id} ({_shown(memory.content)}) is "
+                f"unrelated to the new text (cosine similarity {score:.2f}, under "
+                f"{UNRELATED_BELOW}): check the id (retrieval search and retrieval timeline "
+                "print ids), or pass --force to supersede it anyway; nothing was written",
+                field="supersedes",
+            )
+    return {memory.id: memory.content for memory in memories}
+
+
+def _shown(text: str, width: int = 60) -> str:
+    # A stored text in one line, cut to ``width``, quoted.
+    line = " ".join(text.split())
+    return repr(line if len(line) <= width else line[: width - 1] + "…")
 
 
 def _forget(args: argparse.Namespace, database: Database) -> int:
@@ -152,16 +185,19 @@ def _forget(args: argparse.Namespace, database: Database) -> int:
             expired=args.expired,
         )
         gone += [
-            f"{len(forgotten.memory_ids)} memories",
-            f"{len(forgotten.decision_ids)} decisions",
-            f"{len(forgotten.tool_call_ids)} tool calls",
+            counted(len(forgotten.memory_ids), "memory"),
+            counted(len(forgotten.decision_ids), "decision"),
+            counted(len(forgotten.tool_call_ids), "tool call"),
         ]
         if args.everything:
             gone += [
-                f"{len(forgotten.document_ids)} documents",
-                f"{forgotten.cache_entries} cached embeddings",
+                counted(len(forgotten.document_ids), "document"),
+                counted(forgotten.cache_entries, "cached embedding"),
             ]
     print(f"forgot from tenant {args.tenant!r}: {', '.join(gone) or 'nothing'}")
+    if by_rows and forgotten.revived_ids:
+        revived = ", ".join(str(one) for one in forgotten.revived_ids)
+        print(f"live again (their correction forgotten): {revived}")
     return 0
 
 
@@ -182,5 +218,5 @@ def _export(args: argparse.Namespace, database: Database) -> int:
     finally:
         if args.output is not None:
             handle.close()
-    print(f"exported {written} lines of tenant {args.tenant!r}", file=sys.stderr)
+    print(f"exported {counted(written, 'line')} of tenant {args.tenant!r}", file=sys.stderr)
     return 0

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from retrieval.cli.stats import describe, render
+from retrieval.counts import counted
 from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
@@ -58,13 +59,14 @@ def run_demo(database: Database, config: WriteConfig | None = None) -> str:
     replaced = store.forget(tenant_id=DEMO_TENANT, everything=True)
     summary = ingest(store, read_file(history_path(), store))
     lines = [
-        f"stored the demo agent history in tenant {DEMO_TENANT!r}: {summary.memories} memories, "
-        f"{summary.decisions} decisions, {summary.tool_calls} tool calls in "
-        f"{summary.seconds:.2f} s ({summary.embedded} texts embedded, {summary.cache_hits} "
-        "from the embedding cache)",
+        f"stored the demo agent history in tenant {DEMO_TENANT!r}: "
+        f"{counted(summary.memories, 'memory')}, {counted(summary.decisions, 'decision')}, "
+        f"{counted(summary.tool_calls, 'tool call')} in {summary.seconds:.2f} s "
+        f"({counted(summary.embedded, 'text')} embedded, {summary.cache_hits} from the "
+        "embedding cache)",
     ]
     if replaced.total:
-        lines.append(f"(replaced the {replaced.total} rows of the previous demo run)")
+        lines.append(f"(replaced the {counted(replaced.total, 'row')} of the previous demo run)")
     lines += ["", render(describe(database.engine, settings), indexes=False)]
     read_config = RetrievalConfig.from_env()
     with HybridRetriever.from_store(

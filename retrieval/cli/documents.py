@@ -8,6 +8,7 @@ from pathlib import Path
 
 from retrieval.cli.parsers import command
 from retrieval.cli.terminal import progress
+from retrieval.counts import counted
 from retrieval.db.engine import Database
 from retrieval.documents.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from retrieval.embedding.progress import reporting_embedded
@@ -86,7 +87,7 @@ def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
             chunks += len(written.chunk_ids) if written.status != "unchanged" else 0
             bar.committed(len(document.chunks))
     print(
-        f"{len(parsed)} files: {outcome['added']} added, {outcome['replaced']} replaced, "
-        f"{outcome['unchanged']} unchanged; {chunks} chunks written"
+        f"{counted(len(parsed), 'file')}: {outcome['added']} added, {outcome['replaced']} "
+        f"replaced, {outcome['unchanged']} unchanged; {counted(chunks, 'chunk')} written"
     )
     return 0

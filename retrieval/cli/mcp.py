@@ -19,6 +19,7 @@ from typing import Any
 
 from retrieval.arguments import check_tenant
 from retrieval.cli.parsers import command
+from retrieval.counts import counted
 from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.errors import ConfigurationError
@@ -151,7 +152,8 @@ def _mcp(args: argparse.Namespace, database: Database) -> int:
         )
         tenants = sorted(set(tokens.tenants.values()))
         print(
-            f"MCP server at {url}/mcp for {len(tenants)} tenant(s) by bearer token; Ctrl-C stops",
+            f"MCP server at {url}/mcp for {counted(len(tenants), 'tenant')} by bearer token; "
+            "Ctrl-C stops",
             file=sys.stderr,
         )
         with until_stopped():

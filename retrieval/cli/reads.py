@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.cli.parsers import aware_time, command
+from retrieval.counts import counted
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
@@ -122,8 +123,8 @@ def _search(args: argparse.Namespace, database: Database) -> int:
         print(to_markdown(response) if args.neighbors else to_table(response))
         d = response.diagnostics
         print(
-            f"{len(response)} results in {d.total_ms:.1f} ms (embedding {d.embedding_ms:.1f}, "
-            f"SQL {d.sql_ms:.1f}, fusion {d.fusion_ms:.1f}); keywords: "
+            f"{counted(len(response), 'result')} in {d.total_ms:.1f} ms (embedding "
+            f"{d.embedding_ms:.1f}, SQL {d.sql_ms:.1f}, fusion {d.fusion_ms:.1f}); keywords: "
             f"{', '.join(d.keywords) or '(none)'}"
         )
     for note in response.diagnostics.notes:
@@ -131,21 +132,29 @@ def _search(args: argparse.Namespace, database: Database) -> int:
     return 0
 
 
-def _retired_mark(details: dict[str, Any]) -> str:
-    # How a retired or expired memory is marked in the timeline's lines.
-    if details.get("retired_at") is not None:
-        return f"  [superseded by {details.get('superseded_by')}]"
+def _retired_mark(details: dict[str, Any], at: datetime) -> str:
+    # How a memory retired or expired by ``at`` (the timeline's moment) is marked in its lines.
+    retired_at = details.get("retired_at")
+    if retired_at is not None and datetime.fromisoformat(str(retired_at)) <= at:
+        newer = details.get("superseded_by")
+        return "  [retired]" if newer is None else f"  [superseded by {newer}]"
     expires_at = details.get("expires_at")
-    if expires_at is not None and datetime.fromisoformat(str(expires_at)) <= datetime.now(UTC):
+    if expires_at is not None and datetime.fromisoformat(str(expires_at)) <= at:
         return "  [expired]"
     return ""
+
+
+def _json_value(value: object) -> str:
+    # A time as ISO 8601 (2026-11-20T09:30:00+00:00), anything else as its text.
+    return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
 def _timeline(args: argparse.Namespace, database: Database) -> int:
     """what happened in a tenant's memory in a window of time, newest first
 
     List the memories stored, decisions taken and tool calls made by a tenant between --since
-    and --until, newest first, across the three tables."""
+    and --until, newest first, across the three tables, each with its id (what --supersedes
+    and forget name)."""
     from retrieval.search.tenants import tenant_holds, unknown_tenant_note
     from retrieval.search.timeline import timeline
 
@@ -162,13 +171,15 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         include_retired=args.include_retired,
     )
     if args.json:
-        print(json.dumps([vars(event) for event in events], indent=2, default=str))
+        print(json.dumps([vars(event) for event in events], indent=2, default=_json_value))
         return 0
+    at = args.as_of or datetime.now(UTC)
     for event in events:
         text = " ".join(event.content.split())
         when = event.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
         label = f"memory/{event.kind}" if event.item == "memory" else event.item
-        print(f"{when} UTC  {label:<30} {text[:80]}{_retired_mark(event.details)}")
+        mark = _retired_mark(event.details, at)
+        print(f"{when} UTC  {label:<24} {event.id:>7}  {text[:80]}{mark}")
     if not events:
         print("(nothing in this window)")
         schema = database.config.schema

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
+from retrieval.counts import counted
 from retrieval.db.engine import stored_embedding
 from retrieval.db.extensions import SCHEMA_EXTENSIONS
 from retrieval.db.migrate import MigrationSettings, current_revision
@@ -132,14 +133,16 @@ def render(overview: DatabaseOverview, *, indexes: bool = True) -> str:
     if overview.documents:
         lines += ["", "documents per tenant:"]
         lines += [
-            f"  {tenant}: {docs} documents, {chunks} chunks (text search: {config})"
+            f"  {tenant}: {counted(docs, 'document')}, {counted(chunks, 'chunk')} "
+            f"(text search: {config})"
             for tenant, (docs, chunks, config) in overview.documents.items()
         ]
     if overview.memory_bm25:
         lines += ["", "memories with words for the BM25 channel, per tenant:"]
         memories = overview.rows.get("memories", {})
         lines += [
-            f"  {tenant}: {count} of {memories.get(tenant, 0)} memories (text search: {config})"
+            f"  {tenant}: {count} of {counted(memories.get(tenant, 0), 'memory')} "
+            f"(text search: {config})"
             for tenant, (count, config) in overview.memory_bm25.items()
         ]
     cache_rows = overview.total_rows("embedding_cache")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from retrieval.cli.mcp import until_stopped
 from retrieval.cli.parsers import command
+from retrieval.counts import counted
 from retrieval.db.engine import Database
 from retrieval.errors import ConfigurationError, RetrievalError
 from retrieval.integrations.mcp_tokens import TokenTable
@@ -98,7 +99,7 @@ def _ui(args: argparse.Namespace, database: Database) -> int:
         who = (
             "every tenant"
             if tokens is None
-            else f"{len(set(tokens.tenants.values()))} tenant(s) by token"
+            else f"{counted(len(set(tokens.tenants.values())), 'tenant')} by token"
         )
         mode = ", read-only" if args.read_only else ""
         print(f"inspector at http://{shown}:{port}/ ({who}{mode}); Ctrl-C stops", file=sys.stderr)

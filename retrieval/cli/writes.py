@@ -9,6 +9,7 @@ from pathlib import Path
 
 from retrieval.cli.parsers import command
 from retrieval.cli.terminal import database_line, progress
+from retrieval.counts import counted
 from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.db.vector_index import build_vector_index, drop_vector_index
@@ -86,17 +87,18 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
             seconds = build_vector_index(database.engine, store.schema)
             print(f"HNSW index rebuilt in {seconds:.2f} s")
     print(
-        f"{summary.rows} rows ({summary.memories} memories, {summary.decisions} decisions, "
-        f"{summary.tool_calls} tool calls) in {summary.seconds:.2f} s, "
-        f"{summary.rows_per_second:,.0f} rows/s; embedding cache: {summary.cache_hits} hits, "
-        f"{summary.embedded} texts embedded"
+        f"{counted(summary.rows, 'row')} ({counted(summary.memories, 'memory')}, "
+        f"{counted(summary.decisions, 'decision')}, {counted(summary.tool_calls, 'tool call')}) "
+        f"in {summary.seconds:.2f} s, {summary.rows_per_second:,.0f} rows/s; embedding cache: "
+        f"{counted(summary.cache_hits, 'hit')}, {counted(summary.embedded, 'text')} embedded"
         + (
-            f"; {summary.skipped} lines stored before (by their id) skipped"
+            f"; {counted(summary.skipped, 'line')} stored before (by their id) skipped"
             if summary.skipped
             else ""
         )
         + (
-            f"; {summary.duplicates} memories already stored (refreshed, not stored again)"
+            f"; {counted(summary.duplicates, 'memory')} already stored (refreshed, not stored "
+            "again)"
             if summary.duplicates
             else ""
         )
@@ -143,8 +145,8 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
             store, batch_size=args.batch_size, tenant_id=args.tenant, progress=bar.committed
         )
     print(
-        f"{summary.updated} memories re-embedded with {summary.model_id} in "
-        f"{summary.seconds:.2f} s ({summary.embedded} texts embedded, "
-        f"{summary.cache_hits} cache hits)"
+        f"{counted(summary.updated, 'memory')} re-embedded with {summary.model_id} in "
+        f"{summary.seconds:.2f} s ({counted(summary.embedded, 'text')} embedded, "
+        f"{counted(summary.cache_hits, 'cache hit')})"
     )
     return 0

@@ -120,15 +120,17 @@ def _scores(result: RetrievalResult) -> str:
 
 
 def to_table(response: RetrievalResponse, *, text_width: int = 70) -> str:
-    """A plain-text table of the results: rank, source, final, relevance, recency, text."""
-    header = f"{'#':>2}  {'source':<30} {'final':>5} {'rel':>5} {'rec':>5}  text"
+    """A plain-text table of the results: rank, source, id (of the memory, decision, tool call
+    or chunk, to name it in ``supersedes`` or ``forget``), final, relevance, recency, text."""
+    header = f"{'#':>2}  {'source':<30} {'id':>7} {'final':>5} {'rel':>5} {'rec':>5}  text"
     lines = [header, "-" * len(header)]
     for rank, result in enumerate(response, start=1):
         text = " ".join(result.content.split())
         if len(text) > text_width:
             text = text[: text_width - 1] + "…"
+        row_id = result.metadata.get("id", "-")
         lines.append(
-            f"{rank:>2}  {_label(result):<30} {result.final_score:>5.2f} "
+            f"{rank:>2}  {_label(result):<30} {row_id!s:>7} {result.final_score:>5.2f} "
             f"{result.relevance_score:>5.2f} {result.recency_score:>5.2f}  {text}"
         )
     if not response.results:

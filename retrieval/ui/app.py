@@ -27,6 +27,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
+from retrieval.counts import counted
 from retrieval.errors import DatabaseError, EmbeddingError, ValidationError
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
@@ -73,6 +74,7 @@ def inspector_app(
     environment = Environment(loader=PackageLoader("retrieval.ui", "templates"), autoescape=True)
     environment.filters["q"] = lambda value: quote(str(value), safe="")  # a query value
     environment.filters["seg"] = segment  # an id in a path
+    environment.filters["counted"] = counted  # 1 result, 3 results
     inspector = Inspector(
         store=store,
         retriever=retriever,

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from retrieval.counts import counted
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.search.results import RetrievalResult
@@ -347,7 +348,7 @@ async def forget_task(inspector: Inspector, request: Request) -> Response:
             "confirm.html",
             tenant=tenant,
             what=f"task {task_id!r}",
-            text=f"{decisions} decision(s) and {calls} tool call(s)",
+            text=f"{counted(decisions, 'decision')} and {counted(calls, 'tool call')}",
             action=f"{tenant_url(tenant)}/tasks/{segment(task_id)}/forget",
         )
     await run_in_threadpool(lambda: inspector.store.forget(tenant_id=tenant, task_id=task_id))

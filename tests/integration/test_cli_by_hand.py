@@ -98,7 +98,7 @@ def test_forget_by_id_by_task_by_document_and_everything_only_with_yes(
     capsys.readouterr()
     memories = _rows(database, "acme")["memories"]
     assert main([*url, "forget", "--tenant", "acme", "--memory", str(memory_id)]) == 0
-    assert "1 memories" in capsys.readouterr().out
+    assert "1 memory" in capsys.readouterr().out
     assert _rows(database, "acme")["memories"] == memories - 1
     assert main([*url, "forget", "--tenant", "acme", "--task", "INC-311"]) == 0
     with database.engine.connect() as connection:
@@ -147,7 +147,7 @@ def test_corrections_expiry_and_copies_through_the_cli_export_and_ingest(
     assert main([*say, "Staging runs PostgreSQL 17.", "--supersedes", str(first)]) == 0
     out = capsys.readouterr()
     second = int(out.out.strip())
-    assert f"superseded (retired): {first}" in out.err
+    assert f"superseded (retired) memory {first}: Staging runs PostgreSQL 16." in out.err
     assert main([*say, "Staging runs PostgreSQL 18.", "--supersedes", str(second)]) == 0
     assert main([*say, "Staging runs PostgreSQL 16."]) == 0  # told again after its retirement
     assert main([*say, "Door code 4411.", "--expires-at", "2030-01-01T00:00Z"]) == 0
@@ -174,7 +174,7 @@ def test_corrections_expiry_and_copies_through_the_cli_export_and_ingest(
     twice.write_text(f"{line}\n{line}\n")
     capsys.readouterr()
     assert main([*url, "ingest", str(twice)]) == 0
-    assert "1 memories already stored (refreshed, not stored again)" in capsys.readouterr().out
+    assert "1 memory already stored (refreshed, not stored again)" in capsys.readouterr().out
     assert _rows(database, "t")["memories"] == 1
 
 
@@ -191,5 +191,57 @@ def test_forget_expired(database: PgDatabase, capsys: pytest.CaptureFixture[str]
     assert main([*say, "Already expired.", "--expires-at", "2026-11-28T00:00Z"]) == 1
     assert "expires_at: 2026-11-28T00:00:00+00:00 has passed" in capsys.readouterr().err
     assert main([*url, "forget", "--tenant", "acme", "--expired"]) == 0
-    assert "forgot from tenant 'acme': 1 memories" in capsys.readouterr().out
+    assert "forgot from tenant 'acme': 1 memory" in capsys.readouterr().out
     assert _rows(database, "acme")["memories"] == 2
+
+
+def test_search_and_timeline_print_ids_and_a_mistyped_supersedes_is_refused(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database.url]
+    say = [*url, "remember", "--tenant", "ops"]
+    assert main([*say, "The production database was upgraded to PostgreSQL 17."]) == 0
+    upgraded = int(capsys.readouterr().out.strip())
+    assert main([*say, "Bob is on call this week."]) == 0
+    on_call = int(capsys.readouterr().out.strip())
+    assert main([*url, "search", "who is on call?", "--tenant", "ops"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["#", "source", "id"] and table[2].split()[2] == str(on_call)
+    assert main([*url, "timeline", "--tenant", "ops"]) == 0
+    assert f" {upgraded}  The production database" in capsys.readouterr().out
+    # The text after the id (one id per flag), an unrelated memory named: refused, nothing written.
+    assert main([*say, "--supersedes", str(upgraded), "Erin is on call this week."]) == 1
+    said = capsys.readouterr().err
+    assert f"memory {upgraded} ('The production database was upgraded" in said
+    assert "unrelated to the new text" in said and "--force" in said
+    assert _rows(database, "ops")["memories"] == 2
+    assert main([*say, "--supersedes", str(on_call), "Erin is on call this week."]) == 0
+    err = capsys.readouterr().err
+    assert f"superseded (retired) memory {on_call}: Bob is on call this week." in err
+    assert main([*say, "A release note.", "--supersedes", str(upgraded), "--force"]) == 0
+    with database.engine.connect() as connection:
+        retired = connection.execute(
+            text("SELECT count(*) FROM retrieval.memories WHERE retired_at IS NOT NULL")
+        ).scalar_one()
+    assert retired == 2
+
+
+def test_the_timeline_marks_a_version_as_it_stood_then(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database.url]
+    say = [*url, "remember", "--tenant", "ops"]
+    assert main([*say, "Standup is at 9:30.", "--created-at", "2026-11-01"]) == 0
+    old = int(capsys.readouterr().out.strip())
+    assert main([*say, "Standup is at 10:00.", "--created-at", "2026-11-10",
+                 "--supersedes", str(old)]) == 0  # fmt: skip
+    new = int(capsys.readouterr().out.strip())
+    show = [*url, "timeline", "--tenant", "ops", "--include-retired"]
+    assert main([*show, "--as-of", "2026-11-05"]) == 0
+    then = capsys.readouterr().out
+    assert "Standup is at 9:30." in then and "[superseded" not in then
+    assert main(show) == 0
+    assert f"Standup is at 9:30.  [superseded by {new}]" in capsys.readouterr().out
+    assert main([*show, "--json"]) == 0
+    events = json.loads(capsys.readouterr().out)
+    assert all("T" in event["created_at"] for event in events)

@@ -193,7 +193,7 @@ def test_cli_reembed_reports_what_it_did(
     )
     assert code == 0
     assert (
-        "1 memories re-embedded with sentence-transformers/all-MiniLM-L6-v2"
+        "1 memory re-embedded with sentence-transformers/all-MiniLM-L6-v2"
         in capsys.readouterr().out
     )
 

@@ -64,7 +64,7 @@ def test_a_second_run_of_a_keyed_file_stores_nothing(
     out = capsys.readouterr().out
     assert "5 lines stored before (by their id) skipped" in out
     # The line without an id is a copy of the memory it stored: refreshed, not stored again.
-    assert "1 memories already stored" in out
+    assert "1 memory already stored" in out
     assert _counts(database) == (4, 1, 1, 5)
 
     # New lines beside old ones: only they are stored, and a new tool call finds the decision

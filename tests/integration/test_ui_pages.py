@@ -195,7 +195,7 @@ def test_forget_a_task_removes_its_decisions_and_tool_calls(
     client: TestClient, store: MemoryStore, stored: Stored
 ) -> None:
     url = "/tenants/acme/tasks/speed-up-search/forget"
-    assert "2 decision(s) and 1 tool call(s)" in _ok(client, url)
+    assert "2 decisions and 1 tool call" in _ok(client, url)
     assert client.post(url).status_code == 303
     assert store.get_decision(stored.decisions[0], tenant_id="acme") is None
     assert store.get_tool_call(stored.tool_calls[0], tenant_id="acme") is None

@@ -149,9 +149,10 @@ def _turn(memory_id: int, content: str, position: int, created_at: str) -> dict[
 
 def test_table_lists_results_in_rank_order() -> None:
     lines = to_table(_response()).splitlines()
-    assert lines[0].split() == ["#", "source", "final", "rel", "rec", "text"]
-    assert lines[2].split()[:3] == ["1", "working_state/user", "0.70"]
-    assert lines[3].split()[:3] == ["2", "semantic/critique", "0.63"]
+    assert lines[0].split() == ["#", "source", "id", "final", "rel", "rec", "text"]
+    assert lines[2].split()[:4] == ["1", "working_state/user", "-", "0.70"]
+    memory = next(r for r in _response().results if r.source == "semantic")
+    assert lines[3].split()[:4] == ["2", "semantic/critique", str(memory.metadata["id"]), "0.63"]
 
 
 def test_overlapping_neighbour_windows_show_each_turn_once() -> None:

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "retrieval"
 # From the ground up; a part may import the parts of lower layers, never those of its own
 # layer or above.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "version"),
+    ("errors", "version", "counts"),
     ("settings", "observability"),
     ("db",),
     ("arguments",),
