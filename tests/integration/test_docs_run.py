@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -44,6 +45,26 @@ def test_each_block_is_run_here_or_a_named_fragment() -> None:
     assert with_code == RUN_PAGES
 
 
+# The modules each extra brings (pyproject.toml's optional dependencies).
+EXTRA_MODULES = {
+    "langchain": ("langchain_core", "retrieval.integrations.langchain"),
+    "llamaindex": ("llama_index", "retrieval.integrations.llamaindex"),
+    "mcp": ("mcp", "retrieval.integrations.mcp_server"),
+    "otel": ("opentelemetry",),
+    "ui": ("starlette", "retrieval.ui"),
+}
+
+
+def test_each_block_that_needs_an_extra_says_how_to_install_it_from_a_clone() -> None:
+    for page in PAGES:
+        for block in blocks(page):
+            imported = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", block.source, re.MULTILINE)
+            for extra, modules in EXTRA_MODULES.items():
+                if any(m == p or m.startswith(f"{p}.") for m in imported for p in modules):
+                    line = f"pip install --constraint constraints.txt '.[{extra}]'"
+                    assert line in block.source, f"{block.name} needs the {extra} extra"
+
+
 @pytest.fixture
 def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A shell with none of the developer's ``RETRIEVAL_*`` settings and a data directory that
@@ -78,31 +99,31 @@ def _upgrade(environment: dict[str, str], cwd: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.embedded_server
-def test_the_readme_runs_as_written(newcomer: dict[str, str], tmp_path: Path) -> None:
+def test_the_readme_runs_as_written_twice(newcomer: dict[str, str], tmp_path: Path) -> None:
     _upgrade(newcomer, tmp_path)
-    values = _run(
-        "README.md", newcomer, tmp_path,
-        found="[r.content for r in response]",
-        versions="[v.memory.content for v in store.history(new, tenant_id='acme')]",
-    )  # fmt: skip
-    assert values["found"][0].startswith("Never run schema migrations")
-    assert values["versions"] == [
-        "Staging runs PostgreSQL 17.",
-        "Staging now runs PostgreSQL 18.",
-    ]
+    for run in (1, 2):  # a reader runs an example again: it works on what the first stored
+        values = _run(
+            "README.md", newcomer, tmp_path,
+            found="[r.content for r in response]",
+            versions="[v.memory.content for v in store.history(new, tenant_id='acme')]",
+        )  # fmt: skip
+        assert values["found"][0].startswith("Never run schema migrations")
+        seventeen, eighteen = "Staging runs PostgreSQL 17.", "Staging now runs PostgreSQL 18."
+        assert values["versions"] == [seventeen] * run + [eighteen]  # each 17 told, then 18
 
 
 @pytest.mark.slow
 @pytest.mark.embedded_server
-def test_the_api_page_runs_as_written(newcomer: dict[str, str], tmp_path: Path) -> None:
+def test_the_api_page_runs_as_written_twice(newcomer: dict[str, str], tmp_path: Path) -> None:
+    _run("docs/api.md", newcomer, tmp_path)  # run again below, on what this run stored
     values = _run(
         "docs/api.md", newcomer, tmp_path,
         langchain="documents[0].page_content", k_1="len(one)",
         llamaindex="nodes[0].node.get_content()", sources="[n.score for n in answer.source_nodes]",
         then="[r.content for r in then if r.source == 'semantic'][0]",
         context="context.metrics.status", copy="again == old",
-        near="[n.memory.id for n in near] == [old]",
-        versions="[v.memory.id for v in versions] == [old, new]",
+        near="old in [n.memory.id for n in near]",
+        versions="[v.memory.id for v in versions][-2:] == [old, new]",
     )  # fmt: skip
     # The framework examples answer their question from the page's own memories.
     assert "The deploy failed" in values["langchain"] and values["k_1"] == 1
