@@ -238,7 +238,7 @@ def test_search_prints_a_ranked_table_or_json(
     capsys.readouterr()
     assert main([*url, "search", "database migration", "--tenant", "acme"]) == 0
     table = capsys.readouterr().out
-    assert table.splitlines()[0].split() == ["#", "source", "final", "rel", "rec", "text"]
+    assert table.splitlines()[0].split() == ["#", "source", "id", "final", "rel", "rec", "text"]
     assert "keywords: database, migration" in table
 
     as_of = "2026-11-25T12:00:00+00:00"
