@@ -19,7 +19,7 @@ from retrieval.db.engine import Database
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.json_text import parse_json
-from retrieval.memory.records import MemoryInput
+from retrieval.memory.records import MemoryInput, StoredIds
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.supersede import UNRELATED_BELOW
 
@@ -101,22 +101,21 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     retired = _checked_targets(store, args) if args.supersedes else {}
     options: dict[str, Any] = {} if args.importance is None else {"importance": args.importance}
-    stored = store.remember_many(
-        [
-            MemoryInput(
-                args.text,
-                tenant_id=args.tenant,
-                kind=args.kind,
-                metadata=metadata,
-                entities=args.entity,
-                thread_id=args.thread,
-                position=args.position,
-                supersedes=args.supersedes or None,
-                created_at=args.created_at,
-                expires_at=args.expires_at,
-                **options,
-            )
-        ]
+    stored = _one(
+        store,
+        MemoryInput(
+            args.text,
+            tenant_id=args.tenant,
+            kind=args.kind,
+            metadata=metadata,
+            entities=args.entity,
+            thread_id=args.thread,
+            position=args.position,
+            supersedes=args.supersedes or None,
+            created_at=args.created_at,
+            expires_at=args.expires_at,
+            **options,
+        ),
     )
     print(stored[0])
     if stored.duplicates:
@@ -124,6 +123,14 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
     for memory_id, content in retired.items():
         print(f"superseded (retired) memory {memory_id}: {shown(content)}", file=sys.stderr)
     return 0
+
+
+def _one(store: MemoryStore, memory: MemoryInput) -> StoredIds:
+    # One memory written as a batch (which counts a copy), its errors said as for one memory.
+    try:
+        return store.remember_many([memory])
+    except ValidationError as error:
+        raise ValidationError(error.reason, field=error.field) from None
 
 
 def _checked_targets(store: MemoryStore, args: argparse.Namespace) -> dict[int, str]:

@@ -189,7 +189,8 @@ def test_forget_expired(database: PgDatabase, capsys: pytest.CaptureFixture[str]
         main([*say, "x", "--expires-at", "2099-01-01T00:00"])
     capsys.readouterr()  # an expiry that has passed, told now: refused, nothing stored
     assert main([*say, "Already expired.", "--expires-at", "2026-11-28T00:00Z"]) == 1
-    assert "expires_at: 2026-11-28T00:00:00+00:00 has passed" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "error: expires_at: 2026-11-28T00:00:00+00:00 has passed" in said
     assert main([*url, "forget", "--tenant", "acme", "--expired"]) == 0
     assert "forgot from tenant 'acme': 1 memory" in capsys.readouterr().out
     assert _rows(database, "acme")["memories"] == 2
