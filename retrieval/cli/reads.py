@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
 from retrieval.cli.parsers import aware_time, command
 from retrieval.counts import counted
@@ -15,6 +14,7 @@ from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
+from retrieval.search.timeline import TimelineEvent
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -132,16 +132,12 @@ def _search(args: argparse.Namespace, database: Database) -> int:
     return 0
 
 
-def _retired_mark(details: dict[str, Any], at: datetime) -> str:
+def _retired_mark(event: TimelineEvent, at: datetime) -> str:
     # How a memory retired or expired by ``at`` (the timeline's moment) is marked in its lines.
-    retired_at = details.get("retired_at")
-    if retired_at is not None and datetime.fromisoformat(str(retired_at)) <= at:
-        newer = details.get("superseded_by")
+    if event.retired(at):
+        newer = event.superseded_by
         return "  [retired]" if newer is None else f"  [superseded by {newer}]"
-    expires_at = details.get("expires_at")
-    if expires_at is not None and datetime.fromisoformat(str(expires_at)) <= at:
-        return "  [expired]"
-    return ""
+    return "  [expired]" if event.expired(at) else ""
 
 
 def _json_value(value: object) -> str:
@@ -178,7 +174,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         text = " ".join(event.content.split())
         when = event.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
         label = f"memory/{event.kind}" if event.item == "memory" else event.item
-        mark = _retired_mark(event.details, at)
+        mark = _retired_mark(event, at)
         print(f"{when} UTC  {label:<24} {event.id:>7}  {text[:80]}{mark}")
     if not events:
         print("(nothing in this window)")

@@ -48,6 +48,12 @@ class TimelineEvent:
         found = self.details.get("superseded_by") if self.item == "memory" else None
         return None if found is None else int(found)
 
+    def retired(self, moment: datetime) -> bool:
+        """Whether this memory had been retired by ``moment`` (a correction dated later leaves
+        it live until then)."""
+        retired_at = self.details.get("retired_at") if self.item == "memory" else None
+        return retired_at is not None and datetime.fromisoformat(str(retired_at)) <= moment
+
     def expired(self, moment: datetime) -> bool:
         """Whether this memory's life had ended by ``moment``."""
         expires_at = self.details.get("expires_at") if self.item == "memory" else None

@@ -377,3 +377,25 @@ def test_a_memory_shows_its_versions_and_the_timeline_marks_retired_ones(
     everything = Elements(_ok(client, "/tenants/acme?retired=1"))
     assert f"memory-{old}" in {attrs["data-event"] for attrs in everything.having("data-event")}
     assert len(everything.having("data-retired")) == 1
+
+
+def test_a_version_retired_later_or_with_no_newer_one_is_shown_as_it_stands(
+    store: MemoryStore, client: TestClient
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    old = store.remember("Deploys go out on Tuesdays.", tenant_id="acme")
+    store.remember("Deploys go out on Thursdays.", tenant_id="acme", supersedes=old,
+                   created_at=now + timedelta(days=2))  # fmt: skip
+    listed = Elements(_ok(client, "/tenants/acme"))
+    assert f"memory-{old}" in {attrs["data-event"] for attrs in listed.having("data-event")}
+    assert not listed.having("data-retired")  # live until the correction's time
+    door = store.remember("The door code is 1234.", tenant_id="acme",
+                          created_at=now - timedelta(days=3))  # fmt: skip
+    day = timedelta(days=1)
+    store.remember("The door code is 9876 this week.", tenant_id="acme", supersedes=door,
+                   created_at=now - 2 * day, expires_at=now - day)  # fmt: skip
+    store.forget(tenant_id="acme", expired=True)
+    page = _ok(client, f"/tenants/acme/memories/{door}")
+    assert "with no newer version" in page and Elements(page).having("data-retired")
