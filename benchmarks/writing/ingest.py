@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,13 +47,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, parts_variant, write_result
+from _common import add_output, bench_engine, parts_variant, write_result
 from _scifact import scifact_sentences, scifact_texts
 from pgvector import HalfVector, Vector
 from sqlalchemy import Engine, text
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine, sqlalchemy_url, stored_vector_type
+from retrieval.db.engine import stored_vector_type
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.schema import HNSW_LINKS
 from retrieval.db.vector_index import build_vector_index
@@ -108,13 +106,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    if args.database_url:
-        engine = make_engine(sqlalchemy_url(args.database_url))
-    else:
-        server = start_embedded(
-            Path(tempfile.mkdtemp(prefix="rtv-bench-")) / "pg", delete_on_exit=True
-        )
-        engine = make_engine(server.url())
+    engine = bench_engine(args.database_url)
     upgrade(engine, SETTINGS)
     embedder = SentenceTransformerEmbedder(backend=args.backend)
     results: dict[str, Any] = {

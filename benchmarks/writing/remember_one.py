@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,12 +25,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
-from _common import add_output, summary_ms, write_result
+from _common import add_output, bench_engine, summary_ms, write_result
 from sqlalchemy import text
 
 import retrieval
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine, sqlalchemy_url
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
@@ -51,13 +48,7 @@ def main() -> None:
     parser.add_argument("--database-url")
     add_output(parser)
     args = parser.parse_args()
-    if args.database_url:
-        engine = make_engine(sqlalchemy_url(args.database_url))
-    else:
-        server = start_embedded(
-            Path(tempfile.mkdtemp(prefix="rtv-bench-")) / "pg", delete_on_exit=True
-        )
-        engine = make_engine(server.url())
+    engine = bench_engine(args.database_url)
     upgrade(engine, SETTINGS)
     store = MemoryStore(engine, schema="bench", embedder=SentenceTransformerEmbedder())
     rng = np.random.default_rng(7)
