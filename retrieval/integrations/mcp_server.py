@@ -15,7 +15,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any
 
 import uvicorn
@@ -25,11 +24,12 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import AnyHttpUrl, BeforeValidator, Field, Strict
+from pydantic import AnyHttpUrl, Field, Strict
 from starlette.routing import Route
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.arguments import MAX_SERVED_EVENTS, MAX_SERVED_RESULTS
+from retrieval.integrations.mcp_arguments import Count, Flag, Ids, MemoryServer, Text, Time
 from retrieval.integrations.mcp_calls import ToolCalls
 from retrieval.integrations.mcp_config import (
     DEFAULT_CALLS_AT_ONCE,
@@ -67,54 +67,6 @@ _MODES = (
     "directive, proposal)"
 )
 _KINDS = ", ".join(MEMORY_KINDS)
-
-
-def _iso_time(value: object) -> object:
-    # A time argument is ISO 8601 text that names its zone: never a number of seconds, never a
-    # local time the server would have to guess the zone of.
-    if value is None or isinstance(value, datetime):
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"must be an ISO 8601 time with a zone, as text, got {value!r:.40}")
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{value[:40]!r} is not an ISO 8601 time (2026-11-25T09:30:00Z)") from None
-    if moment.tzinfo is None:
-        raise ValueError(f"{value[:40]!r} has no time zone: add Z or +00:00")
-    return moment
-
-
-# Arguments as the Python API takes them: no coercion of "yes" to true, "12" to 12 or 0 to a time.
-_Time = Annotated[datetime | None, BeforeValidator(_iso_time)]
-_Ids = Annotated[list[Annotated[int, Strict()]] | None, Strict()]
-_Flag = Annotated[bool, Strict()]
-_Count = Annotated[int, Strict()]
-_Text = Annotated[str, Strict()]
-
-
-class _MemoryServer(MCPServer):
-    """An MCP server whose tools refuse an argument they do not take, naming the ones they
-    do, instead of ignoring it."""
-
-    _arguments: dict[str, frozenset[str]] | None = None
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> Any:
-        if self._arguments is None:
-            self._arguments = {
-                tool.name: frozenset(tool.input_schema.get("properties", {}))
-                for tool in await self.list_tools()
-            }
-        known = self._arguments.get(name)
-        unknown = sorted(set(arguments) - known) if known is not None else []
-        if known is not None and unknown:
-            raise ToolError(
-                f"{name} takes no argument {', '.join(map(repr, unknown))}: it takes "
-                f"{', '.join(sorted(known)) or 'none'}"
-            )
-        return await super().call_tool(name, arguments, context)
 
 
 def fixed_tenant(tenant_id: str) -> TenantOf:
@@ -201,7 +153,7 @@ def memory_server(
         finally:
             warming.cancel()
 
-    server = _MemoryServer(
+    server = MemoryServer(
         "retrieval",
         instructions=INSTRUCTIONS,
         lifespan=warm_model,
@@ -283,18 +235,18 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(annotations=_READING, structured_output=True)
     async def search_memory(
-        query: Annotated[_Text, Field(description="what you need to know, in plain words")],
+        query: Annotated[Text, Field(description="what you need to know, in plain words")],
         context: Context,
-        mode: Annotated[_Text, Field(description=f"filter preset: {_MODES}")] = "semantic",
+        mode: Annotated[Text, Field(description=f"filter preset: {_MODES}")] = "semantic",
         task_id: Annotated[
-            _Text | None, Field(description="only this task's decisions and tool calls")
+            Text | None, Field(description="only this task's decisions and tool calls")
         ] = None,
         limit: Annotated[
-            _Count | None,
+            Count | None,
             Field(ge=1, le=MAX_SERVED_RESULTS, description="most results (default 10)"),
         ] = None,
         neighbors: Annotated[
-            _Count,
+            Count,
             Field(
                 ge=0,
                 le=MAX_NEIGHBORS,
@@ -326,14 +278,14 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def remember(
-        text: Annotated[_Text, Field(description="the memory, one self-contained statement")],
+        text: Annotated[Text, Field(description="the memory, one self-contained statement")],
         context: Context,
-        kind: Annotated[_Text, Field(description=f"one of: {_KINDS}")] = "fact",
+        kind: Annotated[Text, Field(description=f"one of: {_KINDS}")] = "fact",
         importance: Annotated[
             float | None, Strict(), Field(ge=0, le=1, description="0 to 1 (default 0.5)")
         ] = None,
         entities: Annotated[
-            list[_Text] | None,
+            list[Text] | None,
             Strict(),
             Field(description="ids of the people or things it is about"),
         ] = None,
@@ -341,14 +293,14 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
             dict[str, Any] | None, Strict(), Field(description="any JSON object kept with it")
         ] = None,
         supersedes: Annotated[
-            _Ids,
+            Ids,
             Field(
                 description="ids of memories this one corrects (an older value, a mistake): "
                 "they are retired from search and kept in its history"
             ),
         ] = None,
         expires_at: Annotated[
-            _Time,
+            Time,
             Field(description="when it stops being true, ISO 8601 with a time zone"),
         ] = None,
     ) -> dict[str, Any]:
@@ -392,12 +344,12 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
     @server.tool(annotations=_WRITING, structured_output=True)
     async def record_decision(
         action_type: Annotated[
-            _Text, Field(description="what kind of action, e.g. plan, fix, deploy, answer")
+            Text, Field(description="what kind of action, e.g. plan, fix, deploy, answer")
         ],
-        content: Annotated[_Text, Field(description="what was decided and why")],
-        status: Annotated[_Text, Field(description="e.g. proposed, done, failed, abandoned")],
+        content: Annotated[Text, Field(description="what was decided and why")],
+        status: Annotated[Text, Field(description="e.g. proposed, done, failed, abandoned")],
         context: Context,
-        task_id: Annotated[_Text | None, Field(description="the task it belongs to")] = None,
+        task_id: Annotated[Text | None, Field(description="the task it belongs to")] = None,
     ) -> dict[str, Any]:
         """Record a decision you took, within a task. Returns its id (give it to
         record_tool_call as decision_id)."""
@@ -414,14 +366,14 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def record_tool_call(
-        tool_name: Annotated[_Text, Field(description="the tool that was called")],
+        tool_name: Annotated[Text, Field(description="the tool that was called")],
         context: Context,
         params: Annotated[
             dict[str, Any] | None, Strict(), Field(description="its arguments, a JSON object")
         ] = None,
-        result: Annotated[_Text | None, Field(description="what it returned, as text")] = None,
+        result: Annotated[Text | None, Field(description="what it returned, as text")] = None,
         decision_id: Annotated[
-            _Count | None,
+            Count | None,
             Field(description="the decision it carried out (record_decision's id)"),
         ] = None,
     ) -> dict[str, Any]:
@@ -445,18 +397,18 @@ def _add_timeline(server: MCPServer, tools: _Tools) -> None:
     async def timeline(
         context: Context,
         since: Annotated[
-            _Time,
+            Time,
             Field(description="ISO 8601 time with a zone, e.g. 2026-11-20T00:00:00Z"),
         ] = None,
-        until: Annotated[_Time, Field(description="ISO 8601 time with a zone")] = None,
+        until: Annotated[Time, Field(description="ISO 8601 time with a zone")] = None,
         kinds: Annotated[
-            list[_Text] | None,
+            list[Text] | None,
             Strict(),
             Field(description=f"only these: memory kinds ({_KINDS}), decision, tool_call"),
         ] = None,
-        limit: Annotated[_Count, Field(ge=1, le=MAX_SERVED_EVENTS, description="most events")] = 50,
+        limit: Annotated[Count, Field(ge=1, le=MAX_SERVED_EVENTS, description="most events")] = 50,
         as_of: Annotated[
-            _Time,
+            Time,
             Field(
                 description="the memory as it stood then (ISO 8601 with a zone): the memories "
                 "live at that time; default now"
@@ -484,9 +436,9 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
     )
     async def forget(
         context: Context,
-        memory_ids: Annotated[_Ids, Field(description="ids of the memories to delete")] = None,
+        memory_ids: Annotated[Ids, Field(description="ids of the memories to delete")] = None,
         expired: Annotated[
-            _Flag, Field(description="also delete every memory whose expires_at has passed")
+            Flag, Field(description="also delete every memory whose expires_at has passed")
         ] = False,
     ) -> dict[str, Any]:
         """Delete memories for good (their text, vector and cached vector): by id, or the

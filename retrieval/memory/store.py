@@ -22,7 +22,9 @@ from retrieval.db.engine import Database, check_driver, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.batch import StoreBatch
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.episodic_writer import EpisodicWriter
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.history import memory_history
 from retrieval.memory.records import (
@@ -41,11 +43,6 @@ from retrieval.memory.similar import similar_memories
 from retrieval.memory.turn_context import Mixing
 from retrieval.memory.validation import (
     Limits,
-    ValidDecision,
-    ValidMemory,
-    ValidToolCall,
-    as_input,
-    batch_items,
     known_kind,
     valid_decision,
     valid_memory,
@@ -101,6 +98,7 @@ class MemoryStore:
         )
         session_gap = timedelta(minutes=self.config.session_gap_minutes)
         self._lookup = Lookup(schema, self.cache, Mixing(self.config.turn_context, session_gap))
+        self._episodic = EpisodicWriter(schema, self._lookup)
         self._writer = Writer(
             schema,
             self.cache,
@@ -416,7 +414,7 @@ class MemoryStore:
         ``batch.record_decisions(...)``, ``batch.record_tool_calls(...)``.
         """
         with self._transaction() as connection:
-            yield StoreBatch(self._writer, self._limits, connection)
+            yield StoreBatch(self._writer, self._episodic, self._limits, connection)
 
     @contextmanager
     def _traced(self, name: str) -> Iterator[Callable[[StoredIds], StoredIds]]:
@@ -453,58 +451,3 @@ def _cosine(a: Vectors, b: Vectors) -> float:
 
 def _as_is(ids: StoredIds) -> StoredIds:
     return ids
-
-
-class StoreBatch:
-    """Writes that share one transaction (see :meth:`MemoryStore.batch`)."""
-
-    def __init__(self, writer: Writer, limits: Limits, connection: Connection) -> None:
-        self._writer = writer
-        self._limits = limits
-        self.connection = connection
-
-    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> StoredIds:
-        """Validate every memory, then write them all; return their ids in order."""
-        inputs = [
-            as_input(item, MemoryInput, index)
-            for index, item in enumerate(batch_items(items, "remember_many"))
-        ]
-        if inputs and all(item.embedding is not None for item in inputs):
-            return self._writer.memories_streamed(self.connection, inputs, self._limits)
-        return self.write_memories(
-            [valid_memory(item, self._limits, index) for index, item in enumerate(inputs)]
-        )
-
-    def record_decisions(self, items: Iterable[DecisionInput | Mapping[str, Any]]) -> list[int]:
-        """Validate every decision, then write them all; return their ids in order."""
-        inputs = [
-            as_input(item, DecisionInput, index)
-            for index, item in enumerate(batch_items(items, "record_decisions"))
-        ]
-        return self.write_decisions(
-            [valid_decision(item, self._limits, index) for index, item in enumerate(inputs)]
-        )
-
-    def record_tool_calls(self, items: Iterable[ToolCallInput | Mapping[str, Any]]) -> list[int]:
-        """Validate every tool call, then write them all; return their ids in order."""
-        inputs = [
-            as_input(item, ToolCallInput, index)
-            for index, item in enumerate(batch_items(items, "record_tool_calls"))
-        ]
-        return self.write_tool_calls(
-            [valid_tool_call(item, self._limits, index) for index, item in enumerate(inputs)]
-        )
-
-    def write_memories(self, memories: Sequence[ValidMemory]) -> StoredIds:
-        """Write memories that were already validated."""
-        return self._writer.memories(self.connection, memories)
-
-    def write_decisions(self, decisions: Sequence[ValidDecision]) -> list[int]:
-        """Write decisions that were already validated."""
-        return self._writer.decisions(self.connection, decisions)
-
-    def write_tool_calls(
-        self, calls: Sequence[ValidToolCall], *, single: bool = False
-    ) -> list[int]:
-        """Write tool calls that were already validated."""
-        return self._writer.tool_calls(self.connection, calls, single=single)

@@ -3,7 +3,6 @@ distinct rows, ``INSERT ... ON CONFLICT`` where copies of a live memory refresh 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -13,10 +12,8 @@ import psycopg
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from retrieval.arguments import LATEST_TIME
 from retrieval.db.copy_rows import (
     copy_rows,
-    encode_jsonb,
     encode_vectors,
     reserve_ids,
 )
@@ -26,7 +23,6 @@ from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.db.vector_type import VectorType
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.models import Vectors
-from retrieval.errors import ValidationError
 from retrieval.memory.cached_memories import (
     MEMORY_FIELDS,
     insert_cached_memories,
@@ -42,6 +38,7 @@ from retrieval.memory.copies import (
 )
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput, StoredIds
+from retrieval.memory.row_fields import RowFields
 from retrieval.memory.supersede import check_superseded, retire_alone, retire_superseded
 from retrieval.memory.text_key import TextKeys
 from retrieval.memory.turn_context import (
@@ -53,9 +50,7 @@ from retrieval.memory.turn_context import (
 )
 from retrieval.memory.validation import (
     Limits,
-    ValidDecision,
     ValidMemory,
-    ValidToolCall,
     checked_embeddings,
     valid_memory,
 )
@@ -65,24 +60,6 @@ _MEMORY_COLUMNS = (
     ("embedding", "bytea"),
 )  # binary vector, see retrieval.db.copy_rows
 _ENTITY_COLUMNS = (("tenant_id", "text"), ("memory_id", "int8"), ("entity_id", "text"))
-_DECISION_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("task_id", "text"),
-    ("action_type", "text"),
-    ("content", "text"),
-    ("status", "text"),
-    ("created_at", "timestamptz"),
-)
-_TOOL_CALL_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("decision_id", "int8"),
-    ("tool_name", "text"),
-    ("params", "bytea"),  # binary jsonb, see retrieval.db.copy_rows
-    ("result", "text"),
-    ("created_at", "timestamptz"),
-)
 
 
 def _refused_by_live_key(error: BaseException | None) -> bool:
@@ -217,7 +194,7 @@ class Writer:
         # Taken here, once the model is done, rather than by the insert's trigger after the
         # insert locked the live copies it refreshes: forget takes the lock before row locks.
         _lock_statistics(connection, self.schema, memories)
-        fields = _Fields(now, self.cache.embedder.model_id, self.lifetime, copies)
+        fields = RowFields(now, self.cache.embedder.model_id, self.lifetime, copies)
         # Rows whose vector the cache table holds take it there (retrieval.memory.cached_memories);
         # the others are sent with their vectors.
         entry_of = {row: plan.entries[index] for index, row in enumerate(needing)}
@@ -384,7 +361,7 @@ class Writer:
             return self.memories(connection, checked)
         vectors = encode_vectors(matrix, self.vector_type)
         now, ids = reserve_ids(connection, self.schema, "memories", len(items))
-        fields = _Fields(
+        fields = RowFields(
             now, self.cache.embedder.model_id, self.lifetime, None, distinct=not self.collapse
         )
         links: list[tuple[str, int, str]] = []
@@ -416,131 +393,11 @@ class Writer:
             columns = _columns(_ENTITY_COLUMNS)
             copy_rows(connection, self.schema, "memory_entities", *columns, links)
 
-    def decisions(self, connection: Connection, decisions: Sequence[ValidDecision]) -> list[int]:
-        """Copy ``decisions``."""
-        if not decisions:
-            return []
-        now, ids = reserve_ids(connection, self.schema, "decisions", len(decisions))
-        rows = (
-            (d.tenant_id, i, d.task_id, d.action_type, d.content, d.status, d.created_at or now)
-            for d, i in zip(decisions, ids, strict=True)
-        )
-        copy_rows(connection, self.schema, "decisions", *_columns(_DECISION_COLUMNS), rows)
-        return ids
-
-    def tool_calls(
-        self, connection: Connection, calls: Sequence[ValidToolCall], *, single: bool = False
-    ) -> list[int]:
-        """Copy ``calls`` after checking that the decisions they name exist for their tenant."""
-        if not calls:
-            return []
-        self._check_decisions_exist(connection, calls, single)
-        now, ids = reserve_ids(connection, self.schema, "tool_calls", len(calls))
-        rows = (
-            (
-                c.tenant_id,
-                i,
-                c.decision_id,
-                c.tool_name,
-                encode_jsonb(c.params_json),
-                c.result,
-                c.created_at or now,
-            )
-            for c, i in zip(calls, ids, strict=True)
-        )
-        copy_rows(connection, self.schema, "tool_calls", *_columns(_TOOL_CALL_COLUMNS), rows)
-        return ids
-
-    def _check_decisions_exist(
-        self, connection: Connection, calls: Sequence[ValidToolCall], single: bool
-    ) -> None:
-        wanted: dict[str, set[int]] = defaultdict(set)
-        for call in calls:
-            if call.decision_id is not None:
-                wanted[call.tenant_id].add(call.decision_id)
-        for tenant_id, ids in wanted.items():
-            missing = ids - self.lookup.existing_decisions(connection, tenant_id, sorted(ids))
-            if not missing:
-                continue
-            index = next(
-                i
-                for i, call in enumerate(calls)
-                if call.tenant_id == tenant_id and call.decision_id in missing
-            )
-            raise ValidationError(
-                f"decision_id: decision {calls[index].decision_id} does not exist for tenant "
-                f"{tenant_id!r}: record the decision first, or leave decision_id empty",
-                item=None if single else index,
-                field="decision_id",
-            )
-
-
-class _Fields:
-    """The values of ``MEMORY_FIELDS`` of each memory of a write."""
-
-    def __init__(
-        self,
-        now: datetime,
-        model_id: str,
-        lifetime: Callable[[str], timedelta | None] | None,
-        copies: Copies | None,
-        *,
-        distinct: bool | None = None,
-    ) -> None:
-        self.now = now
-        self.model_id = model_id
-        self.lifetime = lifetime
-        self.copies = copies
-        # Rows kept out of the live rows' unique key: by default, those written without
-        # collapsing copies.
-        self.distinct = copies is None if distinct is None else distinct
-
-    def created(self, memory: ValidMemory) -> datetime:
-        return memory.created_at or self.now
-
-    def of(self, row: int, memory: ValidMemory, memory_id: int) -> tuple[Any, ...]:
-        """The fields of the ``row``-th memory written, with id ``memory_id``."""
-        created_at = self.created(memory)
-        expires_at = memory.expires_at
-        if expires_at is None and self.lifetime is not None:
-            lifetime = self.lifetime(memory.kind)
-            if lifetime is not None:
-                expires_at = _shifted(created_at, lifetime)
-        seen, last_seen = 1, None
-        if self.copies is not None:
-            seen, last_seen = self.copies.seen[row], self.copies.last_seen[row]
-        # A message is a turn; a version stored retired is history.
-        distinct = self.distinct or untold(memory) is not None or memory.retired_at is not None
-        return (
-            memory.tenant_id,
-            memory_id,
-            memory.text,
-            memory.kind,
-            encode_jsonb(memory.metadata_json),
-            memory.importance,
-            created_at,
-            memory.embedding_model or self.model_id,
-            memory.thread_id,
-            memory.position,
-            expires_at,
-            distinct,
-            seen,
-            last_seen,
-        )
-
 
 def _lock_statistics(connection: Connection, schema: str, memories: Sequence[ValidMemory]) -> None:
     # The statistics lock of the batch's tenants, which every write of memories takes before
     # it locks a stored row (a copy refreshed, a memory superseded or retired), as forget does.
     lock_term_statistics(connection, schema, {memory.tenant_id for memory in memories})
-
-
-def _shifted(moment: datetime, lifetime: timedelta) -> datetime:
-    # A default expiry, kept within the times a row may hold.
-    try:
-        return min(moment + lifetime, LATEST_TIME)
-    except OverflowError:
-        return LATEST_TIME
 
 
 def _columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
