@@ -59,7 +59,8 @@ def _ingest_docs(args: argparse.Namespace, database: Database) -> int:
     chunks."""
     from retrieval.documents.chunking import ChunkSizes
     from retrieval.documents.files import find_files, read_document
-    from retrieval.documents.store import DocumentStore, validate_document
+    from retrieval.documents.inputs import validate_document
+    from retrieval.documents.store import DocumentStore
 
     sizes = ChunkSizes(size=args.chunk_words, overlap=args.overlap_words)
     files = find_files(args.paths)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval.documents.store import ChunkInput
+from retrieval.documents.inputs import ChunkInput
 from retrieval.errors import ConfigurationError
 
 DEFAULT_CHUNK_WORDS = 200

@@ -21,7 +21,7 @@ from retrieval.documents.chunking import (
     paged_sections,
     plain_sections,
 )
-from retrieval.documents.store import DocumentInput
+from retrieval.documents.inputs import DocumentInput
 from retrieval.errors import ValidationError
 
 TEXT_SUFFIXES = frozenset({".txt", ".text"})
