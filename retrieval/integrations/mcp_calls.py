@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from retrieval.errors import DatabaseError, EmbeddingError, RetrievalError
+from retrieval.errors import DatabaseError, EmbeddingError, RetrievalError, ValidationError
 from retrieval.observability.tracing import Span, Tracing, tenant_hash
 
 logger = logging.getLogger(__name__)
@@ -58,5 +58,7 @@ def _tool_errors() -> Iterator[None]:
     except (DatabaseError, EmbeddingError) as error:
         logger.warning("an MCP tool failed: %s: %s", type(error).__name__, error)
         raise ToolError(UNAVAILABLE) from None
+    except ValidationError as error:  # a tool writes one item: its number says nothing
+        raise ToolError(error.reason) from None
     except RetrievalError as error:
         raise ToolError(str(error)) from None

@@ -225,7 +225,8 @@ class _Tools:
 
 def _add_tools(server: MCPServer, tools: _Tools) -> None:
     _add_search(server, tools)
-    _add_records(server, tools)
+    _add_remember(server, tools)
+    _add_episodic(server, tools)
     _add_timeline(server, tools)
     _add_forget(server, tools)
 
@@ -273,8 +274,8 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
         return _search_result(response)
 
 
-def _add_records(server: MCPServer, tools: _Tools) -> None:
-    """remember, record_decision, record_tool_call: the writes of an agent's memory."""
+def _add_remember(server: MCPServer, tools: _Tools) -> None:
+    """remember: a memory stored, with the live memories most like it."""
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def remember(
@@ -340,6 +341,10 @@ def _add_records(server: MCPServer, tools: _Tools) -> None:
                 for one in near
             ],
         }
+
+
+def _add_episodic(server: MCPServer, tools: _Tools) -> None:
+    """record_decision, record_tool_call: the agent's own actions."""
 
     @server.tool(annotations=_WRITING, structured_output=True)
     async def record_decision(
