@@ -136,10 +136,9 @@ def _one(store: MemoryStore, memory: MemoryInput) -> StoredIds:
 def _checked_targets(store: MemoryStore, args: argparse.Namespace) -> dict[int, str]:
     """The texts of the memories ``--supersedes`` names, by id; a memory whose text is
     unrelated to the new one (a mistyped id) refused unless ``--force``."""
-    similarity = store.similarity(args.text, args.supersedes, tenant_id=args.tenant)
-    memories = store.get_memories(args.supersedes, tenant_id=args.tenant)
-    for memory in memories:  # (a retired one is refused by the write itself, saying why)
-        score = similarity.get(memory.id, 0.0)
+    named = store.similarity(args.text, args.supersedes, tenant_id=args.tenant)
+    for memory, score in ((one.memory, one.similarity) for one in named):
+        # (a retired one is refused by the write itself, saying why)
         if memory.retired_at is None and score < UNRELATED_BELOW and not args.force:
             raise ValidationError(
                 f"--supersedes {memory.id}: memory {memory.id} ({_shown(memory.content)}) is "
@@ -148,7 +147,7 @@ def _checked_targets(store: MemoryStore, args: argparse.Namespace) -> dict[int, 
                 "print ids), or pass --force to supersede it anyway; nothing was written",
                 field="supersedes",
             )
-    return {memory.id: memory.content for memory in memories}
+    return {one.memory.id: one.memory.content for one in named}
 
 
 def _shown(text: str, width: int = 60) -> str:

@@ -73,6 +73,11 @@ def copy_rows(
             copy.write_row(row)
 
 
+def split_columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The names and the types of ``(name, type)`` pairs, as :func:`copy_rows` takes them."""
+    return [name for name, _ in spec], [kind for _, kind in spec]
+
+
 def encode_vectors(
     matrix: npt.NDArray[np.float32], vector_type: VectorType = "vector"
 ) -> list[bytes]:

@@ -65,17 +65,26 @@ def postmaster_pid(data_dir: Path) -> int | None:
 def read_members(data_dir: Path) -> list[int]:
     """The pids of ``.handle_pids.json`` (none when there is no list; ``[UNKNOWN]`` when it
     is damaged: its users are not known)."""
+    return _listed(data_dir)[1]
+
+
+def _listed(data_dir: Path) -> tuple[str | None, list[int]]:
+    # The list's text as read (None: no list, or one that cannot be read) and its pids.
     try:
-        pids = json.loads((data_dir / HANDLES_FILE).read_text())
+        text = (data_dir / HANDLES_FILE).read_text()
     except FileNotFoundError:
-        return []
-    except (OSError, ValueError):
-        return [UNKNOWN]
+        return None, []
+    except OSError:
+        return None, [UNKNOWN]
+    try:
+        pids = json.loads(text)
+    except ValueError:
+        return text, [UNKNOWN]
     if not isinstance(pids, list) or not all(
         isinstance(pid, int) and not isinstance(pid, bool) and pid >= 0 for pid in pids
     ):
-        return [UNKNOWN]
-    return pids
+        return text, [UNKNOWN]
+    return text, pids
 
 
 def write_members(data_dir: Path, pids: list[int]) -> None:
@@ -89,13 +98,8 @@ def write_members(data_dir: Path, pids: list[int]) -> None:
 def live_members(data_dir: Path) -> list[int]:
     """The pids of ``.handle_pids.json`` that still run (and :data:`UNKNOWN`, if the list was
     found damaged); the others are taken off the list, and a damaged list is written again."""
-    handles = data_dir / HANDLES_FILE
-    pids = read_members(data_dir)
+    written, pids = _listed(data_dir)
     living = [pid for pid in pids if pid == UNKNOWN or alive(pid)]
-    try:
-        written = handles.read_text()
-    except OSError:
-        written = None
     if written is not None and written != json.dumps(living):
         write_members(data_dir, living)
     return living

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection
 
-from retrieval.db.copy_rows import copy_rows, encode_jsonb, reserve_ids
+from retrieval.db.copy_rows import copy_rows, encode_jsonb, reserve_ids, split_columns
 from retrieval.errors import ValidationError
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.validation import ValidDecision, ValidToolCall
@@ -49,7 +49,7 @@ class EpisodicWriter:
             (d.tenant_id, i, d.task_id, d.action_type, d.content, d.status, d.created_at or now)
             for d, i in zip(decisions, ids, strict=True)
         )
-        copy_rows(connection, self.schema, "decisions", *_columns(_DECISION_COLUMNS), rows)
+        copy_rows(connection, self.schema, "decisions", *split_columns(_DECISION_COLUMNS), rows)
         return ids
 
     def tool_calls(
@@ -72,7 +72,7 @@ class EpisodicWriter:
             )
             for c, i in zip(calls, ids, strict=True)
         )
-        copy_rows(connection, self.schema, "tool_calls", *_columns(_TOOL_CALL_COLUMNS), rows)
+        copy_rows(connection, self.schema, "tool_calls", *split_columns(_TOOL_CALL_COLUMNS), rows)
         return ids
 
     def _check_decisions_exist(
@@ -97,7 +97,3 @@ class EpisodicWriter:
                 item=None if single else index,
                 field="decision_id",
             )
-
-
-def _columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    return [name for name, _ in spec], [kind for _, kind in spec]

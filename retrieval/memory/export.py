@@ -15,6 +15,7 @@ files).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,9 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import translate_database_errors
 from retrieval.memory.store import MemoryStore
+
+# A line's id as line_id writes it: the row's type and id.
+_LINE_ID = re.compile(r"^(memory|decision|tool_call)-([1-9][0-9]{0,17})$")
 
 
 def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any]]:
@@ -92,6 +96,13 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
 def line_id(item: str, row_id: int) -> str:
     """The ``id`` of the line of an exported row: ``memory-12``."""
     return f"{item}-{row_id}"
+
+
+def exported_row(key: str | None) -> tuple[str, int] | None:
+    """The row (its type and id) a line's ``id`` names if it is an export's (:func:`line_id`),
+    else None."""
+    found = _LINE_ID.match(key or "")
+    return None if found is None else (found[1], int(found[2]))
 
 
 def _line(item: str, tenant_id: str, created_at: datetime, **fields: Any) -> dict[str, Any]:

@@ -9,7 +9,6 @@ counted). A correction (``supersedes_ref``) is written after the lines it names.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +21,7 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.batch import StoreBatch
+from retrieval.memory.export import exported_row
 from retrieval.memory.file_lines import RECORD_TYPES, Record, Valid, read_file
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.ingest_keys import StoredKey, store_keys, stored_keys
@@ -31,8 +31,6 @@ from retrieval.memory.validation import ValidDecision, ValidMemory, ValidToolCal
 
 __all__ = ["IngestSummary", "Record", "ingest", "read_file"]
 
-# The id of a line of an export (retrieval.memory.export.line_id): its row's type and id.
-_EXPORT_ID = re.compile(r"^(memory|decision|tool_call)-([1-9][0-9]{0,17})$")
 _DEFAULT_BATCH_SIZE = 1000
 
 
@@ -225,9 +223,9 @@ def _held_rows(
     time. Ingesting an export into the tenant it came from stores nothing."""
     wanted: dict[tuple[str, str], dict[int, Record]] = defaultdict(dict)
     for record in records:
-        found = _EXPORT_ID.match(record.key or "")
-        if found and found[1] == record.type and record.valid.created_at is not None:
-            wanted[(record.valid.tenant_id, record.type)][int(found[2])] = record
+        row = exported_row(record.key)
+        if row is not None and row[0] == record.type and record.valid.created_at is not None:
+            wanted[(record.valid.tenant_id, record.type)][row[1]] = record
     lookup = Lookup(store.schema, store.cache)
     held: dict[tuple[str, str], StoredKey] = {}
     for (tenant, item), by_id in sorted(wanted.items()):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -140,7 +141,7 @@ class Lookup:
         threads: Sequence[str],
         positions: Sequence[int],
         message_ids: Sequence[int],
-        message_times: Sequence[Any],
+        message_times: Sequence[datetime],
     ) -> None:
         # The turns and messages that took a share of the forgotten ones' vectors, made again.
         unmix_next_turns(connection, self._schema, self.cache, tenant_id, threads, positions)

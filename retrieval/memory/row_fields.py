@@ -15,6 +15,12 @@ from retrieval.memory.turn_context import untold
 from retrieval.memory.validation import ValidMemory
 
 
+def never_a_copy(memory: ValidMemory) -> bool:
+    """Whether ``memory`` is a row of its own whatever it repeats: a message without a thread
+    (a turn of its session) or a version stored retired (history)."""
+    return untold(memory) is not None or memory.retired_at is not None
+
+
 class RowFields:
     """The values of ``MEMORY_FIELDS`` of each memory of a write."""
 
@@ -49,8 +55,7 @@ class RowFields:
         seen, last_seen = 1, None
         if self.copies is not None:
             seen, last_seen = self.copies.seen[row], self.copies.last_seen[row]
-        # A message is a turn; a version stored retired is history.
-        distinct = self.distinct or untold(memory) is not None or memory.retired_at is not None
+        distinct = self.distinct or never_a_copy(memory)
         return (
             memory.tenant_id,
             memory_id,

@@ -379,9 +379,9 @@ class MemoryStore:
 
     def similarity(
         self, text: str, memory_ids: Sequence[int], *, tenant_id: str
-    ) -> dict[int, float]:
-        """The cosine similarity of ``text`` to each of ``tenant_id``'s memories among
-        ``memory_ids`` (by id; an id the tenant has no memory under is left out): what a
+    ) -> list[SimilarMemory]:
+        """``tenant_id``'s memories among ``memory_ids`` (by id; an id the tenant has no
+        memory under is left out), each with the cosine similarity of ``text`` to it: what a
         caller checks before it names them in ``supersedes``. A correction and what it
         corrects score 0.48 or more on the labelled pairs; two unrelated texts, under 0.35
         (:data:`~retrieval.memory.supersede.UNRELATED_BELOW`)."""
@@ -392,9 +392,9 @@ class MemoryStore:
         with self._transaction() as connection:
             memories = self._lookup.memories(connection, tenant_id, memory_ids)
             if not memories:
-                return {}
+                return []
             vector = self.cache.embed(connection, tenant_id, [text], store=False)[0]
-        return {memory.id: _cosine(memory.embedding, vector) for memory in memories}
+        return [SimilarMemory(memory, _cosine(memory.embedding, vector)) for memory in memories]
 
     def history(self, memory_id: int, *, tenant_id: str) -> list[MemoryVersion]:
         """The versions of a memory in the order they held, oldest first: the memories it

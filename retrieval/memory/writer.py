@@ -12,11 +12,7 @@ import psycopg
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from retrieval.db.copy_rows import (
-    copy_rows,
-    encode_vectors,
-    reserve_ids,
-)
+from retrieval.db.copy_rows import copy_rows, encode_vectors, reserve_ids, split_columns
 from retrieval.db.local_settings import has_citus
 from retrieval.db.row_security import row_security_active
 from retrieval.db.statistics_lock import lock_term_statistics
@@ -38,7 +34,7 @@ from retrieval.memory.copies import (
 )
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import MemoryInput, StoredIds
-from retrieval.memory.row_fields import RowFields
+from retrieval.memory.row_fields import RowFields, never_a_copy
 from retrieval.memory.supersede import check_superseded, retire_alone, retire_superseded
 from retrieval.memory.text_key import TextKeys
 from retrieval.memory.turn_context import (
@@ -134,15 +130,12 @@ class Writer:
             # forget takes them in (retrieval.db.statistics_lock).
             _lock_statistics(connection, self.schema, memories)
         targets = check_superseded(connection, self.schema, memories)
-        # Distinct rows: every memory with collapsing off, else each message without a thread
-        # (a turn of its session: told again later, it is another turn) and each version
-        # stored already retired (an export's: never a copy of a live memory).
-        alone = [
-            i
-            for i, m in enumerate(memories)
-            if not self.collapse or untold(m) is not None or m.retired_at is not None
-        ]
-        others = sorted(set(range(len(memories))) - set(alone))
+        # Distinct rows: every memory with collapsing off, else those never a copy.
+        alone: list[int] = []
+        others: list[int] = []
+        for index, memory in enumerate(memories):
+            distinct = not self.collapse or never_a_copy(memory)
+            (alone if distinct else others).append(index)
         ids, duplicates = [0] * len(memories), 0
         leads: list[ValidMemory] = []
         written: list[WrittenRow] = []
@@ -191,9 +184,10 @@ class Writer:
             self.cache.prepare_model()
             self.cache.add(plan, plan.missing, self.cache.model([t for _, t in plan.missing]))
         now, ids = reserve_ids(connection, self.schema, "memories", len(memories))
-        # Taken here, once the model is done, rather than by the insert's trigger after the
-        # insert locked the live copies it refreshes: forget takes the lock before row locks.
-        _lock_statistics(connection, self.schema, memories)
+        if copies is not None:
+            # Taken here, once the model is done, rather than by the insert's trigger after
+            # the insert locked the live copies it refreshes: forget takes it before row locks.
+            _lock_statistics(connection, self.schema, memories)
         fields = RowFields(now, self.cache.embedder.model_id, self.lifetime, copies)
         # Rows whose vector the cache table holds take it there (retrieval.memory.cached_memories);
         # the others are sent with their vectors.
@@ -227,7 +221,9 @@ class Writer:
                 )
             ]
             if copies is None:
-                copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
+                copy_rows(
+                    connection, self.schema, "memories", *split_columns(_MEMORY_COLUMNS), rows
+                )
             else:
                 keys = [(ids[row], copies.keys[row]) for row in with_vector]
                 returned += self._send(connection, rows, keys)
@@ -277,7 +273,9 @@ class Writer:
         if self._may_copy(connection):
             try:
                 with connection.begin_nested():
-                    copy_rows(connection, self.schema, "memories", *_columns(_MEMORY_COLUMNS), rows)
+                    copy_rows(
+                        connection, self.schema, "memories", *split_columns(_MEMORY_COLUMNS), rows
+                    )
             except psycopg.errors.UniqueViolation as error:
                 if not _refused_by_live_key(error):
                     raise
@@ -372,7 +370,7 @@ class Writer:
                 links.extend((memory.tenant_id, memory_id, entity) for entity in memory.entities)
                 yield (*fields.of(index, memory, memory_id), vectors[index])
 
-        columns = _columns(_MEMORY_COLUMNS)
+        columns = split_columns(_MEMORY_COLUMNS)
         if not self.collapse:
             copy_rows(connection, self.schema, "memories", *columns, rows())
             self._copy_links(connection, links)
@@ -390,7 +388,7 @@ class Writer:
 
     def _copy_links(self, connection: Connection, links: list[tuple[str, int, str]]) -> None:
         if links:
-            columns = _columns(_ENTITY_COLUMNS)
+            columns = split_columns(_ENTITY_COLUMNS)
             copy_rows(connection, self.schema, "memory_entities", *columns, links)
 
 
@@ -398,7 +396,3 @@ def _lock_statistics(connection: Connection, schema: str, memories: Sequence[Val
     # The statistics lock of the batch's tenants, which every write of memories takes before
     # it locks a stored row (a copy refreshed, a memory superseded or retired), as forget does.
     lock_term_statistics(connection, schema, {memory.tenant_id for memory in memories})
-
-
-def _columns(spec: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    return [name for name, _ in spec], [kind for _, kind in spec]
