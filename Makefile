@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest install clean
+.PHONY: demo test lint typecheck pytest statements install clean
 
 demo: $(INSTALLED)
 	$(VENV)/bin/retrieval demo
@@ -22,6 +22,11 @@ typecheck: $(INSTALLED)
 # is about 0.7x that of one worker (docs/development.md).
 pytest: $(INSTALLED)
 	$(PYTHON) -m pytest -n 2
+
+# Rewrites docs/statements/*.sql, the read statement of each pinned shape, after an intended
+# change to the SQL (tests/unit/test_statement_files.py fails until they match).
+statements: $(INSTALLED)
+	$(PYTHON) -m pytest -q tests/unit/test_statement_files.py --snapshot-update
 
 install: $(INSTALLED)
 

@@ -1,0 +1,443 @@
+-- default-memories-only: the defaults, a tenant holding memories only
+-- Binds: as_of, bm25_b, bm25_k1, bm25_min_coverage, bm25_weight, cascade_threshold,
+--        dense_span_squared, dense_weight, dense_zero_squared, fusion, known_at, max_distance,
+--        memory_bm25_rows, query_text, query_vector, rrf_k, semantic_candidates,
+--        semantic_half_life, tenant_id
+WITH semantic_nearest AS MATERIALIZED (
+    SELECT m.id,
+           m.content,
+           m.kind,
+           m.metadata,
+           m.importance,
+           m.access_count,
+           m.last_accessed_at,
+           m.created_at,
+           m.embedding_model,
+           m.thread_id,
+           m.position,
+           m.last_seen_at,
+           m.search_vector,
+           m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+    FROM retrieval.memories AS m
+    WHERE m.tenant_id = %(tenant_id)s
+      AND (m.retired_at IS NULL
+        OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+      AND (m.expires_at IS NULL
+        OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+      AND (CAST(%(known_at)s AS timestamptz) IS NULL
+        OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+  ),
+mem_corpus AS MATERIALIZED (
+    SELECT CAST(memories AS float8) AS n,
+           CAST(total_terms AS float8) / NULLIF(memories, 0) AS average_length,
+           CAST(sampled_memories AS float8) AS sampled_n,
+           text_search_config
+    FROM retrieval.memory_corpus
+    WHERE tenant_id = %(tenant_id)s
+  ),
+mem_terms AS MATERIALIZED (
+    SELECT q.term,
+           CAST(CAST(array_to_tsvector(ARRAY[q.term]) AS text) AS tsquery) AS query,
+           COALESCE(t.document_frequency, 0) AS sampled,
+           COALESCE(t.document_frequency, 0) * c.n / NULLIF(c.sampled_n, 0.0) AS estimate
+    FROM mem_corpus AS c
+         CROSS JOIN LATERAL (SELECT DISTINCT lexeme AS term
+                             FROM unnest(to_tsvector(CAST(c.text_search_config AS regconfig),
+                                                     %(query_text)s))) AS q
+         LEFT JOIN retrieval.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s
+                                                   AND t.term = q.term
+  ),
+mem_probed AS MATERIALIZED (
+    SELECT term,
+           query
+    FROM (SELECT term,
+                 query,
+                 sum(GREATEST(estimate, 1.0)) OVER (ORDER BY estimate,
+                                                             term) AS rows
+          FROM mem_terms
+          WHERE sampled < 16) AS x
+    WHERE rows <= %(memory_bm25_rows)s
+  ),
+mem_fetched AS MATERIALIZED (
+    SELECT w.term,
+           r.*
+    FROM mem_probed AS w
+         CROSS JOIN LATERAL (SELECT m.id,
+                                    m.content,
+                                    m.kind,
+                                    m.metadata,
+                                    m.importance,
+                                    m.access_count,
+                                    m.last_accessed_at,
+                                    m.created_at,
+                                    m.embedding_model,
+                                    m.thread_id,
+                                    m.position,
+                                    m.last_seen_at,
+                                    m.search_vector,
+                                    m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+                             FROM retrieval.memories AS m
+                             WHERE m.tenant_id = %(tenant_id)s
+                               AND m.search_vector @@ w.query
+                               AND (m.retired_at IS NULL
+                                 OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                               AND (m.expires_at IS NULL
+                                 OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                               AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                 OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                             LIMIT 513) AS r
+  ),
+mem_weights AS MATERIALIZED (
+    SELECT w.term,
+           x.document_frequency,
+           x.counted,
+           ln(1.0 + (c.n - x.document_frequency + 0.5) / (x.document_frequency + 0.5)) AS idf,
+           ln(1.0 + (c.n - x.document_frequency + 0.5) / (x.document_frequency + 0.5)) * (CAST(%(bm25_k1)s AS float8) + 1.0) AS idf_k1,
+           CAST(%(bm25_k1)s AS float8) * (1.0 - CAST(%(bm25_b)s AS float8)) AS base,
+           CAST(%(bm25_k1)s AS float8) * CAST(%(bm25_b)s AS float8) / c.average_length AS per_length
+    FROM mem_terms AS w
+         CROSS JOIN mem_corpus AS c
+         LEFT JOIN (SELECT term,
+                           count(*) AS rows
+                    FROM mem_fetched
+                    GROUP BY term) AS r ON r.term = w.term
+         CROSS JOIN LATERAL (SELECT CASE
+                                      WHEN w.term IN (SELECT term
+                                                      FROM mem_probed)
+                                       AND COALESCE(r.rows, 0) <= 512
+                                        THEN COALESCE(r.rows, 0)
+                                      ELSE GREATEST(LEAST(w.estimate, c.n),
+                                                    COALESCE(r.rows, 0))
+                                    END AS document_frequency,
+                                        w.term IN (SELECT term
+                                                   FROM mem_probed)
+                                    AND COALESCE(r.rows, 0) <= 512 AS counted) AS x
+  ),
+mem_total AS MATERIALIZED (
+    SELECT sum(idf) AS total_idf,
+           array_agg(term) AS terms,
+           count(*) FILTER (WHERE NOT counted) AS unprobed
+    FROM mem_weights
+  ),
+mem_matched AS MATERIALIZED (
+    SELECT DISTINCT ON (r.id) r.id,
+                              r.content,
+                              r.kind,
+                              r.metadata,
+                              r.importance,
+                              r.access_count,
+                              r.last_accessed_at,
+                              r.created_at,
+                              r.embedding_model,
+                              r.thread_id,
+                              r.position,
+                              r.last_seen_at,
+                              r.search_vector,
+                              r.distance
+    FROM mem_fetched AS r
+    WHERE TRUE
+      AND r.id <> ALL(ARRAY(SELECT id
+                            FROM semantic_nearest))
+    ORDER BY r.id
+  ),
+mem_pool AS MATERIALIZED (
+    SELECT *,
+           TRUE AS near
+    FROM semantic_nearest
+
+    UNION ALL
+
+    SELECT *,
+           FALSE AS near
+    FROM mem_matched
+  ),
+mem_scores AS MATERIALIZED (
+    SELECT p.id,
+           sum(w.idf_k1 * cardinality(u.positions) / (cardinality(u.positions) + w.base + w.per_length * length(p.search_vector))) AS bm25,
+           sum(w.idf) AS covered
+    FROM mem_pool AS p
+         CROSS JOIN LATERAL unnest(ts_filter(setweight(p.search_vector,
+                                                       'A',
+                                                       (SELECT terms
+                                                        FROM mem_total)),
+                                             '{a}')) AS u
+         INNER JOIN mem_weights AS w ON w.term = u.lexeme
+    GROUP BY p.id
+  ),
+mem_ranked AS MATERIALIZED (
+    SELECT p.*,
+           COALESCE(s.bm25, 0.0) AS bm25,
+           COALESCE(s.covered, 0.0) / NULLIF((SELECT total_idf
+                                              FROM mem_total),
+                                             0.0) AS coverage,
+           CASE
+             WHEN s.bm25 > 0.0
+               THEN row_number() OVER (ORDER BY COALESCE(s.bm25, 0.0) DESC,
+                                                p.id)
+           END AS bm25_rank,
+           row_number() OVER (ORDER BY p.distance,
+                                       p.id) AS dense_rank
+    FROM mem_pool AS p
+         LEFT JOIN mem_scores AS s ON s.id = p.id
+  ),
+semantic_found AS (
+    SELECT *
+    FROM mem_ranked
+    WHERE near
+       OR bm25_rank <= %(semantic_candidates)s
+  ),
+semantic AS (
+    SELECT CAST('semantic' AS text) AS source,
+           CAST('memory' AS text) AS item,
+           n.id,
+           n.content,
+           n.kind,
+           n.created_at,
+           CASE %(fusion)s
+             WHEN 'convex'
+               THEN LEAST(CAST(1.0 AS float8),
+                          CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                      COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                FROM mem_total),
+                                                                                               CAST(0.0 AS float8)),
+                                                                               0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                    GREATEST(CAST(0.0 AS float8),
+                                                                                                                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))))
+             WHEN 'max'
+               THEN GREATEST(LEAST(CAST(1.0 AS float8),
+                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                             FROM mem_total),
+                                                            CAST(0.0 AS float8)),
+                                            0.0)),
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))))
+             WHEN 'cascade'
+               THEN CASE
+                      WHEN LEAST(CAST(1.0 AS float8),
+                                 COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                           FROM mem_total),
+                                                          CAST(0.0 AS float8)),
+                                          0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                        THEN LEAST(CAST(1.0 AS float8),
+                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                             FROM mem_total),
+                                                            CAST(0.0 AS float8)),
+                                            0.0))
+                      ELSE LEAST(CAST(1.0 AS float8),
+                                 GREATEST(CAST(0.0 AS float8),
+                                          (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                    END
+             WHEN 'rrf'
+               THEN LEAST(CAST(1.0 AS float8),
+                          (COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                    0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + n.dense_rank),
+                                                    0.0)) / ((CAST(%(bm25_weight)s AS float8) + CAST(%(dense_weight)s AS float8)) / (%(rrf_k)s + 1)))
+           END AS relevance,
+           CASE
+             WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
+                                                                                          WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                                                                            THEN GREATEST(n.created_at, n.last_seen_at)
+                                                                                          ELSE n.created_at
+                                                                                        END) AS float8),
+                           0.0) / CAST(%(semantic_half_life)s AS float8) > 1000
+               THEN CAST(0.0 AS float8)
+             ELSE power(CAST(0.5 AS float8),
+                        GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
+                                                                                                WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                                                                                  THEN GREATEST(n.created_at, n.last_seen_at)
+                                                                                                ELSE n.created_at
+                                                                                              END) AS float8),
+                                 0.0) / CAST(%(semantic_half_life)s AS float8))
+           END AS recency,
+           COALESCE(n.importance,
+                    CAST(0.5 AS float8)) AS importance,
+           LEAST(CAST(1.0 AS float8),
+                 log(CAST(n.access_count + 1 AS float8)) / log(CAST(101.0 AS float8))) AS popularity,
+           CAST(0.0 AS float8) AS entity,
+           n.distance,
+           CAST(NULL AS text[]) AS matched,
+           CAST(NULL AS text[]) AS entities,
+           jsonb_build_object('metadata',
+                              n.metadata,
+                              'importance',
+                              n.importance,
+                              'access_count',
+                              n.access_count,
+                              'last_accessed_at',
+                              n.last_accessed_at,
+                              'embedding_model',
+                              n.embedding_model,
+                              'thread_id',
+                              n.thread_id,
+                              'position',
+                              n.position,
+                              'inverse_distance',
+                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
+                              'dense_relevance',
+                              LEAST(CAST(1.0 AS float8),
+                                    GREATEST(CAST(0.0 AS float8),
+                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                              'fusion',
+                              CAST(%(fusion)s AS text),
+                              'bm25',
+                              n.bm25,
+                              'bm25_rank',
+                              n.bm25_rank,
+                              'bm25_relevance',
+                              LEAST(CAST(1.0 AS float8),
+                                    COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                              FROM mem_total),
+                                                             CAST(0.0 AS float8)),
+                                             0.0)),
+                              'lexical_share',
+                              CAST(CASE %(fusion)s
+                                     WHEN 'convex'
+                                       THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                 COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                                           FROM mem_total),
+                                                                                                                          CAST(0.0 AS float8)),
+                                                                                                          0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                     COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                                                                                                               FROM mem_total),
+                                                                                                                                                                                              CAST(0.0 AS float8)),
+                                                                                                                                                                              0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                                                                                   GREATEST(CAST(0.0 AS float8),
+                                                                                                                                                                                                                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                                                                                                                         0.0),
+                                                     0.0)
+                                     WHEN 'max'
+                                       THEN CASE
+                                              WHEN LEAST(CAST(1.0 AS float8),
+                                                         COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                   FROM mem_total),
+                                                                                  CAST(0.0 AS float8)),
+                                                                  0.0)) > LEAST(CAST(1.0 AS float8),
+                                                                                GREATEST(CAST(0.0 AS float8),
+                                                                                         (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                                THEN 1.0
+                                              WHEN LEAST(CAST(1.0 AS float8),
+                                                         COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                   FROM mem_total),
+                                                                                  CAST(0.0 AS float8)),
+                                                                  0.0)) < LEAST(CAST(1.0 AS float8),
+                                                                                GREATEST(CAST(0.0 AS float8),
+                                                                                         (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                                THEN 0.0
+                                              ELSE 0.5
+                                            END
+                                     WHEN 'cascade'
+                                       THEN CASE
+                                              WHEN LEAST(CAST(1.0 AS float8),
+                                                         COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                   FROM mem_total),
+                                                                                  CAST(0.0 AS float8)),
+                                                                  0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                                THEN 1.0
+                                              ELSE 0.0
+                                            END
+                                     WHEN 'rrf'
+                                       THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                                              0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                                                                     0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + n.dense_rank),
+                                                                                                     0.0),
+                                                                            0.0),
+                                                     0.0)
+                                   END AS float8),
+                              'coverage',
+                              n.coverage,
+                              'dense_rank',
+                              n.dense_rank,
+                              'found_by',
+                              CASE
+                                WHEN n.near
+                                  THEN 'dense'
+                                ELSE 'bm25'
+                              END,
+                              'bm25_complete',
+                              (SELECT unprobed
+                               FROM mem_total) = 0) AS details
+    FROM semantic_found AS n
+    WHERE n.distance <= CAST(%(max_distance)s AS float8)
+       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
+  ),
+source_presence AS (
+    SELECT CAST('episodic' AS text) AS source,
+           CAST('presence' AS text) AS item,
+           CAST(CAST(EXISTS (SELECT
+                             FROM retrieval.decisions AS d
+                             WHERE d.tenant_id = %(tenant_id)s)
+                  OR EXISTS (SELECT
+                             FROM retrieval.tool_calls AS t
+                             WHERE t.tenant_id = %(tenant_id)s) AS integer) AS bigint) AS id,
+           CAST('' AS text) AS content,
+           CAST('presence' AS text) AS kind,
+           CAST(%(as_of)s AS timestamptz) AS created_at,
+           CAST(0.0 AS float8) AS relevance,
+           CAST(0.0 AS float8) AS recency,
+           CAST(0.0 AS float8) AS importance,
+           CAST(0.0 AS float8) AS popularity,
+           CAST(0.0 AS float8) AS entity,
+           CAST(NULL AS float8) AS distance,
+           CAST(NULL AS text[]) AS matched,
+           CAST(NULL AS text[]) AS entities,
+           CAST('{}' AS jsonb) AS details
+
+    UNION ALL
+
+    SELECT CAST('documents' AS text) AS source,
+           CAST('presence' AS text) AS item,
+           CAST(COALESCE((SELECT c.chunks
+                          FROM retrieval.document_corpus AS c
+                          WHERE c.tenant_id = %(tenant_id)s),
+                         0) AS bigint) AS id,
+           CAST('' AS text) AS content,
+           CAST('presence' AS text) AS kind,
+           CAST(%(as_of)s AS timestamptz) AS created_at,
+           CAST(0.0 AS float8) AS relevance,
+           CAST(0.0 AS float8) AS recency,
+           CAST(0.0 AS float8) AS importance,
+           CAST(0.0 AS float8) AS popularity,
+           CAST(0.0 AS float8) AS entity,
+           CAST(NULL AS float8) AS distance,
+           CAST(NULL AS text[]) AS matched,
+           CAST(NULL AS text[]) AS entities,
+           CAST('{}' AS jsonb) AS details
+  )
+SELECT source,
+       item,
+       id,
+       content,
+       kind,
+       created_at,
+       relevance,
+       recency,
+       importance,
+       popularity,
+       entity,
+       distance,
+       matched,
+       entities,
+       CAST(details AS text) AS details
+FROM semantic
+
+UNION ALL
+
+SELECT source,
+       item,
+       id,
+       content,
+       kind,
+       created_at,
+       relevance,
+       recency,
+       importance,
+       popularity,
+       entity,
+       distance,
+       matched,
+       entities,
+       CAST(details AS text) AS details
+FROM source_presence

@@ -1,0 +1,187 @@
+"""The read statement's shapes kept on file (docs/statements/), and how they are written.
+
+Every option of a call and of the settings that changes the statement is a field of
+:class:`~retrieval.search.sources.statement.StatementShape`. Their product runs to thousands
+(:func:`shape_space`), so the files hold a pinned set: the shapes the defaults produce (a
+tenant's first call, and its later calls with and without documents, decisions or turns), each
+mode, and each documented option turned from its default, one at a time. Together they use
+every fragment of every template at least once (tests/unit/test_statement_files.py checks).
+
+A file is the statement as it runs, formatted by PostgreSQL's own parser (pglast): a header
+naming the shape and the parameters it binds, then each CTE after a one-line comment saying
+what it holds, then the final select.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pglast
+from pglast.stream import IndentedStream
+
+from retrieval.search.config import DEFAULT_MODES
+from retrieval.search.sources.episodic import EpisodicQuery
+from retrieval.search.sources.exact_read import SIZE_ROWS
+from retrieval.search.sources.presence import DOCUMENTS, EPISODIC
+from retrieval.search.sources.semantic import SemanticQuery
+from retrieval.search.sources.statement import StatementShape
+
+SCHEMA = "retrieval"
+PARAMETER = re.compile(r"%\((\w+)\)s")
+_MARK = "__bound_"  # a parameter written as a column name while the parser reads the text
+
+_SEMANTIC = SemanticQuery(
+    mode=DEFAULT_MODES["semantic"], with_max_distance=True, with_entities=False, bm25=True
+)
+_EPISODIC = EpisodicQuery(decisions=True, tool_calls=True, with_task=False)
+_PROBED = (EPISODIC, DOCUMENTS)
+# A later call of a tenant that holds memories, decisions and tool calls, and documents.
+DEFAULT = StatementShape(
+    semantic=_SEMANTIC, episodic=_EPISODIC, documents=True, gated=True, presence=_PROBED
+)
+
+
+def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
+    """The shapes on file, by file name: what each stands for, and the shape."""
+    semantic, episodic = _SEMANTIC, _EPISODIC
+    shapes: dict[str, tuple[str, StatementShape]] = {
+        "default": ("the defaults, a tenant holding every source", DEFAULT),
+        "default-first-call": (
+            "the defaults, a tenant's first call: its size asked for, the context turns read",
+            replace(DEFAULT, presence=_PROBED + SIZE_ROWS, context=True),
+        ),
+        "default-conversation": (
+            "the defaults, a tenant whose leading hits are turns: their context turns read",
+            replace(DEFAULT, context=True),
+        ),
+        "default-memories-only": (
+            "the defaults, a tenant holding memories only",
+            StatementShape(semantic=semantic, episodic=None, presence=_PROBED),
+        ),
+        "default-small-tenant": (
+            "the defaults, a tenant small for its table: its memories read exactly",
+            replace(DEFAULT, semantic=replace(semantic, exact=True)),
+        ),
+        "default-row-security": (
+            "the defaults, on a role bound by row-level security",
+            replace(
+                DEFAULT,
+                semantic=replace(semantic, bound=True),
+                episodic=replace(episodic, bound=True),
+            ),
+        ),
+        "default-long-query": (
+            "the defaults, a query of more words than max_query_words (and 63 keywords)",
+            replace(
+                DEFAULT,
+                semantic=replace(semantic, capped=True),
+                episodic=replace(episodic, capped=True, many_keywords=True),
+                capped=True,
+            ),
+        ),
+        "default-without-threads": (
+            "the defaults, memories only, messages stored without threads: context turns read",
+            StatementShape(semantic=semantic, episodic=None, presence=_PROBED, context=True),
+        ),
+    }
+    for name, mode in DEFAULT_MODES.items():
+        if name == "semantic":
+            continue
+        kinds = mode.include_kinds
+        shapes[f"mode-{name}"] = (
+            f"mode {name}",
+            replace(
+                DEFAULT,
+                semantic=replace(semantic, mode=mode),
+                episodic=replace(
+                    episodic,
+                    decisions=kinds is None or "decision" in kinds,
+                    tool_calls=kinds is None or "tool_call" in kinds,
+                ),
+            ),
+        )
+    shapes |= {
+        "option-task": (
+            "task_id given: the episodic source reads one task",
+            replace(DEFAULT, episodic=replace(episodic, with_task=True)),
+        ),
+        "option-entities": (
+            "entities given: the entity-overlap signal",
+            replace(DEFAULT, semantic=replace(semantic, with_entities=True)),
+        ),
+        "option-no-gate": (
+            "max_distance None: no evidence gate",
+            replace(DEFAULT, semantic=replace(semantic, with_max_distance=False), gated=False),
+        ),
+        "option-no-memory-bm25": (
+            "memory_bm25 off: memories by vector only",
+            replace(DEFAULT, semantic=replace(semantic, bm25=False)),
+        ),
+        "option-episodic-only": (
+            "the semantic source off",
+            StatementShape(semantic=None, episodic=episodic, presence=_PROBED),
+        ),
+        "option-documents-only": (
+            "the semantic and episodic sources off",
+            StatementShape(semantic=None, episodic=None, documents=True, presence=(DOCUMENTS,)),
+        ),
+    }
+    for how in ("max", "weighted", "cascade"):
+        shapes[f"option-lexical-{how}"] = (
+            f"lexical_match {how} on memories and on the episodic source",
+            replace(
+                DEFAULT,
+                semantic=replace(semantic, lexical=how),
+                episodic=replace(episodic, lexical=how),
+            ),
+        )
+    return shapes
+
+
+def shape_space() -> int:
+    """How many distinct statements the options can make (modes counted as the default ones)."""
+    semantic = [None] + [
+        SemanticQuery(mode, *flags[:2], lexical, *flags[2:])
+        for mode in DEFAULT_MODES.values()
+        for lexical in (None, "max", "weighted", "cascade")
+        for flags in itertools.product((False, True), repeat=6)
+    ]
+    episodic = [None] + [
+        EpisodicQuery(*flags[:3], lexical, *flags[3:])
+        for lexical in (None, "max", "weighted", "cascade")
+        for flags in itertools.product((False, True), repeat=6)
+        if flags[0] or flags[1]
+    ]
+    presence = 4  # with or without the size rows, times the probed sources at their defaults
+    return len(semantic) * len(episodic) * 2 * 2 * 2 * presence * 2
+
+
+def format_statement(sql: str, title: str) -> str:
+    """``sql`` formatted for reading: its header, then each CTE after its comment."""
+    names = sorted(set(PARAMETER.findall(sql)))
+    (raw,) = pglast.parse_sql(PARAMETER.sub(lambda m: _MARK + m[1], sql))
+    statement = raw.stmt
+    ctes = statement.withClause.ctes
+    statement.withClause = None
+    parts = [_stream(cte) for cte in ctes]
+    body = "WITH " + ",\n".join(parts) + "\n" + _stream(statement) + "\n"
+    header = [f"-- {title}", *_wrapped("-- Binds: ", ", ".join(names))]
+    return "\n".join(header) + "\n" + body
+
+
+def _stream(node: object) -> str:
+    text: str = IndentedStream(comma_at_eoln=True)(node)
+    return re.sub(rf"{_MARK}(\w+)", r"%(\1)s", text)
+
+
+def _wrapped(prefix: str, text: str, width: int = 99) -> Iterator[str]:
+    line = prefix
+    for word in text.split(" "):
+        if len(line) + len(word) > width and line.strip() != prefix.strip():
+            yield line.rstrip()
+            line = "--        "
+        line += word + " "
+    yield line.rstrip()
