@@ -1,7 +1,7 @@
 """The read statement's shapes kept on file (docs/statements/), and how they are written.
 
 Every option of a call and of the settings that changes the statement is a field of
-:class:`~retrieval.search.sources.statement.StatementShape`. Their product runs to thousands
+:class:`~retrieval.search.statement.render.StatementShape`. Their product runs to thousands
 (:func:`shape_space`), so the files hold a pinned set: the shapes the defaults produce (a
 tenant's first call, and its later calls with and without documents, decisions or turns), each
 mode, and each documented option turned from its default, one at a time. Together they use
@@ -23,11 +23,11 @@ import pglast
 from pglast.stream import IndentedStream
 
 from retrieval.search.config import DEFAULT_MODES
-from retrieval.search.sources.episodic import EpisodicQuery
-from retrieval.search.sources.exact_read import SIZE_ROWS
-from retrieval.search.sources.presence import DOCUMENTS, EPISODIC
-from retrieval.search.sources.semantic import SemanticQuery
-from retrieval.search.sources.statement import StatementShape
+from retrieval.search.plan.exact_read import SIZE_ROWS
+from retrieval.search.plan.presence import DOCUMENTS, EPISODIC
+from retrieval.search.statement.episodic import EpisodicQuery
+from retrieval.search.statement.render import StatementShape
+from retrieval.search.statement.semantic import SemanticQuery
 
 SCHEMA = "retrieval"
 PARAMETER = re.compile(r"%\((\w+)\)s")

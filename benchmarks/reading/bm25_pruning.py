@@ -1,7 +1,7 @@
 """How the pruned BM25 channel would fare with other splits of the query's terms (a simulation).
 
 The documents source scores the query's rare terms from all their postings and bounds the
-common ones (:func:`retrieval.search.sources.bm25.bm25_ctes`): a term is common when more than
+common ones (:func:`retrieval.search.statement.bm25.bm25_ctes`): a term is common when more than
 ``bm25_common_share`` of the chunks hold it, and a common term can add at most
 ``idf * (k1 + 1)`` to a chunk (its term frequency taken as unbounded). On the 100,000 chunks of
 ``documents.py`` (schema ``bench_docs``, loaded there first) the rare terms' postings are most
@@ -45,7 +45,7 @@ from _scifact import DOCUMENTS, TENANT, read_queries
 
 from retrieval.db.embedded import start_embedded
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.sources.bm25 import PROBE_LIMIT, SEED
+from retrieval.search.statement.bm25 import PROBE_LIMIT, SEED
 
 SCHEMA = DOCUMENTS.schema
 Split = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray | None, float]]

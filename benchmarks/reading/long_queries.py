@@ -39,7 +39,7 @@ from sqlalchemy import text
 
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.query_time import query_window
+from retrieval.search.prepare.query_time import query_window
 from retrieval.search.retriever import HybridRetriever
 
 TENANT = "long-queries"

@@ -55,7 +55,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search import scoring
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever, read_settings
-from retrieval.search.sources.bm25 import SEED
+from retrieval.search.statement.bm25 import SEED
 
 TENANTS = MigrationSettings(schema="bench_tenants", embedding_dim=384)
 MODES = ("force_custom_plan", "force_generic_plan")

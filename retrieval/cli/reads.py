@@ -151,7 +151,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
     List the memories stored, decisions taken and tool calls made by a tenant between --since
     and --until, newest first, across the three tables, each with its id (what --supersedes
     and forget name)."""
-    from retrieval.search.tenants import tenant_holds, unknown_tenant_note
+    from retrieval.search.present.tenants import tenant_holds, unknown_tenant_note
     from retrieval.search.timeline import timeline
 
     events = timeline(

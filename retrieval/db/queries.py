@@ -12,7 +12,7 @@ schema it runs in. The one convention, everywhere:
   that it is a plain identifier; braces that belong to the SQL are doubled (``'{{}}'``).
 
 The statements built at run time (the read path's CTE per source) live in
-:mod:`retrieval.search.sources` and follow the same two rules.
+:mod:`retrieval.search.statement` and follow the same two rules.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from retrieval.arguments import aware_datetime, check_storable, check_tenant, json_text_problem
 from retrieval.errors import ValidationError
 from retrieval.memory.validation import checked_vector
-from retrieval.search.query import check_query_length
+from retrieval.search.prepare.query import check_query_length
 
 # The longest document id (a path relative to its root, or the caller's own id).
 MAX_DOC_ID_CHARS = 1024

@@ -43,7 +43,7 @@ from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.records import MemoryInput
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.observability.tracing import Tracing
-from retrieval.search.neighbors import MAX_NEIGHBORS
+from retrieval.search.prepare.call import MAX_NEIGHBORS
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.timeline import TimelineEvent
 

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 MESSAGE_KIND = "message"
 """The kind of a conversation's turn: stored without a thread, its session is inferred from the
-time between messages (retrieval.memory.turn_context, retrieval.search.sources.context)."""
+time between messages (retrieval.memory.turn_context, retrieval.search.statement.context)."""
 
 MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
     {

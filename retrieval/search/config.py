@@ -49,7 +49,7 @@ DEFAULT_MAX_DISTANCE = 1.2
 DEFAULT_CANDIDATE_POOL = 40
 # The HNSW search's list of candidates (hnsw.ef_search), at least the pool: recall@10 against exact
 # search 0.60 -> 0.82 in a tenant of 1,000,000 memories for about 1 ms (docs/decisions/0010).
-DEFAULT_EXACT_SCAN_FACTOR = 4.0  # see retrieval.search.sources.exact_read
+DEFAULT_EXACT_SCAN_FACTOR = 4.0  # see retrieval.search.plan.exact_read
 DEFAULT_EF_SEARCH = 160
 # Memories the rarest query terms of the memories' BM25 channel may bring in (their summed
 # document frequencies), beside the vector channel's pool
@@ -174,7 +174,7 @@ DEFAULT_MODES: Mapping[str, Mode] = MappingProxyType(
 
 def load_expansions(path: Path) -> dict[str, str]:
     """An expansion map from a JSON object of strings (``{"UAV": "unmanned aerial vehicle"}``),
-    for :attr:`RetrievalConfig.query_expansions` (see :mod:`retrieval.search.query`)."""
+    for :attr:`RetrievalConfig.query_expansions` (see :mod:`retrieval.search.prepare.query`)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:

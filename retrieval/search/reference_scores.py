@@ -4,8 +4,8 @@ score other libraries' results the same way.
 
 Every function returns a score in [0, 1], higher is better (docs/design.md, the scoring
 contract), but BM25 itself, which :func:`lexical_relevance` makes absolute. The SQL that runs is
-:mod:`retrieval.search.sources` (recency: ``common.recency_sql``; BM25:
-:mod:`retrieval.search.sources.bm25`; relevance and fusion: ``relevance``).
+:mod:`retrieval.search.statement` (recency: ``common.recency_sql``; BM25:
+:mod:`retrieval.search.statement.bm25`; relevance and fusion: ``relevance``).
 """
 
 from __future__ import annotations

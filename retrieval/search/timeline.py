@@ -20,7 +20,7 @@ from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.kinds import describe_kinds
-from retrieval.search.sources.common import live_sql
+from retrieval.search.statement.common import live_sql
 
 EPISODIC_KINDS = ("decision", "tool_call")
 

@@ -13,7 +13,7 @@ from retrieval.arguments import (
     storable_problem,
     tenant_problem,
 )
-from retrieval.search.query import MAX_QUERY_CHARS
+from retrieval.search.prepare.query import MAX_QUERY_CHARS
 from retrieval.search.timeline import TimelineCursor
 
 MAX_PAGE_EVENTS = MAX_SERVED_EVENTS  # a page; older events on the next one

@@ -24,9 +24,9 @@ from starlette.templating import Jinja2Templates
 from retrieval.counts import counted
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.metrics import ServerMetrics
+from retrieval.search.present.tenants import tenant_holds
 from retrieval.search.results import RetrievalResult
 from retrieval.search.retriever import HybridRetriever
-from retrieval.search.tenants import tenant_holds
 from retrieval.search.timeline import TimelineCursor
 from retrieval.search.timeline import timeline as read_timeline
 from retrieval.ui import forms

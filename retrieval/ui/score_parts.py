@@ -1,5 +1,5 @@
 """A result's final score split into its weighted parts, for the inspector's stacked bars:
-the parts the ranking recorded (:mod:`retrieval.search.weighted_parts`), with their labels and
+the parts the ranking recorded (:mod:`retrieval.search.rank.weighted_parts`), with their labels and
 colours.
 """
 

@@ -17,7 +17,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search import reference_scores
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
-from retrieval.search.sources import bm25
+from retrieval.search.statement import bm25
 from tests.bm25_reference import bm25_reference, lexemes, term_statistics
 from tests.conftest import as_stored
 

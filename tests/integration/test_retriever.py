@@ -647,7 +647,7 @@ def test_pending_access_counts_are_written_when_the_process_exits(
     # The update is slowed down so that the interpreter reaches its exit while it is queued.
     script = (
         "import time\n"
-        "from retrieval.search.access_counts import AccessRecorder\n"
+        "from retrieval.search.present.access_counts import AccessRecorder\n"
         "from retrieval.db.engine import make_engine\n"
         "from retrieval.db.read_pool import ReadConnections\n"
         f"connections = ReadConnections(make_engine({database.url!r}))\n"

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from retrieval.search.context_lift import context_candidates
-from retrieval.search.sources.common import Candidate
+from retrieval.search.candidate import Candidate, place
+from retrieval.search.rank.context_lift import context_candidates
 
 AT = datetime(2026, 5, 8, tzinfo=UTC)
 
@@ -30,35 +29,26 @@ def _candidate(
                      0.5, 0.5, 0.0, 0.0, 1.0, None, None, details)  # fmt: skip
 
 
-class Turns:
-    """The turns a statement would read: ``rows[hit_id]`` = [(offset, neighbour)]."""
-
-    def __init__(self, rows: dict[int, list[tuple[int, Candidate]]]) -> None:
-        self.rows = rows
-        self.asked: list[tuple[list[int], list[str | None], list[int | None]]] = []
-
-    def __call__(
-        self, ids: Sequence[int], threads: Sequence[str | None], positions: Sequence[int | None]
-    ) -> list[tuple[Any, ...]]:
-        self.asked.append((list(ids), list(threads), list(positions)))
-        return [(hit, offset, *turn) for hit in ids for offset, turn in self.rows.get(hit, [])]
+def turns(rows: dict[int, list[tuple[int, Candidate]]]) -> list[tuple[Any, ...]]:
+    """The turns the read stage would find: ``rows[hit_id]`` = [(offset, neighbour)]."""
+    return [(hit, offset, *turn) for hit, found in rows.items() for offset, turn in found]
 
 
 def test_a_trailing_hit_lifts_by_its_lead_to_the_power_of_focus() -> None:
     leader, trailer = _candidate(1, 0.8), _candidate(2, 0.6, thread="s2")
-    turns = Turns({1: [(1, _candidate(11, 0.1))], 2: [(-2, _candidate(22, 0.1, thread="s2"))]})
-    lifted = context_candidates([leader, trailer], {}, lift=0.85, fetch=turns, focus=5.0)
+    rows = turns({1: [(1, _candidate(11, 0.1))], 2: [(-2, _candidate(22, 0.1, thread="s2"))]})
+    lifted = context_candidates([leader, trailer], {}, lift=0.85, rows=rows, focus=5.0)
     assert math.isclose(lifted[11].relevance, 0.8 * 0.85)
     assert math.isclose(lifted[22].relevance, 0.6 * (0.6 / 0.8) ** 5 * 0.85**2)
     evidence = json.loads(lifted[22].details)["lifted_by"]
     assert evidence == {"id": 2, "offset": -2, "own_relevance": 0.1}
-    alike = context_candidates([leader, trailer], {}, lift=0.85, fetch=turns, focus=0.0)
+    alike = context_candidates([leader, trailer], {}, lift=0.85, rows=rows, focus=0.0)
     assert math.isclose(alike[22].relevance, 0.6 * 0.85**2)
 
 
 def test_a_neighbour_keeps_its_own_relevance_when_that_is_larger() -> None:
-    turns = Turns({1: [(1, _candidate(11, 0.75))]})
-    assert context_candidates([_candidate(1, 0.8)], {}, lift=0.85, fetch=turns, focus=5.0) == {}
+    rows = turns({1: [(1, _candidate(11, 0.75))]})
+    assert context_candidates([_candidate(1, 0.8)], {}, lift=0.85, rows=rows, focus=5.0) == {}
 
 
 @pytest.mark.parametrize(
@@ -73,6 +63,7 @@ def test_a_neighbour_keeps_its_own_relevance_when_that_is_larger() -> None:
 def test_which_hits_have_neighbours(
     hit: Candidate, untold: bool, asked: tuple[list[int], list[str | None], list[int | None]] | None
 ) -> None:
-    turns = Turns({})
-    context_candidates([hit], {}, lift=0.85, fetch=turns, focus=5.0, untold_sessions=untold)
-    assert turns.asked == ([] if asked is None else [asked])
+    # The read stage asks for the turns of the hits that have a place in a conversation.
+    where = place(hit, untold)
+    found = None if where is None else ([hit.id], [where[0]], [where[1]])
+    assert found == asked

@@ -1,12 +1,12 @@
-"""When the semantic source reads a tenant exactly (retrieval.search.sources.exact_read): from
+"""When the semantic source reads a tenant exactly (retrieval.search.plan.exact_read): from
 the sizes its statements counted, n^2 <= factor x pool x N, asked for again once stale."""
 
 from __future__ import annotations
 
 import pytest
 
-from retrieval.search.sources import exact_read
-from retrieval.search.sources.exact_read import MEMORIES, MEMORY_TABLE, TenantSizes
+from retrieval.search.plan import exact_read
+from retrieval.search.plan.exact_read import MEMORIES, MEMORY_TABLE, TenantSizes
 
 
 def test_a_tenant_not_seen_yet_goes_through_the_graph_and_is_asked_for() -> None:

@@ -8,7 +8,7 @@ import math
 import random
 from datetime import UTC, datetime, timedelta
 
-from retrieval.search.sources.keyword_bands import Band, keyword_bands
+from retrieval.search.plan.keyword_bands import Band, keyword_bands
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 WEEK = 7 * 24 * 3600.0

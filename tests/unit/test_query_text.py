@@ -6,7 +6,7 @@ import pytest
 
 from retrieval.errors import ConfigurationError
 from retrieval.search.config import RetrievalConfig, load_expansions
-from retrieval.search.query import clean, expand
+from retrieval.search.prepare.query import clean, expand
 
 UAV = {"UAV": "unmanned aerial vehicle", "ML": "machine learning"}
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.search.query_time import READ_CHARS, query_window
+from retrieval.search.prepare.query_time import READ_CHARS, query_window
 
 AS_OF = datetime(2023, 8, 16, 9, 30, tzinfo=UTC)  # a Wednesday
 

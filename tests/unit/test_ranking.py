@@ -1,4 +1,4 @@
-"""Python's half of the scoring contract (retrieval.search.ranking): weights, threshold, ties,
+"""Python's half of the scoring contract (retrieval.search.rank.ranking): weights, threshold, ties,
 limits."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.search import ranking
+from retrieval.search.candidate import Candidate
 from retrieval.search.config import RetrievalConfig
+from retrieval.search.rank import ranking
 from retrieval.search.results import RetrievalResult
-from retrieval.search.sources.common import Candidate
 
 WHEN = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 WEIGHTS = {"relevance": 0.9, "recency": 0.1}

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from retrieval.search import scoring
+from retrieval.search.rank.weighted_parts import weighted_parts
 from retrieval.search.results import RetrievalResult
-from retrieval.search.weighted_parts import weighted_parts
 from retrieval.ui.score_parts import score_parts
 
 unit = st.floats(min_value=0.0, max_value=1.0)

@@ -15,7 +15,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 from syrupy.types import SnapshotIndex
 
-from retrieval.search.sources.statement import build_statement
+from retrieval.search.statement.render import build_statement
 from tests.statement_shapes import SCHEMA, format_statement, pinned_shapes
 
 ROOT = Path(__file__).resolve().parents[2]

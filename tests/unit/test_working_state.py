@@ -5,8 +5,8 @@ import pytest
 from retrieval.errors import ValidationError
 from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.lexical_match import Strategy
+from retrieval.search.rank.working_state import LexicalOption, message_text, score_working_state
 from retrieval.search.scoring import extract_keywords
-from retrieval.search.sources.working_state import LexicalOption, message_text, score_working_state
 
 CONFIG = RetrievalConfig().working_state
 

@@ -3,7 +3,8 @@
 SQL hands over candidates with their relevance and recency (and the optional signals); here
 ``final = sum(weight * signal)`` with the source's weights, then ``final >= min_final_score``
 (the source's own, if it has one), then a deterministic ranking, then the per-source and total
-limits. Each returned result carries its weighted parts (:mod:`retrieval.search.weighted_parts`).
+limits. Each returned result carries its weighted parts
+(:mod:`retrieval.search.rank.weighted_parts`).
 
 Ranking works on :class:`Scored` records (the scores and the identity that breaks ties); a
 candidate's :class:`RetrievalResult`, with its evidence decoded, is built only if it is
@@ -19,10 +20,10 @@ from datetime import UTC
 from typing import Any, NamedTuple
 
 from retrieval.search import scoring
+from retrieval.search.candidate import Candidate
 from retrieval.search.config import RetrievalConfig
+from retrieval.search.rank.weighted_parts import weighted_parts
 from retrieval.search.results import SOURCES, RetrievalResult, SourceDiagnostics, check_score
-from retrieval.search.sources.common import Candidate
-from retrieval.search.weighted_parts import weighted_parts
 
 
 class Scored(NamedTuple):

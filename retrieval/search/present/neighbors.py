@@ -18,9 +18,7 @@ from typing import Any
 
 from retrieval.db.queries import statement
 from retrieval.search.results import RetrievalResult
-from retrieval.search.sources.common import live_sql
-
-MAX_NEIGHBORS = 20
+from retrieval.search.statement.common import live_sql
 
 Execute = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
 

@@ -12,7 +12,7 @@ Rows are found through the word index of revision 0007 (kept by triggers): each 
 its tokens in the tenant's vocabulary (``LIKE`` on a trigram index; a keyword is a substring of
 a text exactly when it is a substring of one of its tokens), and the tokens' postings give the
 rows, in time order. Only the postings that can hold a row able to pass the threshold are read
-(:mod:`retrieval.search.sources.keyword_bands`: by age, the rows need more hits, so only the rarest
+(:mod:`retrieval.search.plan.keyword_bands`: by age, the rows need more hits, so only the rarest
 keywords' postings are read for older rows). The rows found are counted exactly: from their
 postings where their band read every keyword, else by checking their text against every
 pattern. They are pre-ranked in SQL by the source's own relevance and recency weights so that
@@ -22,33 +22,12 @@ docs/decisions/0007-episodic-word-index.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from retrieval.db.queries import quote_schema
-from retrieval.search.sources.common import known_sql, recency_sql
-from retrieval.search.sources.keyword_bands import Band
-from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
+from retrieval.search.plan.shape import EpisodicQuery
+from retrieval.search.statement.common import known_sql, recency_sql
+from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
 
 SOURCE = "episodic"
-DECISION = "decision"
-TOOL_CALL = "tool_call"
-
-
-@dataclass(frozen=True)
-class EpisodicQuery:
-    """The shape of the episodic CTEs: which kinds of rows, and whether one task only."""
-
-    decisions: bool
-    tool_calls: bool
-    with_task: bool
-    lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
-    many_keywords: bool = False  # more than MAX_BITS keywords: counted without a bit set
-    bound: bool = False  # the connection's role is bound by row-level security
-    capped: bool = False  # more keywords than it reads: the rarest are chosen in SQL
-
-
-# A row's keywords are counted as a bit set in a bigint up to this many keywords.
-MAX_BITS = 63
 
 
 def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[str]]:
@@ -57,8 +36,9 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
     Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many
     of them it reads: all, or when ``query.capped`` the rarest that many), ``episodic_candidates``,
     ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, the bands
-    of :func:`band_parameters`, ``task_id`` when used, and the lexical parameters
-    (:mod:`retrieval.search.sources.lexical`) when ``query.lexical`` is set: a decision's
+    of :func:`retrieval.search.plan.parameters.band_parameters`, ``task_id`` when used, and the
+    lexical parameters
+    (:mod:`retrieval.search.statement.lexical`) when ``query.lexical`` is set: a decision's
     content and
     a tool call's tool name are then compared with the whole query, and the scores combined
     with the keyword relevance.
@@ -154,15 +134,6 @@ def _patterns(schema: str, capped: bool) -> str:
         LIMIT %(episodic_keywords)s
     ) AS k
 )"""
-
-
-def band_parameters(bands: list[Band]) -> dict[str, list[object]]:
-    """The bound parameters of the bands the source reads (see :func:`keyword_bands`)."""
-    return {
-        "episodic_band_lists": [band.lists for band in bands],
-        "episodic_band_since": [band.since for band in bands],
-        "episodic_band_until": [band.until for band in bands],
-    }
 
 
 def _found(schema: str, many_keywords: bool, bound: bool) -> list[str]:

@@ -1,6 +1,6 @@
 """The semantic source: memories found by meaning (HNSW) and by their words (GIN).
 
-Two channels, each absolute (:mod:`retrieval.search.sources.relevance`):
+Two channels, each absolute (:mod:`retrieval.search.statement.relevance`):
 
 * dense: the tenant's ``semantic_candidates`` memories nearest the query by L2 distance on the
   HNSW index (the tenant and the mode's kinds filter the scan itself; with
@@ -30,14 +30,13 @@ the raw distance and both channels' scores and ranks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
-from retrieval.search.sources.bm25 import bm25_contribution, bm25_factors
-from retrieval.search.sources.common import live_sql, recency_sql, told_at_sql
-from retrieval.search.sources.lexical import lexical_evidence, lexical_relevance, lexical_scores
-from retrieval.search.sources.relevance import (
+from retrieval.search.plan.shape import SemanticQuery
+from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
+from retrieval.search.statement.common import live_sql, recency_sql, told_at_sql
+from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
+from retrieval.search.statement.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
     lexical_relevance_sql,
@@ -73,23 +72,6 @@ def _row(alias: str) -> str:
     return ", ".join(f"{alias}.{column}" for column in _COLUMNS)
 
 
-@dataclass(frozen=True)
-class SemanticQuery:
-    """The shape of the semantic CTE: which filters and channels it carries."""
-
-    mode: Mode
-    with_max_distance: bool
-    with_entities: bool
-    lexical: str | None = None  # None, or how lexical scores combine: max, weighted, cascade
-    bm25: bool = False  # the BM25 channel over the memories' lexemes, fused by ``fusion``
-    bound: bool = False  # the connection's role is bound by row-level security
-    # The dense channel reads the tenant's rows exactly (its btree, then a sort) in place of
-    # the HNSW graph: see retrieval.search.sources.exact_read for when.
-    exact: bool = False
-    # The query has more words than max_query_words: its BM25 channel reads the rarest lexemes.
-    capped: bool = False
-
-
 # A memory's importance and popularity signals, for a row ``n`` of a memories' CTE.
 MEMORY_SIGNALS = f"""COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
            LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
@@ -110,14 +92,14 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     The dense channel's pool: the tenant's nearest memories through the HNSW graph (pgvector's
     iterative scan keeps the tenant's filter inside the walk), or with ``query.exact`` its rows
     read exactly, each distance computed once and sorted (for a tenant small for its table:
-    :mod:`~retrieval.search.sources.exact_read`).
+    :mod:`~retrieval.search.plan.exact_read`).
 
     Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``,
     ``semantic_half_life``, ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when
     used ``include_kinds``, ``exclude_kinds``, ``max_distance``, ``entity_ids``; with
     ``query.bm25`` ``query_text``, ``bm25_k1``, ``bm25_b``, ``memory_bm25_rows``,
     ``bm25_min_coverage`` and the fusion's
-    (:mod:`retrieval.search.sources.relevance`).
+    (:mod:`retrieval.search.statement.relevance`).
     """
     s = quote_schema(schema)
     ctes = [_nearest(s, query)]

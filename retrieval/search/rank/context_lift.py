@@ -2,8 +2,9 @@
 
 For the best semantic candidates of a call that are turns of a conversation (a ``thread_id``
 and a ``position``, or a message stored without a thread: its session is inferred from the
-time between messages, :mod:`retrieval.search.sources.context`), the memories of the same
-session within ``context_window`` positions are read and become candidates whose relevance is
+time between messages, :mod:`retrieval.search.statement.context`), the memories of the same
+session within ``context_window`` positions (read by the read stage) and become candidates whose
+relevance is
 the larger of their own (the calibrated dense relevance of their text) and the hit's lift:
 
     lift = relevance(hit) * (relevance(hit) / relevance(best hit)) ** context_focus
@@ -22,13 +23,12 @@ the hit, the offset and the turn's own relevance.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.search.sources.common import Candidate
+from retrieval.search.candidate import Candidate, place
 
-Fetch = Callable[[Sequence[int], Sequence[str | None], Sequence[int | None]], list[tuple[Any, ...]]]
+Rows = Sequence[tuple[Any, ...]]
 
 
 def context_candidates(
@@ -36,7 +36,7 @@ def context_candidates(
     candidates: Mapping[int, Candidate],
     *,
     lift: float,
-    fetch: Fetch,
+    rows: Rows,
     focus: float = 0.0,
     untold_sessions: bool = False,
 ) -> dict[int, Candidate]:
@@ -45,19 +45,14 @@ def context_candidates(
     (one of them lifted higher than its own relevance is returned with the lifted one).
     ``focus`` is the power of a hit's relevance over the best hit's that scales its lift;
     ``untold_sessions``: messages without a thread lift their neighbours in time too.
-    ``fetch(hit_ids, threads, positions)`` reads the turns (a message without a thread has
-    neither)."""
-    placed = [(hit, _place(hit, untold_sessions)) for hit in hits]
-    threaded = [(hit, place) for hit, place in placed if place is not None]
+    ``rows`` are the turns the read stage found around the hits that are turns
+    (:func:`~retrieval.search.candidate.place`): ``hit_id, offset``, then a candidate's
+    columns."""
+    threaded = [hit for hit in hits if place(hit, untold_sessions) is not None]
     if lift <= 0.0 or not threaded:
         return {}
     best = max(hit.relevance for hit in hits)
-    share = {hit.id: _lead(hit.relevance, best, focus) for hit, _ in threaded}
-    rows = fetch(
-        [hit.id for hit, _ in threaded],
-        [place[0] for _, place in threaded],
-        [place[1] for _, place in threaded],
-    )
+    share = {hit.id: _lead(hit.relevance, best, focus) for hit in threaded}
     lifted: dict[int, Candidate] = {}
     for hit_id, offset, *columns in rows:
         turn = Candidate(*columns)
@@ -77,17 +72,3 @@ def _lead(relevance: float, best: float, focus: float) -> float:
     if focus <= 0.0 or best <= 0.0:
         return relevance
     return float(relevance * (relevance / best) ** focus)
-
-
-def _place(candidate: Candidate, untold_sessions: bool) -> tuple[str | None, int | None] | None:
-    """The (thread, position) of a semantic candidate, from its evidence; (None, None) for a
-    message without a thread when ``untold_sessions``; None when it has no neighbours."""
-    if candidate.source != "semantic":
-        return None
-    details = json.loads(candidate.details)
-    thread, position = details.get("thread_id"), details.get("position")
-    if isinstance(thread, str) and isinstance(position, int):
-        return thread, position
-    if untold_sessions and thread is None and candidate.kind == MESSAGE_KIND:
-        return None, None
-    return None

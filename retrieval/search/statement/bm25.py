@@ -2,8 +2,8 @@
 best rows of a table's postings, exact and pruned.
 
 :func:`bm25_factors` and :func:`bm25_contribution` are the formula, which the memories' channel
-(:mod:`retrieval.search.sources.semantic`), the documents' channel
-(:mod:`retrieval.search.sources.documents`) and ``DocumentStore.bm25`` all use; :func:`bm25_ctes`
+(:mod:`retrieval.search.statement.semantic`), the documents' channel
+(:mod:`retrieval.search.statement.documents`) and ``DocumentStore.bm25`` all use; :func:`bm25_ctes`
 reads the postings and statistics the write path keeps (``*_terms``, ``*_term_stats``,
 ``*_corpus``) and returns the best candidates by exact BM25. Its parameters' ranges are declared
 once, with the settings (:data:`retrieval.search.config.BM25_K1`, ``BM25_B``). The plain-Python

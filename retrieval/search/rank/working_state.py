@@ -19,8 +19,8 @@ from retrieval.errors import ValidationError
 from retrieval.search import lexical_match, scoring
 from retrieval.search.config import SourceConfig
 from retrieval.search.lexical_match import Strategy
+from retrieval.search.rank.weighted_parts import weighted_parts
 from retrieval.search.results import RetrievalResult
-from retrieval.search.weighted_parts import weighted_parts
 
 SOURCE = "working_state"
 

@@ -1,32 +1,12 @@
-"""What every database source shares: the row its CTE returns and the recency expression.
+"""What every source's SQL shares: the select list of its rows, recency, and when a memory is live.
 
-Each source's CTE selects the same columns (:data:`COLUMNS`) so that one ``UNION ALL`` returns
-every candidate of every source in one statement.
+Each source's CTE selects the same columns (:data:`retrieval.search.candidate.COLUMNS`) so that
+one ``UNION ALL`` returns every candidate of every source in one statement.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import NamedTuple
-
-# The columns of every source's final CTE, in order.
-COLUMNS = (
-    "source",  # 'semantic' | 'episodic'
-    "item",  # 'memory' | 'decision' | 'tool_call'
-    "id",
-    "content",
-    "kind",
-    "created_at",
-    "relevance",
-    "recency",
-    "importance",
-    "popularity",
-    "entity",
-    "distance",  # L2 distance (semantic), else NULL
-    "matched",  # keywords matched (episodic), else NULL
-    "entities",  # query entity ids the memory links to (semantic), else NULL
-    "details",  # jsonb: the rest of the row (sent as JSON text: see SELECT_LIST)
-)
+from retrieval.search.candidate import COLUMNS
 
 # The select list of each source's rows in the statement's ``UNION ALL``: the evidence goes
 # out as JSON text, decoded only for the candidates that are returned.
@@ -80,38 +60,3 @@ def told_at_sql(alias: str) -> str:
         f"(CASE WHEN {alias}.last_seen_at <= %(as_of)s::timestamptz "
         f"THEN GREATEST({alias}.created_at, {alias}.last_seen_at) ELSE {alias}.created_at END)"
     )
-
-
-class Candidate(NamedTuple):
-    """One row of the statement: a candidate with its SQL-computed signals and evidence.
-
-    A named tuple: the rows of every call become candidates, and a tuple is made faster than
-    a dataclass instance.
-    """
-
-    source: str
-    item: str
-    id: int
-    content: str
-    kind: str
-    created_at: datetime
-    relevance: float
-    recency: float
-    importance: float
-    popularity: float
-    entity: float
-    distance: float | None
-    matched: list[str] | None
-    entities: list[str] | None
-    details: str  # JSON text
-
-    @property
-    def signals(self) -> dict[str, float]:
-        """The scores the source's weights apply to, by weight name."""
-        return {
-            "relevance": self.relevance,
-            "recency": self.recency,
-            "importance": self.importance,
-            "popularity": self.popularity,
-            "entity": self.entity,
-        }

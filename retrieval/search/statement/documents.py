@@ -3,12 +3,12 @@
 Two channels, each the tenant's best ``documents_candidates`` chunks:
 
 * BM25 (Okapi, exact, from the write path's postings and statistics; see
-  :mod:`retrieval.search.sources.bm25` and :mod:`retrieval.documents`);
+  :mod:`retrieval.search.statement.bm25` and :mod:`retrieval.documents`);
 * dense: L2 distance on the chunks' HNSW index.
 
 Every chunk either channel found gets both exact channel scores (its distance, and its BM25
 score from the postings of the query's terms), each made absolute
-(:mod:`retrieval.search.sources.relevance`: the model's calibrated relevance of the distance,
+(:mod:`retrieval.search.statement.relevance`: the model's calibrated relevance of the distance,
 and BM25
 over the query's summed idf), then fused by ``fusion``. Recency is ``0.5 ^ (age / half_life)``
 of the chunk. The metadata carries both channels' raw scores and ranks.
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import FUSIONS
-from retrieval.search.sources.bm25 import (
+from retrieval.search.statement.bm25 import (
     Postings,
     bm25_contribution,
     bm25_ctes,
     bm25_factors,
 )
-from retrieval.search.sources.common import recency_sql
-from retrieval.search.sources.relevance import (
+from retrieval.search.statement.common import recency_sql
+from retrieval.search.statement.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
     lexical_relevance_sql,
@@ -54,7 +54,8 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
 
     Parameters: ``tenant_id``, ``query_text``, ``query_vector``, ``text_search_config``,
     ``documents_candidates``, ``bm25_k1``, ``bm25_b``, ``bm25_common_share``,
-    ``documents_half_life``, ``as_of``, the relevance's (:mod:`retrieval.search.sources.relevance`),
+    ``documents_half_life``, ``as_of``, the relevance's
+    (:mod:`retrieval.search.statement.relevance`),
     and with ``gated`` ``max_distance`` and ``bm25_min_coverage``.
 
     ``gated``: a chunk is returned only with absolute evidence: its vector within the

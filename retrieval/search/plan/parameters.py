@@ -1,108 +1,30 @@
-"""The read path's one statement: which CTEs it holds (its shape), and the values it binds.
+"""The values a read binds: every one a bound parameter of the statement, named as it names them.
 
-:func:`build_statement` joins a CTE per enabled source (:mod:`~retrieval.search.sources.semantic`,
-:mod:`~retrieval.search.sources.episodic`, :mod:`~retrieval.search.sources.documents`), their
-rows in one ``UNION ALL``, and a presence row for each source probed
-(:mod:`~retrieval.search.sources.presence`). A :class:`StatementShape` says which; the retriever
-builds each shape's statement once and keeps it. :func:`statement_parameters` gives the values
-of a call, every one a bound parameter.
+:func:`statement_parameters` gives the values of a call for its statement's shape; the plan
+(:mod:`retrieval.search.plan.read_plan`) keeps them with the shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from retrieval.embedding.calibration import DenseCalibration
-from retrieval.embedding.models import Vectors
 from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search import lexical_match, scoring
-from retrieval.search.config import SIGNALS, Mode, RetrievalConfig
-from retrieval.search.query import PreparedQuery
-from retrieval.search.sources.common import SELECT_LIST
-from retrieval.search.sources.context import (
-    CONTEXT_COLUMNS,
-    NO_CONTEXT,
-    statement_context_ctes,
-)
-from retrieval.search.sources.documents import documents_ctes
-from retrieval.search.sources.episodic import EpisodicQuery, band_parameters, episodic_ctes
-from retrieval.search.sources.keyword_bands import Band, keyword_bands
-from retrieval.search.sources.presence import presence_cte
-from retrieval.search.sources.semantic import SemanticQuery, semantic_ctes
+from retrieval.search.config import SIGNALS, RetrievalConfig
+from retrieval.search.plan.keyword_bands import Band, keyword_bands
+from retrieval.search.plan.shape import StatementShape
+from retrieval.search.prepare.call import PreparedCall
+from retrieval.search.prepare.query import PreparedQuery
 
 _HOUR = 3600.0
-
-
-@dataclass(frozen=True)
-class StatementShape:
-    """Which parts the statement holds; equal shapes share one statement text.
-
-    ``semantic`` and ``episodic``: the shape of those sources' CTEs (``None``: left out).
-    ``documents``: the documents' CTEs, behind the distance gate when ``gated``. ``presence``:
-    the sources whose presence rows are asked for. ``context``: the context turns of the
-    semantic candidates (with a semantic source only).
-    """
-
-    semantic: SemanticQuery | None
-    episodic: EpisodicQuery | None
-    documents: bool = False
-    gated: bool = True
-    presence: tuple[str, ...] = ()
-    capped: bool = False  # more query words than max_query_words: the documents read the rarest
-    # The turns around the semantic candidates that are turns, read in the same statement
-    # (sources.context): its rows then carry two more columns, the hit and the offset.
-    context: bool = False
-
-
-def build_statement(schema: str, shape: StatementShape) -> str:
-    """The one statement of ``shape`` over ``schema``'s tables."""
-    ctes: list[str] = []
-    selects: list[str] = []
-    if shape.semantic is not None:
-        ctes += semantic_ctes(schema, shape.semantic)
-        selects.append("semantic")
-    if shape.episodic is not None:
-        episodic, names = episodic_ctes(schema, shape.episodic)
-        ctes += episodic
-        selects += names
-    if shape.documents:
-        ctes += documents_ctes(schema, gated=shape.gated, capped=shape.capped)
-        selects.append("documents")
-    if shape.presence:
-        ctes.append(presence_cte(schema, shape.presence))
-        selects.append("source_presence")
-    columns = {name: SELECT_LIST for name in selects}
-    if shape.context and shape.semantic is not None:
-        ctes += statement_context_ctes(schema, shape.semantic.mode)
-        columns = {name: f"{SELECT_LIST}, {NO_CONTEXT}" for name in selects}
-        columns["context"] = f"{SELECT_LIST}, {CONTEXT_COLUMNS}"
-    union = "\nUNION ALL\n".join(f"SELECT {listed} FROM {name}" for name, listed in columns.items())
-    return "WITH " + ",\n".join(ctes) + "\n" + union
-
-
-@dataclass(frozen=True)
-class CallValues:
-    """What one call binds besides its config: the tenant, the query and its vector, the time
-    recency is measured from, the task and the entities."""
-
-    tenant_id: str
-    query: PreparedQuery
-    vector: Vectors | None
-    as_of: datetime
-    task_id: str | None
-    entities: Sequence[str]
-    mode: Mode
-    # The past moment the call asks about (as_of given), else None: now.
-    known_at: datetime | None = None
 
 
 def statement_parameters(
     config: RetrievalConfig,
     shape: StatementShape,
-    call: CallValues,
+    call: PreparedCall,
     calibration: DenseCalibration,
 ) -> dict[str, Any]:
     """Every value the statement of ``shape`` binds for ``call``."""
@@ -148,10 +70,10 @@ def statement_parameters(
 
 
 def semantic_parameters(
-    config: RetrievalConfig, call: CallValues, calibration: DenseCalibration
+    config: RetrievalConfig, call: PreparedCall, calibration: DenseCalibration
 ) -> dict[str, Any]:
     """The values a memory's signals bind (its dense relevance, recency, the mode's kinds):
-    the semantic source's, and the context turns' (:mod:`retrieval.search.sources.context`)."""
+    the semantic source's, and the context turns' (:mod:`retrieval.search.statement.context`)."""
     return {
         "tenant_id": call.tenant_id,
         "as_of": call.as_of,
@@ -169,7 +91,7 @@ def semantic_parameters(
 
 def context_parameters(config: RetrievalConfig) -> dict[str, Any]:
     """The values the context turns bind besides a memory's signals
-    (:mod:`retrieval.search.sources.context`)."""
+    (:mod:`retrieval.search.statement.context`)."""
     return {
         "context_window": config.context_window,
         "session_gap": timedelta(minutes=config.session_gap_minutes),
@@ -215,4 +137,13 @@ def _lexical_parameters(config: RetrievalConfig, query: PreparedQuery) -> dict[s
         "cascade_exact": lexical_match.DEFAULT_THRESHOLDS["exact"],
         "cascade_fuzzy": lexical_match.DEFAULT_THRESHOLDS["fuzzy"],
         "cascade_tokens": lexical_match.DEFAULT_THRESHOLDS["tokens"],
+    }
+
+
+def band_parameters(bands: list[Band]) -> dict[str, list[object]]:
+    """The bound parameters of the bands the episodic source reads (see :func:`keyword_bands`)."""
+    return {
+        "episodic_band_lists": [band.lists for band in bands],
+        "episodic_band_since": [band.since for band in bands],
+        "episodic_band_until": [band.until for band in bands],
     }

@@ -3,9 +3,9 @@ source's weights, each term one part, the relevance split by the evidence that g
 
 The relevance part is ``meaning`` (the dense channel), ``lexical`` (BM25 over the query's
 words, or the keywords a decision, a tool call or a message matched) or ``context`` (a turn
-lifted by its thread's relevance, :mod:`retrieval.search.context_lift`). Where a source fused
+lifted by its thread's relevance, :mod:`retrieval.search.rank.context_lift`). Where a source fused
 its dense and BM25 channels, the statement records the lexical channel's share of the fused
-relevance (``lexical_share``, :func:`retrieval.search.sources.relevance.lexical_share_sql`), and
+relevance (``lexical_share``, :func:`retrieval.search.statement.relevance.lexical_share_sql`), and
 the relevance is split by it. The parts add up to the final score; each result carries them in
 ``metadata["parts"]`` (what the inspector draws).
 """

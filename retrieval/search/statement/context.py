@@ -9,16 +9,16 @@ after it, in the order of ``created_at`` (then id), up to ``context_window`` eac
 while less than ``session_gap`` passes between two of them: the session is inferred from the
 time between messages. Each neighbour comes with the same signals as the semantic source's
 candidates (its own dense relevance, recency, importance, popularity) and, first, the hit it
-is next to and how far (``offset``). :mod:`retrieval.search.context_lift` scores them.
+is next to and how far (``offset``). :mod:`retrieval.search.rank.context_lift` scores them.
 """
 
 from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import SIGNALS, Mode
-from retrieval.search.sources.common import SELECT_LIST, live_sql, recency_sql, told_at_sql
-from retrieval.search.sources.relevance import dense_relevance_sql
-from retrieval.search.sources.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
+from retrieval.search.statement.common import SELECT_LIST, live_sql, recency_sql, told_at_sql
+from retrieval.search.statement.relevance import dense_relevance_sql
+from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 
 _TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access_count,
            m.last_accessed_at, m.metadata, m.embedding_model, m.thread_id, m.position,

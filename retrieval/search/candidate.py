@@ -1,0 +1,88 @@
+"""A candidate: one row of the read statement, with its SQL-computed signals and evidence.
+
+The statement's every source selects :data:`COLUMNS` (:mod:`retrieval.search.statement`); the
+read stage decodes each row into a :class:`Candidate`; the rank stage scores them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import NamedTuple
+
+from retrieval.memory.kinds import MESSAGE_KIND
+from retrieval.search import scoring
+
+
+class Candidate(NamedTuple):
+    """One row of the statement: a candidate with its SQL-computed signals and evidence.
+
+    A named tuple: the rows of every call become candidates, and a tuple is made faster than
+    a dataclass instance.
+    """
+
+    source: str  # semantic, episodic, documents
+    item: str  # memory, decision, tool_call, chunk
+    id: int
+    content: str
+    kind: str
+    created_at: datetime
+    relevance: float
+    recency: float
+    importance: float
+    popularity: float
+    entity: float
+    distance: float | None  # L2 distance (semantic, documents), else NULL
+    matched: list[str] | None  # keywords matched (episodic), else NULL
+    entities: list[str] | None  # query entity ids the memory links to (semantic), else NULL
+    details: str  # the evidence, a jsonb object sent as JSON text
+
+    @property
+    def signals(self) -> dict[str, float]:
+        """The scores the source's weights apply to, by weight name."""
+        return {
+            "relevance": self.relevance,
+            "recency": self.recency,
+            "importance": self.importance,
+            "popularity": self.popularity,
+            "entity": self.entity,
+        }
+
+
+# The columns of every source's rows, in order: the candidate's fields.
+COLUMNS: tuple[str, ...] = Candidate._fields
+
+
+def leading_hits(
+    candidates: Iterable[Candidate], weights: Mapping[str, float], limit: int
+) -> list[Candidate]:
+    """The first ``limit`` of the semantic ``candidates`` as the ranking orders them by their
+    source's ``weights``: final score, relevance, the smaller distance, recency, then id."""
+    semantic = [c for c in candidates if c.source == "semantic"]
+    semantic.sort(
+        key=lambda c: (
+            -scoring.weighted_fields(c, weights),
+            -c.relevance,
+            math.inf if c.distance is None else c.distance,
+            -c.recency,
+            c.id,
+        )
+    )
+    return semantic[:limit]
+
+
+def place(candidate: Candidate, untold_sessions: bool) -> tuple[str | None, int | None] | None:
+    """The (thread, position) of a semantic candidate in its conversation, from its evidence;
+    (None, None) for a message without a thread when ``untold_sessions`` (its session is
+    inferred from time); None when it has no neighbours."""
+    if candidate.source != "semantic":
+        return None
+    details = json.loads(candidate.details)
+    thread, position = details.get("thread_id"), details.get("position")
+    if isinstance(thread, str) and isinstance(position, int):
+        return thread, position
+    if untold_sessions and thread is None and candidate.kind == MESSAGE_KIND:
+        return None, None
+    return None

@@ -1,0 +1,128 @@
+"""The prepare stage: a call's arguments checked, its config resolved, its query prepared.
+
+:func:`prepare_call` turns what the caller passed into a :class:`PreparedCall` (no SQL): the
+config of the call (``fusion`` and ``limit`` applied, the mode chosen), the query's words
+and keywords (:mod:`~retrieval.search.prepare.query`), the time it names
+(:mod:`~retrieval.search.prepare.query_time`), the moment it is read at; the query's vector is
+added by :mod:`~retrieval.search.prepare.query_vector`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from retrieval import arguments
+from retrieval.arguments import aware_datetime, check_tenant
+from retrieval.embedding.models import Vectors
+from retrieval.errors import ValidationError
+from retrieval.search.config import Fusion, Mode, RetrievalConfig
+from retrieval.search.prepare.query import PreparedQuery, prepare_query
+from retrieval.search.prepare.query_time import TimeWindow, query_window
+
+MAX_NEIGHBORS = 20  # turns before and after each hit, at most
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """One call, checked and prepared: what every later stage reads of it."""
+
+    config: RetrievalConfig
+    tenant_id: str
+    query: PreparedQuery
+    mode_name: str
+    mode: Mode
+    as_of: datetime  # the moment the memory is read as it stood (now, when not given)
+    known_at: datetime | None  # the past moment the call asks about (as_of given), else None
+    task_id: str | None
+    entities: tuple[str, ...]
+    neighbors: int
+    read_your_writes: bool
+    working_state: Sequence[Mapping[str, Any]] | None
+    window: TimeWindow | None  # the time the query names, when time_weight is on
+    vector: Vectors | None = None  # the query's vector (prepare.query_vector), when read
+    vector_cached: bool = True  # whether the embedding cache had it
+
+    @property
+    def reads_vector(self) -> bool:
+        """Whether a source of the call reads the query's vector (memories or documents)."""
+        config = self.config
+        return (config.semantic.enabled and config.semantic.limit > 0) or (
+            config.documents.enabled and config.documents.limit > 0
+        )
+
+
+def prepare_call(
+    query: object,
+    *,
+    tenant_id: object,
+    config: object,
+    default: RetrievalConfig,
+    working_state: object = None,
+    task_id: object = None,
+    mode: object = "semantic",
+    as_of: datetime | None = None,
+    entities: object = (),
+    fusion: Fusion | None = None,
+    limit: object = None,
+    neighbors: object = 0,
+    read_your_writes: object = False,
+) -> PreparedCall:
+    """The call, checked (a :class:`ValidationError` naming what is wrong) and prepared;
+    ``config`` is the call's (``None``: ``default``, the retriever's)."""
+    read_your_writes = arguments.flag("read_your_writes", read_your_writes)
+    messages = arguments.messages("working_state", working_state)
+    if config is not None and not isinstance(config, RetrievalConfig):
+        raise ValidationError(
+            f"config must be a RetrievalConfig or None, got {type(config).__name__}",
+            field="config",
+        )
+    chosen_config = config or default
+    prepared = prepare_query(query, chosen_config)
+    check_tenant(tenant_id)
+    assert isinstance(tenant_id, str)
+    aware_datetime("as_of", as_of)
+    _check_neighbors(neighbors)
+    assert isinstance(neighbors, int)
+    checked_task = arguments.optional_name("task_id", task_id)
+    checked_entities = arguments.names("entities", entities)
+    checked_limit = arguments.optional_count("limit", limit, maximum=arguments.MAX_RESULTS)
+    if fusion is not None:
+        chosen_config = replace(chosen_config, fusion=fusion)
+    if checked_limit is not None:
+        chosen_config = chosen_config.with_limit(checked_limit)
+    if not isinstance(mode, str):
+        raise ValidationError(
+            f"mode must be the name of a mode, got {type(mode).__name__}", field="mode"
+        )
+    moment = as_of or datetime.now(UTC)
+    return PreparedCall(
+        config=chosen_config,
+        tenant_id=tenant_id,
+        query=prepared,
+        mode_name=mode,
+        mode=chosen_config.mode(mode),
+        as_of=moment,
+        known_at=as_of,
+        task_id=checked_task,
+        entities=checked_entities,
+        neighbors=neighbors,
+        read_your_writes=read_your_writes,
+        working_state=messages,
+        window=(query_window(prepared.text, moment) if chosen_config.time_weight > 0 else None),
+    )
+
+
+def _check_neighbors(neighbors: object) -> None:
+    if (
+        isinstance(neighbors, bool)
+        or not isinstance(neighbors, int)
+        or not 0 <= neighbors <= MAX_NEIGHBORS
+    ):
+        raise ValidationError(
+            f"neighbors must be an integer from 0 to {MAX_NEIGHBORS} (turns before and after "
+            f"each hit), got {neighbors!r:.40}",
+            field="neighbors",
+        )

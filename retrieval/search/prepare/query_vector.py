@@ -1,0 +1,36 @@
+"""The query's vector, through the embedding cache: the last step of the prepare stage.
+
+A read never writes: the vector is looked up in the in-process LRU, then in the cache table,
+and a new one is kept in the LRU only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlalchemy import Engine
+
+from retrieval.embedding.cache import EmbeddingCache
+from retrieval.errors import translate_database_errors
+from retrieval.search.prepare.call import PreparedCall
+
+
+class QueryVectors:
+    """The query vectors of one retriever: its cache, on the primary ``engine``."""
+
+    def __init__(self, cache: EmbeddingCache, engine: Engine) -> None:
+        self.cache = cache
+        self.engine = engine
+
+    def with_vector(self, call: PreparedCall) -> PreparedCall:
+        """``call`` with its query's vector, when a source of it reads one."""
+        if not call.reads_vector:
+            return call
+        text, tenant_id = call.query.text, call.tenant_id
+        vector = self.cache.remembered(tenant_id, text)
+        if vector is not None:
+            return replace(call, vector=vector, vector_cached=True)
+        before = self.cache.stats.embedded
+        with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
+            vectors = self.cache.embed(connection, tenant_id, [text], store=False)
+        return replace(call, vector=vectors[0], vector_cached=self.cache.stats.embedded == before)

@@ -1,0 +1,76 @@
+"""The rank stage: pure Python over the read's candidates.
+
+The turns around the leading hits lifted (:mod:`~retrieval.search.rank.context_lift`), each
+candidate scored by its source's weights (and, when the query names a time, by how well its date
+fits it), the caller's working state scored (:mod:`~retrieval.search.rank.working_state`), then
+the thresholds, the ranking and the limits (:mod:`~retrieval.search.rank.ranking`).
+"""
+
+from __future__ import annotations
+
+from retrieval.search import scoring
+from retrieval.search.candidate import Candidate
+from retrieval.search.plan.read_plan import ReadPlan
+from retrieval.search.rank import ranking
+from retrieval.search.rank.context_lift import context_candidates
+from retrieval.search.rank.working_state import LexicalOption, score_working_state
+from retrieval.search.read.reader import Read
+from retrieval.search.results import RetrievalResult, SourceDiagnostics
+
+
+def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
+    """The call's results, best first, and per source what was scored, kept and returned."""
+    config, call = plan.config, plan.call
+    candidates = _lifted(plan, read)
+    scored: dict[str, list[ranking.Scored]] = {name: [] for name in plan.scored}
+    window = call.window
+    weights = {
+        name: (
+            config.source(name).weights
+            if window is None
+            else scoring.with_time(config.source(name).weights, config.time_weight)
+        )
+        for name in scored
+    }
+    for candidate in candidates:
+        source = candidate.source
+        extra = None
+        if window is not None:
+            distance = window.distance_days(candidate.created_at)
+            extra = {"time": scoring.time_fit(distance, config.time_half_life_days)}
+        scored[source].append(ranking.scored_candidate(candidate, weights[source], extra))
+    if call.working_state is not None and config.working_state.enabled:
+        lexical = (
+            LexicalOption(
+                query=call.query.text, strategy=config.lexical_match, weights=config.lexical_weights
+            )
+            if config.lexical_match is not None and "working_state" in config.lexical_sources
+            else None
+        )
+        scored["working_state"] = [
+            ranking.scored_result(result)
+            for result in score_working_state(
+                call.working_state, call.query.keywords, config.working_state, lexical=lexical
+            )
+        ]
+    return ranking.select(scored, config)
+
+
+def _lifted(plan: ReadPlan, read: Read) -> list[Candidate]:
+    # The candidates with the turns the leading hits lift: a candidate lifted higher than its
+    # own relevance in its place, the other turns after them.
+    if not read.leading:
+        return read.candidates
+    config = plan.config
+    lifted = context_candidates(
+        read.leading,
+        {c.id: c for c in read.candidates if c.source == "semantic"},
+        lift=config.context_lift,
+        rows=read.turns,
+        focus=config.context_focus,
+        untold_sessions=config.session_gap_minutes > 0,
+    )
+    if not lifted:
+        return read.candidates
+    kept = [lifted.pop(c.id, c) if c.source == "semantic" else c for c in read.candidates]
+    return kept + list(lifted.values())

@@ -1,1 +1,0 @@
-"""The read statement's parts: one CTE builder per source, and the shared fragments."""

@@ -1,0 +1,85 @@
+"""The read path's one statement, rendered from the plan's shape.
+
+:func:`build_statement` joins a CTE per enabled source (:mod:`~retrieval.search.statement.semantic`,
+:mod:`~retrieval.search.statement.episodic`, :mod:`~retrieval.search.statement.documents`), their
+rows in one ``UNION ALL``, a presence row for each source probed
+(:mod:`~retrieval.search.statement.presence`) and the context turns of the semantic candidates
+(:mod:`~retrieval.search.statement.context`). A :class:`~retrieval.search.plan.shape.StatementShape`
+says which; :class:`Statements` renders each shape once. The statement of each pinned shape is
+on file in docs/statements/.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from retrieval.search.config import Mode
+from retrieval.search.plan.shape import StatementShape
+from retrieval.search.statement.common import SELECT_LIST
+from retrieval.search.statement.context import (
+    CONTEXT_COLUMNS,
+    NO_CONTEXT,
+    context_statement,
+    statement_context_ctes,
+)
+from retrieval.search.statement.documents import documents_ctes
+from retrieval.search.statement.episodic import episodic_ctes
+from retrieval.search.statement.presence import presence_cte
+from retrieval.search.statement.semantic import semantic_ctes
+
+
+def build_statement(schema: str, shape: StatementShape) -> str:
+    """The one statement of ``shape`` over ``schema``'s tables."""
+    ctes: list[str] = []
+    selects: list[str] = []
+    if shape.semantic is not None:
+        ctes += semantic_ctes(schema, shape.semantic)
+        selects.append("semantic")
+    if shape.episodic is not None:
+        episodic, names = episodic_ctes(schema, shape.episodic)
+        ctes += episodic
+        selects += names
+    if shape.documents:
+        ctes += documents_ctes(schema, gated=shape.gated, capped=shape.capped)
+        selects.append("documents")
+    if shape.presence:
+        ctes.append(presence_cte(schema, shape.presence))
+        selects.append("source_presence")
+    columns = {name: SELECT_LIST for name in selects}
+    if shape.context and shape.semantic is not None:
+        ctes += statement_context_ctes(schema, shape.semantic.mode)
+        columns = {name: f"{SELECT_LIST}, {NO_CONTEXT}" for name in selects}
+        columns["context"] = f"{SELECT_LIST}, {CONTEXT_COLUMNS}"
+    union = "\nUNION ALL\n".join(f"SELECT {listed} FROM {name}" for name, listed in columns.items())
+    return "WITH " + ",\n".join(ctes) + "\n" + union
+
+
+class Statements:
+    """The statements of one schema, each shape rendered once (thread-safe)."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        self._rendered: dict[StatementShape, str] = {}
+        self._context: dict[Mode, str] = {}
+        self._lock = threading.Lock()
+
+    def of(self, shape: StatementShape) -> str:
+        """The statement of ``shape``."""
+        text = self._rendered.get(shape)
+        if text is None:
+            text = build_statement(self.schema, shape)
+            with self._lock:
+                self._rendered[shape] = text
+        return text
+
+    def context(self, mode: Mode) -> str:
+        """The statement of the context turns of bound hits, in ``mode``'s kinds."""
+        text = self._context.get(mode)
+        if text is None:
+            text = context_statement(self.schema, mode)
+            with self._lock:
+                self._context[mode] = text
+        return text
+
+    def __len__(self) -> int:
+        return len(self._rendered)
