@@ -23,11 +23,8 @@ import pglast
 from pglast.stream import IndentedStream
 
 from retrieval.search.config import DEFAULT_MODES
-from retrieval.search.plan.exact_read import SIZE_ROWS
-from retrieval.search.plan.presence import DOCUMENTS, EPISODIC
-from retrieval.search.statement.episodic import EpisodicQuery
-from retrieval.search.statement.render import StatementShape
-from retrieval.search.statement.semantic import SemanticQuery
+from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS
+from retrieval.search.plan.shape import EpisodicQuery, SemanticQuery, StatementShape
 
 SCHEMA = "retrieval"
 PARAMETER = re.compile(r"%\((\w+)\)s")

@@ -41,6 +41,7 @@ from retrieval.db.engine import ensure_vector_types
 from retrieval.db.local_settings import has_citus, set_local_statement
 from retrieval.db.queries import statement
 from retrieval.db.row_security import PROBE, SETTING, probe_parameters
+from retrieval.db.versions import versions_of
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
 Connection = psycopg.Connection[Any]
@@ -50,6 +51,8 @@ DEFAULT_MAX_CONNECTIONS = 10  # open at once per pool: two cores saturate at two
 DEFAULT_WAIT_SECONDS = 30.0  # a call waits this long for a free connection
 _LONGEST_WAIT_SECONDS = 86_400.0  # a day: threading's timeouts overflow past a few years
 _SET_SESSION = statement("db.set_session")
+# pgvector 0.8.0's setting: a filtered HNSW scan goes on until it has its rows.
+ITERATIVE_SCAN = "hnsw.iterative_scan"
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
@@ -167,6 +170,14 @@ class ReadConnections:
                         # A stale connection (server restarted): retry on a fresh one.
         raise AssertionError("unreachable")
 
+    def iterative_scan(self) -> bool:
+        """Whether the database's pgvector has ``hnsw.iterative_scan`` (read once per engine);
+        without it, this pool's connections do not set it (docs/deployment.md)."""
+        supported = versions_of(self.engine).iterative_scan
+        if not supported and any(name == ITERATIVE_SCAN for name, _ in self.settings):
+            self.settings = tuple((n, v) for n, v in self.settings if n != ITERATIVE_SCAN)
+        return supported
+
     def row_security_active(self) -> bool:
         """Whether row-level security binds this pool's role on ``schema`` (asked once, on the
         first connection; all of them share the engine's role)."""
@@ -245,6 +256,7 @@ class ReadConnections:
         proxied.detach()  # ours now: the pool neither resets nor reuses it
         connection.autocommit = True
         ensure_vector_types(connection)  # an engine make_engine did not make has none
+        self.iterative_scan()  # before a setting pgvector may not know is sent
         for name, value in self.settings:
             connection.execute(_SET_SESSION, {"name": name, "value": value})
         if self.schema is not None:

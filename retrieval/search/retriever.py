@@ -9,7 +9,7 @@ function of the call, the settings and what is known of the tenant: :mod:`retrie
 -> present (neighbours, notes, access counts, diagnostics: :mod:`retrieval.search.present`).
 The tenant filter sits inside every CTE. (One exception to one statement: a tenant whose first
 documents, decisions or tool calls arrived since the retriever's last call gets a second
-statement, once; see :mod:`retrieval.search.plan.presence`.)
+statement, once; see :mod:`retrieval.search.knowledge`.)
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from retrieval.db.engine import Database, check_driver
 from retrieval.db.read_pool import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_WAIT_SECONDS,
+    ITERATIVE_SCAN,
     ReadConnections,
 )
-from retrieval.db.versions import versions_of
 from retrieval.embedding.cache import DimensionCheck, EmbeddingCache
 from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder
@@ -37,9 +37,8 @@ from retrieval.memory.config import WriteConfig
 from retrieval.memory.store import MemoryStore
 from retrieval.observability.tracing import Tracing
 from retrieval.search.config import Fusion, RetrievalConfig
-from retrieval.search.plan.exact_read import TenantSizes
-from retrieval.search.plan.presence import DOCUMENTS, EPISODIC, TURNS, SourcePresence
-from retrieval.search.plan.read_plan import TenantView, ef_search, plan_read
+from retrieval.search.knowledge import TenantKnowledge
+from retrieval.search.plan.read_plan import ef_search, plan_read
 from retrieval.search.prepare.call import prepare_call
 from retrieval.search.prepare.query_vector import QueryVectors
 from retrieval.search.present.access_counts import AccessRecorder
@@ -131,14 +130,13 @@ class HybridRetriever:
         # The stages' state: the query vectors, what is known of tenants (learnt by the read
         # stage, read by the plan), each shape's statement, the presenter's statements.
         self._vectors = QueryVectors(cache, engine)
-        self._presence = SourcePresence()
-        self._sizes = TenantSizes()
+        self._knowledge = TenantKnowledge()
+        self._presence, self._sizes = self._knowledge.presence, self._knowledge.sizes
         self._statements = Statements(schema)
-        self._reader = Reader(self._statements, self._presence, self._sizes)
+        self._reader = Reader(self._statements, self._knowledge)
         access = AccessRecorder(schema, self._connections.execute, background=background_writes)
         self._presenter = Presenter(schema, access, self._tracing)
         self._access = access
-        self._scan: bool | None = None  # pgvector's iterative scan, once known
         # The embedding model's relevance scale (its id needs no model load).
         self._calibration = calibration_for(self.embedder.model_id)
 
@@ -217,7 +215,8 @@ class HybridRetriever:
             clock.mark_prepared()
             reads = self._connections if call.read_your_writes else self._reads
             with self._tracing.span("retrieval.statement"):
-                plan = plan_read(call, self._tenant_view(call.tenant_id), self._calibration)
+                tenant = self._knowledge.view(call.tenant_id, reads)
+                plan = plan_read(call, tenant, self._calibration)
                 read = self._reader.read(plan, reads)
             clock.mark_read()
             with self._tracing.span("retrieval.ranking"):
@@ -226,21 +225,6 @@ class HybridRetriever:
             if call_span.recording:
                 call_span.set(span_attributes(call.tenant_id, call.neighbors, response))
             return response
-
-    def _tenant_view(self, tenant_id: str) -> TenantView:
-        # What the retriever has learnt of the tenant and the database, for the plan.
-        scan = self._iterative_scan()
-        return TenantView(
-            may_hold_episodic=self._presence.may_hold(tenant_id, EPISODIC),
-            may_hold_documents=self._presence.may_hold(tenant_id, DOCUMENTS),
-            leads_with_turns=self._presence.may_hold(tenant_id, TURNS),
-            size_stale=self._sizes.stale(tenant_id),
-            memories=self._sizes.memories(tenant_id),
-            table_rows=self._sizes.table_rows,
-            iterative_scan=scan,
-            bound=self._connections.row_security_active(),
-            distributed=self._connections.distributed(),
-        )
 
     def timeline(
         self,
@@ -275,24 +259,10 @@ class HybridRetriever:
             include_retired=include_retired,
         )
 
-    def _iterative_scan(self) -> bool:
-        # Whether the database's pgvector has the iterative scan (read once); without it, the
-        # connections do not set it (docs/deployment.md).
-        if self._scan is None:
-            supported = versions_of(self._reads.engine).iterative_scan
-            if not supported:
-                for pool in {id(p): p for p in (self._connections, self._reads)}.values():
-                    pool.settings = tuple(
-                        (name, value) for name, value in pool.settings if name != ITERATIVE_SCAN
-                    )
-            self._scan = supported
-        return self._scan
-
     def holds(self, tenant_id: str, *, read_your_writes: bool = False) -> bool:
         """Whether ``tenant_id`` holds anything at all (a memory, live or not, a decision, a
         tool call or a document): what tells a mistyped tenant from one with nothing relevant."""
         tenant_id = check_tenant(tenant_id)
-        self._iterative_scan()  # before the first connection is opened with its settings
         replica = arguments.flag("read_your_writes", read_your_writes)
         reads = self._connections if replica else self._reads
         return self._presenter.holds(tenant_id, reads)
@@ -318,9 +288,6 @@ class HybridRetriever:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-
-ITERATIVE_SCAN = "hnsw.iterative_scan"
 
 
 def read_settings(config: RetrievalConfig) -> dict[str, str]:

@@ -1,12 +1,22 @@
 """When the semantic source reads a tenant exactly (retrieval.search.plan.exact_read): from
-the sizes its statements counted, n^2 <= factor x pool x N, asked for again once stale."""
+the sizes its statements counted (retrieval.search.knowledge), n^2 <= factor x pool x N, asked
+for again once stale."""
 
 from __future__ import annotations
 
 import pytest
 
-from retrieval.search.plan import exact_read
-from retrieval.search.plan.exact_read import MEMORIES, MEMORY_TABLE, TenantSizes
+from retrieval.search import knowledge
+from retrieval.search.knowledge import MEMORIES, MEMORY_TABLE
+from retrieval.search.knowledge import TenantSizes as Learnt
+from retrieval.search.plan.exact_read import reads_exactly
+
+
+class TenantSizes(Learnt):
+    """The sizes learnt, and the plan's choice from them."""
+
+    def read_exactly(self, tenant_id: str, factor: float, pool: int) -> bool:
+        return reads_exactly(self.memories(tenant_id), self.table_rows, factor, pool)
 
 
 def test_a_tenant_not_seen_yet_goes_through_the_graph_and_is_asked_for() -> None:
@@ -45,11 +55,11 @@ def test_sizes_go_stale_and_the_next_count_replaces_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     now = [1000.0]
-    monkeypatch.setattr(exact_read.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(knowledge.time, "monotonic", lambda: now[0])
     sizes = TenantSizes()
     sizes.learn("acme", {MEMORIES: 1_000, MEMORY_TABLE: 100_000})
     assert sizes.read_exactly("acme", 4.0, 90) and not sizes.stale("acme")
-    now[0] += exact_read.REFRESH_SECONDS + 1
+    now[0] += knowledge.REFRESH_SECONDS + 1
     assert sizes.stale("acme")
     assert sizes.read_exactly("acme", 4.0, 90)  # stale sizes still decide until replaced
     sizes.learn("acme", {MEMORIES: 90_000, MEMORY_TABLE: 100_000})  # the tenant grew

@@ -3,7 +3,8 @@
 :func:`plan_read` decides which sources and channels a call reads, the shape of its statement
 (:mod:`~retrieval.search.plan.shape`) and every value it binds
 (:mod:`~retrieval.search.plan.parameters`). It does no I/O: what the retriever has learnt of the
-tenant and the database comes in as a :class:`TenantView`, so a plan is tested alone.
+tenant and the database comes in as a
+:class:`~retrieval.search.knowledge.TenantView`, so a plan is tested alone.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any
 from retrieval import arguments
 from retrieval.embedding.calibration import DenseCalibration
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.plan.exact_read import SIZE_ROWS, holds_most, reads_exactly
+from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS, TenantView
+from retrieval.search.plan.exact_read import holds_most, reads_exactly
 from retrieval.search.plan.parameters import context_parameters, statement_parameters
-from retrieval.search.plan.presence import DOCUMENTS, EPISODIC
 from retrieval.search.plan.shape import (
     DECISION,
     MAX_BITS,
@@ -26,21 +27,6 @@ from retrieval.search.plan.shape import (
     StatementShape,
 )
 from retrieval.search.prepare.call import PreparedCall
-
-
-@dataclass(frozen=True)
-class TenantView:
-    """What the retriever knows, before a call, of its tenant and its database (no I/O)."""
-
-    may_hold_episodic: bool = True  # decisions or tool calls, unless the last look saw none
-    may_hold_documents: bool = True
-    leads_with_turns: bool = True  # the last call's leading hits were turns of a conversation
-    size_stale: bool = True  # the tenant's size is to be asked for (not seen lately)
-    memories: int | None = None  # the tenant's memories when last seen (None: not seen)
-    table_rows: int = 0  # the memories table's rows when last seen
-    iterative_scan: bool = True  # the database's pgvector has the iterative scan
-    bound: bool = False  # the connections' role is bound by row-level security
-    distributed: bool = False  # the database is a Citus coordinator
 
 
 @dataclass(frozen=True)

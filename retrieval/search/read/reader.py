@@ -1,8 +1,8 @@
 """The read stage: the plan's statement run on the read connections, its rows decoded.
 
 One statement for every database source (:mod:`retrieval.search.statement`). Its presence rows
-say what the tenant holds (:mod:`retrieval.search.plan.presence`,
-:mod:`retrieval.search.plan.exact_read`): learnt here for the next plans, and when a source the
+say what the tenant holds (:mod:`retrieval.search.knowledge`): learnt here for the next plans,
+and when a source the
 plan left out now has rows, the plan's full statement runs, once. When the call lifts the
 turns around its leading hits (:mod:`retrieval.search.rank.context_lift`), their rows come
 with the statement's, or, when the statement did not read them, from a statement of their own.
@@ -17,8 +17,7 @@ from typing import Any
 
 from retrieval.db.read_pool import ReadConnections
 from retrieval.search.candidate import Candidate, leading_hits, place
-from retrieval.search.plan.exact_read import TenantSizes
-from retrieval.search.plan.presence import DOCUMENTS, EPISODIC, TURNS, SourcePresence
+from retrieval.search.knowledge import DOCUMENTS, EPISODIC, TURNS, TenantKnowledge
 from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.plan.shape import StatementShape
 from retrieval.search.statement.presence import PRESENCE_ITEM
@@ -42,10 +41,9 @@ class Read:
 class Reader:
     """Runs plans' statements in one schema and learns what its tenants hold."""
 
-    def __init__(self, statements: Statements, presence: SourcePresence, sizes: TenantSizes):
+    def __init__(self, statements: Statements, knowledge: TenantKnowledge) -> None:
         self.statements = statements
-        self.presence = presence
-        self.sizes = sizes
+        self.knowledge = knowledge
 
     def read(self, plan: ReadPlan, reads: ReadConnections) -> Read:
         """The candidates of ``plan``, read on ``reads``."""
@@ -54,8 +52,7 @@ class Reader:
             return Read([], [], [], 0)
         tenant_id = plan.call.tenant_id
         candidates, counts, turns = self._run(plan, shape, reads)
-        self.presence.learn(tenant_id, counts)
-        self.sizes.learn(tenant_id, counts)
+        self.knowledge.learn(tenant_id, counts)
         sent = 1
         left_out = (shape.episodic is None and counts.get(EPISODIC, 0) > 0) or (
             not shape.documents and counts.get(DOCUMENTS, 0) > 0
@@ -70,7 +67,7 @@ class Reader:
         untold = config.session_gap_minutes > 0
         placed = [(hit.id, where) for hit in leading if (where := place(hit, untold)) is not None]
         # The next statements read the turns in while the tenant's leading hits are turns.
-        self.presence.learn(tenant_id, {TURNS: int(bool(placed))})
+        self.knowledge.learn(tenant_id, {TURNS: int(bool(placed))})
         if not placed:
             return Read(candidates, leading, [], sent)
         if turns is None:  # the statement did not read them: one statement more

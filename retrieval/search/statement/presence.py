@@ -1,7 +1,7 @@
 """The presence rows: whether the tenant holds the sources the plan left out, and its size.
 
-Read in the same snapshot as the candidates (see :mod:`retrieval.search.plan.presence` and
-:mod:`retrieval.search.plan.exact_read` for what the plan makes of them).
+Read in the same snapshot as the candidates (see :mod:`retrieval.search.knowledge` for what the
+plan makes of them).
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from retrieval.db.queries import quote_schema
-from retrieval.search.plan.exact_read import MEMORIES, MEMORY_TABLE
-from retrieval.search.plan.presence import DOCUMENTS, EPISODIC
+from retrieval.search.knowledge import DOCUMENTS, EPISODIC, MEMORIES, MEMORY_TABLE
 
 PRESENCE_ITEM = "presence"  # the item of a presence row; its ``id`` counts the source's rows
 
