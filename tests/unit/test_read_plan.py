@@ -1,0 +1,112 @@
+"""The plan stage alone: a pure function of the call, the settings and what is known of the
+tenant (no database, no model)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from retrieval.embedding.calibration import UNCALIBRATED
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS, TenantView
+from retrieval.search.plan.read_plan import ReadPlan, plan_read
+from retrieval.search.prepare.call import PreparedCall, prepare_call
+from retrieval.search.statement.render import build_statement
+
+AS_OF = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+QUERY = "Why did the orders migration time out?"
+FRESH = TenantView()  # a tenant not seen yet
+SEEN = TenantView(size_stale=False, memories=50, table_rows=100_000, leads_with_turns=False)
+
+
+def _call(
+    query: str = QUERY, config: RetrievalConfig | None = None, **options: object
+) -> PreparedCall:
+    default = config or RetrievalConfig()
+    return prepare_call(
+        query, tenant_id="acme", config=None, default=default, as_of=AS_OF, **options
+    )  # type: ignore[arg-type]
+
+
+def _plan(call: PreparedCall | None = None, tenant: TenantView = SEEN) -> ReadPlan:
+    return plan_read(call or _call(), tenant, UNCALIBRATED)
+
+
+def test_a_first_call_reads_every_source_asks_the_size_and_reads_the_turns() -> None:
+    plan = _plan(tenant=FRESH)
+    shape = plan.shape
+    assert shape is not None and shape == plan.full_shape
+    assert shape.semantic is not None and shape.semantic.bm25 and not shape.semantic.exact
+    assert shape.episodic is not None and shape.episodic.decisions and shape.episodic.tool_calls
+    assert shape.documents and shape.gated and shape.context
+    assert shape.presence == (EPISODIC, DOCUMENTS, *SIZE_ROWS)
+    assert plan.scored == ("semantic", "episodic", "documents") and plan.lifts
+
+
+def test_a_source_the_tenant_held_none_of_is_left_out_but_kept_in_the_full_shape() -> None:
+    plan = _plan(tenant=replace(SEEN, may_hold_documents=False, may_hold_episodic=False))
+    assert plan.shape is not None and plan.full_shape is not None
+    assert not plan.shape.documents and plan.shape.episodic is None
+    assert plan.full_shape.documents and plan.full_shape.episodic is not None
+    assert plan.shape.presence == plan.full_shape.presence == (EPISODIC, DOCUMENTS)
+
+
+def test_a_small_tenant_is_read_exactly_but_never_on_citus() -> None:
+    assert _plan().shape.semantic.exact  # type: ignore[union-attr]
+    distributed = _plan(tenant=replace(SEEN, distributed=True))
+    assert not distributed.shape.semantic.exact  # type: ignore[union-attr]
+    large = replace(SEEN, memories=90_000)
+    assert not _plan(tenant=large).shape.semantic.exact  # type: ignore[union-attr]
+    # Without pgvector's iterative scan only a tenant holding most of the table takes the graph.
+    old = replace(large, iterative_scan=False, memories=10_000)
+    assert _plan(tenant=old).shape.semantic.exact  # type: ignore[union-attr]
+
+
+def test_a_query_without_keywords_reads_no_episodic_source() -> None:
+    plan = _plan(_call("the of and"))
+    assert plan.shape is not None and plan.shape.episodic is None
+    assert plan.shape.presence == (DOCUMENTS,) and "episodic" in plan.scored
+
+
+def test_a_mode_s_kinds_choose_the_episodic_rows() -> None:
+    plan = _plan(_call(mode="knowledge_lookup"))
+    episodic = plan.shape.episodic  # type: ignore[union-attr]
+    assert episodic is not None and episodic.decisions and not episodic.tool_calls
+
+
+def test_options_shape_the_statement() -> None:
+    config = replace(RetrievalConfig(), memory_bm25=False, max_distance=None, lexical_match="max")
+    plan = _plan(_call(config=config, task_id="T-1", entities=["alice"]))
+    semantic, episodic = plan.shape.semantic, plan.shape.episodic  # type: ignore[union-attr]
+    assert semantic is not None and not semantic.bm25 and semantic.lexical == "max"
+    assert not semantic.with_max_distance and semantic.with_entities
+    assert episodic is not None and episodic.with_task and episodic.lexical is None
+    assert not plan.shape.gated  # type: ignore[union-attr]
+
+
+def test_no_source_on_reads_nothing() -> None:
+    default = RetrievalConfig()
+    config = replace(
+        default,
+        semantic=replace(default.semantic, enabled=False),
+        episodic=replace(default.episodic, enabled=False),
+        documents=replace(default.documents, enabled=False),
+    )
+    plan = _plan(_call(config=config))
+    assert plan.shape is None and plan.full_shape is None and plan.scored == ()
+
+
+@pytest.mark.parametrize("tenant", [FRESH, SEEN])
+def test_the_plan_binds_every_parameter_its_statements_name(tenant: TenantView) -> None:
+    plan = _plan(_call(task_id="T-1", entities=["alice"]), tenant)
+    assert plan.full_shape is not None
+    named = set(re.findall(r"%\((\w+)\)s", build_statement("retrieval", plan.full_shape)))
+    assert named <= set(plan.parameters)
+
+
+def test_the_same_call_and_view_give_the_same_plan() -> None:
+    call = _call()
+    assert _plan(call) == _plan(call)
