@@ -25,6 +25,7 @@ from pglast.stream import IndentedStream
 from retrieval.search.config import DEFAULT_MODES
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS
 from retrieval.search.plan.shape import EpisodicQuery, SemanticQuery, StatementShape
+from retrieval.search.statement.render import build_statement, statement_parts
 
 SCHEMA = "retrieval"
 PARAMETER = re.compile(r"%\((\w+)\)s")
@@ -156,17 +157,26 @@ def shape_space() -> int:
     return len(semantic) * len(episodic) * 2 * 2 * 2 * presence * 2
 
 
-def format_statement(sql: str, title: str) -> str:
-    """``sql`` formatted for reading: its header, then each CTE after its comment."""
+def format_statement(schema: str, shape: StatementShape, title: str) -> str:
+    """The statement of ``shape`` formatted for reading: its header, then each CTE after its
+    note and the parameters it binds, then the final select."""
+    parts, _ = statement_parts(schema, shape)
+    sql = build_statement(schema, shape)
     names = sorted(set(PARAMETER.findall(sql)))
     (raw,) = pglast.parse_sql(PARAMETER.sub(lambda m: _MARK + m[1], sql))
     statement = raw.stmt
     ctes = statement.withClause.ctes
     statement.withClause = None
-    parts = [_stream(cte) for cte in ctes]
-    body = "WITH " + ",\n".join(parts) + "\n" + _stream(statement) + "\n"
+    assert [cte.ctename for cte in ctes] == [part.name for part in parts]
+    blocks = []
+    for cte, part in zip(ctes, parts, strict=True):
+        lines = [f"-- {part.name}: {part.note}"]
+        lines += _wrapped("--   binds: ", ", ".join(part.binds)) if part.binds else []
+        blocks.append("\n".join([*lines, _stream(cte)]))
+    body = "WITH\n" + ",\n\n".join(blocks) + "\n\n-- the candidates of every source\n"
+    body += _stream(statement) + "\n"
     header = [f"-- {title}", *_wrapped("-- Binds: ", ", ".join(names))]
-    return "\n".join(header) + "\n" + body
+    return "\n".join(header) + "\n\n" + body
 
 
 def _stream(node: object) -> str:
@@ -179,6 +189,6 @@ def _wrapped(prefix: str, text: str, width: int = 99) -> Iterator[str]:
     for word in text.split(" "):
         if len(line) + len(word) > width and line.strip() != prefix.strip():
             yield line.rstrip()
-            line = "--        "
+            line = "--" + " " * (len(prefix) - 2)
         line += word + " "
     yield line.rstrip()

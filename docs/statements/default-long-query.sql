@@ -6,7 +6,11 @@
 --        episodic_recency, episodic_relevance, fusion, keywords, known_at, max_distance,
 --        max_query_words, memory_bm25_rows, patterns, query_text, query_vector, rrf_k,
 --        semantic_candidates, semantic_half_life, tenant_id, text_search_config
-WITH semantic_nearest AS MATERIALIZED (
+
+WITH
+-- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+--   binds: as_of, known_at, query_vector, semantic_candidates, tenant_id
+semantic_nearest AS MATERIALIZED (
     SELECT m.id,
            m.content,
            m.kind,
@@ -32,6 +36,9 @@ WITH semantic_nearest AS MATERIALIZED (
     ORDER BY distance
     LIMIT %(semantic_candidates)s
   ),
+
+-- mem_corpus: the tenant's memory count, mean length and sampled share (memory_corpus)
+--   binds: tenant_id
 mem_corpus AS MATERIALIZED (
     SELECT CAST(memories AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(memories, 0) AS average_length,
@@ -40,6 +47,9 @@ mem_corpus AS MATERIALIZED (
     FROM retrieval.memory_corpus
     WHERE tenant_id = %(tenant_id)s
   ),
+
+-- mem_terms: the query's lexemes with their document frequencies estimated from the sample
+--   binds: max_query_words, query_text, tenant_id
 mem_terms AS MATERIALIZED (
     SELECT q.term,
            CAST(CAST(array_to_tsvector(ARRAY[q.term]) AS text) AS tsquery) AS query,
@@ -55,6 +65,9 @@ mem_terms AS MATERIALIZED (
              q.term
     LIMIT %(max_query_words)s
   ),
+
+-- mem_probed: the rarest query terms whose memories fit the BM25 row budget
+--   binds: memory_bm25_rows
 mem_probed AS MATERIALIZED (
     SELECT term,
            query
@@ -66,6 +79,9 @@ mem_probed AS MATERIALIZED (
           WHERE sampled < 16) AS x
     WHERE rows <= %(memory_bm25_rows)s
   ),
+
+-- mem_fetched: the live memories holding each probed term, through the GIN index
+--   binds: as_of, known_at, query_vector, tenant_id
 mem_fetched AS MATERIALIZED (
     SELECT w.term,
            r.*
@@ -95,6 +111,9 @@ mem_fetched AS MATERIALIZED (
                                  OR m.created_at <= CAST(%(known_at)s AS timestamptz))
                              LIMIT 513) AS r
   ),
+
+-- mem_weights: each query term's document frequency (counted or estimated) and BM25 factors
+--   binds: bm25_b, bm25_k1
 mem_weights AS MATERIALIZED (
     SELECT w.term,
            x.document_frequency,
@@ -121,12 +140,16 @@ mem_weights AS MATERIALIZED (
                                                    FROM mem_probed)
                                     AND COALESCE(r.rows, 0) <= 512 AS counted) AS x
   ),
+
+-- mem_total: the query's summed idf, its terms, and how many were not counted
 mem_total AS MATERIALIZED (
     SELECT sum(idf) AS total_idf,
            array_agg(term) AS terms,
            count(*) FILTER (WHERE NOT counted) AS unprobed
     FROM mem_weights
   ),
+
+-- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
 mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) r.id,
                               r.content,
@@ -148,6 +171,8 @@ mem_matched AS MATERIALIZED (
                             FROM semantic_nearest))
     ORDER BY r.id
   ),
+
+-- mem_pool: the candidates of both channels, marked by the channel that found them
 mem_pool AS MATERIALIZED (
     SELECT *,
            TRUE AS near
@@ -159,6 +184,8 @@ mem_pool AS MATERIALIZED (
            FALSE AS near
     FROM mem_matched
   ),
+
+-- mem_scores: each candidate's BM25 score and the idf it covers, from its own lexemes
 mem_scores AS MATERIALIZED (
     SELECT p.id,
            sum(w.idf_k1 * cardinality(u.positions) / (cardinality(u.positions) + w.base + w.per_length * length(p.search_vector))) AS bm25,
@@ -172,6 +199,8 @@ mem_scores AS MATERIALIZED (
          INNER JOIN mem_weights AS w ON w.term = u.lexeme
     GROUP BY p.id
   ),
+
+-- mem_ranked: the candidates with their BM25 and dense ranks
 mem_ranked AS MATERIALIZED (
     SELECT p.*,
            COALESCE(s.bm25, 0.0) AS bm25,
@@ -188,12 +217,19 @@ mem_ranked AS MATERIALIZED (
     FROM mem_pool AS p
          LEFT JOIN mem_scores AS s ON s.id = p.id
   ),
+
+-- semantic_found: the dense pool and the lexical channel's best candidates
+--   binds: semantic_candidates
 semantic_found AS (
     SELECT *
     FROM mem_ranked
     WHERE near
        OR bm25_rank <= %(semantic_candidates)s
   ),
+
+-- semantic: the memories' candidates: relevance, recency, signals and evidence
+--   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
+--          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
 semantic AS (
     SELECT CAST('semantic' AS text) AS source,
            CAST('memory' AS text) AS item,
@@ -369,6 +405,9 @@ semantic AS (
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
+
+-- episodic_patterns: the query's keywords and their LIKE patterns, lower-cased once
+--   binds: episodic_keywords, keywords, patterns, tenant_id
 episodic_patterns AS MATERIALIZED (
     SELECT k.keyword,
            lower(k.pattern) AS pattern,
@@ -386,6 +425,9 @@ episodic_patterns AS MATERIALIZED (
                    k.position
           LIMIT %(episodic_keywords)s) AS k
   ),
+
+-- episodic_tokens: each keyword's tokens in the tenant's vocabulary, with their row counts
+--   binds: tenant_id
 episodic_tokens AS MATERIALIZED (
     SELECT k.position,
            v.id AS token_id,
@@ -398,6 +440,8 @@ episodic_tokens AS MATERIALIZED (
                                AND v.token LIKE k.pattern
                              OFFSET 0) AS v
   ),
+
+-- episodic_rarity: the keywords ranked rarest first
 episodic_rarity AS MATERIALIZED (
     SELECT k.position,
            row_number() OVER (ORDER BY COALESCE(sum(t.rows),
@@ -407,6 +451,10 @@ episodic_rarity AS MATERIALIZED (
          LEFT JOIN episodic_tokens AS t ON t.position = k.position
     GROUP BY k.position
   ),
+
+-- episodic_found: the rows that can pass the threshold, from their bands' rarest postings
+--   binds: episodic_band_lists, episodic_band_since, episodic_band_until, episodic_keywords,
+--          tenant_id
 episodic_found AS MATERIALIZED (
     SELECT h.item,
            h.row_id,
@@ -441,6 +489,9 @@ episodic_found AS MATERIALIZED (
     GROUP BY h.item, h.row_id
     HAVING count(DISTINCT h.position) >= min(h.read) - min(h.lists) + 1
   ),
+
+-- decision_hits: the decisions found, each with its exact count of keywords
+--   binds: known_at, tenant_id
 decision_hits AS (
     SELECT x.id,
            x.created_at,
@@ -463,6 +514,10 @@ decision_hits AS (
                              LIMIT 1) AS x
     WHERE f.item = 1
   ),
+
+-- decision_top: the decisions' candidate pool, by the source's relevance and recency
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
+--          episodic_relevance
 decision_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -482,6 +537,9 @@ decision_top AS (
              scored.id DESC
     LIMIT %(episodic_candidates)s
   ),
+
+-- episodic_decisions: the decisions' candidates: relevance, recency and evidence
+--   binds: tenant_id
 episodic_decisions AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('decision' AS text) AS item,
@@ -505,6 +563,9 @@ episodic_decisions AS (
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
   ),
+
+-- tool_call_hits: the tool calls found, each with its exact count of keywords
+--   binds: known_at, tenant_id
 tool_call_hits AS (
     SELECT x.id,
            x.created_at,
@@ -527,6 +588,10 @@ tool_call_hits AS (
                              LIMIT 1) AS x
     WHERE f.item = 2
   ),
+
+-- tool_call_top: the tool calls' candidate pool, by the source's relevance and recency
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
+--          episodic_relevance
 tool_call_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -546,6 +611,9 @@ tool_call_top AS (
              scored.id DESC
     LIMIT %(episodic_candidates)s
   ),
+
+-- episodic_tool_calls: the tool calls' candidates: relevance, recency and evidence
+--   binds: tenant_id
 episodic_tool_calls AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('tool_call' AS text) AS item,
@@ -570,6 +638,9 @@ episodic_tool_calls AS (
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
   ),
+
+-- doc_terms: the query's lexemes (the rarest first, when the query is capped)
+--   binds: max_query_words, query_text, tenant_id, text_search_config
 doc_terms AS MATERIALIZED (
     SELECT q.term
     FROM (SELECT DISTINCT lexeme AS term
@@ -582,12 +653,18 @@ doc_terms AS MATERIALIZED (
              q.term
     LIMIT %(max_query_words)s
   ),
+
+-- doc_corpus: the tenant's row count and mean length
+--   binds: tenant_id
 doc_corpus AS (
     SELECT CAST(chunks AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(chunks, 0) AS average_length
     FROM retrieval.document_corpus
     WHERE tenant_id = %(tenant_id)s
   ),
+
+-- doc_weights: the query terms the rows hold, each with its BM25 factors and whether it is common
+--   binds: bm25_b, bm25_common_share, bm25_k1, tenant_id
 doc_weights AS MATERIALIZED (
     SELECT q.term,
            ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5)) AS idf,
@@ -600,6 +677,9 @@ doc_weights AS MATERIALIZED (
                                                       AND t.term = q.term
          CROSS JOIN doc_corpus AS c
   ),
+
+-- doc_partial: each row's partial score from the rare terms' postings
+--   binds: tenant_id
 doc_partial AS MATERIALIZED (
     SELECT p.chunk_id,
            sum(w.idf_k1 * p.term_frequency / (p.term_frequency + w.base + w.per_length * p.chunk_length)) AS partial
@@ -609,6 +689,9 @@ doc_partial AS MATERIALIZED (
     WHERE NOT w.common
     GROUP BY p.chunk_id
   ),
+
+-- doc_top: the seed (the best partial scores) and the best one outside it
+--   binds: documents_candidates
 doc_top AS MATERIALIZED (
     SELECT a.chunk_id,
            a.partial,
@@ -620,6 +703,9 @@ doc_top AS MATERIALIZED (
                    chunk_id
           LIMIT (8 * %(documents_candidates)s + 1)) AS a
   ),
+
+-- doc_seed: the seed's exact scores, the common terms added
+--   binds: documents_candidates, tenant_id
 doc_seed AS MATERIALIZED (
     SELECT a.chunk_id,
            a.partial + COALESCE(x.rest, 0.0) AS bm25
@@ -636,6 +722,9 @@ doc_seed AS MATERIALIZED (
                     GROUP BY p.chunk_id) AS x ON x.chunk_id = a.chunk_id
     WHERE a.place <= 8 * %(documents_candidates)s
   ),
+
+-- doc_bound: what the common terms can add, the seed's bar, and the best partial outside it
+--   binds: documents_candidates
 doc_bound AS MATERIALIZED (
     SELECT (SELECT COALESCE(sum(idf_k1),
                             0.0)
@@ -650,12 +739,16 @@ doc_bound AS MATERIALIZED (
             FROM doc_top
             WHERE place = 8 * %(documents_candidates)s + 1) AS outside
   ),
+
+-- doc_reach: the rows the rare terms found that can still reach the top
 doc_reach AS MATERIALIZED (
     SELECT a.chunk_id,
            a.partial
     FROM doc_partial AS a, doc_bound AS x
     WHERE a.partial + x.rest >= x.theta
   ),
+
+-- doc_tier: which tier answers exactly: the seed, the rows in reach, or every posting
 doc_tier AS MATERIALIZED (
     SELECT CASE
              WHEN x.rest = 0.0
@@ -673,6 +766,9 @@ doc_tier AS MATERIALIZED (
            END AS tier
     FROM doc_bound AS x
   ),
+
+-- doc_bm25: the best rows by exact BM25
+--   binds: documents_candidates, tenant_id
 doc_bm25 AS (
     SELECT *
     FROM ((SELECT s.chunk_id,
@@ -712,6 +808,9 @@ doc_bm25 AS (
              scored.chunk_id
     LIMIT %(documents_candidates)s
   ),
+
+-- doc_dense: the tenant's chunks nearest the query's vector (the dense channel)
+--   binds: documents_candidates, query_vector, tenant_id
 doc_dense AS MATERIALIZED (
     SELECT c.id AS chunk_id,
            c.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -720,6 +819,8 @@ doc_dense AS MATERIALIZED (
     ORDER BY distance
     LIMIT %(documents_candidates)s
   ),
+
+-- doc_found: the chunks either channel found
 doc_found AS MATERIALIZED (
     SELECT chunk_id
     FROM doc_bm25
@@ -729,6 +830,9 @@ doc_found AS MATERIALIZED (
     SELECT chunk_id
     FROM doc_dense
   ),
+
+-- doc_idf: every query term's BM25 factors (a term no chunk holds included)
+--   binds: bm25_b, bm25_k1, tenant_id
 doc_idf AS MATERIALIZED (
     SELECT q.term,
            ln(1.0 + (c.n - COALESCE(t.document_frequency, 0) + 0.5) / (COALESCE(t.document_frequency, 0) + 0.5)) AS idf,
@@ -740,6 +844,9 @@ doc_idf AS MATERIALIZED (
          LEFT JOIN retrieval.document_term_stats AS t ON t.tenant_id = %(tenant_id)s
                                                      AND t.term = q.term
   ),
+
+-- doc_covered: each found chunk's exact BM25 score and the idf it covers
+--   binds: tenant_id
 doc_covered AS (
     SELECT p.chunk_id,
            sum(i.idf) AS covered,
@@ -751,6 +858,9 @@ doc_covered AS (
                                                                             FROM doc_found))
     GROUP BY p.chunk_id
   ),
+
+-- doc_evidence: the found chunks with both channels' evidence and their columns
+--   binds: query_vector, tenant_id
 doc_evidence AS MATERIALIZED (
     SELECT u.chunk_id,
            COALESCE(d.distance,
@@ -773,6 +883,8 @@ doc_evidence AS MATERIALIZED (
          LEFT JOIN doc_dense AS d ON d.chunk_id = u.chunk_id
          LEFT JOIN doc_covered AS v ON v.chunk_id = u.chunk_id
   ),
+
+-- doc_ranked: the found chunks with their BM25 and dense ranks
 doc_ranked AS (
     SELECT e.*,
            CASE
@@ -784,6 +896,11 @@ doc_ranked AS (
                                        e.chunk_id) AS dense_rank
     FROM doc_evidence AS e
   ),
+
+-- documents: the chunks' candidates: fused relevance, recency and evidence
+--   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
+--          dense_weight, dense_zero_squared, documents_half_life, fusion, max_distance, rrf_k,
+--          tenant_id
 documents AS (
     SELECT CAST('documents' AS text) AS source,
            CAST('chunk' AS text) AS item,
@@ -947,6 +1064,9 @@ documents AS (
     WHERE f.distance <= CAST(%(max_distance)s AS float8)
        OR f.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
+
+-- source_presence: a row per source asked for: whether the tenant holds it, its size
+--   binds: as_of, tenant_id
 source_presence AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('presence' AS text) AS item,
@@ -990,6 +1110,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS jsonb) AS details
   )
+
+-- the candidates of every source
 (((SELECT source,
           item,
           id,

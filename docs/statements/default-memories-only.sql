@@ -3,7 +3,11 @@
 --        dense_span_squared, dense_weight, dense_zero_squared, fusion, known_at, max_distance,
 --        memory_bm25_rows, query_text, query_vector, rrf_k, semantic_candidates,
 --        semantic_half_life, tenant_id
-WITH semantic_nearest AS MATERIALIZED (
+
+WITH
+-- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+--   binds: as_of, known_at, query_vector, semantic_candidates, tenant_id
+semantic_nearest AS MATERIALIZED (
     SELECT m.id,
            m.content,
            m.kind,
@@ -29,6 +33,9 @@ WITH semantic_nearest AS MATERIALIZED (
     ORDER BY distance
     LIMIT %(semantic_candidates)s
   ),
+
+-- mem_corpus: the tenant's memory count, mean length and sampled share (memory_corpus)
+--   binds: tenant_id
 mem_corpus AS MATERIALIZED (
     SELECT CAST(memories AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(memories, 0) AS average_length,
@@ -37,6 +44,9 @@ mem_corpus AS MATERIALIZED (
     FROM retrieval.memory_corpus
     WHERE tenant_id = %(tenant_id)s
   ),
+
+-- mem_terms: the query's lexemes with their document frequencies estimated from the sample
+--   binds: query_text, tenant_id
 mem_terms AS MATERIALIZED (
     SELECT q.term,
            CAST(CAST(array_to_tsvector(ARRAY[q.term]) AS text) AS tsquery) AS query,
@@ -49,6 +59,9 @@ mem_terms AS MATERIALIZED (
          LEFT JOIN retrieval.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s
                                                    AND t.term = q.term
   ),
+
+-- mem_probed: the rarest query terms whose memories fit the BM25 row budget
+--   binds: memory_bm25_rows
 mem_probed AS MATERIALIZED (
     SELECT term,
            query
@@ -60,6 +73,9 @@ mem_probed AS MATERIALIZED (
           WHERE sampled < 16) AS x
     WHERE rows <= %(memory_bm25_rows)s
   ),
+
+-- mem_fetched: the live memories holding each probed term, through the GIN index
+--   binds: as_of, known_at, query_vector, tenant_id
 mem_fetched AS MATERIALIZED (
     SELECT w.term,
            r.*
@@ -89,6 +105,9 @@ mem_fetched AS MATERIALIZED (
                                  OR m.created_at <= CAST(%(known_at)s AS timestamptz))
                              LIMIT 513) AS r
   ),
+
+-- mem_weights: each query term's document frequency (counted or estimated) and BM25 factors
+--   binds: bm25_b, bm25_k1
 mem_weights AS MATERIALIZED (
     SELECT w.term,
            x.document_frequency,
@@ -115,12 +134,16 @@ mem_weights AS MATERIALIZED (
                                                    FROM mem_probed)
                                     AND COALESCE(r.rows, 0) <= 512 AS counted) AS x
   ),
+
+-- mem_total: the query's summed idf, its terms, and how many were not counted
 mem_total AS MATERIALIZED (
     SELECT sum(idf) AS total_idf,
            array_agg(term) AS terms,
            count(*) FILTER (WHERE NOT counted) AS unprobed
     FROM mem_weights
   ),
+
+-- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
 mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) r.id,
                               r.content,
@@ -142,6 +165,8 @@ mem_matched AS MATERIALIZED (
                             FROM semantic_nearest))
     ORDER BY r.id
   ),
+
+-- mem_pool: the candidates of both channels, marked by the channel that found them
 mem_pool AS MATERIALIZED (
     SELECT *,
            TRUE AS near
@@ -153,6 +178,8 @@ mem_pool AS MATERIALIZED (
            FALSE AS near
     FROM mem_matched
   ),
+
+-- mem_scores: each candidate's BM25 score and the idf it covers, from its own lexemes
 mem_scores AS MATERIALIZED (
     SELECT p.id,
            sum(w.idf_k1 * cardinality(u.positions) / (cardinality(u.positions) + w.base + w.per_length * length(p.search_vector))) AS bm25,
@@ -166,6 +193,8 @@ mem_scores AS MATERIALIZED (
          INNER JOIN mem_weights AS w ON w.term = u.lexeme
     GROUP BY p.id
   ),
+
+-- mem_ranked: the candidates with their BM25 and dense ranks
 mem_ranked AS MATERIALIZED (
     SELECT p.*,
            COALESCE(s.bm25, 0.0) AS bm25,
@@ -182,12 +211,19 @@ mem_ranked AS MATERIALIZED (
     FROM mem_pool AS p
          LEFT JOIN mem_scores AS s ON s.id = p.id
   ),
+
+-- semantic_found: the dense pool and the lexical channel's best candidates
+--   binds: semantic_candidates
 semantic_found AS (
     SELECT *
     FROM mem_ranked
     WHERE near
        OR bm25_rank <= %(semantic_candidates)s
   ),
+
+-- semantic: the memories' candidates: relevance, recency, signals and evidence
+--   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
+--          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
 semantic AS (
     SELECT CAST('semantic' AS text) AS source,
            CAST('memory' AS text) AS item,
@@ -363,6 +399,9 @@ semantic AS (
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
+
+-- source_presence: a row per source asked for: whether the tenant holds it, its size
+--   binds: as_of, tenant_id
 source_presence AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('presence' AS text) AS item,
@@ -406,6 +445,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS jsonb) AS details
   )
+
+-- the candidates of every source
 SELECT source,
        item,
        id,

@@ -3,17 +3,27 @@
 --        cascade_threshold, dense_span_squared, dense_weight, dense_zero_squared,
 --        documents_candidates, documents_half_life, fusion, max_distance, query_text,
 --        query_vector, rrf_k, tenant_id, text_search_config
-WITH doc_terms AS (
+
+WITH
+-- doc_terms: the query's lexemes (the rarest first, when the query is capped)
+--   binds: query_text, text_search_config
+doc_terms AS (
     SELECT DISTINCT lexeme AS term
     FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig),
                             %(query_text)s))
   ),
+
+-- doc_corpus: the tenant's row count and mean length
+--   binds: tenant_id
 doc_corpus AS (
     SELECT CAST(chunks AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(chunks, 0) AS average_length
     FROM retrieval.document_corpus
     WHERE tenant_id = %(tenant_id)s
   ),
+
+-- doc_weights: the query terms the rows hold, each with its BM25 factors and whether it is common
+--   binds: bm25_b, bm25_common_share, bm25_k1, tenant_id
 doc_weights AS MATERIALIZED (
     SELECT q.term,
            ln(1.0 + (c.n - t.document_frequency + 0.5) / (t.document_frequency + 0.5)) AS idf,
@@ -26,6 +36,9 @@ doc_weights AS MATERIALIZED (
                                                       AND t.term = q.term
          CROSS JOIN doc_corpus AS c
   ),
+
+-- doc_partial: each row's partial score from the rare terms' postings
+--   binds: tenant_id
 doc_partial AS MATERIALIZED (
     SELECT p.chunk_id,
            sum(w.idf_k1 * p.term_frequency / (p.term_frequency + w.base + w.per_length * p.chunk_length)) AS partial
@@ -35,6 +48,9 @@ doc_partial AS MATERIALIZED (
     WHERE NOT w.common
     GROUP BY p.chunk_id
   ),
+
+-- doc_top: the seed (the best partial scores) and the best one outside it
+--   binds: documents_candidates
 doc_top AS MATERIALIZED (
     SELECT a.chunk_id,
            a.partial,
@@ -46,6 +62,9 @@ doc_top AS MATERIALIZED (
                    chunk_id
           LIMIT (8 * %(documents_candidates)s + 1)) AS a
   ),
+
+-- doc_seed: the seed's exact scores, the common terms added
+--   binds: documents_candidates, tenant_id
 doc_seed AS MATERIALIZED (
     SELECT a.chunk_id,
            a.partial + COALESCE(x.rest, 0.0) AS bm25
@@ -62,6 +81,9 @@ doc_seed AS MATERIALIZED (
                     GROUP BY p.chunk_id) AS x ON x.chunk_id = a.chunk_id
     WHERE a.place <= 8 * %(documents_candidates)s
   ),
+
+-- doc_bound: what the common terms can add, the seed's bar, and the best partial outside it
+--   binds: documents_candidates
 doc_bound AS MATERIALIZED (
     SELECT (SELECT COALESCE(sum(idf_k1),
                             0.0)
@@ -76,12 +98,16 @@ doc_bound AS MATERIALIZED (
             FROM doc_top
             WHERE place = 8 * %(documents_candidates)s + 1) AS outside
   ),
+
+-- doc_reach: the rows the rare terms found that can still reach the top
 doc_reach AS MATERIALIZED (
     SELECT a.chunk_id,
            a.partial
     FROM doc_partial AS a, doc_bound AS x
     WHERE a.partial + x.rest >= x.theta
   ),
+
+-- doc_tier: which tier answers exactly: the seed, the rows in reach, or every posting
 doc_tier AS MATERIALIZED (
     SELECT CASE
              WHEN x.rest = 0.0
@@ -99,6 +125,9 @@ doc_tier AS MATERIALIZED (
            END AS tier
     FROM doc_bound AS x
   ),
+
+-- doc_bm25: the best rows by exact BM25
+--   binds: documents_candidates, tenant_id
 doc_bm25 AS (
     SELECT *
     FROM ((SELECT s.chunk_id,
@@ -138,6 +167,9 @@ doc_bm25 AS (
              scored.chunk_id
     LIMIT %(documents_candidates)s
   ),
+
+-- doc_dense: the tenant's chunks nearest the query's vector (the dense channel)
+--   binds: documents_candidates, query_vector, tenant_id
 doc_dense AS MATERIALIZED (
     SELECT c.id AS chunk_id,
            c.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -146,6 +178,8 @@ doc_dense AS MATERIALIZED (
     ORDER BY distance
     LIMIT %(documents_candidates)s
   ),
+
+-- doc_found: the chunks either channel found
 doc_found AS MATERIALIZED (
     SELECT chunk_id
     FROM doc_bm25
@@ -155,6 +189,9 @@ doc_found AS MATERIALIZED (
     SELECT chunk_id
     FROM doc_dense
   ),
+
+-- doc_idf: every query term's BM25 factors (a term no chunk holds included)
+--   binds: bm25_b, bm25_k1, tenant_id
 doc_idf AS MATERIALIZED (
     SELECT q.term,
            ln(1.0 + (c.n - COALESCE(t.document_frequency, 0) + 0.5) / (COALESCE(t.document_frequency, 0) + 0.5)) AS idf,
@@ -166,6 +203,9 @@ doc_idf AS MATERIALIZED (
          LEFT JOIN retrieval.document_term_stats AS t ON t.tenant_id = %(tenant_id)s
                                                      AND t.term = q.term
   ),
+
+-- doc_covered: each found chunk's exact BM25 score and the idf it covers
+--   binds: tenant_id
 doc_covered AS (
     SELECT p.chunk_id,
            sum(i.idf) AS covered,
@@ -177,6 +217,9 @@ doc_covered AS (
                                                                             FROM doc_found))
     GROUP BY p.chunk_id
   ),
+
+-- doc_evidence: the found chunks with both channels' evidence and their columns
+--   binds: query_vector, tenant_id
 doc_evidence AS MATERIALIZED (
     SELECT u.chunk_id,
            COALESCE(d.distance,
@@ -199,6 +242,8 @@ doc_evidence AS MATERIALIZED (
          LEFT JOIN doc_dense AS d ON d.chunk_id = u.chunk_id
          LEFT JOIN doc_covered AS v ON v.chunk_id = u.chunk_id
   ),
+
+-- doc_ranked: the found chunks with their BM25 and dense ranks
 doc_ranked AS (
     SELECT e.*,
            CASE
@@ -210,6 +255,11 @@ doc_ranked AS (
                                        e.chunk_id) AS dense_rank
     FROM doc_evidence AS e
   ),
+
+-- documents: the chunks' candidates: fused relevance, recency and evidence
+--   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
+--          dense_weight, dense_zero_squared, documents_half_life, fusion, max_distance, rrf_k,
+--          tenant_id
 documents AS (
     SELECT CAST('documents' AS text) AS source,
            CAST('chunk' AS text) AS item,
@@ -373,6 +423,9 @@ documents AS (
     WHERE f.distance <= CAST(%(max_distance)s AS float8)
        OR f.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
+
+-- source_presence: a row per source asked for: whether the tenant holds it, its size
+--   binds: as_of, tenant_id
 source_presence AS (
     SELECT CAST('documents' AS text) AS source,
            CAST('presence' AS text) AS item,
@@ -393,6 +446,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS jsonb) AS details
   )
+
+-- the candidates of every source
 SELECT source,
        item,
        id,

@@ -2,13 +2,20 @@
 -- Binds: as_of, episodic_band_lists, episodic_band_since, episodic_band_until,
 --        episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
 --        episodic_relevance, keywords, known_at, patterns, tenant_id
-WITH episodic_patterns AS MATERIALIZED (
+
+WITH
+-- episodic_patterns: the query's keywords and their LIKE patterns, lower-cased once
+--   binds: keywords, patterns
+episodic_patterns AS MATERIALIZED (
     SELECT k.keyword,
            lower(k.pattern) AS pattern,
            k.position
     FROM unnest(CAST(%(keywords)s AS text[]),
                 CAST(%(patterns)s AS text[])) WITH ORDINALITY AS k (keyword, pattern, position)
   ),
+
+-- episodic_tokens: each keyword's tokens in the tenant's vocabulary, with their row counts
+--   binds: tenant_id
 episodic_tokens AS MATERIALIZED (
     SELECT k.position,
            v.id AS token_id,
@@ -21,6 +28,8 @@ episodic_tokens AS MATERIALIZED (
                                AND v.token LIKE k.pattern
                              OFFSET 0) AS v
   ),
+
+-- episodic_rarity: the keywords ranked rarest first
 episodic_rarity AS MATERIALIZED (
     SELECT k.position,
            row_number() OVER (ORDER BY COALESCE(sum(t.rows),
@@ -30,6 +39,10 @@ episodic_rarity AS MATERIALIZED (
          LEFT JOIN episodic_tokens AS t ON t.position = k.position
     GROUP BY k.position
   ),
+
+-- episodic_found: the rows that can pass the threshold, from their bands' rarest postings
+--   binds: episodic_band_lists, episodic_band_since, episodic_band_until, episodic_keywords,
+--          tenant_id
 episodic_found AS MATERIALIZED (
     SELECT h.item,
            h.row_id,
@@ -64,6 +77,9 @@ episodic_found AS MATERIALIZED (
     GROUP BY h.item, h.row_id
     HAVING bit_count(CAST(bit_or(CAST(1 AS bigint) << CAST(h.position AS integer) - 1) AS pg_catalog.bit(64))) >= min(h.read) - min(h.lists) + 1
   ),
+
+-- decision_hits: the decisions found, each with its exact count of keywords
+--   binds: known_at, tenant_id
 decision_hits AS (
     SELECT x.id,
            x.created_at,
@@ -86,6 +102,10 @@ decision_hits AS (
                              LIMIT 1) AS x
     WHERE f.item = 1
   ),
+
+-- decision_top: the decisions' candidate pool, by the source's relevance and recency
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
+--          episodic_relevance
 decision_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -105,6 +125,9 @@ decision_top AS (
              scored.id DESC
     LIMIT %(episodic_candidates)s
   ),
+
+-- episodic_decisions: the decisions' candidates: relevance, recency and evidence
+--   binds: tenant_id
 episodic_decisions AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('decision' AS text) AS item,
@@ -128,6 +151,9 @@ episodic_decisions AS (
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
   ),
+
+-- tool_call_hits: the tool calls found, each with its exact count of keywords
+--   binds: known_at, tenant_id
 tool_call_hits AS (
     SELECT x.id,
            x.created_at,
@@ -150,6 +176,10 @@ tool_call_hits AS (
                              LIMIT 1) AS x
     WHERE f.item = 2
   ),
+
+-- tool_call_top: the tool calls' candidate pool, by the source's relevance and recency
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
+--          episodic_relevance
 tool_call_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -169,6 +199,9 @@ tool_call_top AS (
              scored.id DESC
     LIMIT %(episodic_candidates)s
   ),
+
+-- episodic_tool_calls: the tool calls' candidates: relevance, recency and evidence
+--   binds: tenant_id
 episodic_tool_calls AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('tool_call' AS text) AS item,
@@ -193,6 +226,9 @@ episodic_tool_calls AS (
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
   ),
+
+-- source_presence: a row per source asked for: whether the tenant holds it, its size
+--   binds: as_of, tenant_id
 source_presence AS (
     SELECT CAST('episodic' AS text) AS source,
            CAST('presence' AS text) AS item,
@@ -236,6 +272,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS jsonb) AS details
   )
+
+-- the candidates of every source
 (SELECT source,
         item,
         id,

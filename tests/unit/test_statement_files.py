@@ -15,7 +15,6 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 from syrupy.types import SnapshotIndex
 
-from retrieval.search.statement.render import build_statement
 from tests.statement_shapes import SCHEMA, format_statement, pinned_shapes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,5 +44,5 @@ def statement_file(snapshot: Any) -> Any:
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_the_statement_of_each_shape_is_on_file(name: str, statement_file: Any) -> None:
     title, shape = SHAPES[name]
-    rendered = format_statement(build_statement(SCHEMA, shape), f"{name}: {title}")
+    rendered = format_statement(SCHEMA, shape, f"{name}: {title}")
     assert statement_file(name=name) == rendered

@@ -20,6 +20,19 @@ from dataclasses import dataclass
 
 __all__ = ["PROBE_LIMIT", "SEED", "Postings", "bm25_contribution", "bm25_ctes", "bm25_factors"]
 
+# What each CTE holds (after the table's prefix), printed above it in docs/statements/.
+NOTES = {
+    "terms": "the query's lexemes (the rarest first, when the query is capped)",
+    "corpus": "the tenant's row count and mean length",
+    "weights": "the query terms the rows hold, each with its BM25 factors and whether it is common",
+    "partial": "each row's partial score from the rare terms' postings",
+    "top": "the seed (the best partial scores) and the best one outside it",
+    "seed": "the seed's exact scores, the common terms added",
+    "bound": "what the common terms can add, the seed's bar, and the best partial outside it",
+    "reach": "the rows the rare terms found that can still reach the top",
+    "tier": "which tier answers exactly: the seed, the rows in reach, or every posting",
+    "bm25": "the best rows by exact BM25",
+}
 SEED = 8  # rows scored exactly to set the pruning bound, per candidate wanted
 PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every posting
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import SIGNALS, Mode
 from retrieval.search.statement.common import SELECT_LIST, live_sql, recency_sql, told_at_sql
+from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.relevance import dense_relevance_sql
 from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 
@@ -24,6 +25,17 @@ _TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access
            m.last_accessed_at, m.metadata, m.embedding_model, m.thread_id, m.position,
            m.last_seen_at"""
 
+
+# What each CTE holds, printed above it in docs/statements/.
+NOTES = {
+    "context_hits": "the leading memory candidates that are turns of a conversation",
+    "untold": "those hits that are messages without a thread, with their times",
+    "told_before": "the messages without a thread told just before each such hit, and pauses",
+    "told_after": "the messages without a thread told just after each such hit, and pauses",
+    "told": "those messages with the widest pause between them and their hit",
+    "turns": "the turns within the window of each hit: its thread's, or its session's in time",
+    "context": "the turns as memory candidates, each with the hit it is next to and how far",
+}
 
 # The hits of a separate context statement: the arrays the retriever binds.
 _BOUND_HITS = """SELECT *
@@ -74,12 +86,12 @@ def context_statement(schema: str, mode: Mode) -> str:
 SELECT hit_id, "offset", {SELECT_LIST} FROM context ORDER BY hit_id, "offset", id"""
 
 
-def statement_context_ctes(schema: str, mode: Mode) -> list[str]:
+def statement_context_ctes(schema: str, mode: Mode) -> list[Cte]:
     """The CTEs that read, within the read's statement (after its ``semantic`` CTE), the
     context turns of every semantic candidate that is a turn: a CTE ``context`` of rows of
     ``hit_id, offset`` then the source's columns. Its parameters are the context statement's
     but the hits, and ``%(untold_sessions)s``."""
-    return context_ctes(schema, mode, _STATEMENT_HITS)
+    return noted(context_ctes(schema, mode, _STATEMENT_HITS), NOTES)
 
 
 def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import FUSIONS
+from retrieval.search.statement import bm25
 from retrieval.search.statement.bm25 import (
     Postings,
     bm25_contribution,
@@ -25,6 +26,7 @@ from retrieval.search.statement.bm25 import (
     bm25_factors,
 )
 from retrieval.search.statement.common import recency_sql
+from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
@@ -33,6 +35,17 @@ from retrieval.search.statement.relevance import (
 )
 
 SOURCE = "documents"
+# What each CTE holds, printed above it in docs/statements/ (the BM25 channel's: bm25.NOTES).
+NOTES = {
+    **bm25.NOTES,
+    "doc_dense": "the tenant's chunks nearest the query's vector (the dense channel)",
+    "doc_found": "the chunks either channel found",
+    "doc_idf": "every query term's BM25 factors (a term no chunk holds included)",
+    "doc_covered": "each found chunk's exact BM25 score and the idf it covers",
+    "doc_evidence": "the found chunks with both channels' evidence and their columns",
+    "doc_ranked": "the found chunks with their BM25 and dense ranks",
+    "documents": "the chunks' candidates: fused relevance, recency and evidence",
+}
 __all__ = ["FUSIONS", "SOURCE", "document_postings", "documents_ctes"]
 
 
@@ -49,7 +62,7 @@ def document_postings(schema: str) -> Postings:
     )
 
 
-def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> list[str]:
+def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> list[Cte]:
     """The CTEs of the documents source, the last named ``documents``.
 
     Parameters: ``tenant_id``, ``query_text``, ``query_vector``, ``text_search_config``,
@@ -70,17 +83,18 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     dense = dense_relevance_sql("f.distance")
     lexical = lexical_relevance_sql("f.bm25", total_idf)
     share = lexical_share_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")
-    return [
-        *_channels(s, postings, capped),
-        *_evidence(s, total_idf),
-        """doc_ranked AS (
+    return noted(
+        [
+            *_channels(s, postings, capped),
+            *_evidence(s, total_idf),
+            """doc_ranked AS (
     SELECT e.*,
            CASE WHEN e.bm25 > 0.0 THEN
                row_number() OVER (ORDER BY e.bm25 DESC, e.chunk_id) END AS bm25_rank,
            row_number() OVER (ORDER BY e.distance, e.chunk_id) AS dense_rank
     FROM doc_evidence AS e
 )""",
-        f"""documents AS (
+            f"""documents AS (
     SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
            'chunk'::text AS kind, f.created_at,
            {fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")} AS relevance,
@@ -102,7 +116,9 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
     {_GATE if gated else ""}
 )""",
-    ]
+        ],
+        NOTES,
+    )
 
 
 def _channels(s: str, postings: Postings, capped: bool) -> list[str]:

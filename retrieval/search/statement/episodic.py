@@ -25,12 +25,26 @@ from __future__ import annotations
 from retrieval.db.queries import quote_schema
 from retrieval.search.plan.shape import EpisodicQuery
 from retrieval.search.statement.common import known_sql, recency_sql
+from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
 
 SOURCE = "episodic"
+# What each CTE holds, printed above it in docs/statements/.
+NOTES = {
+    "episodic_patterns": "the query's keywords and their LIKE patterns, lower-cased once",
+    "episodic_tokens": "each keyword's tokens in the tenant's vocabulary, with their row counts",
+    "episodic_rarity": "the keywords ranked rarest first",
+    "episodic_found": "the rows that can pass the threshold, from their bands' rarest postings",
+    "decision_hits": "the decisions found, each with its exact count of keywords",
+    "decision_top": "the decisions' candidate pool, by the source's relevance and recency",
+    "episodic_decisions": "the decisions' candidates: relevance, recency and evidence",
+    "tool_call_hits": "the tool calls found, each with its exact count of keywords",
+    "tool_call_top": "the tool calls' candidate pool, by the source's relevance and recency",
+    "episodic_tool_calls": "the tool calls' candidates: relevance, recency and evidence",
+}
 
 
-def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[str]]:
+def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[str]]:
     """The CTEs of the episodic source and the names of those to select from.
 
     Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many
@@ -90,7 +104,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[str], list[st
 )""",
         ]
         names.append("episodic_tool_calls")
-    return ctes, names
+    return noted(ctes, NOTES), names
 
 
 def _relevance(query: EpisodicQuery) -> str:

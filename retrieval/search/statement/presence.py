@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from retrieval.db.queries import quote_schema
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, MEMORIES, MEMORY_TABLE
 
+NOTES = {"source_presence": "a row per source asked for: whether the tenant holds it, its size"}
 PRESENCE_ITEM = "presence"  # the item of a presence row; its ``id`` counts the source's rows
 
 

@@ -22,15 +22,17 @@ from retrieval.search.statement.context import (
     context_statement,
     statement_context_ctes,
 )
+from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.documents import documents_ctes
 from retrieval.search.statement.episodic import episodic_ctes
+from retrieval.search.statement.presence import NOTES as PRESENCE_NOTES
 from retrieval.search.statement.presence import presence_cte
 from retrieval.search.statement.semantic import semantic_ctes
 
 
-def build_statement(schema: str, shape: StatementShape) -> str:
-    """The one statement of ``shape`` over ``schema``'s tables."""
-    ctes: list[str] = []
+def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]:
+    """The CTEs of ``shape``'s statement over ``schema``'s tables, and its final select."""
+    ctes: list[Cte] = []
     selects: list[str] = []
     if shape.semantic is not None:
         ctes += semantic_ctes(schema, shape.semantic)
@@ -43,7 +45,7 @@ def build_statement(schema: str, shape: StatementShape) -> str:
         ctes += documents_ctes(schema, gated=shape.gated, capped=shape.capped)
         selects.append("documents")
     if shape.presence:
-        ctes.append(presence_cte(schema, shape.presence))
+        ctes += noted([presence_cte(schema, shape.presence)], PRESENCE_NOTES)
         selects.append("source_presence")
     columns = {name: SELECT_LIST for name in selects}
     if shape.context and shape.semantic is not None:
@@ -51,7 +53,13 @@ def build_statement(schema: str, shape: StatementShape) -> str:
         columns = {name: f"{SELECT_LIST}, {NO_CONTEXT}" for name in selects}
         columns["context"] = f"{SELECT_LIST}, {CONTEXT_COLUMNS}"
     union = "\nUNION ALL\n".join(f"SELECT {listed} FROM {name}" for name, listed in columns.items())
-    return "WITH " + ",\n".join(ctes) + "\n" + union
+    return ctes, union
+
+
+def build_statement(schema: str, shape: StatementShape) -> str:
+    """The one statement of ``shape`` over ``schema``'s tables."""
+    ctes, select = statement_parts(schema, shape)
+    return "WITH " + ",\n".join(cte.sql for cte in ctes) + "\n" + select
 
 
 class Statements:

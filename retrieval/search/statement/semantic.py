@@ -35,6 +35,7 @@ from retrieval.search.config import Mode
 from retrieval.search.plan.shape import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import live_sql, recency_sql, told_at_sql
+from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.search.statement.relevance import (
     dense_relevance_sql,
@@ -44,6 +45,22 @@ from retrieval.search.statement.relevance import (
 )
 
 SOURCE = "semantic"
+# What each CTE holds, printed above it in docs/statements/.
+NOTES = {
+    "semantic_nearest": "the tenant's live memories nearest the query's vector (the dense pool)",
+    "mem_corpus": "the tenant's memory count, mean length and sampled share (memory_corpus)",
+    "mem_terms": "the query's lexemes with their document frequencies estimated from the sample",
+    "mem_probed": "the rarest query terms whose memories fit the BM25 row budget",
+    "mem_fetched": "the live memories holding each probed term, through the GIN index",
+    "mem_weights": "each query term's document frequency (counted or estimated) and BM25 factors",
+    "mem_total": "the query's summed idf, its terms, and how many were not counted",
+    "mem_matched": "the memories the rare terms found beyond the dense pool, in the mode's kinds",
+    "mem_pool": "the candidates of both channels, marked by the channel that found them",
+    "mem_scores": "each candidate's BM25 score and the idf it covers, from its own lexemes",
+    "mem_ranked": "the candidates with their BM25 and dense ranks",
+    "semantic_found": "the dense pool and the lexical channel's best candidates",
+    "semantic": "the memories' candidates: relevance, recency, signals and evidence",
+}
 NEUTRAL_IMPORTANCE = 0.5
 # A query term held by fewer sampled memories than this (one in eight memories feeds the
 # statistics; revision 0010) is rare: its memories are counted exactly, up to COUNT_CAP.
@@ -86,7 +103,7 @@ MEMORY_EVIDENCE = f"""'metadata', n.metadata, 'importance', n.importance,
                'dense_relevance', {dense_relevance_sql("n.distance")}"""
 
 
-def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
+def semantic_ctes(schema: str, query: SemanticQuery) -> list[Cte]:
     """The CTEs of the semantic source, the last named ``semantic``.
 
     The dense channel's pool: the tenant's nearest memories through the HNSW graph (pgvector's
@@ -145,7 +162,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[str]:
     {"WHERE " + cut if cut else ""}
 )"""
     )
-    return ctes
+    return noted(ctes, NOTES)
 
 
 def _nearest(s: str, query: SemanticQuery) -> str:
