@@ -108,6 +108,7 @@ class ReadConnections:
     ) -> None:
         _check_pool_size(max_connections, wait_seconds)
         self.engine = engine
+        self._where = str(engine.url)  # how an error names the database (its password masked)
         # Connections that row-level security binds on ``schema``'s tables name the tenant of
         # each statement (its ``tenant_id`` parameter) to the policies first.
         self.schema = schema
@@ -150,7 +151,7 @@ class ReadConnections:
                     self._converted.clear()  # a caller sending ever new statements
                 self._converted[query] = converted
         values = converted.values(params)
-        with translate_database_errors(str(self.engine.url)):
+        with translate_database_errors(self._where):
             for attempt in (1, 2):
                 with self._connection() as connection:
                     try:
@@ -182,14 +183,14 @@ class ReadConnections:
         """Whether row-level security binds this pool's role on ``schema`` (asked once, on the
         first connection; all of them share the engine's role)."""
         if self._row_security is None:
-            with translate_database_errors(str(self.engine.url)), self._connection() as connection:
+            with translate_database_errors(self._where), self._connection() as connection:
                 self._row_security = bool(self._bound.get(connection))
         return self._row_security
 
     def distributed(self) -> bool:
         """Whether the database is a Citus coordinator (asked once, on the first connection)."""
         if self._citus is None:
-            with translate_database_errors(str(self.engine.url)), self._connection() as connection:
+            with translate_database_errors(self._where), self._connection() as connection:
                 self._citus = bool(self._distributed.get(connection))
         return self._citus
 

@@ -12,9 +12,11 @@ import pytest
 from retrieval.embedding.calibration import UNCALIBRATED
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS, TenantView
+from retrieval.search.plan.parameters import statement_parameters
 from retrieval.search.plan.read_plan import ReadPlan, plan_read
 from retrieval.search.prepare.call import PreparedCall, prepare_call
 from retrieval.search.statement.render import build_statement
+from tests.statement_shapes import pinned_shapes
 
 AS_OF = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 QUERY = "Why did the orders migration time out?"
@@ -110,3 +112,11 @@ def test_the_plan_binds_every_parameter_its_statements_name(tenant: TenantView) 
 def test_the_same_call_and_view_give_the_same_plan() -> None:
     call = _call()
     assert _plan(call) == _plan(call)
+
+
+@pytest.mark.parametrize("name", sorted(pinned_shapes()))
+def test_each_pinned_shape_s_parameters_are_bound(name: str) -> None:
+    _, shape = pinned_shapes()[name]
+    call = _call(task_id="T-1", entities=["alice"])
+    named = set(re.findall(r"%\((\w+)\)s", build_statement("retrieval", shape)))
+    assert named <= set(statement_parameters(call.config, shape, call, UNCALIBRATED))

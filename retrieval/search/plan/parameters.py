@@ -14,7 +14,7 @@ from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search import lexical_match, scoring
 from retrieval.search.config import SIGNALS, RetrievalConfig
 from retrieval.search.plan.keyword_bands import Band, keyword_bands
-from retrieval.search.plan.shape import StatementShape
+from retrieval.search.plan.shape import EpisodicQuery, StatementShape
 from retrieval.search.prepare.call import PreparedCall
 from retrieval.search.prepare.query import PreparedQuery
 
@@ -27,7 +27,42 @@ def statement_parameters(
     call: PreparedCall,
     calibration: DenseCalibration,
 ) -> dict[str, Any]:
-    """Every value the statement of ``shape`` binds for ``call``."""
+    """Every value the statement of ``shape`` binds for ``call``: only those of the parts
+    it holds."""
+    semantic, episodic = shape.semantic, shape.episodic
+    params: dict[str, Any] = {
+        "tenant_id": call.tenant_id,
+        "as_of": call.as_of,
+        "known_at": call.known_at,
+    }
+    if semantic is not None:
+        params |= semantic_parameters(config, call, calibration)
+        params |= {
+            "semantic_candidates": config.pool,
+            "max_distance": config.max_distance,
+            "entity_ids": list(dict.fromkeys(call.entities)),
+        }
+    if episodic is not None:
+        params |= _episodic_parameters(config, episodic, call)
+    if shape.documents:
+        params |= {
+            "query_vector": call.vector,
+            "max_distance": config.max_distance,
+            "dense_zero_squared": calibration.zero_squared,
+            "dense_span_squared": calibration.span_squared,
+        }
+    if shape.context:
+        params |= context_parameters(config)
+    if shape.documents or (semantic is not None and semantic.bm25):
+        params |= _bm25_parameters(config, call.query)
+    if (semantic is not None and semantic.lexical) or (episodic is not None and episodic.lexical):
+        params |= _lexical_parameters(config, call.query)
+    return params
+
+
+def _episodic_parameters(
+    config: RetrievalConfig, episodic: EpisodicQuery, call: PreparedCall
+) -> dict[str, Any]:
     # The episodic source reads only the postings of rows that can pass the threshold; with a
     # lexical score in its relevance (which keywords do not bound) it reads them all.
     keywords = call.query.keywords
@@ -41,15 +76,11 @@ def statement_parameters(
             half_life_seconds=config.episodic.half_life_hours * _HOUR,
             as_of=call.as_of,
         )
-        if shape.episodic is None or shape.episodic.lexical is None
+        if episodic.lexical is None
         else [Band(lists=read, since=None, until=None)]
     )
-    params: dict[str, Any] = {
+    return {
         **band_parameters(bands),
-        **semantic_parameters(config, call, calibration),
-        "semantic_candidates": config.pool,
-        "max_distance": config.max_distance,
-        "entity_ids": list(dict.fromkeys(call.entities)),
         "keywords": list(keywords),
         "patterns": [scoring.like_pattern(keyword) for keyword in keywords],
         "episodic_keywords": read,
@@ -59,14 +90,6 @@ def statement_parameters(
         "episodic_recency": config.episodic.recency,
         "task_id": call.task_id,
     }
-    semantic, episodic = shape.semantic, shape.episodic
-    if shape.context:
-        params.update(context_parameters(config))
-    if shape.documents or (semantic is not None and semantic.bm25):
-        params.update(_bm25_parameters(config, call.query))
-    if (semantic is not None and semantic.lexical) or (episodic is not None and episodic.lexical):
-        params.update(_lexical_parameters(config, call.query))
-    return params
 
 
 def semantic_parameters(
