@@ -30,7 +30,7 @@ from retrieval.db.read_pool import (
     ITERATIVE_SCAN,
     ReadConnections,
 )
-from retrieval.embedding.cache import DimensionCheck, EmbeddingCache
+from retrieval.embedding.cache import EmbeddingCache
 from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder
 from retrieval.memory.config import WriteConfig
@@ -106,30 +106,18 @@ class HybridRetriever:
         self.read_engine = read_engine
         self.schema = schema = schema_or_env(schema)
         self.config = RetrievalConfig.from_env() if config is None else config
-        if cache is None:
-            embedder = embedder or WriteConfig.from_env().embedder()
-            check = DimensionCheck(engine, self.schema, embedder)
-            cache = EmbeddingCache(embedder, schema, before_model_call=check)
-        self.cache = cache
-        self.embedder = cache.embedder
-        settings = list({**read_settings(self.config), **(session_settings or {})}.items())
-
-        def connections(engine: Engine) -> ReadConnections:
-            return ReadConnections(
-                engine,
-                settings=settings,
-                max_connections=max_connections,
-                wait_seconds=wait_seconds,
-                schema=schema,
-            )
-
-        self._connections = connections(engine)
+        self._vectors = QueryVectors.on(engine, schema, cache=cache, embedder=embedder)
+        self.cache, self.embedder = self._vectors.cache, self._vectors.cache.embedder
+        settings = {**read_settings(self.config), **(session_settings or {})}
+        pool = (settings, max_connections, wait_seconds, schema)
+        self._connections = _read_connections(engine, *pool)
         # Where searches read: the replica when there is one, else the primary's connections.
-        self._reads = self._connections if read_engine is None else connections(read_engine)
+        self._reads = (
+            self._connections if read_engine is None else _read_connections(read_engine, *pool)
+        )
         self._tracing = Tracing(tracer_provider)
-        # The stages' state: the query vectors, what is known of tenants (learnt by the read
-        # stage, read by the plan), each shape's statement, the presenter's statements.
-        self._vectors = QueryVectors(cache, engine)
+        # The stages' state: what is known of tenants (learnt by the read stage, viewed by the
+        # plan), each shape's statement, the presenter's statements and access counts.
         self._knowledge = TenantKnowledge()
         self._presence, self._sizes = self._knowledge.presence, self._knowledge.sizes
         self._statements = Statements(schema)
@@ -288,6 +276,22 @@ class HybridRetriever:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _read_connections(
+    engine: Engine,
+    settings: Mapping[str, str],
+    max_connections: int,
+    wait_seconds: float,
+    schema: str,
+) -> ReadConnections:
+    return ReadConnections(
+        engine,
+        settings=list(settings.items()),
+        max_connections=max_connections,
+        wait_seconds=wait_seconds,
+        schema=schema,
+    )
 
 
 def read_settings(config: RetrievalConfig) -> dict[str, str]:

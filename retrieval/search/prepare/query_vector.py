@@ -10,8 +10,10 @@ from dataclasses import replace
 
 from sqlalchemy import Engine
 
-from retrieval.embedding.cache import EmbeddingCache
+from retrieval.embedding.cache import DimensionCheck, EmbeddingCache
+from retrieval.embedding.models import Embedder
 from retrieval.errors import translate_database_errors
+from retrieval.memory.config import WriteConfig
 from retrieval.search.prepare.call import PreparedCall
 
 
@@ -21,6 +23,24 @@ class QueryVectors:
     def __init__(self, cache: EmbeddingCache, engine: Engine) -> None:
         self.cache = cache
         self.engine = engine
+
+    @classmethod
+    def on(
+        cls,
+        engine: Engine,
+        schema: str,
+        *,
+        cache: EmbeddingCache | None = None,
+        embedder: Embedder | None = None,
+    ) -> QueryVectors:
+        """The query vectors of ``cache`` (a store's, to share vectors with the write path),
+        else of a cache of its own for ``embedder`` (default: ``RETRIEVAL_EMBEDDING_MODEL``'s),
+        whose first model call checks the model's dimensions against the schema's."""
+        if cache is None:
+            embedder = embedder or WriteConfig.from_env().embedder()
+            check = DimensionCheck(engine, schema, embedder)
+            cache = EmbeddingCache(embedder, schema, before_model_call=check)
+        return cls(cache, engine)
 
     def with_vector(self, call: PreparedCall) -> PreparedCall:
         """``call`` with its query's vector, when a source of it reads one."""
