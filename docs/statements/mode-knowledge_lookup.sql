@@ -302,105 +302,105 @@ semantic AS (
            n.distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           jsonb_build_object('metadata',
-                              n.metadata,
-                              'importance',
-                              n.importance,
-                              'access_count',
-                              n.access_count,
-                              'last_accessed_at',
-                              n.last_accessed_at,
-                              'embedding_model',
-                              n.embedding_model,
-                              'thread_id',
-                              n.thread_id,
-                              'position',
-                              n.position,
-                              'inverse_distance',
-                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
-                              'dense_relevance',
-                              LEAST(CAST(1.0 AS float8),
-                                    GREATEST(CAST(0.0 AS float8),
-                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
-                              'fusion',
-                              CAST(%(fusion)s AS text),
-                              'bm25',
-                              n.bm25,
-                              'bm25_rank',
-                              n.bm25_rank,
-                              'bm25_relevance',
-                              LEAST(CAST(1.0 AS float8),
-                                    COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                              FROM mem_total),
-                                                             CAST(0.0 AS float8)),
-                                             0.0)),
-                              'lexical_share',
-                              CAST(CASE %(fusion)s
-                                     WHEN 'convex'
-                                       THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                 COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                                                           FROM mem_total),
-                                                                                                                          CAST(0.0 AS float8)),
-                                                                                                          0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                     COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                                                                                                                               FROM mem_total),
-                                                                                                                                                                                              CAST(0.0 AS float8)),
-                                                                                                                                                                              0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                                                                                   GREATEST(CAST(0.0 AS float8),
-                                                                                                                                                                                                                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
-                                                                                                                         0.0),
-                                                     0.0)
-                                     WHEN 'max'
-                                       THEN CASE
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                   FROM mem_total),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) > LEAST(CAST(1.0 AS float8),
-                                                                                GREATEST(CAST(0.0 AS float8),
-                                                                                         (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
-                                                THEN 1.0
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                   FROM mem_total),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) < LEAST(CAST(1.0 AS float8),
-                                                                                GREATEST(CAST(0.0 AS float8),
-                                                                                         (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
-                                                THEN 0.0
-                                              ELSE 0.5
-                                            END
-                                     WHEN 'cascade'
-                                       THEN CASE
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                   FROM mem_total),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) >= CAST(%(cascade_threshold)s AS float8)
-                                                THEN 1.0
-                                              ELSE 0.0
-                                            END
-                                     WHEN 'rrf'
-                                       THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
-                                                              0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
-                                                                                     0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + n.dense_rank),
-                                                                                                     0.0),
-                                                                            0.0),
-                                                     0.0)
-                                   END AS float8),
-                              'coverage',
-                              n.coverage,
-                              'dense_rank',
-                              n.dense_rank,
-                              'found_by',
-                              CASE
-                                WHEN n.near
-                                  THEN 'dense'
-                                ELSE 'bm25'
-                              END,
-                              'bm25_complete',
-                              (SELECT unprobed
-                               FROM mem_total) = 0) AS details
+           json_build_object('metadata',
+                             n.metadata,
+                             'importance',
+                             n.importance,
+                             'access_count',
+                             n.access_count,
+                             'last_accessed_at',
+                             n.last_accessed_at,
+                             'embedding_model',
+                             n.embedding_model,
+                             'thread_id',
+                             n.thread_id,
+                             'position',
+                             n.position,
+                             'inverse_distance',
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
+                             'dense_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             'fusion',
+                             CAST(%(fusion)s AS text),
+                             'bm25',
+                             n.bm25,
+                             'bm25_rank',
+                             n.bm25_rank,
+                             'bm25_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                             FROM mem_total),
+                                                            CAST(0.0 AS float8)),
+                                            0.0)),
+                             'lexical_share',
+                             CAST(CASE %(fusion)s
+                                    WHEN 'convex'
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                                          FROM mem_total),
+                                                                                                                         CAST(0.0 AS float8)),
+                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                    COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                                                                                                              FROM mem_total),
+                                                                                                                                                                                             CAST(0.0 AS float8)),
+                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
+                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                                                                                                                        0.0),
+                                                    0.0)
+                                    WHEN 'max'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                  FROM mem_total),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 1.0
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                  FROM mem_total),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 0.0
+                                             ELSE 0.5
+                                           END
+                                    WHEN 'cascade'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                  FROM mem_total),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                               THEN 1.0
+                                             ELSE 0.0
+                                           END
+                                    WHEN 'rrf'
+                                      THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                                             0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                                                                    0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + n.dense_rank),
+                                                                                                    0.0),
+                                                                           0.0),
+                                                    0.0)
+                                  END AS float8),
+                             'coverage',
+                             n.coverage,
+                             'dense_rank',
+                             n.dense_rank,
+                             'found_by',
+                             CASE
+                               WHEN n.near
+                                 THEN 'dense'
+                               ELSE 'bm25'
+                             END,
+                             'bm25_complete',
+                             (SELECT unprobed
+                              FROM mem_total) = 0) AS details
     FROM semantic_found AS n
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
@@ -548,7 +548,7 @@ episodic_decisions AS (
                  WHERE d.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details
+           json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -871,101 +871,101 @@ documents AS (
            f.distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           jsonb_build_object('doc_id',
-                              d.doc_id,
-                              'filename',
-                              d.filename,
-                              'chunk_index',
-                              f.chunk_index,
-                              'section_title',
-                              f.section_title,
-                              'page_start',
-                              f.page_start,
-                              'page_end',
-                              f.page_end,
-                              'metadata',
-                              d.metadata || f.metadata,
-                              'coverage',
-                              f.coverage,
-                              'bm25_tier',
-                              (SELECT tier
-                               FROM doc_tier),
-                              'fusion',
-                              CAST(%(fusion)s AS text),
-                              'bm25',
-                              f.bm25,
-                              'bm25_rank',
-                              f.bm25_rank,
-                              'bm25_relevance',
-                              LEAST(CAST(1.0 AS float8),
-                                    COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                              FROM doc_idf),
-                                                             CAST(0.0 AS float8)),
-                                             0.0)),
-                              'lexical_share',
-                              CAST(CASE %(fusion)s
-                                     WHEN 'convex'
-                                       THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                 COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                           FROM doc_idf),
-                                                                                                                          CAST(0.0 AS float8)),
-                                                                                                          0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                     COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                                                                                               FROM doc_idf),
-                                                                                                                                                                                              CAST(0.0 AS float8)),
-                                                                                                                                                                              0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                                                                                   GREATEST(CAST(0.0 AS float8),
-                                                                                                                                                                                                                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
-                                                                                                                         0.0),
-                                                     0.0)
-                                     WHEN 'max'
-                                       THEN CASE
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                   FROM doc_idf),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) > LEAST(CAST(1.0 AS float8),
-                                                                                GREATEST(CAST(0.0 AS float8),
-                                                                                         (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
-                                                THEN 1.0
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                   FROM doc_idf),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) < LEAST(CAST(1.0 AS float8),
-                                                                                GREATEST(CAST(0.0 AS float8),
-                                                                                         (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
-                                                THEN 0.0
-                                              ELSE 0.5
-                                            END
-                                     WHEN 'cascade'
-                                       THEN CASE
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                   FROM doc_idf),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) >= CAST(%(cascade_threshold)s AS float8)
-                                                THEN 1.0
-                                              ELSE 0.0
-                                            END
-                                     WHEN 'rrf'
-                                       THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
-                                                              0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
-                                                                                     0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + f.dense_rank),
-                                                                                                     0.0),
-                                                                            0.0),
-                                                     0.0)
-                                   END AS float8),
-                              'dense_distance',
-                              f.distance,
-                              'dense_rank',
-                              f.dense_rank,
-                              'dense_relevance',
-                              LEAST(CAST(1.0 AS float8),
-                                    GREATEST(CAST(0.0 AS float8),
-                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
-                              'inverse_distance',
-                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details
+           json_build_object('doc_id',
+                             d.doc_id,
+                             'filename',
+                             d.filename,
+                             'chunk_index',
+                             f.chunk_index,
+                             'section_title',
+                             f.section_title,
+                             'page_start',
+                             f.page_start,
+                             'page_end',
+                             f.page_end,
+                             'metadata',
+                             d.metadata || f.metadata,
+                             'coverage',
+                             f.coverage,
+                             'bm25_tier',
+                             (SELECT tier
+                              FROM doc_tier),
+                             'fusion',
+                             CAST(%(fusion)s AS text),
+                             'bm25',
+                             f.bm25,
+                             'bm25_rank',
+                             f.bm25_rank,
+                             'bm25_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                             FROM doc_idf),
+                                                            CAST(0.0 AS float8)),
+                                            0.0)),
+                             'lexical_share',
+                             CAST(CASE %(fusion)s
+                                    WHEN 'convex'
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                                                          FROM doc_idf),
+                                                                                                                         CAST(0.0 AS float8)),
+                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                    COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                                                                                                                              FROM doc_idf),
+                                                                                                                                                                                             CAST(0.0 AS float8)),
+                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
+                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
+                                                                                                                        0.0),
+                                                    0.0)
+                                    WHEN 'max'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                  FROM doc_idf),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 1.0
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                  FROM doc_idf),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 0.0
+                                             ELSE 0.5
+                                           END
+                                    WHEN 'cascade'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                  FROM doc_idf),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                               THEN 1.0
+                                             ELSE 0.0
+                                           END
+                                    WHEN 'rrf'
+                                      THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
+                                                             0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
+                                                                                    0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + f.dense_rank),
+                                                                                                    0.0),
+                                                                           0.0),
+                                                    0.0)
+                                  END AS float8),
+                             'dense_distance',
+                             f.distance,
+                             'dense_rank',
+                             f.dense_rank,
+                             'dense_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             'inverse_distance',
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -995,7 +995,7 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS jsonb) AS details
+           CAST('{}' AS pg_catalog.json) AS details
 
     UNION ALL
 
@@ -1016,7 +1016,7 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS jsonb) AS details
+           CAST('{}' AS pg_catalog.json) AS details
   )
 
 -- the candidates of every source

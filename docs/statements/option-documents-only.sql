@@ -322,101 +322,101 @@ documents AS (
            f.distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           jsonb_build_object('doc_id',
-                              d.doc_id,
-                              'filename',
-                              d.filename,
-                              'chunk_index',
-                              f.chunk_index,
-                              'section_title',
-                              f.section_title,
-                              'page_start',
-                              f.page_start,
-                              'page_end',
-                              f.page_end,
-                              'metadata',
-                              d.metadata || f.metadata,
-                              'coverage',
-                              f.coverage,
-                              'bm25_tier',
-                              (SELECT tier
-                               FROM doc_tier),
-                              'fusion',
-                              CAST(%(fusion)s AS text),
-                              'bm25',
-                              f.bm25,
-                              'bm25_rank',
-                              f.bm25_rank,
-                              'bm25_relevance',
-                              LEAST(CAST(1.0 AS float8),
-                                    COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                              FROM doc_idf),
-                                                             CAST(0.0 AS float8)),
-                                             0.0)),
-                              'lexical_share',
-                              CAST(CASE %(fusion)s
-                                     WHEN 'convex'
-                                       THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                 COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                           FROM doc_idf),
-                                                                                                                          CAST(0.0 AS float8)),
-                                                                                                          0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                     COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                                                                                               FROM doc_idf),
-                                                                                                                                                                                              CAST(0.0 AS float8)),
-                                                                                                                                                                              0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                                                                                   GREATEST(CAST(0.0 AS float8),
-                                                                                                                                                                                                                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
-                                                                                                                         0.0),
-                                                     0.0)
-                                     WHEN 'max'
-                                       THEN CASE
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                   FROM doc_idf),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) > LEAST(CAST(1.0 AS float8),
-                                                                                GREATEST(CAST(0.0 AS float8),
-                                                                                         (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
-                                                THEN 1.0
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                   FROM doc_idf),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) < LEAST(CAST(1.0 AS float8),
-                                                                                GREATEST(CAST(0.0 AS float8),
-                                                                                         (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
-                                                THEN 0.0
-                                              ELSE 0.5
-                                            END
-                                     WHEN 'cascade'
-                                       THEN CASE
-                                              WHEN LEAST(CAST(1.0 AS float8),
-                                                         COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                   FROM doc_idf),
-                                                                                  CAST(0.0 AS float8)),
-                                                                  0.0)) >= CAST(%(cascade_threshold)s AS float8)
-                                                THEN 1.0
-                                              ELSE 0.0
-                                            END
-                                     WHEN 'rrf'
-                                       THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
-                                                              0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
-                                                                                     0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + f.dense_rank),
-                                                                                                     0.0),
-                                                                            0.0),
-                                                     0.0)
-                                   END AS float8),
-                              'dense_distance',
-                              f.distance,
-                              'dense_rank',
-                              f.dense_rank,
-                              'dense_relevance',
-                              LEAST(CAST(1.0 AS float8),
-                                    GREATEST(CAST(0.0 AS float8),
-                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
-                              'inverse_distance',
-                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details
+           json_build_object('doc_id',
+                             d.doc_id,
+                             'filename',
+                             d.filename,
+                             'chunk_index',
+                             f.chunk_index,
+                             'section_title',
+                             f.section_title,
+                             'page_start',
+                             f.page_start,
+                             'page_end',
+                             f.page_end,
+                             'metadata',
+                             d.metadata || f.metadata,
+                             'coverage',
+                             f.coverage,
+                             'bm25_tier',
+                             (SELECT tier
+                              FROM doc_tier),
+                             'fusion',
+                             CAST(%(fusion)s AS text),
+                             'bm25',
+                             f.bm25,
+                             'bm25_rank',
+                             f.bm25_rank,
+                             'bm25_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                             FROM doc_idf),
+                                                            CAST(0.0 AS float8)),
+                                            0.0)),
+                             'lexical_share',
+                             CAST(CASE %(fusion)s
+                                    WHEN 'convex'
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                                                          FROM doc_idf),
+                                                                                                                         CAST(0.0 AS float8)),
+                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                    COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                                                                                                                              FROM doc_idf),
+                                                                                                                                                                                             CAST(0.0 AS float8)),
+                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
+                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
+                                                                                                                        0.0),
+                                                    0.0)
+                                    WHEN 'max'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                  FROM doc_idf),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 1.0
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                  FROM doc_idf),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 0.0
+                                             ELSE 0.5
+                                           END
+                                    WHEN 'cascade'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                                  FROM doc_idf),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                               THEN 1.0
+                                             ELSE 0.0
+                                           END
+                                    WHEN 'rrf'
+                                      THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
+                                                             0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + f.bm25_rank),
+                                                                                    0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + f.dense_rank),
+                                                                                                    0.0),
+                                                                           0.0),
+                                                    0.0)
+                                  END AS float8),
+                             'dense_distance',
+                             f.distance,
+                             'dense_rank',
+                             f.dense_rank,
+                             'dense_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             'inverse_distance',
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -444,7 +444,7 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS jsonb) AS details
+           CAST('{}' AS pg_catalog.json) AS details
   )
 
 -- the candidates of every source

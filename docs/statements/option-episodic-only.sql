@@ -146,7 +146,7 @@ episodic_decisions AS (
                  WHERE d.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details
+           json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -221,7 +221,7 @@ episodic_tool_calls AS (
                  WHERE c.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           jsonb_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details
+           json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details
     FROM tool_call_top AS t
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
@@ -249,7 +249,7 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS jsonb) AS details
+           CAST('{}' AS pg_catalog.json) AS details
 
     UNION ALL
 
@@ -270,7 +270,7 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS jsonb) AS details
+           CAST('{}' AS pg_catalog.json) AS details
   )
 
 -- the candidates of every source

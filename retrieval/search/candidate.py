@@ -37,7 +37,7 @@ class Candidate(NamedTuple):
     distance: float | None  # L2 distance (semantic, documents), else NULL
     matched: list[str] | None  # keywords matched (episodic), else NULL
     entities: list[str] | None  # query entity ids the memory links to (semantic), else NULL
-    details: str  # the evidence, a jsonb object sent as JSON text
+    details: str  # the evidence, a JSON object (json_build_object: text, decoded when returned)
 
     @property
     def signals(self) -> dict[str, float]:

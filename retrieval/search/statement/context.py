@@ -63,10 +63,10 @@ _STATEMENT_HITS = (
                  s.relevance DESC, s.distance ASC NULLS LAST, s.recency DESC, s.id
         LIMIT %(context_hits)s
     ) AS c
-    WHERE (jsonb_typeof(c.details -> 'thread_id') = 'string'
-           AND jsonb_typeof(c.details -> 'position') = 'number')
+    WHERE (json_typeof(c.details -> 'thread_id') = 'string'
+           AND json_typeof(c.details -> 'position') = 'number')
        OR (%(untold_sessions)s AND c.kind = %(message_kind)s
-           AND COALESCE(jsonb_typeof(c.details -> 'thread_id'), 'null') = 'null')"""
+           AND COALESCE(json_typeof(c.details -> 'thread_id'), 'null') = 'null')"""
 )
 
 # The two columns a context row adds to the source's (the hit it is next to, and how far); the
@@ -142,7 +142,7 @@ def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
            {MEMORY_SIGNALS},
            0.0::float8 AS entity, n.distance, NULL::text[] AS matched,
            NULL::text[] AS entities,
-           jsonb_build_object({MEMORY_EVIDENCE}) AS details
+           json_build_object({MEMORY_EVIDENCE}) AS details
     FROM turns AS n
 )""",
     ]

@@ -101,7 +101,7 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
            {recency_sql("f.created_at", "documents_half_life")} AS recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            f.distance, NULL::text[] AS matched, NULL::text[] AS entities,
-           jsonb_build_object(
+           json_build_object(
                'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', f.chunk_index,
                'section_title', f.section_title, 'page_start', f.page_start,
                'page_end', f.page_end, 'metadata', d.metadata || f.metadata,

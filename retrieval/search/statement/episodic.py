@@ -70,7 +70,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[st
            'decision'::text AS kind, d.created_at, {_relevance(query)}, t.recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            NULL::float8 AS distance, {_matched("d")}, NULL::text[] AS entities,
-           jsonb_build_object('task_id', d.task_id, 'action_type', d.action_type,
+           json_build_object('task_id', d.task_id, 'action_type', d.action_type,
                               'status', d.status{_evidence(query)}) AS details
     FROM decision_top AS t
     JOIN {s}.decisions AS d ON d.tenant_id = %(tenant_id)s AND d.id = t.id
@@ -95,7 +95,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[st
            t.recency,
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            NULL::float8 AS distance, {_matched("c")}, NULL::text[] AS entities,
-           jsonb_build_object('tool_name', c.tool_name, 'params', c.params,
+           json_build_object('tool_name', c.tool_name, 'params', c.params,
                               'result', c.result, 'decision_id', c.decision_id
                               {_evidence(query)}) AS details
     FROM tool_call_top AS t

@@ -62,9 +62,9 @@ def lexical_relevance(how: str, base: str) -> str:
 
 
 def lexical_evidence(how: str, base_name: str, base: str) -> str:
-    """``'lexical', jsonb_build_object(...)``: the three scores, the source's own relevance
+    """``'lexical', json_build_object(...)``: the three scores, the source's own relevance
     (under ``base_name``) and how they were combined, for a result's metadata."""
     return (
-        "'lexical', jsonb_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, "
+        "'lexical', json_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, "
         f"'tokens', lex.tokens, '{base_name}', {base}, 'combined_by', '{how}')"
     )

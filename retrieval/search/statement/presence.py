@@ -41,7 +41,7 @@ def presence_cte(schema: str, sources: Iterable[str]) -> str:
            %(as_of)s::timestamptz AS created_at, 0.0::float8 AS relevance,
            0.0::float8 AS recency, 0.0::float8 AS importance, 0.0::float8 AS popularity,
            0.0::float8 AS entity, NULL::float8 AS distance, NULL::text[] AS matched,
-           NULL::text[] AS entities, '{{}}'::jsonb AS details"""
+           NULL::text[] AS entities, '{{}}'::json AS details"""
         for source in sources
     )
     return f"""source_presence AS (

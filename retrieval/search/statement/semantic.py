@@ -93,7 +93,7 @@ def _row(alias: str) -> str:
 MEMORY_SIGNALS = f"""COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
            LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
                AS popularity"""
-# What every memory result carries as evidence (the pairs of a jsonb_build_object), for a row
+# What every memory result carries as evidence (the pairs of a json_build_object), for a row
 # ``n`` with its ``distance``.
 MEMORY_EVIDENCE = f"""'metadata', n.metadata, 'importance', n.importance,
                'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
@@ -154,7 +154,7 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[Cte]:
            {MEMORY_SIGNALS},
            {entity} AS entity,
            n.distance, NULL::text[] AS matched, {entities} AS entities,
-           jsonb_build_object(
+           json_build_object(
                {MEMORY_EVIDENCE}{lexical_details}{evidence}
            ) AS details
     FROM {found} AS n
