@@ -248,7 +248,8 @@ def test_the_mcp_tools_on_a_distributed_schema(cluster: Cluster, cluster_engine:
                 "tool_call",
             }
             assert await call("forget", {"memory_ids": [stored["id"]]}) == {
-                "forgotten": [stored["id"]]
+                "forgotten": [stored["id"]],
+                "revived": [],  # it corrected nothing
             }
 
     asyncio.run(scenario())
