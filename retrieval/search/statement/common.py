@@ -14,6 +14,30 @@ SELECT_LIST = ", ".join(
     "details::text AS details" if column == "details" else column for column in COLUMNS
 )
 
+# The columns a memory candidate reads from its row (the semantic source's and the context
+# turns'), in order: the memory's evidence and signals are computed from them.
+MEMORY_COLUMNS = (
+    "id",
+    "content",
+    "kind",
+    "metadata",
+    "importance",
+    "access_count",
+    "last_accessed_at",
+    "created_at",
+    "embedding_model",
+    "thread_id",
+    "position",
+    "last_seen_at",
+)
+
+
+def memory_columns(alias: str | None = None) -> str:
+    """The select list of :data:`MEMORY_COLUMNS`, of the row ``alias`` (or unqualified)."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + column for column in MEMORY_COLUMNS)
+
+
 # 0.5 ^ 1000 is about 1e-301; past that PostgreSQL's power() raises "underflow" where Python
 # returns 0.0, so recency is 0 there (reference_scores.exponential_recency gives < 1e-300 at
 # that age).

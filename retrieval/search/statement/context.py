@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import SIGNALS, Mode
-from retrieval.search.statement.common import SELECT_LIST, live_sql, recency_sql, told_at_sql
+from retrieval.search.statement.common import (
+    SELECT_LIST,
+    live_sql,
+    memory_columns,
+    recency_sql,
+    told_at_sql,
+)
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.relevance import dense_relevance_sql
 from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
-
-_TURN_COLUMNS = """m.id, m.content, m.kind, m.created_at, m.importance, m.access_count,
-           m.last_accessed_at, m.metadata, m.embedding_model, m.thread_id, m.position,
-           m.last_seen_at"""
-
 
 # What each CTE holds, printed above it in docs/statements/.
 NOTES = {
@@ -120,7 +121,8 @@ def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
     FROM (SELECT * FROM told_before UNION ALL SELECT * FROM told_after) AS sides
 )""",
         f"""turns AS (
-    SELECT h.hit_id, m.position - h.position AS "offset", {_TURN_COLUMNS}, {distance} AS distance
+    SELECT h.hit_id, m.position - h.position AS "offset", {memory_columns("m")},
+           {distance} AS distance
     FROM context_hits AS h
     JOIN {s}.memories AS m
       ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
@@ -129,9 +131,7 @@ def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
          AND m.id <> h.hit_id{kinds} AND {live_sql("m")}
     WHERE h.thread_id IS NOT NULL
     UNION ALL
-    SELECT hit_id, "offset", id, content, kind, created_at, importance, access_count,
-           last_accessed_at, metadata, embedding_model, thread_id, position, last_seen_at,
-           distance
+    SELECT hit_id, "offset", {memory_columns()}, distance
     FROM told WHERE widest_gap <= %(session_gap)s
 )""",
         f"""context AS (
@@ -158,15 +158,13 @@ def _told_side(schema: str, kinds: str, distance: str, side: str, order: str) ->
         pause = "x.created_at - lag(x.created_at, 1, x.hit_at) OVER w"
     sign = "-" if earlier else ""
     return f"""told_{side} AS (
-    SELECT x.hit_id, {sign}row_number() OVER w AS "offset", x.id, x.content, x.kind,
-           x.created_at, x.importance, x.access_count, x.last_accessed_at, x.metadata,
-           x.embedding_model, x.thread_id, x.position, x.last_seen_at, x.distance,
+    SELECT x.hit_id, {sign}row_number() OVER w AS "offset", {memory_columns("x")}, x.distance,
            {pause} AS gap
     FROM (
         SELECT u.hit_id, u.created_at AS hit_at, n.*
         FROM untold AS u
         CROSS JOIN LATERAL (
-            SELECT {_TURN_COLUMNS}, {distance} AS distance
+            SELECT {memory_columns("m")}, {distance} AS distance
             FROM {schema}.memories AS m
             WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(message_kind)s
               AND m.thread_id IS NULL AND {live_sql("m")}{kinds}

@@ -34,7 +34,7 @@ from retrieval.db.queries import quote_schema
 from retrieval.search.config import Mode
 from retrieval.search.plan.shape import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
-from retrieval.search.statement.common import live_sql, recency_sql, told_at_sql
+from retrieval.search.statement.common import live_sql, memory_columns, recency_sql, told_at_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.search.statement.relevance import (
@@ -67,27 +67,6 @@ NEUTRAL_IMPORTANCE = 0.5
 # Above it, the sample's estimate stands (with 16 sampled, within about 25%).
 COMMON_SAMPLED = 16
 COUNT_CAP = 512
-
-# The columns a memory candidate carries from its row.
-_COLUMNS = (
-    "id",
-    "content",
-    "kind",
-    "metadata",
-    "importance",
-    "access_count",
-    "last_accessed_at",
-    "created_at",
-    "embedding_model",
-    "thread_id",
-    "position",
-    "last_seen_at",
-)
-
-
-def _row(alias: str) -> str:
-    return ", ".join(f"{alias}.{column}" for column in _COLUMNS)
-
 
 # A memory's importance and popularity signals, for a row ``n`` of a memories' CTE.
 MEMORY_SIGNALS = f"""COALESCE(n.importance, {NEUTRAL_IMPORTANCE}::float8) AS importance,
@@ -175,7 +154,7 @@ def _nearest(s: str, query: SemanticQuery) -> str:
         # The tenant's rows by its btree, each distance computed once and only the ids sorted;
         # the pool's rows then read whole by the primary key.
         f"""semantic_nearest AS MATERIALIZED (
-    SELECT {_row("m")}{vector_column}, x.distance
+    SELECT {memory_columns("m")}{vector_column}, x.distance
     FROM (
         SELECT y.id, y.distance FROM (
             SELECT m.id, {distance} AS distance FROM {s}.memories AS m WHERE {where}
@@ -189,7 +168,7 @@ def _nearest(s: str, query: SemanticQuery) -> str:
 )"""
         if query.exact
         else f"""semantic_nearest AS MATERIALIZED (
-    SELECT {_row("m")}{vector_column}, {distance} AS distance
+    SELECT {memory_columns("m")}{vector_column}, {distance} AS distance
     FROM {s}.memories AS m
     WHERE {where}
     ORDER BY distance
@@ -273,7 +252,8 @@ def _bm25_terms(s: str, query: SemanticQuery) -> list[str]:
     SELECT w.term, r.*
     FROM mem_probed AS w
     CROSS JOIN LATERAL (
-        SELECT {_row("m")}, m.search_vector, m.embedding <-> %(query_vector)s::vector AS distance
+        SELECT {memory_columns("m")}, m.search_vector,
+               m.embedding <-> %(query_vector)s::vector AS distance
         FROM {_matching(s, query.bound)}
         LIMIT {COUNT_CAP + 1}
     ) AS r
@@ -319,7 +299,7 @@ def _bm25_pool(query: SemanticQuery) -> list[str]:
     kinds = " AND ".join(["TRUE", *kind_filters(query.mode, "r")])
     return [
         f"""mem_matched AS MATERIALIZED (
-    SELECT DISTINCT ON (r.id) {_row("r")}, r.search_vector, r.distance
+    SELECT DISTINCT ON (r.id) {memory_columns("r")}, r.search_vector, r.distance
     FROM mem_fetched AS r
     WHERE {kinds} AND r.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
     ORDER BY r.id
