@@ -68,7 +68,7 @@ def _lifted(plan: ReadPlan, read: Read) -> list[Candidate]:
         lift=config.context_lift,
         rows=read.turns,
         focus=config.context_focus,
-        untold_sessions=config.session_gap_minutes > 0,
+        placed=read.placed,
     )
     if not lifted:
         return read.candidates

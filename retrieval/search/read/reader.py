@@ -36,6 +36,7 @@ class Read:
     leading: list[Candidate]
     turns: list[Row]
     statements: int
+    placed: frozenset[int] = frozenset()  # the leading hits that are turns (their ids)
 
 
 class Reader:
@@ -68,6 +69,7 @@ class Reader:
         placed = [(hit.id, where) for hit in leading if (where := place(hit, untold)) is not None]
         # The next statements read the turns in while the tenant's leading hits are turns.
         self.knowledge.learn(tenant_id, {TURNS: int(bool(placed))})
+        ids = frozenset(hit_id for hit_id, _ in placed)
         if not placed:
             return Read(candidates, leading, [], sent)
         if turns is None:  # the statement did not read them: one statement more
@@ -78,10 +80,9 @@ class Reader:
             }
             statement = self.statements.context(plan.call.mode)
             rows = reads.execute(statement, plan.parameters | found)
-            return Read(candidates, leading, rows, sent + 1)
-        chosen = {hit_id for hit_id, _ in placed}
-        rows = sorted((row for row in turns if row[0] in chosen), key=lambda row: row[:3])
-        return Read(candidates, leading, rows, sent)
+            return Read(candidates, leading, rows, sent + 1, ids)
+        rows = sorted((row for row in turns if row[0] in ids), key=lambda row: row[:3])
+        return Read(candidates, leading, rows, sent, ids)
 
     def _run(
         self, plan: ReadPlan, shape: StatementShape, reads: ReadConnections
