@@ -37,18 +37,25 @@ def turns(rows: dict[int, list[tuple[int, Candidate]]]) -> list[tuple[Any, ...]]
 def test_a_trailing_hit_lifts_by_its_lead_to_the_power_of_focus() -> None:
     leader, trailer = _candidate(1, 0.8), _candidate(2, 0.6, thread="s2")
     rows = turns({1: [(1, _candidate(11, 0.1))], 2: [(-2, _candidate(22, 0.1, thread="s2"))]})
-    lifted = context_candidates([leader, trailer], {}, lift=0.85, rows=rows, focus=5.0)
+    lifted = context_candidates(
+        [leader, trailer], {}, lift=0.85, rows=rows, placed={1, 2}, focus=5.0
+    )
     assert math.isclose(lifted[11].relevance, 0.8 * 0.85)
     assert math.isclose(lifted[22].relevance, 0.6 * (0.6 / 0.8) ** 5 * 0.85**2)
     evidence = json.loads(lifted[22].details)["lifted_by"]
     assert evidence == {"id": 2, "offset": -2, "own_relevance": 0.1}
-    alike = context_candidates([leader, trailer], {}, lift=0.85, rows=rows, focus=0.0)
+    alike = context_candidates(
+        [leader, trailer], {}, lift=0.85, rows=rows, placed={1, 2}, focus=0.0
+    )
     assert math.isclose(alike[22].relevance, 0.6 * 0.85**2)
 
 
 def test_a_neighbour_keeps_its_own_relevance_when_that_is_larger() -> None:
     rows = turns({1: [(1, _candidate(11, 0.75))]})
-    assert context_candidates([_candidate(1, 0.8)], {}, lift=0.85, rows=rows, focus=5.0) == {}
+    assert (
+        context_candidates([_candidate(1, 0.8)], {}, lift=0.85, rows=rows, placed={1}, focus=5.0)
+        == {}
+    )
 
 
 @pytest.mark.parametrize(

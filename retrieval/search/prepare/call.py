@@ -81,11 +81,9 @@ def prepare_call(
         )
     chosen_config = config or default
     prepared = prepare_query(query, chosen_config)
-    check_tenant(tenant_id)
-    assert isinstance(tenant_id, str)
+    tenant = check_tenant(tenant_id)
     aware_datetime("as_of", as_of)
-    _check_neighbors(neighbors)
-    assert isinstance(neighbors, int)
+    turns_around = _checked_neighbors(neighbors)
     checked_task = arguments.optional_name("task_id", task_id)
     checked_entities = arguments.names("entities", entities)
     checked_limit = arguments.optional_count("limit", limit, maximum=arguments.MAX_RESULTS)
@@ -100,7 +98,7 @@ def prepare_call(
     moment = as_of or datetime.now(UTC)
     return PreparedCall(
         config=chosen_config,
-        tenant_id=tenant_id,
+        tenant_id=tenant,
         query=prepared,
         mode_name=mode,
         mode=chosen_config.mode(mode),
@@ -108,21 +106,22 @@ def prepare_call(
         known_at=as_of,
         task_id=checked_task,
         entities=checked_entities,
-        neighbors=neighbors,
+        neighbors=turns_around,
         read_your_writes=read_your_writes,
         working_state=messages,
         window=(query_window(prepared.text, moment) if chosen_config.time_weight > 0 else None),
     )
 
 
-def _check_neighbors(neighbors: object) -> None:
+def _checked_neighbors(neighbors: object) -> int:
     if (
-        isinstance(neighbors, bool)
-        or not isinstance(neighbors, int)
-        or not 0 <= neighbors <= MAX_NEIGHBORS
+        isinstance(neighbors, int)
+        and not isinstance(neighbors, bool)
+        and 0 <= neighbors <= MAX_NEIGHBORS
     ):
-        raise ValidationError(
-            f"neighbors must be an integer from 0 to {MAX_NEIGHBORS} (turns before and after "
-            f"each hit), got {neighbors!r:.40}",
-            field="neighbors",
-        )
+        return neighbors
+    raise ValidationError(
+        f"neighbors must be an integer from 0 to {MAX_NEIGHBORS} (turns before and after "
+        f"each hit), got {neighbors!r:.40}",
+        field="neighbors",
+    )

@@ -8,7 +8,6 @@ default), the diagnostics, and what the call's span says.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from retrieval.db.queries import statement
@@ -107,11 +106,10 @@ class Presenter:
 def span_attributes(tenant_id: str, neighbors: int, response: RetrievalResponse) -> Attributes:
     """What retrieve()'s span says of a call: never its text, its tenant only as a hash."""
     diagnostics = response.diagnostics
-    sources: Sequence[str] = tuple(diagnostics.sources)
     return {
         "retrieval.tenant.hash": tenant_hash(tenant_id),
         "retrieval.mode": diagnostics.mode,
-        "retrieval.sources": tuple(sources),
+        "retrieval.sources": tuple(diagnostics.sources),
         "retrieval.candidates": sum(s.candidates for s in diagnostics.sources.values()),
         "retrieval.results": len(response),
         "retrieval.statements": diagnostics.statements,

@@ -26,7 +26,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from retrieval.search.candidate import Candidate, place
+from retrieval.search.candidate import Candidate
 
 Rows = Sequence[tuple[Any, ...]]
 
@@ -37,24 +37,17 @@ def context_candidates(
     *,
     lift: float,
     rows: Rows,
+    placed: Collection[int],
     focus: float = 0.0,
-    placed: Collection[int] | None = None,
 ) -> dict[int, Candidate]:
     """The context turns of ``hits`` (semantic candidates, best first) as candidates, by id,
     each with its lifted relevance; ``candidates`` are the call's semantic candidates by id
     (one of them lifted higher than its own relevance is returned with the lifted one).
     ``focus`` is the power of a hit's relevance over the best hit's that scales its lift;
-    ``placed``: the ids of the hits with a place in a conversation (those the read stage read
-    turns around; default: every hit's :func:`~retrieval.search.candidate.place`, messages
-    without a thread left out).
-    ``rows`` are the turns the read stage found around the hits that are turns
-    (:func:`~retrieval.search.candidate.place`): ``hit_id, offset``, then a candidate's
-    columns."""
-    threaded = [
-        hit
-        for hit in hits
-        if (hit.id in placed if placed is not None else place(hit, False) is not None)
-    ]
+    ``placed`` are the ids of the hits with a place in a conversation
+    (:func:`~retrieval.search.candidate.place`), and ``rows`` the turns the read stage found
+    around them: ``hit_id, offset``, then a candidate's columns."""
+    threaded = [hit for hit in hits if hit.id in placed]
     if lift <= 0.0 or not threaded:
         return {}
     best = max(hit.relevance for hit in hits)
