@@ -22,43 +22,26 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.vector_type import VectorType, require_vector_type
 from retrieval.errors import DatabaseError
+from retrieval.memory.fields import MEMORY, MEMORY_ARRAYS, copy_columns, insert_fragments
 
 # A memory's columns but its vector, in COPY order (the writer's rows add the vector or its key).
-MEMORY_FIELDS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("content", "text"),
-    ("kind", "text"),
-    ("metadata", "bytea"),  # binary jsonb, see retrieval.db.copy_rows
-    ("importance", "float8"),
-    ("created_at", "timestamptz"),
-    ("embedding_model", "text"),
-    ("thread_id", "text"),
-    ("position", "int4"),
-    ("expires_at", "timestamptz"),
-    ("distinct_copy", "bool"),
-    ("seen_count", "int4"),
-    ("last_seen_at", "timestamptz"),
-)
+MEMORY_FIELDS = copy_columns(MEMORY)
 # The array parameters of memory.insert_sent and memory.insert_cached, in MEMORY_FIELDS order
 # after the tenant; the last is the vector (insert_sent) or its cache key (insert_cached).
-_FIELD_ARRAYS = (
-    "ids",
-    "contents",
-    "kinds",
-    "metadata",
-    "importance",
-    "created_at",
-    "models",
-    "threads",
-    "positions",
-    "expires_at",
-    "distinct_copy",
-    "seen_count",
-    "last_seen_at",
-)
+_FIELD_ARRAYS = tuple(str(field.array) for field in MEMORY_ARRAYS)
 _SENT = (*_FIELD_ARRAYS, "embeddings")
 _ARRAYS = (*_FIELD_ARRAYS, "keys")
+_INSERT = insert_fragments()
+# The arrays sent as JSON text (binary jsonb in the writer's rows).
+_JSON_ARRAYS = tuple(index for index, field in enumerate(MEMORY_ARRAYS) if field.type == "jsonb")
+
+
+def _arrays(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    # The writer's rows as the insert's arrays: a column each but the tenant's, jsonb as text.
+    columns = [list(column) for column in zip(*rows, strict=True)][1:]
+    for index in _JSON_ARRAYS:
+        columns[index] = [bytes(blob[1:]).decode("utf-8") for blob in columns[index]]
+    return columns
 
 
 def insert_sent_memories(
@@ -78,6 +61,7 @@ def insert_sent_memories(
         schema,
         refresh_copies=statement("memory.refresh_copies"),
         vector_type=vector_type,
+        **_INSERT,
     )
     driver = connection.connection.driver_connection
     assert driver is not None
@@ -88,8 +72,7 @@ def insert_sent_memories(
         bind_tenant(connection, schema, tenant)
         for start in range(0, len(tenant_rows), ROWS_PER_STATEMENT):
             chunk = tenant_rows[start : start + ROWS_PER_STATEMENT]
-            columns = [list(column) for column in zip(*chunk, strict=True)][1:]
-            columns[3] = [bytes(blob[1:]).decode("utf-8") for blob in columns[3]]  # jsonb's text
+            columns = _arrays(chunk)
             columns[-1] = [RawBinary(oid, blob) for blob in columns[-1]]
             params = dict(zip(_SENT, columns, strict=True))
             written += execute(connection, insert, {"tenant_id": tenant, **params}).all()
@@ -121,13 +104,12 @@ def insert_cached_memories(
     for row in rows:
         by_tenant[row[0]].append(row)
     ending = statement("memory.refresh_copies") if refresh else ""
-    insert = statement("memory.insert_cached", schema, refresh_copies=ending)
+    insert = statement("memory.insert_cached", schema, refresh_copies=ending, **_INSERT)
     written: list[Row[Any]] = []
     inserted = 0
     for tenant, tenant_rows in sorted(by_tenant.items()):
         bind_tenant(connection, schema, tenant)
-        columns = [list(column) for column in zip(*tenant_rows, strict=True)][1:]
-        columns[3] = [bytes(blob[1:]).decode("utf-8") for blob in columns[3]]  # jsonb's text
+        columns = _arrays(tenant_rows)
         params = dict(zip(_ARRAYS, columns, strict=True))
         result = execute(connection, insert, {"tenant_id": tenant, **params})
         if refresh:

@@ -10,27 +10,13 @@ from sqlalchemy import Connection
 
 from retrieval.db.copy_rows import copy_rows, encode_jsonb, reserve_ids, split_columns
 from retrieval.errors import ValidationError
+from retrieval.memory.fields import DECISION, TOOL_CALL, copy_columns
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.validation import ValidDecision, ValidToolCall
 
-_DECISION_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("task_id", "text"),
-    ("action_type", "text"),
-    ("content", "text"),
-    ("status", "text"),
-    ("created_at", "timestamptz"),
-)
-_TOOL_CALL_COLUMNS = (
-    ("tenant_id", "text"),
-    ("id", "int8"),
-    ("decision_id", "int8"),
-    ("tool_name", "text"),
-    ("params", "bytea"),  # binary jsonb, see retrieval.db.copy_rows
-    ("result", "text"),
-    ("created_at", "timestamptz"),
-)
+# The COPY columns of each, in the order the rows below give them.
+_DECISION_COLUMNS = copy_columns(DECISION)
+_TOOL_CALL_COLUMNS = copy_columns(TOOL_CALL)
 
 
 class EpisodicWriter:

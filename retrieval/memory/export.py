@@ -24,6 +24,7 @@ from retrieval.arguments import check_tenant
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import translate_database_errors
+from retrieval.memory.fields import DECISION, MEMORY, TOOL_CALL, Field, select_list
 from retrieval.memory.store import MemoryStore
 
 # A line's id as line_id writes it: the row's type and id.
@@ -36,31 +37,33 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
     params = {"tenant_id": tenant_id}
     with translate_database_errors(str(store.engine.url)), store.engine.begin() as connection:
         bind_tenant(connection, store.schema, tenant_id)
-        decisions = execute(connection, statement("memory.export_decisions", store.schema), params)
-        for row_id, task_id, action_type, content, status, created_at in decisions:
+        decisions = execute(
+            connection,
+            statement("memory.export_decisions", store.schema, decision=_columns(DECISION)),
+            params,
+        )
+        for row in decisions:
             yield _line(
                 "decision",
                 tenant_id,
-                created_at,
-                id=line_id("decision", row_id),
-                ref=line_id("decision", row_id),
-                task_id=task_id,
-                action_type=action_type,
-                content=content,
-                status=status,
+                row.created_at,
+                id=line_id("decision", row.id),
+                ref=line_id("decision", row.id),
+                **_exported(DECISION, row),
             )
         tool_calls = execute(
-            connection, statement("memory.export_tool_calls", store.schema), params
+            connection,
+            statement("memory.export_tool_calls", store.schema, tool_call=_columns(TOOL_CALL)),
+            params,
         )
-        for row_id, decision_id, tool_name, call_params, result, created_at in tool_calls:
+        for row in tool_calls:
+            decision_id = row.decision_id
             yield _line(
                 "tool_call",
                 tenant_id,
-                created_at,
-                id=line_id("tool_call", row_id),
-                tool_name=tool_name,
-                params=call_params,
-                result=result,
+                row.created_at,
+                id=line_id("tool_call", row.id),
+                **_exported(TOOL_CALL, row),
                 decision_ref=None if decision_id is None else line_id("decision", decision_id),
             )
         # A correction names the memories it retired by their lines' refs.
@@ -70,7 +73,11 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
         ):
             retired_by.setdefault(superseded_by, []).append(row_id)
         retired = {row_id for ids in retired_by.values() for row_id in ids}
-        memories = execute(connection, statement("memory.export_memories", store.schema), params)
+        memories = execute(
+            connection,
+            statement("memory.export_memories", store.schema, memory=_columns(MEMORY)),
+            params,
+        )
         for row in memories:
             alone = row.retired_at is not None and row.superseded_by is None
             yield _line(
@@ -82,14 +89,7 @@ def export_records(store: MemoryStore, tenant_id: str) -> Iterator[dict[str, Any
                 supersedes_ref=[line_id("memory", one) for one in retired_by.get(row.id, [])]
                 or None,
                 retired_at=row.retired_at.isoformat() if alone else None,
-                text=row.content,
-                kind=row.kind,
-                metadata=row.metadata,
-                importance=row.importance,
-                entities=list(row.entities),
-                thread_id=row.thread_id,
-                position=row.position,
-                expires_at=None if row.expires_at is None else row.expires_at.isoformat(),
+                **_exported(MEMORY, row),
             )
 
 
@@ -103,6 +103,23 @@ def exported_row(key: str | None) -> tuple[str, int] | None:
     else None."""
     found = _LINE_ID.match(key or "")
     return None if found is None else (found[1], int(found[2]))
+
+
+def _columns(fields: tuple[Field, ...]) -> str:
+    # The columns of the fields an export writes.
+    return select_list(fields, where="exported")
+
+
+def _exported(fields: tuple[Field, ...], row: Any) -> dict[str, Any]:
+    # The exported fields of ``row`` by the names a line gives them (times in ISO 8601).
+    values = {}
+    for field in fields:
+        if field.exported:
+            value = getattr(row, field.name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            values[str(field.given)] = value
+    return values
 
 
 def _line(item: str, tenant_id: str, created_at: datetime, **fields: Any) -> dict[str, Any]:

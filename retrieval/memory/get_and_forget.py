@@ -15,6 +15,7 @@ from retrieval.db.row_security import bind_tenant
 from retrieval.db.statistics_lock import lock_term_statistics
 from retrieval.embedding.cache import EmbeddingCache
 from retrieval.memory.erasure import erase_cached_texts, unmix_next_messages, unmix_next_turns
+from retrieval.memory.fields import DECISION, MEMORY, TOOL_CALL, select_list
 from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.records import Decision, Forgotten, Memory, ToolCall
 from retrieval.memory.turn_context import NO_MIXING, Mixing
@@ -24,9 +25,13 @@ class Lookup:
     """The read-by-id and forget statements of one schema."""
 
     def __init__(self, schema: str, cache: EmbeddingCache, mixing: Mixing = NO_MIXING) -> None:
-        self._memories = statement("memory.memories_by_id", schema)
-        self._decisions = statement("memory.decisions_by_id", schema)
-        self._tool_calls = statement("memory.tool_calls_by_id", schema)
+        self._memories = statement("memory.memories_by_id", schema, memory=select_list(MEMORY, "m"))
+        self._decisions = statement(
+            "memory.decisions_by_id", schema, decision=select_list(DECISION)
+        )
+        self._tool_calls = statement(
+            "memory.tool_calls_by_id", schema, tool_call=select_list(TOOL_CALL)
+        )
         self._existing_decisions = statement("memory.existing_decisions", schema)
         self._forget = statement("memory.forget", schema)
         self._forget_the_rest = statement("memory.forget_the_rest", schema)
@@ -48,14 +53,14 @@ class Lookup:
     ) -> list[Decision]:
         bind_tenant(connection, self._schema, tenant_id)
         rows = execute(connection, self._decisions, {"tenant_id": tenant_id, "ids": list(ids)})
-        return [Decision(*row) for row in rows]
+        return [Decision(**row._asdict()) for row in rows]
 
     def tool_calls(
         self, connection: Connection, tenant_id: str, ids: Sequence[int]
     ) -> list[ToolCall]:
         bind_tenant(connection, self._schema, tenant_id)
         rows = execute(connection, self._tool_calls, {"tenant_id": tenant_id, "ids": list(ids)})
-        return [ToolCall(*row) for row in rows]
+        return [ToolCall(**row._asdict()) for row in rows]
 
     def existing_decisions(
         self, connection: Connection, tenant_id: str, ids: Sequence[int]
@@ -154,25 +159,6 @@ def _memory(row: Any) -> Memory:
     vector = row.embedding
     # A halfvec column (RETRIEVAL_VECTOR_TYPE=halfvec) reads back as float16 values.
     raw = vector.to_numpy() if isinstance(vector, Vector | HalfVector) else vector
-    array = np.asarray(raw, dtype=np.float32)
-    return Memory(
-        id=row.id,
-        tenant_id=row.tenant_id,
-        content=row.content,
-        kind=row.kind,
-        metadata=row.metadata,
-        importance=row.importance,
-        access_count=row.access_count,
-        last_accessed_at=row.last_accessed_at,
-        created_at=row.created_at,
-        embedding_model=row.embedding_model,
-        entities=tuple(row.entities),
-        thread_id=row.thread_id,
-        position=row.position,
-        seen_count=row.seen_count,
-        last_seen_at=row.last_seen_at,
-        expires_at=row.expires_at,
-        retired_at=row.retired_at,
-        superseded_by=row.superseded_by,
-        embedding=array.astype(np.float32),
-    )
+    array = np.asarray(raw, dtype=np.float32).astype(np.float32)
+    fields = row._asdict()
+    return Memory(**fields | {"entities": tuple(row.entities), "embedding": array})

@@ -2,14 +2,12 @@
 -- Loaded by retrieval.db.queries; {schema} is the quoted schema, values are %(name)s.
 
 -- name: memories_by_id
--- Memories by id with their entity ids and vectors.
-SELECT m.id, m.tenant_id, m.content, m.kind, m.metadata, m.importance, m.access_count,
-       m.last_accessed_at, m.created_at, m.embedding_model, m.thread_id, m.position,
-       m.seen_count, m.last_seen_at, m.expires_at, m.retired_at, m.superseded_by,
+-- Memories by id with their entity ids and vectors; {memory} is a stored memory's columns
+-- (retrieval.memory.fields).
+SELECT {memory},
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
-                  WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities,
-       m.embedding
+                  WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities
 FROM {schema}.memories m
 WHERE m.tenant_id = %(tenant_id)s AND m.id = ANY(%(ids)s::bigint[])
 ORDER BY m.id
@@ -22,13 +20,15 @@ WHERE tenant_id = %(tenant_id)s
   AND (id = ANY(%(ids)s::bigint[]) OR superseded_by = ANY(%(ids)s::bigint[]))
 
 -- name: decisions_by_id
-SELECT id, tenant_id, task_id, action_type, content, status, created_at
+-- Decisions by id; {decision} is a stored decision's columns (retrieval.memory.fields).
+SELECT {decision}
 FROM {schema}.decisions
 WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 ORDER BY id
 
 -- name: tool_calls_by_id
-SELECT id, tenant_id, decision_id, tool_name, params, result, created_at
+-- Tool calls by id; {tool_call} is a stored tool call's columns (retrieval.memory.fields).
+SELECT {tool_call}
 FROM {schema}.tool_calls
 WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 ORDER BY id
@@ -207,19 +207,10 @@ SELECT (SELECT count(*) FROM removed_cache),
 -- order sent (by text key: concurrent writers of the same texts lock them in one order) with
 -- no sort of the vectors (an ORDER BY spilled 5,000 of them to disk). {refresh_copies}: a copy
 -- of a live memory refreshes it (retrieval.memory.copies), every row coming back with its key.
-INSERT INTO {schema}.memories
-    (tenant_id, id, content, kind, metadata, importance, created_at, embedding, embedding_model,
-     thread_id, position, expires_at, distinct_copy, seen_count, last_seen_at)
-SELECT c.tenant_id, s.id, s.content, s.kind, s.metadata::jsonb, s.importance, s.created_at,
-       c.embedding, s.embedding_model, s.thread_id, s.position, s.expires_at, s.distinct_copy,
-       s.seen_count, s.last_seen_at
-FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metadata)b::text[],
-            %(importance)b::float8[], %(created_at)b::timestamptz[], %(models)b::text[],
-            %(threads)b::text[], %(positions)b::int4[], %(expires_at)b::timestamptz[],
-            %(distinct_copy)b::bool[], %(seen_count)b::int4[], %(last_seen_at)b::timestamptz[],
-            %(keys)b::bytea[]) WITH ORDINALITY
-     AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
-           position, expires_at, distinct_copy, seen_count, last_seen_at, key, sent)
+-- {columns}, {values}, {arrays} and {names}: the fields sent as arrays (retrieval.memory.fields).
+INSERT INTO {schema}.memories (tenant_id, {columns}, embedding)
+SELECT c.tenant_id, {values}, c.embedding
+FROM unnest({arrays}, %(keys)b::bytea[]) WITH ORDINALITY AS s ({names}, key, sent)
 CROSS JOIN LATERAL (
     SELECT c.tenant_id, c.embedding FROM {schema}.embedding_cache AS c
     WHERE c.tenant_id = %(tenant_id)s AND c.key = s.key
@@ -229,20 +220,12 @@ CROSS JOIN LATERAL (
 -- name: insert_sent
 -- A tenant's memories sent with their vectors, as arrays (one parameter per column: a batch of
 -- a thousand rows is one short statement), in the order sent (unnest's); copies of live
--- memories refresh them ({refresh_copies}). {vector_type} is the column's type.
-INSERT INTO {schema}.memories
-    (tenant_id, id, content, kind, metadata, importance, created_at, embedding_model,
-     thread_id, position, expires_at, distinct_copy, seen_count, last_seen_at, embedding)
-SELECT %(tenant_id)s, s.id, s.content, s.kind, s.metadata::jsonb, s.importance, s.created_at,
-       s.embedding_model, s.thread_id, s.position, s.expires_at, s.distinct_copy, s.seen_count,
-       s.last_seen_at, s.embedding
-FROM unnest(%(ids)b::bigint[], %(contents)b::text[], %(kinds)b::text[], %(metadata)b::text[],
-            %(importance)b::float8[], %(created_at)b::timestamptz[], %(models)b::text[],
-            %(threads)b::text[], %(positions)b::int4[], %(expires_at)b::timestamptz[],
-            %(distinct_copy)b::bool[], %(seen_count)b::int4[], %(last_seen_at)b::timestamptz[],
-            %(embeddings)b::{vector_type}[]) WITH ORDINALITY
-     AS s (id, content, kind, metadata, importance, created_at, embedding_model, thread_id,
-           position, expires_at, distinct_copy, seen_count, last_seen_at, embedding, sent)
+-- memories refresh them ({refresh_copies}). {vector_type} is the column's type; {columns},
+-- {values}, {arrays} and {names}: the fields sent as arrays (retrieval.memory.fields).
+INSERT INTO {schema}.memories (tenant_id, {columns}, embedding)
+SELECT %(tenant_id)s, {values}, s.embedding
+FROM unnest({arrays}, %(embeddings)b::{vector_type}[]) WITH ORDINALITY
+     AS s ({names}, embedding, sent)
 {refresh_copies}
 
 -- name: refresh_copies
@@ -316,9 +299,9 @@ WHERE tenant_id = %(tenant_id)s AND thread_id = ANY(%(threads)s::text[])
 GROUP BY thread_id
 
 -- name: export_memories
--- A tenant's memories in the order they were stored, with their entity ids.
-SELECT m.id, m.content, m.kind, m.metadata, m.importance, m.created_at, m.thread_id, m.position,
-       m.expires_at, m.retired_at, m.superseded_by,
+-- A tenant's memories in the order they were stored, with their entity ids; {memory} is the
+-- columns an export writes (retrieval.memory.fields).
+SELECT m.id, m.created_at, m.retired_at, m.superseded_by, {memory},
        coalesce((SELECT array_agg(e.entity_id ORDER BY e.entity_id)
                    FROM {schema}.memory_entities e
                   WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = m.id), '{{}}') AS entities
@@ -338,12 +321,14 @@ SELECT id, content, created_at FROM {schema}.memories
 WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 
 -- name: export_decisions
-SELECT id, task_id, action_type, content, status, created_at FROM {schema}.decisions
+-- A tenant's decisions; {decision} is the columns an export writes (retrieval.memory.fields).
+SELECT id, created_at, {decision} FROM {schema}.decisions
 WHERE tenant_id = %(tenant_id)s
 ORDER BY created_at, id
 
 -- name: export_tool_calls
-SELECT id, decision_id, tool_name, params, result, created_at FROM {schema}.tool_calls
+-- A tenant's tool calls; {tool_call} is the columns an export writes (retrieval.memory.fields).
+SELECT id, created_at, decision_id, {tool_call} FROM {schema}.tool_calls
 WHERE tenant_id = %(tenant_id)s
 ORDER BY created_at, id
 

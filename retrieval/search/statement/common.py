@@ -6,6 +6,7 @@ one ``UNION ALL`` returns every candidate of every source in one statement.
 
 from __future__ import annotations
 
+from retrieval.memory.fields import MEMORY_CANDIDATE_COLUMNS
 from retrieval.search.candidate import COLUMNS
 
 # The select list of each source's rows in the statement's ``UNION ALL``: the evidence goes
@@ -16,20 +17,7 @@ SELECT_LIST = ", ".join(
 
 # The columns a memory candidate reads from its row (the semantic source's and the context
 # turns'), in order: the memory's evidence and signals are computed from them.
-MEMORY_COLUMNS = (
-    "id",
-    "content",
-    "kind",
-    "metadata",
-    "importance",
-    "access_count",
-    "last_accessed_at",
-    "created_at",
-    "embedding_model",
-    "thread_id",
-    "position",
-    "last_seen_at",
-)
+MEMORY_COLUMNS = MEMORY_CANDIDATE_COLUMNS
 
 
 def memory_columns(alias: str | None = None) -> str:
