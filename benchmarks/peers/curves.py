@@ -43,8 +43,8 @@ from _peers_common import (
     run_peer,
     searched,
 )
+from _plots import Line, Panel, write_chart
 from _scifact import AS_OF, OURS, TENANTS, floor_statement, row_numbers, shapes, vector_alone
-from _svg import Line, Panel, write_chart
 from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
