@@ -174,17 +174,3 @@ def use_migrations(folder: Path | None) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["retrieval.migrations"] = module
     spec.loader.exec_module(module)
-
-
-def bench_engine(database_url: str | None) -> Any:
-    """A SQLAlchemy engine on ``database_url``, or, without one, on a throw-away embedded
-    server (its data directory removed when the process ends)."""
-    import tempfile
-
-    from retrieval.db.embedded import start_embedded
-    from retrieval.db.engine import make_engine, sqlalchemy_url
-
-    if database_url:
-        return make_engine(sqlalchemy_url(database_url))
-    server = start_embedded(Path(tempfile.mkdtemp(prefix="rtv-bench-")) / "pg", delete_on_exit=True)
-    return make_engine(server.url())

@@ -29,7 +29,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -40,12 +39,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import abstract_text, evaluate, read_qrels
+from _server import add_data_dir, embedded
 from sqlalchemy import text
 from tqdm import tqdm
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine
-from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.migrate import MigrationSettings
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
@@ -69,14 +67,10 @@ def main() -> None:
     )
     parser.add_argument("--split", default="test")
     add_output(parser)
-    parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    add_data_dir(parser)
     args = parser.parse_args()
 
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-beir-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    engine = make_engine(server.url())
-    upgrade(engine, SETTINGS)
-    engine.dispose()
+    engine = embedded(args.data_dir, SETTINGS, prefix="rtv-beir-").engine
     store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
     documents = DocumentStore(store)
 

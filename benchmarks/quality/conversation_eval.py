@@ -249,14 +249,13 @@ def run_current(
 ) -> dict[str, Any]:
     """Store the dialogues (``copies`` times over, embedded by ``backend``) and ask every
     question with the defaults (and neighbours)."""
-    from retrieval.db.engine import make_engine
-    from retrieval.db.migrate import MigrationSettings, upgrade
+    from _server import reached
+
+    from retrieval.db.migrate import MigrationSettings
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
-    engine = make_engine(url)
-    upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
-    engine.dispose()
+    engine = reached(url, MigrationSettings(schema=SCHEMA, embedding_dim=384)).engine
     store = _store(engine, SCHEMA, bm25=False, backend=backend)
     started = time.perf_counter()
     store_dialogues(store, dialogues, copies=copies)
@@ -279,14 +278,13 @@ def run_lift_cost(dialogues: Sequence[Dialogue], url: str, passes: int) -> dict[
     import hashlib
     import statistics
 
-    from retrieval.db.engine import make_engine
-    from retrieval.db.migrate import MigrationSettings, upgrade
+    from _server import reached
+
+    from retrieval.db.migrate import MigrationSettings
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
-    engine = make_engine(url)
-    upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
-    engine.dispose()
+    engine = reached(url, MigrationSettings(schema=SCHEMA, embedding_dim=384)).engine
     store = _store(engine, SCHEMA, bm25=False)
     store_dialogues(store, dialogues)
     defaults = RetrievalConfig(record_access=False)
@@ -664,16 +662,15 @@ def _migrations_folder(worktree: Path) -> Path:
 def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any]:
     """The best configuration of the package on ``sys.path``: memories' BM25 channel fused by
     ``convex``, relevance alone, no threshold, no cut-off, the limits at k."""
+    from _server import embedded
+
     import retrieval
-    from retrieval.db.embedded import start_embedded
-    from retrieval.db.engine import make_engine
-    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.db.migrate import MigrationSettings
     from retrieval.search.config import RetrievalConfig, SourceConfig
     from retrieval.search.retriever import HybridRetriever
 
-    engine = make_engine(start_embedded(data_dir).url())
-    upgrade(engine, MigrationSettings(schema=BASELINE_SCHEMA, embedding_dim=384))
-    engine.dispose()
+    schema = MigrationSettings(schema=BASELINE_SCHEMA, embedding_dim=384)
+    engine = embedded(data_dir, schema).engine
     store = _store(engine, BASELINE_SCHEMA, bm25=True)
     store_dialogues(store, dialogues)
     recalls: dict[int, list[float]] = {k: [] for k in KS}

@@ -19,7 +19,6 @@ import argparse
 import json
 import re
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # conversation_eval's loading
 from _common import add_output, write_result
+from _server import add_data_dir, embedded
 from conversation_eval import CATEGORIES, SCHEMA, Dialogue, first_turns, load, store_dialogues
 
 KS = (5, 10)
@@ -254,20 +254,16 @@ def evaluate(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="locomo-dev.json, or the folder holding it")
-    parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    add_data_dir(parser)
     parser.add_argument("--only", nargs="*", help="run only the variants named (default: all)")
     add_output(parser)
     args = parser.parse_args()
-    from retrieval.db.embedded import start_embedded
-    from retrieval.db.engine import make_engine
-    from retrieval.db.migrate import MigrationSettings, upgrade
+    from retrieval.db.migrate import MigrationSettings
     from retrieval.memory.store import MemoryStore
 
     dialogues = load(args.data)
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-variants-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    engine = make_engine(server.url())
-    upgrade(engine, MigrationSettings(schema=SCHEMA, embedding_dim=384))
+    schema = MigrationSettings(schema=SCHEMA, embedding_dim=384)
+    engine = embedded(args.data_dir, schema, prefix="rtv-variants-").engine
     store = MemoryStore(engine, schema=SCHEMA)
     store_dialogues(store, dialogues)
     results: dict[str, Any] = {}

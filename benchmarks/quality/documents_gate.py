@@ -24,9 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import BEIR, BEIR_TENANT, DATA, evaluate, read_qrels
+from _server import add_data_dir, embedded
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
@@ -38,11 +37,10 @@ FIXTURE = ROOT / "tests" / "data" / "calibration.json"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="beir_eval.py's data")
+    add_data_dir(parser, required=True, what="the data of a beir_eval.py run")
     add_output(parser)
     args = parser.parse_args()
-    server = start_embedded(args.data_dir)
-    engine = make_engine(server.url())
+    engine = embedded(args.data_dir).engine
     store = MemoryStore(engine, schema=BEIR.schema, embedder=SentenceTransformerEmbedder())
     unrelated = [q["text"] for q in json.loads(FIXTURE.read_text())["queries"]]
     qrels = read_qrels(DATA / "qrels" / "test.tsv")

@@ -104,14 +104,14 @@ def distractors() -> list[str]:
 
 def run(url: str, schema: str, ways: Sequence[str]) -> dict[str, Any]:
     """Store the facts each way (a tenant each) and ask every question; the shares answered."""
-    from retrieval.db.engine import make_engine
-    from retrieval.db.migrate import MigrationSettings, upgrade
+    from _server import reached
+
+    from retrieval.db.migrate import MigrationSettings
     from retrieval.memory.store import MemoryStore
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
-    engine = make_engine(url)
-    upgrade(engine, MigrationSettings(schema=schema, embedding_dim=384))
+    engine = reached(url, MigrationSettings(schema=schema, embedding_dim=384)).engine
     store = MemoryStore(engine, schema=schema)
     results: dict[str, Any] = {}
     for way in ways:
@@ -190,20 +190,19 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker is not None:  # run by --against, with the other revision's package
         use_migrations(args.migrations)
-        from retrieval.db.embedded import start_embedded
+        from _server import embedded
 
-        server = start_embedded(args.worker)
-        print(json.dumps(run(server.url(), "updates_before", ["accumulate"])))
+        print(json.dumps(run(embedded(args.worker).url, "updates_before", ["accumulate"])))
         return
-    from retrieval.db.embedded import start_embedded
+    from _server import embedded
 
-    data_dir = Path(tempfile.mkdtemp(prefix="rtv-updates-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=True)
+    bench = embedded(None, prefix="rtv-updates-")
+    data_dir = bench.data_dir
     results: dict[str, Any] = {
         "facts": len(FACTS),
         "questions_per_way": len(FACTS) * len(ASKED),
         "other_memories": len(distractors()),
-        "this_checkout": run(server.url(), "updates", ["supersedes", "accumulate"]),
+        "this_checkout": run(bench.url, "updates", ["supersedes", "accumulate"]),
     }
     if args.against:
         results["baseline"] = {"revision": args.against} | against(args.against, data_dir)

@@ -24,7 +24,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -34,12 +33,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, write_result
 from _scifact import abstract_text, evaluate  # the same metrics as the documents'
+from _server import add_data_dir, embedded
 from sqlalchemy import text
 from tqdm import tqdm
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine
-from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.migrate import MigrationSettings
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
@@ -63,17 +61,13 @@ BM25_PARAMETERS = ((0.9, 0.4), (1.2, 0.75))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    add_data_dir(parser)
     add_output(parser)
     parser.add_argument("--parts", default="fixture,scifact")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
 
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-mbm25-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    engine = make_engine(server.url())
-    upgrade(engine, SETTINGS)
-    engine.dispose()
+    engine = embedded(args.data_dir, SETTINGS, prefix="rtv-mbm25-").engine
     store = MemoryStore(engine, schema=SETTINGS.schema, embedder=SentenceTransformerEmbedder())
     results: dict[str, Any] = {}
     if "fixture" in parts:

@@ -42,8 +42,8 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import DOCUMENTS, TENANT, read_queries
+from _server import add_data_dir, embedded
 
-from retrieval.db.embedded import start_embedded
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.statement.bm25 import PROBE_LIMIT, SEED
 
@@ -62,14 +62,13 @@ class Term:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="the benchmarks' data")
+    add_data_dir(parser, required=True, what="the data of a documents.py run")
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--sum-us", type=float, default=0.5, help="µs to sum one posting")
     add_output(parser)
     args = parser.parse_args()
 
-    server = start_embedded(args.data_dir)
-    url = server.url().replace("postgresql+psycopg://", "postgresql://")
+    url = embedded(args.data_dir).psycopg_url
     config = RetrievalConfig()
     with psycopg.connect(url, autocommit=True) as connection:
         chunks, total = connection.execute(

@@ -29,7 +29,6 @@ import random
 import re
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -41,12 +40,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, percentiles, write_result
 from _scifact import DATA, DOCUMENTS, TENANT, documents_only, latency, read_queries, stored_chunks
+from _server import add_data_dir, embedded
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine
-from retrieval.db.migrate import upgrade
 from retrieval.db.read_pool import ReadConnections
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
@@ -68,21 +65,18 @@ def main() -> None:
     parser.add_argument(
         "--baseline-queries", type=int, default=100, help="the baseline is slow: fewer queries"
     )
-    parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
+    add_data_dir(parser)
     add_output(parser)
     args = parser.parse_args()
 
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-docs-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    engine = make_engine(server.url())
+    bench = embedded(args.data_dir, DOCUMENTS, prefix="rtv-docs-")
+    engine = bench.engine
     embedder = SentenceTransformerEmbedder()
-    upgrade(engine, DOCUMENTS)
-    engine.dispose()  # connections made before the vector type existed lack its adapter
     store = MemoryStore(engine, schema=DOCUMENTS.schema, embedder=embedder)
     documents = DocumentStore(store)
     chunks = args.documents * CHUNKS_PER_DOCUMENT
     if stored_chunks(engine) != chunks:
-        load(store, documents, embedder, args.documents, data_dir.parent)
+        load(store, documents, embedder, args.documents, bench.data_dir.parent)
     make_baseline_index(engine)
     queries = read_queries()[: args.queries]
 

@@ -91,18 +91,17 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
         shapes,
         stored_chunks,
     )
+    from _server import embedded
 
-    from retrieval.db.embedded import start_embedded
-    from retrieval.db.engine import make_engine
     from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.memory.store import MemoryStore
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
-    server = start_embedded(data_dir, shared_buffers=size)
-    if server.reused:
+    bench = embedded(data_dir, shared_buffers=size)
+    if bench.server.reused:
         raise SystemExit(f"another process uses the server in {data_dir}: stop it first")
-    engine = make_engine(server.url())
+    engine = bench.engine
     claims = read_queries()[:queries]
     embedder = SentenceTransformerEmbedder()
     configs = shapes()

@@ -43,10 +43,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, summary_ms, write_result
 from _scifact import AS_OF, DOCUMENTS, ONE, TENANT, load_corpus, read_queries, shapes
+from _server import add_data_dir, embedded
 from sqlalchemy import text
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings, upgrade
 from retrieval.db.read_pool import ReadConnections
 from retrieval.embedding.models import SentenceTransformerEmbedder
@@ -63,15 +62,14 @@ MODES = ("force_custom_plan", "force_generic_plan")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="the benchmarks' data")
+    add_data_dir(parser, required=True, what="the data of retrieve.py's and documents.py's runs")
     parser.add_argument("--parts", default="plans,modes,postings,tenants")
     parser.add_argument("--queries", type=int, default=60)
     add_output(parser)
     args = parser.parse_args()
     parts = set(args.parts.split(","))
 
-    server = start_embedded(args.data_dir)
-    engine = make_engine(server.url())
+    engine = embedded(args.data_dir).engine
     embedder = SentenceTransformerEmbedder()
     queries = read_queries()[: args.queries]
     one = MemoryStore(engine, schema=ONE.schema, embedder=embedder)

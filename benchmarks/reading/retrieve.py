@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,12 +46,10 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, percentiles, write_result
 from _scifact import AS_OF, ONE, SPREAD, TENANT, count, latency, load, load_corpus, noisy_copies
+from _server import add_data_dir, embedded
 from pgvector.psycopg import register_vector
 from sqlalchemy import Engine, text
 
-from retrieval.db.embedded import start_embedded
-from retrieval.db.engine import make_engine
-from retrieval.db.migrate import upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search import reference_scores, scoring
@@ -67,7 +64,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--naive-queries", type=int, default=5)
     parser.add_argument("--recall-queries", type=int, default=100)
-    parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
+    add_data_dir(parser)
     add_output(parser)
     parser.add_argument(
         "--parts",
@@ -80,18 +77,15 @@ def main() -> None:
     args = parser.parse_args()
     parts = set(args.parts.split(","))
 
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-read-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    engine = make_engine(server.url())
+    bench = embedded(args.data_dir, ONE, SPREAD, prefix="rtv-read-")
+    engine = bench.engine
     embedder = SentenceTransformerEmbedder()
-    corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
+    corpus = load_corpus(embedder, bench.data_dir.parent / "scifact-title-vectors.npy")
     rng = np.random.default_rng(7)
     vectors = noisy_copies(corpus.vectors, args.rows, rng)
     for settings, tenants in ((ONE, 1), (SPREAD, 100)):
-        upgrade(engine, settings)
         if count(engine, settings.schema) != args.rows:
             load(engine, settings.schema, embedder, corpus, vectors, tenants, args.rows)
-    engine.dispose()  # connections made before the vector type existed lack its adapter
 
     results: dict[str, Any] = {}
     queries = corpus.queries[: args.queries]

@@ -22,7 +22,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,10 +34,10 @@ from sqlalchemy import Engine
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import add_output, percentiles, write_result
 from _scifact import AS_OF, TENANT, count, load, load_corpus, noisy_copies
+from _server import add_data_dir, embedded
 
-from retrieval.db.embedded import start_embedded
 from retrieval.db.engine import make_engine
-from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.migrate import MigrationSettings
 from retrieval.db.row_security import grant_application_role, row_security_active
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
@@ -55,21 +54,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--write-rows", type=int, default=20_000)
-    parser.add_argument("--data-dir", type=Path, help="keep the server's data here")
+    add_data_dir(parser)
     add_output(parser)
     args = parser.parse_args()
 
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="rtv-rls-")) / "pg"
-    server = start_embedded(data_dir, delete_on_exit=args.data_dir is None)
-    owner_engine = make_engine(server.url())
-    upgrade(owner_engine, SETTINGS)
-    owner_engine.dispose()
+    bench = embedded(args.data_dir, SETTINGS, prefix="rtv-rls-")
+    owner_engine = bench.engine
     embedder = SentenceTransformerEmbedder()
-    corpus = load_corpus(embedder, data_dir.parent / "scifact-title-vectors.npy")
+    corpus = load_corpus(embedder, bench.data_dir.parent / "scifact-title-vectors.npy")
     if count(owner_engine, SETTINGS.schema) < args.rows:
         vectors = noisy_copies(corpus.vectors, args.rows, np.random.default_rng(7))
         load(owner_engine, SETTINGS.schema, embedder, corpus, vectors, 1, args.rows)
-    app_engine = _application_engine(owner_engine, server.url())
+    app_engine = _application_engine(owner_engine, bench.url)
 
     owner = MemoryStore(owner_engine, schema=SETTINGS.schema, embedder=embedder)
     app = MemoryStore(app_engine, schema=SETTINGS.schema, embedder=embedder)

@@ -35,10 +35,10 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, parts_variant, write_result
 from _scifact import load_corpus, scifact_sentences, scifact_texts
+from _server import add_data_dir, embedded
 from pgvector.psycopg import register_vector
 
 from retrieval.db.copy_rows import encode_vectors
-from retrieval.db.embedded import start_embedded
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
 SCHEMA = "bench_hnsw"
@@ -46,7 +46,7 @@ SCHEMA = "bench_hnsw"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="the read benchmark's data")
+    add_data_dir(parser, required=True, what="the data of a retrieve.py run")
     parser.add_argument("--variants", default="16,12,10,8")
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
@@ -60,10 +60,7 @@ def main() -> None:
     variants = [_variant(v) for v in args.variants.split(",")]
     parts = set(args.parts.split(","))
 
-    server = start_embedded(args.data_dir)
-    connection = psycopg.connect(
-        server.url().replace("postgresql+psycopg://", "postgresql://"), autocommit=True
-    )
+    connection = psycopg.connect(embedded(args.data_dir).psycopg_url, autocommit=True)
     register_vector(connection)
     connection.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     embedder = SentenceTransformerEmbedder()

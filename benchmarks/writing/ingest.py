@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, bench_engine, parts_variant, write_result
+from _common import add_output, parts_variant, write_result
 from _scifact import scifact_sentences, scifact_texts
+from _server import add_database_url, reached
 from pgvector import HalfVector, Vector
 from sqlalchemy import Engine, text
 
@@ -90,7 +91,7 @@ def main() -> None:
     parser.add_argument(
         "--history-rows", type=int, default=20_000, help="decisions of the history part"
     )
-    parser.add_argument("--database-url")
+    add_database_url(parser)
     parser.add_argument(
         "--backend",
         choices=("onnx", "onnx-int8", "torch"),
@@ -106,8 +107,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    engine = bench_engine(args.database_url)
-    upgrade(engine, SETTINGS)
+    engine = reached(args.database_url, SETTINGS).engine
     embedder = SentenceTransformerEmbedder(backend=args.backend)
     results: dict[str, Any] = {
         "settings": vars(args) | {"json": str(args.json)},

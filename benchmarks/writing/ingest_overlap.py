@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -42,10 +41,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import scifact_texts
+from _server import embedded
 from psycopg.copy import QueuedLibpqWriter
 
 from retrieval.db.copy_rows import encode_vectors
-from retrieval.db.embedded import start_embedded
 from retrieval.db.schema import HNSW_LINKS
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
@@ -68,15 +67,12 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
 
-    server = start_embedded(
-        Path(tempfile.mkdtemp(prefix="rtv-overlap-")) / "pg", delete_on_exit=True
-    )
-    url = server.url().replace("postgresql+psycopg://", "postgresql://")
+    url = embedded(None, prefix="rtv-overlap-").psycopg_url
     connection = psycopg.connect(url, autocommit=True)
     connection.execute(TABLES)  # type: ignore[call-overload]
     texts = scifact_texts(args.texts, long=False)
     long_texts = scifact_texts(args.long_texts, long=True) if args.long_texts else []
-    model = SentenceTransformerEmbedder()._loaded()
+    model = SentenceTransformerEmbedder(backend="torch")._loaded()  # its measured backend
 
     def embed(batch: list[str]) -> np.ndarray:
         return np.asarray(

@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
-from _common import add_output, bench_engine, summary_ms, write_result
+from _common import add_output, summary_ms, write_result
+from _server import add_database_url, reached
 from sqlalchemy import text
 
 import retrieval
-from retrieval.db.migrate import MigrationSettings, upgrade
+from retrieval.db.migrate import MigrationSettings
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 
@@ -45,11 +46,10 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=400, help="writes timed per run and kind")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--label", default="", help="names the package version measured")
-    parser.add_argument("--database-url")
+    add_database_url(parser)
     add_output(parser)
     args = parser.parse_args()
-    engine = bench_engine(args.database_url)
-    upgrade(engine, SETTINGS)
+    engine = reached(args.database_url, SETTINGS).engine
     store = MemoryStore(engine, schema="bench", embedder=SentenceTransformerEmbedder())
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((args.writes * 2, 384)).astype(np.float32)
