@@ -35,6 +35,7 @@ def write_chart(path: Path, title: str, panels: Sequence[Panel], note: str = "")
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     plt.rcParams["svg.fonttype"] = "none"  # text as text: a small file, searchable
+    plt.rcParams["svg.hashsalt"] = "retrieval"  # the same ids each time it is drawn
     plain = FuncFormatter(lambda value, _: f"{value:g}")
 
     names = list(dict.fromkeys(line.name for panel in panels for line in panel.lines))
