@@ -11,8 +11,9 @@ schema it runs in. The one convention, everywhere:
   :func:`quote_schema` (``psycopg.sql.Identifier``), after :func:`require_schema` has checked
   that it is a plain identifier; braces that belong to the SQL are doubled (``'{{}}'``).
 
-The statements built at run time (the read path's CTE per source) live in
-:mod:`retrieval.search.statement` and follow the same two rules.
+The read path's statement is composed at run time from templates of the same kind
+(``retrieval/sql/read_*.sql``, filled by :func:`retrieval.search.statement.template.template`):
+one composition style for all the SQL, with the same two rules.
 """
 
 from __future__ import annotations

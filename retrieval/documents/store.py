@@ -168,9 +168,10 @@ class DocumentStore:
             "bm25_common_share": 1.0,  # no term is common: every posting is read
         }
         postings = document_postings(self.schema)
-        query_sql = "WITH {}\n{}\nORDER BY bm25 DESC, chunk_id\nLIMIT %(limit)s".format(
-            ",\n".join(bm25_weight_ctes("doc", postings, "query_text")),
-            bm25_every_posting("doc", postings),
+        query_sql = statement(
+            "documents.bm25",
+            weights=",\n".join(bm25_weight_ctes("doc", postings, "query_text")),
+            every_posting=bm25_every_posting("doc", postings),
         )
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
             bind_tenant(connection, self.schema, tenant_id)

@@ -90,3 +90,12 @@ ORDER BY distance LIMIT %(limit)s
 -- A document's chunk texts and the model of their vectors (whose cache entries forget erases).
 SELECT content, embedding_model FROM {schema}.document_chunks
 WHERE tenant_id = %(tenant_id)s AND document_id = %(document_id)s
+
+-- name: bm25
+-- Every chunk's exact Okapi BM25 for the query, the best %(limit)s (DocumentStore.bm25): the
+-- query terms' weights {weights} and every posting of them {every_posting}
+-- (retrieval/sql/read_bm25.sql).
+WITH {weights}
+{every_posting}
+ORDER BY bm25 DESC, chunk_id
+LIMIT %(limit)s

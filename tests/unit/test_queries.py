@@ -17,15 +17,18 @@ CODE = {
     for path in PACKAGE.rglob("*.py")
     if "migrations" not in path.parts
 }
-# A statement named in the code: statement("file.name", ...) or blocks("file")["name"].
-NAMED = re.compile(r'statement\(\s*f?"(\w+)\.(\w+)"|blocks\("(\w+)"\)\["(\w+)"\]')
+# A statement named in the code: statement("file.name", ...), blocks("file")["name"], or a
+# read template's name ("read_semantic.nearest", however the code chooses it).
+NAMED = re.compile(
+    r'statement\(\s*f?"(\w+)\.(\w+)"|blocks\("(\w+)"\)\["(\w+)"\]|"(read_\w+)\.(\w+)"'
+)
 
 
 def _named_in_code() -> set[tuple[str, str]]:
     found = set()
     for text in CODE.values():
         for match in NAMED.finditer(text):
-            file, name = (match[1], match[2]) if match[1] else (match[3], match[4])
+            file, name = next((match[i], match[i + 1]) for i in (1, 3, 5) if match[i] is not None)
             found.add((file, name))
     return found
 

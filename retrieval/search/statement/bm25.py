@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from retrieval.search.statement.template import template
+
 __all__ = ["PROBE_LIMIT", "SEED", "Postings", "bm25_contribution", "bm25_ctes", "bm25_factors"]
 
 # What each CTE holds (after the table's prefix), printed above it in docs/statements/.
@@ -40,17 +42,10 @@ PROBE_LIMIT = 5000  # most rows whose common terms are probed; more: score every
 def _terms(prefix: str, postings: Postings, query_text: str, capped: bool) -> str:
     # The query's lexemes; ``capped`` (a query of more words than max_query_words): that many
     # of them, those the rows hold, rarest first, then those they do not hold.
-    lexemes = f"""SELECT DISTINCT lexeme AS term
-    FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig), %({query_text})s))"""
+    lexemes = template("read_bm25.lexemes", query_text=query_text)
     if not capped:
-        return f"{prefix}_terms AS (\n    {lexemes}\n)"
-    return f"""{prefix}_terms AS MATERIALIZED (
-    SELECT q.term
-    FROM ({lexemes}) AS q
-    LEFT JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
-    ORDER BY t.document_frequency IS NULL, t.document_frequency, q.term
-    LIMIT %(max_query_words)s
-)"""
+        return template("read_bm25.terms", prefix=prefix, lexemes=lexemes)
+    return template("read_bm25.terms_capped", prefix=prefix, lexemes=lexemes, stats=postings.stats)
 
 
 def bm25_factors(document_frequency: str, corpus: str) -> str:
@@ -61,23 +56,16 @@ def bm25_factors(document_frequency: str, corpus: str) -> str:
 
     Okapi BM25 = idf * tf * (k1 + 1) / (tf + k1 * (1 - b) + k1 * b * length / average_length).
     """
-    idf = f"ln(1.0 + ({corpus}.n - {document_frequency} + 0.5) / ({document_frequency} + 0.5))"
-    return (
-        f"{idf} AS idf,\n"
-        f"           {idf} * (%(bm25_k1)s::float8 + 1.0) AS idf_k1,\n"
-        "           %(bm25_k1)s::float8 * (1.0 - %(bm25_b)s::float8) AS base,\n"
-        f"           %(bm25_k1)s::float8 * %(bm25_b)s::float8 / {corpus}.average_length"
-        " AS per_length"
-    )
+    idf = template("read_bm25.idf", corpus=corpus, document_frequency=document_frequency)
+    return template("read_bm25.factors", idf=idf, corpus=corpus)
 
 
 def bm25_contribution(factors: str, term_frequency: str, length: str) -> str:
     """What one posting adds to its row's BM25 score: ``idf_k1 * tf / (tf + base + per_length
     * length)``, from the alias of a row of :func:`bm25_factors` and the SQL expressions of the
     term's frequency in the row and the row's length."""
-    return (
-        f"{factors}.idf_k1 * {term_frequency} / ({term_frequency} + {factors}.base "
-        f"+ {factors}.per_length * {length})"
+    return template(
+        "read_bm25.contribution", factors=factors, term_frequency=term_frequency, length=length
     )
 
 
@@ -136,19 +124,13 @@ def bm25_weight_ctes(
     ``bm25_common_share`` of the rows."""
     return [
         _terms(prefix, postings, query_text, capped),
-        f"""{prefix}_corpus AS (
-    SELECT {postings.count}::float8 AS n,
-           total_terms::float8 / NULLIF({postings.count}, 0) AS average_length
-    FROM {postings.corpus} WHERE tenant_id = %(tenant_id)s
-)""",
-        f"""{prefix}_weights AS MATERIALIZED (
-    SELECT q.term,
-           {bm25_factors("t.document_frequency", "c")},
-           t.document_frequency > %(bm25_common_share)s::float8 * c.n AS common
-    FROM {prefix}_terms AS q
-    JOIN {postings.stats} AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
-    CROSS JOIN {prefix}_corpus AS c
-)""",
+        template("read_bm25.corpus", prefix=prefix, count=postings.count, corpus=postings.corpus),
+        template(
+            "read_bm25.weights",
+            prefix=prefix,
+            factors=bm25_factors("t.document_frequency", "c"),
+            stats=postings.stats,
+        ),
     ]
 
 
@@ -158,12 +140,20 @@ def bm25_every_posting(
     """``SELECT <key>, bm25``: every row's exact BM25 from all the postings of the query's
     terms (after :func:`bm25_weight_ctes`); ``condition`` filters postings (alias ``p``),
     ``when`` the whole select."""
-    extra = f"AND {condition}" if condition else ""
-    return f"""SELECT p.{postings.key}, sum({_contribution(postings)}) AS bm25
-        FROM {prefix}_weights AS w
-        JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
-        WHERE {when}
-        GROUP BY p.{postings.key}"""
+    return template(
+        "read_bm25.every_posting",
+        prefix=prefix,
+        key=postings.key,
+        terms=postings.terms,
+        contribution=_contribution(postings),
+        extra=_condition(condition),
+        when=when,
+    )
+
+
+def _condition(condition: str) -> str:
+    # The caller's condition on the postings, if any.
+    return template("read_bm25.posting_condition", condition=condition) if condition else ""
 
 
 def _contribution(postings: Postings) -> str:
@@ -171,101 +161,58 @@ def _contribution(postings: Postings) -> str:
 
 
 def _common_of(prefix: str, postings: Postings, rows: str) -> str:
-    # The common terms' contributions (``rest``) to the rows of query ``rows``: each common
-    # term's postings probed for all of them at once (one index scan per term).
-    key = postings.key
-    return f"""
-        SELECT p.{key}, sum({_contribution(postings)}) AS rest
-        FROM {prefix}_weights AS w
-        JOIN {postings.terms} AS p
-          ON p.tenant_id = %(tenant_id)s AND p.term = w.term
-             AND p.{key} = ANY (ARRAY({rows}))
-        WHERE w.common
-        GROUP BY p.{key}"""
+    # The common terms' contributions (``rest``) to the rows of query ``rows``.
+    return template(
+        "read_bm25.common_of",
+        prefix=prefix,
+        key=postings.key,
+        terms=postings.terms,
+        contribution=_contribution(postings),
+        rows=rows,
+    )
 
 
 def _seed_ctes(prefix: str, postings: Postings, candidates: str, condition: str) -> list[str]:
     # The rare terms' partial scores, the seed's exact scores, and the bound the common terms
     # set.
-    extra = f"AND {condition}" if condition else ""
     key = postings.key
-    seed = f"{SEED} * %({candidates})s"  # the seed's size
-    seed_rows = f"SELECT {key} FROM {prefix}_top WHERE place <= {seed}"
+    seed = template("read_bm25.seed_size", seed=SEED, candidates=candidates)
+    seed_rows = template("read_bm25.seed_rows", key=key, prefix=prefix, seed=seed)
     return [
-        f"""{prefix}_partial AS MATERIALIZED (
-    SELECT p.{key}, sum({_contribution(postings)}) AS partial
-    FROM {prefix}_weights AS w
-    JOIN {postings.terms} AS p ON p.tenant_id = %(tenant_id)s AND p.term = w.term {extra}
-    WHERE NOT w.common
-    GROUP BY p.{key}
-)""",
-        # The seed, and one row more: the best partial score outside it.
-        f"""{prefix}_top AS MATERIALIZED (
-    SELECT a.{key}, a.partial, row_number() OVER (ORDER BY a.partial DESC, a.{key}) AS place
-    FROM (SELECT * FROM {prefix}_partial ORDER BY partial DESC, {key}
-          LIMIT {SEED} * %({candidates})s + 1) AS a
-)""",
-        # The seed's exact scores: each common term's postings probed for the seed's rows at
-        # once (one index scan per common term).
-        f"""{prefix}_seed AS MATERIALIZED (
-    SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
-    FROM {prefix}_top AS a
-    LEFT JOIN ({_common_of(prefix, postings, seed_rows)}
-    ) AS x ON x.{key} = a.{key}
-    WHERE a.place <= {seed}
-)""",
-        # rest: what the common terms can add at most; theta: the candidates-th best exact
-        # score in the seed (real rows, so the true candidates-th best is at least theta);
-        # outside: the best partial score outside the seed (NULL: the seed holds every row
-        # the rare terms found).
-        f"""{prefix}_bound AS MATERIALIZED (
-    SELECT (SELECT COALESCE(sum(idf_k1), 0.0) FROM {prefix}_weights WHERE common) AS rest,
-           (SELECT bm25 FROM {prefix}_seed ORDER BY bm25 DESC
-            OFFSET %({candidates})s - 1 LIMIT 1) AS theta,
-           (SELECT partial FROM {prefix}_top WHERE place = {SEED} * %({candidates})s + 1)
-               AS outside
-)""",
+        template(
+            "read_bm25.partial",
+            prefix=prefix,
+            key=key,
+            terms=postings.terms,
+            contribution=_contribution(postings),
+            extra=_condition(condition),
+        ),
+        template("read_bm25.top", prefix=prefix, key=key, seed=seed),
+        template(
+            "read_bm25.seed",
+            prefix=prefix,
+            key=key,
+            seed=seed,
+            common=_common_of(prefix, postings, seed_rows),
+        ),
+        template("read_bm25.bound", prefix=prefix, seed=seed, candidates=candidates),
     ]
 
 
 def _tier_ctes(prefix: str, postings: Postings, candidates: str, condition: str) -> list[str]:
     # Which tier answers, and the best candidates by it.
     key = postings.key
-    reach_rows = f"SELECT {key} FROM {prefix}_reach"
-    tier_3 = f"(SELECT tier FROM {prefix}_tier) = 3"
+    reach_rows = template("read_bm25.reach_rows", key=key, prefix=prefix)
+    tier_3 = template("read_bm25.tier_3", prefix=prefix)
     return [
-        # The rows the rare terms found that can still reach the top (read by tiers 2 and 3).
-        f"""{prefix}_reach AS MATERIALIZED (
-    SELECT a.{key}, a.partial
-    FROM {prefix}_partial AS a, {prefix}_bound AS x
-    WHERE a.partial + x.rest >= x.theta
-)""",
-        f"""{prefix}_tier AS MATERIALIZED (
-    SELECT CASE
-               WHEN x.rest = 0.0 AND x.outside IS NULL THEN 1
-               WHEN x.theta > x.rest AND (x.outside IS NULL OR x.outside + x.rest < x.theta)
-               THEN 1
-               WHEN x.theta > x.rest
-                    AND (SELECT count(*) FROM {prefix}_reach) <= {PROBE_LIMIT}
-               THEN 2
-               ELSE 3
-           END AS tier
-    FROM {prefix}_bound AS x
-)""",
-        f"""{prefix}_bm25 AS (
-    SELECT * FROM (
-        SELECT s.{key}, s.bm25
-        FROM {prefix}_seed AS s
-        WHERE (SELECT tier FROM {prefix}_tier) = 1
-        UNION ALL
-        SELECT a.{key}, a.partial + COALESCE(x.rest, 0.0) AS bm25
-        FROM {prefix}_reach AS a
-        LEFT JOIN ({_common_of(prefix, postings, reach_rows)}) AS x ON x.{key} = a.{key}
-        WHERE (SELECT tier FROM {prefix}_tier) = 2
-        UNION ALL
-        {bm25_every_posting(prefix, postings, condition, when=tier_3)}
-    ) AS scored
-    ORDER BY scored.bm25 DESC, scored.{key}
-    LIMIT %({candidates})s
-)""",
+        template("read_bm25.reach", prefix=prefix, key=key),
+        template("read_bm25.tier", prefix=prefix, probe_limit=PROBE_LIMIT),
+        template(
+            "read_bm25.bm25",
+            prefix=prefix,
+            key=key,
+            candidates=candidates,
+            common=_common_of(prefix, postings, reach_rows),
+            every_posting=bm25_every_posting(prefix, postings, condition, when=tier_3),
+        ),
     ]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from retrieval.memory.fields import MEMORY_CANDIDATE_COLUMNS
 from retrieval.search.candidate import COLUMNS
+from retrieval.search.statement.template import template
 
 # The select list of each source's rows in the statement's ``UNION ALL``: the evidence goes
 # out as JSON text, decoded only for the candidates that are returned.
 SELECT_LIST = ", ".join(
-    "details::text AS details" if column == "details" else column for column in COLUMNS
+    template("read_statement.details_as_text") if column == "details" else column
+    for column in COLUMNS
 )
 
 # The columns a memory candidate reads from its row (the semantic source's and the context
@@ -38,37 +40,24 @@ def recency_sql(created_at: str, half_life_param: str) -> str:
     ``half_life_param`` names a bound parameter holding the half-life in seconds; ``as_of`` is
     the bound parameter ``%(as_of)s``.
     """
-    halvings = (
-        f"(GREATEST(EXTRACT(EPOCH FROM (%(as_of)s::timestamptz - {created_at}))::float8, 0.0)"
-        f" / %({half_life_param})s::float8)"
-    )
-    return (
-        f"(CASE WHEN {halvings} > {_MAX_HALVINGS} THEN 0.0::float8 "
-        f"ELSE power(0.5::float8, {halvings}) END)"
-    )
+    halvings = template("read_common.halvings", created_at=created_at, half_life=half_life_param)
+    return template("read_common.recency", halvings=halvings, max_halvings=_MAX_HALVINGS)
 
 
 def live_sql(alias: str) -> str:
     """SQL: the memory ``alias`` was live at the call's moment (``%(as_of)s``): not retired
     nor expired then, and, when the call asked about a past moment (``%(known_at)s``, else
     NULL), stored by then. The one predicate every read of memories uses."""
-    return (
-        f"({alias}.retired_at IS NULL OR {alias}.retired_at > %(as_of)s::timestamptz) "
-        f"AND ({alias}.expires_at IS NULL OR {alias}.expires_at > %(as_of)s::timestamptz) "
-        f"AND {known_sql(alias)}"
-    )
+    return template("read_common.live", alias=alias, known=known_sql(alias))
 
 
 def known_sql(alias: str) -> str:
     """SQL: the row ``alias`` (a memory, decision or tool call) was stored by the past moment
     a call asks about (``%(known_at)s``; NULL: now)."""
-    return f"(%(known_at)s::timestamptz IS NULL OR {alias}.created_at <= %(known_at)s::timestamptz)"
+    return template("read_common.known", alias=alias)
 
 
 def told_at_sql(alias: str) -> str:
     """SQL: when the memory ``alias`` was last told by the call's moment: its ``created_at``,
     or a later copy's time (``last_seen_at``) if that came by ``%(as_of)s``."""
-    return (
-        f"(CASE WHEN {alias}.last_seen_at <= %(as_of)s::timestamptz "
-        f"THEN GREATEST({alias}.created_at, {alias}.last_seen_at) ELSE {alias}.created_at END)"
-    )
+    return template("read_common.told_at", alias=alias)

@@ -14,7 +14,6 @@ is next to and how far (``offset``). :mod:`retrieval.search.rank.context_lift` s
 
 from __future__ import annotations
 
-from retrieval.db.queries import quote_schema
 from retrieval.search.config import SIGNALS, Mode
 from retrieval.search.statement.common import (
     SELECT_LIST,
@@ -26,6 +25,7 @@ from retrieval.search.statement.common import (
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.relevance import dense_relevance_sql
 from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
+from retrieval.search.statement.template import template
 
 # What each CTE holds, printed above it in docs/statements/.
 NOTES = {
@@ -39,9 +39,7 @@ NOTES = {
 }
 
 # The hits of a separate context statement: the arrays the retriever binds.
-_BOUND_HITS = """SELECT *
-    FROM unnest(%(hit_ids)s::bigint[], %(threads)s::text[], %(positions)s::int[])
-         AS h(hit_id, thread_id, position)"""
+_BOUND_HITS = template("read_context.bound_hits")
 
 # The hits within the read's own statement: of the semantic candidates ranked as the retriever
 # ranks them (its final score, the weighted sum of their signals, then relevance, distance,
@@ -50,30 +48,14 @@ _BOUND_HITS = """SELECT *
 # (with ``%(untold_sessions)s``) messages without a thread, as context_lift places them.
 # The source's weighted sum of a candidate's signals, with the weights bound per call.
 _WEIGHTED_SUM = "\n                     + ".join(
-    f"%(weight_{name})s::float8 * s.{name}" for name in SIGNALS
+    template("read_context.weighted_signal", signal=name) for name in SIGNALS
 )
-_STATEMENT_HITS = (
-    """SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
-           (c.details ->> 'position')::int AS position
-    FROM (
-        SELECT * FROM semantic AS s
-        ORDER BY LEAST(1.0::float8, GREATEST(0.0::float8,
-                     """
-    + _WEIGHTED_SUM
-    + """)) DESC,
-                 s.relevance DESC, s.distance ASC NULLS LAST, s.recency DESC, s.id
-        LIMIT %(context_hits)s
-    ) AS c
-    WHERE (json_typeof(c.details -> 'thread_id') = 'string'
-           AND json_typeof(c.details -> 'position') = 'number')
-       OR (%(untold_sessions)s AND c.kind = %(message_kind)s
-           AND COALESCE(json_typeof(c.details -> 'thread_id'), 'null') = 'null')"""
-)
+_STATEMENT_HITS = template("read_context.statement_hits", weighted_sum=_WEIGHTED_SUM)
 
 # The two columns a context row adds to the source's (the hit it is next to, and how far); the
 # read's other rows carry them empty.
 CONTEXT_COLUMNS = 'hit_id, "offset"'
-NO_CONTEXT = 'NULL::bigint AS hit_id, NULL::int AS "offset"'
+NO_CONTEXT = template("read_statement.no_context")
 
 
 def context_statement(schema: str, mode: Mode) -> str:
@@ -83,8 +65,7 @@ def context_statement(schema: str, mode: Mode) -> str:
     within a session of messages without a thread), in the mode's kinds: rows of ``hit_id,
     offset`` then the source's columns."""
     ctes = ",\n".join(context_ctes(schema, mode, _BOUND_HITS))
-    return f"""WITH {ctes}
-SELECT hit_id, "offset", {SELECT_LIST} FROM context ORDER BY hit_id, "offset", id"""
+    return template("read_context.statement", ctes=ctes, select_list=SELECT_LIST)
 
 
 def statement_context_ctes(schema: str, mode: Mode) -> list[Cte]:
@@ -97,83 +78,43 @@ def statement_context_ctes(schema: str, mode: Mode) -> list[Cte]:
 
 def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
     """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``."""
-    s = quote_schema(schema)
     kinds = "".join(f" AND {condition}" for condition in kind_filters(mode, "m"))
-    distance = "(m.embedding <-> %(query_vector)s)"
-    told = [
-        _told_side(s, kinds, distance, side, order)
-        for side, order in (("before", "DESC"), ("after", "ASC"))
-    ]
+    columns = {
+        "columns": memory_columns("m"),
+        "distance": "(m.embedding <-> %(query_vector)s)",
+        "kinds": kinds,
+        "live": live_sql("m"),
+    }
+    told = [_told_side(schema, columns, earlier) for earlier in (True, False)]
     return [
-        f"""context_hits AS (
-    {hits}
-)""",
-        f"""untold AS (
-    SELECT h.hit_id, m.created_at
-    FROM context_hits AS h
-    JOIN {s}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = h.hit_id
-    WHERE h.thread_id IS NULL
-)""",
+        template("read_context.context_hits", hits=hits),
+        template("read_context.untold", schema),
         *told,
-        """told AS (
-    SELECT *, max(gap) OVER (PARTITION BY hit_id, sign("offset") ORDER BY abs("offset"))
-              AS widest_gap
-    FROM (SELECT * FROM told_before UNION ALL SELECT * FROM told_after) AS sides
-)""",
-        f"""turns AS (
-    SELECT h.hit_id, m.position - h.position AS "offset", {memory_columns("m")},
-           {distance} AS distance
-    FROM context_hits AS h
-    JOIN {s}.memories AS m
-      ON m.tenant_id = %(tenant_id)s AND m.thread_id = h.thread_id
-         AND m.position BETWEEN h.position - %(context_window)s
-                            AND h.position + %(context_window)s
-         AND m.id <> h.hit_id{kinds} AND {live_sql("m")}
-    WHERE h.thread_id IS NOT NULL
-    UNION ALL
-    SELECT hit_id, "offset", {memory_columns()}, distance
-    FROM told WHERE widest_gap <= %(session_gap)s
-)""",
-        f"""context AS (
-    SELECT n.hit_id, n."offset", 'semantic'::text AS source, 'memory'::text AS item, n.id,
-           n.content, n.kind, n.created_at,
-           {dense_relevance_sql("n.distance")} AS relevance,
-           {recency_sql(told_at_sql("n"), "semantic_half_life")} AS recency,
-           {MEMORY_SIGNALS},
-           0.0::float8 AS entity, n.distance, NULL::text[] AS matched,
-           NULL::text[] AS entities,
-           json_build_object({MEMORY_EVIDENCE}) AS details
-    FROM turns AS n
-)""",
+        template("read_context.told"),
+        template("read_context.turns", schema, told_columns=memory_columns(), **columns),
+        template(
+            "read_context.context",
+            relevance=dense_relevance_sql("n.distance"),
+            recency=recency_sql(told_at_sql("n"), "semantic_half_life"),
+            signals=MEMORY_SIGNALS,
+            evidence=MEMORY_EVIDENCE,
+        ),
     ]
 
 
-def _told_side(schema: str, kinds: str, distance: str, side: str, order: str) -> str:
+def _told_side(schema: str, columns: dict[str, str], earlier: bool) -> str:
     # The messages without a thread told just before (or after) each such hit, nearest first,
     # with their pause from the one nearer the hit (``gap``) and their signed offset.
-    earlier = side == "before"
-    compare = "<" if earlier else ">"
-    pause = "lag(x.created_at, 1, x.hit_at) OVER w - x.created_at"
-    if not earlier:
-        pause = "x.created_at - lag(x.created_at, 1, x.hit_at) OVER w"
-    sign = "-" if earlier else ""
-    return f"""told_{side} AS (
-    SELECT x.hit_id, {sign}row_number() OVER w AS "offset", {memory_columns("x")}, x.distance,
-           {pause} AS gap
-    FROM (
-        SELECT u.hit_id, u.created_at AS hit_at, n.*
-        FROM untold AS u
-        CROSS JOIN LATERAL (
-            SELECT {memory_columns("m")}, {distance} AS distance
-            FROM {schema}.memories AS m
-            WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(message_kind)s
-              AND m.thread_id IS NULL AND {live_sql("m")}{kinds}
-              AND (m.created_at, m.id) {compare} (u.created_at, u.hit_id)
-              AND m.created_at {">=" if earlier else "<="} u.created_at
-                  {"-" if earlier else "+"} %(session_gap)s * %(context_window)s
-            ORDER BY m.created_at {order}, m.id {order}
-            LIMIT %(context_window)s
-        ) AS n
-    ) AS x
-    WINDOW w AS (PARTITION BY x.hit_id ORDER BY x.created_at {order}, x.id {order})
-)"""
+    return template(
+        "read_context.told_side",
+        schema,
+        side="before" if earlier else "after",
+        order="DESC" if earlier else "ASC",
+        sign="-" if earlier else "",
+        compare="<" if earlier else ">",
+        bound=">=" if earlier else "<=",
+        shift="-" if earlier else "+",
+        pause=template("read_context.pause_before" if earlier else "read_context.pause_after"),
+        told_columns=memory_columns("x"),
+        **columns,
+    )

@@ -33,6 +33,7 @@ from retrieval.search.statement.relevance import (
     lexical_relevance_sql,
     lexical_share_sql,
 )
+from retrieval.search.statement.template import template
 
 SOURCE = "documents"
 # What each CTE holds, printed above it in docs/statements/ (the BM25 channel's: bm25.NOTES).
@@ -77,7 +78,6 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     document frequency of 0), so that an exact code or name the vectors miss still counts
     (docs/decisions/0005-documents-evidence-gate.md).
     """
-    s = quote_schema(schema)
     postings = document_postings(schema)
     total_idf = "(SELECT sum(idf) FROM doc_idf)"
     dense = dense_relevance_sql("f.distance")
@@ -85,95 +85,45 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     share = lexical_share_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")
     return noted(
         [
-            *_channels(s, postings, capped),
-            *_evidence(s, total_idf),
-            """doc_ranked AS (
-    SELECT e.*,
-           CASE WHEN e.bm25 > 0.0 THEN
-               row_number() OVER (ORDER BY e.bm25 DESC, e.chunk_id) END AS bm25_rank,
-           row_number() OVER (ORDER BY e.distance, e.chunk_id) AS dense_rank
-    FROM doc_evidence AS e
-)""",
-            f"""documents AS (
-    SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
-           'chunk'::text AS kind, f.created_at,
-           {fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")} AS relevance,
-           {recency_sql("f.created_at", "documents_half_life")} AS recency,
-           0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
-           f.distance, NULL::text[] AS matched, NULL::text[] AS entities,
-           json_build_object(
-               'doc_id', d.doc_id, 'filename', d.filename, 'chunk_index', f.chunk_index,
-               'section_title', f.section_title, 'page_start', f.page_start,
-               'page_end', f.page_end, 'metadata', d.metadata || f.metadata,
-               'coverage', f.coverage, 'bm25_tier', (SELECT tier FROM doc_tier),
-               'fusion', %(fusion)s::text, 'bm25', f.bm25, 'bm25_rank', f.bm25_rank,
-               'bm25_relevance', {lexical}, 'lexical_share', {share},
-               'dense_distance', f.distance,
-               'dense_rank', f.dense_rank, 'dense_relevance', {dense},
-               'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
-           ) AS details
-    FROM doc_ranked AS f
-    JOIN {s}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
-    {_GATE if gated else ""}
-)""",
+            *_channels(schema, postings, capped),
+            *_evidence(schema, total_idf),
+            template("read_documents.doc_ranked"),
+            template(
+                "read_documents.documents",
+                schema,
+                relevance=fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank"),
+                recency=recency_sql("f.created_at", "documents_half_life"),
+                lexical=lexical,
+                share=share,
+                dense=dense,
+                gate=template("read_documents.gate") if gated else "",
+            ),
         ],
         NOTES,
     )
 
 
-def _channels(s: str, postings: Postings, capped: bool) -> list[str]:
+def _channels(schema: str, postings: Postings, capped: bool) -> list[str]:
     # Each channel's best chunks (BM25 pruned, and the nearest by vector), and their union.
     return [
         *bm25_ctes("doc", postings, "query_text", "documents_candidates", capped=capped),
-        f"""doc_dense AS MATERIALIZED (
-    SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
-    FROM {s}.document_chunks AS c
-    WHERE c.tenant_id = %(tenant_id)s
-    ORDER BY distance
-    LIMIT %(documents_candidates)s
-)""",
-        """doc_found AS MATERIALIZED (
-    SELECT chunk_id FROM doc_bm25 UNION SELECT chunk_id FROM doc_dense
-)""",
+        template("read_documents.doc_dense", schema),
+        template("read_documents.doc_found"),
     ]
 
 
-def _evidence(s: str, total_idf: str) -> list[str]:
+def _evidence(schema: str, total_idf: str) -> list[str]:
     # Every found chunk's exact scores in both channels, with the columns the results show.
     return [
-        f"""doc_idf AS MATERIALIZED (
-    SELECT q.term, {bm25_factors("COALESCE(t.document_frequency, 0)", "c")}
-    FROM doc_terms AS q
-    CROSS JOIN doc_corpus AS c
-    LEFT JOIN {s}.document_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
-)""",
-        # Each query term's postings probed for the found chunks at once (one index scan per
-        # term): each chunk's exact BM25 score and the idf its lexemes cover.
-        f"""doc_covered AS (
-    SELECT p.chunk_id, sum(i.idf) AS covered,
-           sum({bm25_contribution("i", "p.term_frequency", "p.chunk_length")}) AS bm25
-    FROM doc_idf AS i
-    JOIN {s}.document_terms AS p
-      ON p.tenant_id = %(tenant_id)s AND p.term = i.term
-         AND p.chunk_id = ANY (ARRAY(SELECT chunk_id FROM doc_found))
-    GROUP BY p.chunk_id
-)""",
-        # The found chunks with their evidence and the columns the results show (one read of
-        # each chunk's row).
-        f"""doc_evidence AS MATERIALIZED (
-    SELECT u.chunk_id, COALESCE(d.distance, c.embedding <-> %(query_vector)s::vector)
-               AS distance,
-           COALESCE(v.bm25, 0.0) AS bm25,
-           COALESCE(v.covered, 0.0) / NULLIF({total_idf}, 0.0) AS coverage,
-           c.content, c.created_at, c.document_id, c.chunk_index, c.section_title,
-           c.page_start, c.page_end, c.metadata
-    FROM doc_found AS u
-    JOIN {s}.document_chunks AS c ON c.tenant_id = %(tenant_id)s AND c.id = u.chunk_id
-    LEFT JOIN doc_dense AS d ON d.chunk_id = u.chunk_id
-    LEFT JOIN doc_covered AS v ON v.chunk_id = u.chunk_id
-)""",
+        template(
+            "read_documents.doc_idf",
+            schema,
+            factors=bm25_factors("COALESCE(t.document_frequency, 0)", "c"),
+        ),
+        template(
+            "read_documents.doc_covered",
+            schema,
+            contribution=bm25_contribution("i", "p.term_frequency", "p.chunk_length"),
+        ),
+        template("read_documents.doc_evidence", schema, total_idf=total_idf),
     ]
-
-
-_GATE = """WHERE f.distance <= %(max_distance)s::float8
-       OR f.coverage >= %(bm25_min_coverage)s::float8"""

@@ -13,58 +13,30 @@ Parameters: ``lexical_query``, ``query_normalized``, ``query_words``, and for ``
 
 from __future__ import annotations
 
-HOWS = ("max", "weighted", "cascade")
+from retrieval.search.statement.template import template
 
+HOWS = ("max", "weighted", "cascade")
+# The template of each way to combine the scores.
 _COMBINATIONS = {
-    "max": "GREATEST(lex.exact, lex.fuzzy, lex.tokens, {base})",
-    "weighted": "LEAST(1.0::float8, %(lexical_exact)s::float8 * lex.exact"
-    " + %(lexical_fuzzy)s::float8 * lex.fuzzy + %(lexical_tokens)s::float8 * lex.tokens"
-    " + %(lexical_semantic)s::float8 * {base})",
-    "cascade": "CASE WHEN lex.exact >= %(cascade_exact)s::float8 THEN lex.exact"
-    " WHEN lex.fuzzy >= %(cascade_fuzzy)s::float8 THEN lex.fuzzy"
-    " WHEN lex.tokens >= %(cascade_tokens)s::float8 THEN lex.tokens ELSE {base} END",
+    "max": "read_lexical.max",
+    "weighted": "read_lexical.weighted",
+    "cascade": "read_lexical.cascade",
 }
 
 
 def lexical_scores(column: str) -> str:
     """A ``CROSS JOIN LATERAL`` giving ``lex.exact``, ``lex.fuzzy`` and ``lex.tokens`` of the
     text in ``column`` (an SQL expression of the row being scored)."""
-    normalized = f"btrim(regexp_replace(lower({column}), '\\W+', ' ', 'g'))"
-    return f"""CROSS JOIN LATERAL (
-        SELECT CASE
-                   WHEN {column} = %(lexical_query)s THEN 1.0::float8
-                   WHEN lower({column}) = lower(%(lexical_query)s) THEN 0.98::float8
-                   WHEN %(query_normalized)s <> '' AND {normalized} = %(query_normalized)s
-                   THEN 0.95::float8
-                   ELSE 0.0::float8
-               END AS exact,
-               similarity({column}, %(lexical_query)s)::float8 AS fuzzy,
-               CASE WHEN cardinality(%(query_words)s::text[]) = 0 THEN 0.0::float8 ELSE
-                   0.4 * w.common / (cardinality(%(query_words)s::text[]) + w.own - w.common)
-                   + 0.6 * w.common / cardinality(%(query_words)s::text[])
-               END AS tokens
-        FROM (
-            SELECT count(*) FILTER (WHERE t.word = ANY(%(query_words)s::text[]))::float8
-                       AS common,
-                   count(*)::float8 AS own
-            FROM (
-                SELECT DISTINCT word
-                FROM unnest(regexp_split_to_array({normalized}, ' ')) AS word
-                WHERE word <> ''
-            ) AS t
-        ) AS w
-    ) AS lex"""
+    normalized = template("read_lexical.normalized", column=column)
+    return template("read_lexical.scores", column=column, normalized=normalized)
 
 
 def lexical_relevance(how: str, base: str) -> str:
     """The relevance combining ``lex.*`` with the source's own relevance ``base`` by ``how``."""
-    return _COMBINATIONS[how].format(base=base)
+    return template(_COMBINATIONS[how], base=base)
 
 
 def lexical_evidence(how: str, base_name: str, base: str) -> str:
     """``'lexical', json_build_object(...)``: the three scores, the source's own relevance
     (under ``base_name``) and how they were combined, for a result's metadata."""
-    return (
-        "'lexical', json_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, "
-        f"'tokens', lex.tokens, '{base_name}', {base}, 'combined_by', '{how}')"
-    )
+    return template("read_lexical.evidence", how=how, base_name=base_name, base=base)

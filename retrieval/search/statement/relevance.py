@@ -25,35 +25,29 @@ Parameters: ``dense_zero_squared``, ``dense_span_squared``, ``fusion``, ``bm25_w
 
 from __future__ import annotations
 
+from retrieval.search.statement.template import template
+
 
 def dense_relevance_sql(distance: str) -> str:
     """The calibrated relevance of the L2 distance ``distance`` (an SQL expression)."""
-    return (
-        f"LEAST(1.0::float8, GREATEST(0.0::float8, (%(dense_zero_squared)s::float8 "
-        f"- ({distance}) * ({distance})) / %(dense_span_squared)s::float8))"
-    )
+    return template("read_relevance.dense", distance=distance)
 
 
 def lexical_relevance_sql(bm25: str, total_idf: str) -> str:
     """BM25 ``bm25`` over the query's summed idf ``total_idf``, in [0, 1] (0 without terms)."""
-    return f"LEAST(1.0::float8, COALESCE(({bm25}) / NULLIF({total_idf}, 0.0::float8), 0.0))"
+    return template("read_relevance.lexical", bm25=bm25, total_idf=total_idf)
 
 
 def fused_relevance_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: str) -> str:
     """The channels fused by the ``fusion`` parameter; a missing rank adds nothing to ``rrf``."""
     lexical_rrf, dense_rrf = _rrf_terms(bm25_rank, dense_rank)
-    rrf = (
-        f"LEAST(1.0::float8, ({lexical_rrf} + {dense_rrf})"
-        f" / ((%(bm25_weight)s::float8 + %(dense_weight)s::float8) / (%(rrf_k)s + 1)))"
+    return template(
+        "read_relevance.fused",
+        lexical=lexical,
+        dense=dense,
+        lexical_rrf=lexical_rrf,
+        dense_rrf=dense_rrf,
     )
-    return f"""CASE %(fusion)s
-               WHEN 'convex' THEN LEAST(1.0::float8,
-                   %(bm25_weight)s::float8 * {lexical} + %(dense_weight)s::float8 * {dense})
-               WHEN 'max' THEN GREATEST({lexical}, {dense})
-               WHEN 'cascade' THEN CASE WHEN {lexical} >= %(cascade_threshold)s::float8
-                                        THEN {lexical} ELSE {dense} END
-               WHEN 'rrf' THEN {rrf}
-           END"""
 
 
 def lexical_share_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: str) -> str:
@@ -62,22 +56,18 @@ def lexical_share_sql(lexical: str, dense: str, bm25_rank: str, dense_rank: str)
     ``cascade`` took the lexical channel, 0 where they took the dense one (a tie of ``max``:
     half each)."""
     lexical_rrf, dense_rrf = _rrf_terms(bm25_rank, dense_rank)
-    weighted_lexical = f"%(bm25_weight)s::float8 * {lexical}"
-    return f"""CASE %(fusion)s
-               WHEN 'convex' THEN COALESCE({weighted_lexical}
-                   / NULLIF({weighted_lexical} + %(dense_weight)s::float8 * {dense}, 0.0), 0.0)
-               WHEN 'max' THEN CASE WHEN {lexical} > {dense} THEN 1.0
-                                    WHEN {lexical} < {dense} THEN 0.0 ELSE 0.5 END
-               WHEN 'cascade' THEN CASE WHEN {lexical} >= %(cascade_threshold)s::float8
-                                        THEN 1.0 ELSE 0.0 END
-               WHEN 'rrf' THEN COALESCE({lexical_rrf} / NULLIF({lexical_rrf} + {dense_rrf}, 0.0),
-                                        0.0)
-           END::float8"""
+    return template(
+        "read_relevance.lexical_share",
+        lexical=lexical,
+        dense=dense,
+        lexical_rrf=lexical_rrf,
+        dense_rrf=dense_rrf,
+    )
 
 
 def _rrf_terms(bm25_rank: str, dense_rank: str) -> tuple[str, str]:
     # Each channel's term of reciprocal rank fusion (0 without a rank).
     return (
-        f"COALESCE(%(bm25_weight)s::float8 / (%(rrf_k)s + {bm25_rank}), 0.0)",
-        f"COALESCE(%(dense_weight)s::float8 / (%(rrf_k)s + {dense_rank}), 0.0)",
+        template("read_relevance.rrf_term", weight="bm25_weight", rank=bm25_rank),
+        template("read_relevance.rrf_term", weight="dense_weight", rank=dense_rank),
     )

@@ -28,6 +28,7 @@ from retrieval.search.statement.episodic import episodic_ctes
 from retrieval.search.statement.presence import NOTES as PRESENCE_NOTES
 from retrieval.search.statement.presence import presence_cte
 from retrieval.search.statement.semantic import semantic_ctes
+from retrieval.search.statement.template import template
 
 
 def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]:
@@ -52,14 +53,19 @@ def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]
         ctes += statement_context_ctes(schema, shape.semantic.mode)
         columns = {name: f"{SELECT_LIST}, {NO_CONTEXT}" for name in selects}
         columns["context"] = f"{SELECT_LIST}, {CONTEXT_COLUMNS}"
-    union = "\nUNION ALL\n".join(f"SELECT {listed} FROM {name}" for name, listed in columns.items())
+    union = "\nUNION ALL\n".join(
+        template("read_statement.select", columns=listed, cte=name)
+        for name, listed in columns.items()
+    )
     return ctes, union
 
 
 def build_statement(schema: str, shape: StatementShape) -> str:
     """The one statement of ``shape`` over ``schema``'s tables."""
     ctes, select = statement_parts(schema, shape)
-    return "WITH " + ",\n".join(cte.sql for cte in ctes) + "\n" + select
+    return template(
+        "read_statement.statement", ctes=",\n".join(cte.sql for cte in ctes), selects=select
+    )
 
 
 class Statements:

@@ -1,0 +1,26 @@
+-- What every source's SQL shares (retrieval.search.statement.common): recency, and when a
+-- memory is live. Each template is an expression of the row {alias} (or of {created_at}).
+
+-- name: halvings
+-- The half-lives between {created_at} and the call's moment (none before it); the half-life
+-- in seconds is the bound parameter {half_life}.
+(GREATEST(EXTRACT(EPOCH FROM (%(as_of)s::timestamptz - {created_at}))::float8, 0.0) / %({half_life})s::float8)
+
+-- name: recency
+-- 0.5 ^ {halvings}, as float8; 0 past {max_halvings} halvings, where PostgreSQL's power()
+-- would underflow.
+(CASE WHEN {halvings} > {max_halvings} THEN 0.0::float8 ELSE power(0.5::float8, {halvings}) END)
+
+-- name: live
+-- The memory {alias} was live at the call's moment: not retired nor expired then, and stored
+-- by then ({known}).
+({alias}.retired_at IS NULL OR {alias}.retired_at > %(as_of)s::timestamptz) AND ({alias}.expires_at IS NULL OR {alias}.expires_at > %(as_of)s::timestamptz) AND {known}
+
+-- name: known
+-- The row {alias} was stored by the past moment a call asks about (%(known_at)s; NULL: now).
+(%(known_at)s::timestamptz IS NULL OR {alias}.created_at <= %(known_at)s::timestamptz)
+
+-- name: told_at
+-- When the memory {alias} was last told by the call's moment: its created_at, or a later
+-- copy's time (last_seen_at) if that came by then.
+(CASE WHEN {alias}.last_seen_at <= %(as_of)s::timestamptz THEN GREATEST({alias}.created_at, {alias}.last_seen_at) ELSE {alias}.created_at END)

@@ -1,0 +1,237 @@
+-- The semantic source (retrieval.search.statement.semantic): memories found by meaning (HNSW)
+-- and by their words (GIN). A memory's columns are {columns} (retrieval.memory.fields);
+-- {live} is the predicate of a live memory; {kinds} the mode's kinds.
+
+-- name: nearest_exact
+-- The dense pool read exactly: the tenant's rows by its btree, each distance {distance}
+-- computed once and only the ids sorted; the pool's rows then read whole by the primary key.
+semantic_nearest AS MATERIALIZED (
+    SELECT {columns}{vector_column}, x.distance
+    FROM (
+        SELECT y.id, y.distance FROM (
+            SELECT m.id, {distance} AS distance FROM {schema}.memories AS m WHERE {where}
+            OFFSET 0
+        ) AS y
+        ORDER BY y.distance
+        LIMIT %(semantic_candidates)s
+    ) AS x
+    JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = x.id
+    ORDER BY x.distance
+)
+
+-- name: nearest
+-- The dense pool: the tenant's nearest memories through the HNSW graph (pgvector's iterative
+-- scan keeps the tenant's filter {where} inside the walk).
+semantic_nearest AS MATERIALIZED (
+    SELECT {columns}{vector_column}, {distance} AS distance
+    FROM {schema}.memories AS m
+    WHERE {where}
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+)
+
+-- name: include_kinds
+-- The row {alias} is of the mode's kinds.
+{alias}.kind = ANY(%(include_kinds)s::text[])
+
+-- name: exclude_kinds
+-- The row {alias} is of none of the kinds the mode leaves out.
+{alias}.kind <> ALL(%(exclude_kinds)s::text[])
+
+-- name: entities
+-- The memory n's entity ids among the query's.
+ARRAY(SELECT e.entity_id FROM {schema}.memory_entities AS e WHERE e.tenant_id = %(tenant_id)s AND e.memory_id = n.id AND e.entity_id = ANY(%(entity_ids)s::text[]) ORDER BY e.entity_id)
+
+-- name: entity_signal
+-- The share of the query's entity ids that the memory links to ({entities}).
+cardinality({entities})::float8 / cardinality(%(entity_ids)s::text[])
+
+-- name: mem_corpus
+-- The tenant's memory count, mean length and sampled share.
+mem_corpus AS MATERIALIZED (
+    SELECT memories::float8 AS n, total_terms::float8 / NULLIF(memories, 0) AS average_length,
+           sampled_memories::float8 AS sampled_n, text_search_config
+    FROM {schema}.memory_corpus WHERE tenant_id = %(tenant_id)s
+)
+
+-- name: mem_terms
+-- The query's lexemes, in the configuration the tenant's memories were indexed with, and the
+-- sample's estimate of their document frequencies ({capped}: the rarest max_query_words).
+mem_terms AS MATERIALIZED (
+    SELECT q.term, CAST(array_to_tsvector(ARRAY[q.term])::text AS tsquery) AS query,
+           COALESCE(t.document_frequency, 0) AS sampled,
+           COALESCE(t.document_frequency, 0) * c.n / NULLIF(c.sampled_n, 0.0) AS estimate
+    FROM mem_corpus AS c
+    CROSS JOIN LATERAL (
+        SELECT DISTINCT lexeme AS term
+        FROM unnest(to_tsvector(CAST(c.text_search_config AS regconfig), %(query_text)s))
+    ) AS q
+    LEFT JOIN {schema}.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s AND t.term = q.term
+    {capped}
+)
+
+-- name: capped
+-- The rarest max_query_words lexemes, by the sample's estimate.
+ORDER BY estimate, q.term LIMIT %(max_query_words)s
+
+-- name: mem_probed
+-- The rarest terms (fewer than {common_sampled} sampled), in ascending estimate, while their
+-- estimated memories stay within the row budget.
+mem_probed AS MATERIALIZED (
+    SELECT term, query FROM (
+        SELECT term, query,
+               sum(GREATEST(estimate, 1.0)) OVER (ORDER BY estimate, term) AS rows
+        FROM mem_terms WHERE sampled < {common_sampled}
+    ) AS x
+    WHERE rows <= %(memory_bm25_rows)s
+)
+
+-- name: mem_fetched
+-- Each probed term's live memories ({matching}), at most {fetched} each, with what a
+-- candidate needs.
+mem_fetched AS MATERIALIZED (
+    SELECT w.term, r.*
+    FROM mem_probed AS w
+    CROSS JOIN LATERAL (
+        SELECT {columns}, m.search_vector,
+               m.embedding <-> %(query_vector)s::vector AS distance
+        FROM {matching}
+        LIMIT {fetched}
+    ) AS r
+)
+
+-- name: matching
+-- The tenant's live memories holding the term w, through the GIN index.
+{schema}.memories AS m WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query AND {live}
+
+-- name: matching_bound
+-- The same for a role bound by row-level security, which cannot use the index for @@ (not
+-- leakproof): the owner's function looks the ids up for the tenant the session names.
+{schema}.memories_matching(%(tenant_id)s, w.query, {fetched}) AS m WHERE {live}
+
+-- name: mem_weights
+-- A probed term's document frequency is the number of its memories (exact below the cap
+-- {count_cap}), any other term's the sample's estimate; a lexeme no memory holds has 0.
+mem_weights AS MATERIALIZED (
+    SELECT w.term, x.document_frequency, x.counted,
+           {factors}
+    FROM mem_terms AS w
+    CROSS JOIN mem_corpus AS c
+    LEFT JOIN (SELECT term, count(*) AS rows FROM mem_fetched GROUP BY term) AS r
+           ON r.term = w.term
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN w.term IN (SELECT term FROM mem_probed)
+                         AND COALESCE(r.rows, 0) <= {count_cap}
+                    THEN COALESCE(r.rows, 0)
+                    ELSE GREATEST(LEAST(w.estimate, c.n), COALESCE(r.rows, 0))
+               END AS document_frequency,
+               w.term IN (SELECT term FROM mem_probed) AND COALESCE(r.rows, 0) <= {count_cap}
+                   AS counted
+    ) AS x
+)
+
+-- name: mem_total
+-- The query's summed idf, its terms, and how many were not counted.
+mem_total AS MATERIALIZED (
+    SELECT sum(idf) AS total_idf, array_agg(term) AS terms,
+           count(*) FILTER (WHERE NOT counted) AS unprobed
+    FROM mem_weights
+)
+
+-- name: mem_matched
+-- The memories the rare terms found beyond the dense pool, in the mode's kinds ({kinds}).
+mem_matched AS MATERIALIZED (
+    SELECT DISTINCT ON (r.id) {columns}, r.search_vector, r.distance
+    FROM mem_fetched AS r
+    WHERE {kinds} AND r.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
+    ORDER BY r.id
+)
+
+-- name: mem_pool
+-- The candidates of both channels, marked by the channel that found them.
+mem_pool AS MATERIALIZED (
+    SELECT *, true AS near FROM semantic_nearest
+    UNION ALL
+    SELECT *, false AS near FROM mem_matched
+)
+
+-- name: mem_scores
+-- Each candidate's query lexemes (ts_filter keeps the lexemes setweight marked), and from
+-- them its BM25 score ({contribution}) and the idf it covers.
+mem_scores AS MATERIALIZED (
+    SELECT p.id,
+           sum({contribution}) AS bm25,
+           sum(w.idf) AS covered
+    FROM mem_pool AS p
+    CROSS JOIN LATERAL unnest(
+        ts_filter(setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)), '{{a}}')
+    ) AS u
+    JOIN mem_weights AS w ON w.term = u.lexeme
+    GROUP BY p.id
+)
+
+-- name: mem_ranked
+-- The candidates with their BM25 and dense ranks.
+mem_ranked AS MATERIALIZED (
+    SELECT p.*, COALESCE(s.bm25, 0.0) AS bm25,
+           COALESCE(s.covered, 0.0) / NULLIF((SELECT total_idf FROM mem_total), 0.0)
+               AS coverage,
+           CASE WHEN s.bm25 > 0.0 THEN
+               row_number() OVER (ORDER BY COALESCE(s.bm25, 0.0) DESC, p.id) END AS bm25_rank,
+           row_number() OVER (ORDER BY p.distance, p.id) AS dense_rank
+    FROM mem_pool AS p LEFT JOIN mem_scores AS s ON s.id = p.id
+)
+
+-- name: semantic_found
+-- The dense pool and the lexical channel's best candidates.
+semantic_found AS (
+    SELECT * FROM mem_ranked
+    WHERE near OR bm25_rank <= %(semantic_candidates)s
+)
+
+-- name: signals
+-- A memory's importance (unset: {neutral}) and popularity signals, of a row n.
+COALESCE(n.importance, {neutral}::float8) AS importance,
+           LEAST(1.0::float8, log((n.access_count + 1)::float8) / log(101.0::float8))
+               AS popularity
+
+-- name: evidence
+-- What every memory result carries as evidence (pairs of a json_build_object), of a row n
+-- with its distance; {dense} its dense relevance.
+'metadata', n.metadata, 'importance', n.importance,
+               'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
+               'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
+               'position', n.position,
+               'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
+               'dense_relevance', {dense}
+
+-- name: bm25_evidence
+-- Both channels' scores and ranks ({lexical}, its share {share} of the fusion), for the
+-- metadata.
+'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, 'bm25_relevance', {lexical}, 'lexical_share', {share}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, 'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, 'bm25_complete', (SELECT unprobed FROM mem_total) = 0
+
+-- name: cut_or_covered
+-- The evidence gate with both channels: near enough by meaning, or covering enough idf.
+n.distance <= %(max_distance)s::float8 OR n.coverage >= %(bm25_min_coverage)s::float8
+
+-- name: cut
+-- The evidence gate of the dense channel alone.
+n.distance <= %(max_distance)s::float8
+
+-- name: semantic
+-- The memories' candidates from {found}: relevance, recency, signals and evidence.
+semantic AS (
+    SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
+           n.created_at,
+           {relevance} AS relevance,
+           {recency} AS recency,
+           {signals},
+           {entity} AS entity,
+           n.distance, NULL::text[] AS matched, {entities} AS entities,
+           json_build_object(
+               {evidence}{lexical_details}{bm25_evidence}
+           ) AS details
+    FROM {found} AS n
+    {lexical_join}
+    {where}
+)
