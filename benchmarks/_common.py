@@ -15,7 +15,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -157,20 +156,3 @@ def claim_timing(times: list[list[float]]) -> dict[str, float]:
     per_claim = [statistics.median(claim) for claim in times]
     summary = percentiles(per_claim)
     return {"p50_ms": summary["p50"], "p95_ms": summary["p95"]}
-
-
-def use_migrations(folder: Path | None) -> None:
-    """Make ``retrieval.migrations`` another revision's own folder (``None``: leave it): an
-    editable install of this checkout maps the name to this checkout's migrations, whatever
-    ``PYTHONPATH`` says."""
-    if folder is None:
-        return
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "retrieval.migrations", folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["retrieval.migrations"] = module
-    spec.loader.exec_module(module)

@@ -57,9 +57,7 @@ import argparse
 import dataclasses
 import inspect
 import json
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,7 +69,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, use_migrations, write_result
+from _common import add_output, write_result
+from _revision import migrations_of, use_migrations, worker_result, worktree
 
 ROOT = Path(__file__).resolve().parents[2]
 KS = (5, 10, 25, 50)
@@ -628,35 +627,10 @@ def store_dialogues(store: Any, dialogues: Sequence[Dialogue], copies: int = 1) 
 
 def against(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     """Run :func:`run_baseline` with the package of ``args.against`` (a temporary worktree)."""
-    worktree = Path(tempfile.mkdtemp(prefix="rtv-conv-rev-"))
-    _git("worktree", "add", "--detach", str(worktree), args.against)
-    try:
-        environment = dict(os.environ, PYTHONPATH=str(worktree))
-        command = [
-            sys.executable,
-            __file__,
-            str(args.data.resolve()),
-            "--worker",
-            "--data-dir",
-            str(data_dir.resolve()),
-            "--migrations",
-            str(_migrations_folder(worktree)),
-        ]
-        done = subprocess.run(
-            command, env=environment, cwd=worktree, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"the run of {args.against} failed:\n{done.stderr[-3000:]}")
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    finally:
-        _git("worktree", "remove", "--force", str(worktree))
-
-
-def _migrations_folder(worktree: Path) -> Path:
-    """The revision's migrations: at the top level, or (commits of 2026-11-26 and 27) inside
-    the package."""
-    inside = worktree / "retrieval" / "migrations"
-    return inside if inside.is_dir() else worktree / "migrations"
+    with worktree(args.against) as tree:
+        command = [sys.executable, __file__, str(args.data.resolve()), "--worker"]
+        command += ["--data-dir", str(data_dir.resolve()), "--migrations", str(migrations_of(tree))]
+        return worker_result(tree, command, args.against)
 
 
 def run_baseline(dialogues: Sequence[Dialogue], data_dir: Path) -> dict[str, Any]:
@@ -767,12 +741,6 @@ def print_table(results: Mapping[str, Any]) -> None:
                 + f" | {value['session_hit@1']:.1f} / {value['session_recall@5']:.1f}"
                 + f" | {value['median_ms_at_10']:.2f} |"
             )
-
-
-def _git(*arguments: str) -> str:
-    return subprocess.run(
-        ["git", *arguments], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 if __name__ == "__main__":

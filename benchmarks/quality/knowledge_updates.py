@@ -26,17 +26,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
-from _common import add_output, use_migrations, write_result
+from _common import add_output, write_result
+from _revision import migrations_of, use_migrations, worker_result, worktree
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
@@ -153,32 +151,9 @@ def run(url: str, schema: str, ways: Sequence[str]) -> dict[str, Any]:
 
 def against(revision: str, data_dir: Path) -> dict[str, Any]:
     """``accumulate`` with the package (and migrations) of ``revision``, in its own schema."""
-    worktree = Path(tempfile.mkdtemp(prefix="rtv-updates-rev-"))
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), revision],
-        check=True,
-        capture_output=True,
-    )
-    try:
+    with worktree(revision) as tree:
         command = [sys.executable, __file__, "--worker", str(data_dir), "--migrations"]
-        command.append(str(worktree / "migrations"))
-        done = subprocess.run(
-            command,
-            env=dict(os.environ, PYTHONPATH=str(worktree)),
-            cwd=worktree,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"the run of {revision} failed:\n{done.stderr[-3000:]}")
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    finally:
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
-            check=False,
-            capture_output=True,
-        )
+        return worker_result(tree, [*command, str(migrations_of(tree))], revision)
 
 
 def main() -> None:

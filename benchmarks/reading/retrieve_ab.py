@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -123,17 +122,13 @@ def main() -> None:
 
     sys.path.insert(0, str(BENCHMARKS))
     from _common import summary_ms
+    from _revision import worktree
     from _scifact import read_queries
 
     queries = read_queries()[: args.queries]
-    worktree = Path(tempfile.mkdtemp(prefix="retrieve-ab-")) / "tree"
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", str(worktree), args.against],
-        cwd=ROOT, check=True, capture_output=True,
-    )  # fmt: skip
-    try:
+    with worktree(args.against) as tree:
         workers = {
-            "before": _start(worktree, args.data_dir, args.sources, args.tenants),
+            "before": _start(tree, args.data_dir, args.sources, args.tenants),
             "after": _start(ROOT, args.data_dir, args.sources, args.tenants),
         }
         for worker in workers.values():
@@ -156,10 +151,6 @@ def main() -> None:
         for worker in workers.values():
             worker.stdin.close()  # type: ignore[union-attr]
             worker.wait()
-    finally:
-        subprocess.run(
-            ["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False
-        )
     summary = {
         "against": args.against,
         "sources": args.sources,
