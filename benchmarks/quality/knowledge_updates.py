@@ -95,9 +95,10 @@ FACTS = (
 
 
 def distractors() -> list[str]:
-    """The other memories of the team: the related facts of the near-duplicate pairs."""
+    """The other memories of the team: the related facts of the first 80 facts of the
+    near-duplicate pairs (the set the benchmark was first measured with)."""
     pairs = [json.loads(line) for line in PAIRS.read_text("utf-8").splitlines()]
-    return [pair["b"] for pair in pairs if pair["relation"] == "related"]
+    return [pair["b"] for pair in pairs if pair["relation"] == "related" and pair["fact"] < 80]
 
 
 def run(url: str, schema: str, ways: Sequence[str]) -> dict[str, Any]:

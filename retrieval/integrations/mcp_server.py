@@ -308,8 +308,9 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
         that worked, a conclusion). Returns its id, whether it was already stored (a
         duplicate: the stored memory is refreshed), and the live memories most like it
-        ("similar", with their similarity): if one of them says the same thing, or an older
-        value of it, call remember again with supersedes, or forget it."""
+        ("similar", with their similarity and "same_fact", how likely from 0 to 1 each states
+        the same fact): if one of them says the same thing, or an older value of it, call
+        remember again with supersedes, or forget it."""
         tenant = tools.tenant_of(context)
         with tools.calls.call("remember", tenant):
             stored = await tools.store.remember_many(
@@ -336,6 +337,7 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
                     "content": one.memory.content,
                     "kind": one.memory.kind,
                     "similarity": round(one.similarity, 4),
+                    "same_fact": round(one.same_fact, 2),
                     "created_at": one.memory.created_at.isoformat(),
                 }
                 for one in near

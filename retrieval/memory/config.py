@@ -33,8 +33,8 @@ SESSION_GAP_HELP = (
 SESSION_GAP_RANGE = Within(0.0, 525_600.0)
 DEFAULT_MAX_METADATA_BYTES = 65_536
 # similar()'s threshold, calibrated on tests/data/near_duplicates.jsonl
-# (docs/decisions/0016-a-memory-over-time.md).
-DEFAULT_SIMILAR_THRESHOLD = 0.64
+# (docs/decisions/0022-updates-as-people-write-them.md).
+DEFAULT_SIMILAR_THRESHOLD = 0.60
 # The longest default lifetime of a kind: a hundred years.
 MAX_LIFETIME_DAYS = 36_525
 
@@ -152,7 +152,7 @@ class WriteConfig:
         env="RETRIEVAL_SIMILAR_THRESHOLD",
         help="Cosine similarity from which similar() (and the MCP remember tool) shows a live "
         "memory as a near duplicate of a text (calibrated on labelled pairs: "
-        "docs/decisions/0016-a-memory-over-time.md).",
+        "docs/decisions/0022-updates-as-people-write-them.md).",
         within=UNIT,
     )
 

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from retrieval.memory.same_fact import same_fact_likelihood
+
 
 @dataclass(frozen=True)
 class MemoryInput:
@@ -141,10 +143,17 @@ class MemoryVersion:
 @dataclass(frozen=True)
 class SimilarMemory:
     """A live memory close to a text: its cosine ``similarity`` in [0, 1] (1: the same
-    direction; two unrelated texts score about 0.1 with all-MiniLM-L6-v2)."""
+    direction; two unrelated texts score about 0.1 with all-MiniLM-L6-v2), and ``same_fact``,
+    how likely it states the same fact as the text (a paraphrase, or another value of it:
+    :mod:`retrieval.memory.same_fact`)."""
 
     memory: Memory
     similarity: float
+
+    @property
+    def same_fact(self) -> float:
+        """How likely, in [0, 1], the memory states the same fact as the text."""
+        return same_fact_likelihood(self.similarity)
 
 
 class StoredIds(list[int]):

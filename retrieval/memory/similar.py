@@ -4,9 +4,10 @@ Exact copies collapse by themselves (:mod:`retrieval.memory.copies`); a paraphra
 of a value ("staging runs PostgreSQL 17" and "... 18"), is a different text, and only the
 caller can tell whether the new one corrects the old (``supersedes``) or stands beside it. So
 the store shows the memories within a calibrated cosine similarity of a text and leaves the
-choice to the caller. The threshold (``RETRIEVAL_SIMILAR_THRESHOLD``) was calibrated on the
-labelled pairs of ``tests/data/near_duplicates.jsonl``
-(docs/decisions/0016-a-memory-over-time.md).
+choice to the caller, each memory with how likely it states the same fact
+(:mod:`retrieval.memory.same_fact`). The threshold (``RETRIEVAL_SIMILAR_THRESHOLD``) was
+calibrated on the labelled pairs of ``tests/data/near_duplicates.jsonl``
+(docs/decisions/0022-updates-as-people-write-them.md).
 """
 
 from __future__ import annotations

@@ -385,7 +385,7 @@ class MemoryStore:
         """``tenant_id``'s memories among ``memory_ids`` (by id; an id the tenant has no
         memory under is left out), each with the cosine similarity of ``text`` to it: what a
         caller checks before it names them in ``supersedes``. A correction and what it
-        corrects score 0.48 or more on the labelled pairs; two unrelated texts, under 0.35
+        corrects score 0.37 or more on the labelled pairs; two unrelated texts, under 0.35
         (:data:`~retrieval.memory.supersede.UNRELATED_BELOW`)."""
         check_tenant(tenant_id)
         memory_ids = arguments.row_ids("memory_ids", memory_ids)

@@ -103,6 +103,7 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
             assert near["id"] != other["id"] and near["duplicate"] is False
             assert [one["id"] for one in near["similar"]] == [other["id"]]
             assert 0.0 < near["similar"][0]["similarity"] <= 1.0
+            assert 0.0 <= near["similar"][0]["same_fact"] <= 1.0
             # The agent decides: the new one corrects the old, which leaves the search.
             fixed = _data(
                 await session.call_tool(

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from retrieval.errors import ValidationError
-from retrieval.memory.config import WriteConfig
+from retrieval.memory.config import DEFAULT_SIMILAR_THRESHOLD, WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
@@ -401,13 +401,24 @@ def test_statistics_stay_exact_through_corrections_and_forgetting(
     assert stats == expected
 
 
+def test_similar_shows_an_update_written_as_people_write_them(store: MemoryStore) -> None:
+    standup = store.remember("The team's standup is at 9:30 in room Orion.", tenant_id="acme")
+    store.remember("The sprint review is on Fridays.", tenant_id="acme")
+    near = store.similar("Standup moved to 10:00, room Vega.", tenant_id="acme")
+    assert [one.memory.id for one in near] == [standup]
+    assert 0.4 < near[0].same_fact < 0.8  # shown, with how likely it is the same fact
+    below = store.similar("Standup moved to 10:00, room Vega.", tenant_id="acme", threshold=0.0)
+    assert all(one.same_fact < near[0].same_fact for one in below[1:])
+
+
 def test_similar_shows_live_near_duplicates_with_their_similarity(store: MemoryStore) -> None:
     old = store.remember("Staging runs PostgreSQL 17.", tenant_id="acme")
     pet = store.remember("Alice adopted a cat named Pepper.", tenant_id="acme")
     store.remember("Staging runs PostgreSQL 17.", tenant_id="globex")
     near = store.similar("The staging database is on PostgreSQL 18.", tenant_id="acme")
     assert [one.memory.id for one in near] == [old]
-    assert 0.64 <= near[0].similarity <= 1.0
+    assert DEFAULT_SIMILAR_THRESHOLD <= near[0].similarity <= 1.0
+    assert 0.5 < near[0].same_fact <= 1.0
     assert store.similar("Staging runs PostgreSQL 17.", tenant_id="acme", kind="event") == []
     assert store.similar("Staging runs PostgreSQL 17.", tenant_id="acme", exclude=[old]) == []
     cat = store.similar("Pepper is Alice's cat.", tenant_id="acme", threshold=0.0)
