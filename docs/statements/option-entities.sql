@@ -3,9 +3,9 @@
 --        cascade_threshold, dense_span_squared, dense_weight, dense_zero_squared,
 --        documents_candidates, documents_half_life, entity_ids, episodic_band_lists,
 --        episodic_band_since, episodic_band_until, episodic_candidates, episodic_half_life,
---        episodic_keywords, episodic_recency, episodic_relevance, fusion, keywords, known_at,
---        max_distance, memory_bm25_rows, patterns, query_text, query_vector, rrf_k,
---        semantic_candidates, semantic_half_life, tenant_id, text_search_config
+--        episodic_keywords, episodic_min_hits, episodic_recency, episodic_relevance, fusion,
+--        keywords, known_at, max_distance, memory_bm25_rows, patterns, query_text, query_vector,
+--        rrf_k, semantic_candidates, semantic_half_life, tenant_id, text_search_config
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -514,8 +514,8 @@ decision_hits AS (
   ),
 
 -- decision_top: the decisions' candidate pool, by the source's relevance and recency
---   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
---          episodic_relevance
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
+--          episodic_recency, episodic_relevance
 decision_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -529,7 +529,8 @@ decision_top AS (
                                        0.0) / CAST(%(episodic_half_life)s AS float8))
                  END AS recency,
                  h.created_at
-          FROM decision_hits AS h) AS scored
+          FROM decision_hits AS h
+          WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
              scored.id DESC
@@ -588,8 +589,8 @@ tool_call_hits AS (
   ),
 
 -- tool_call_top: the tool calls' candidate pool, by the source's relevance and recency
---   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
---          episodic_relevance
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
+--          episodic_recency, episodic_relevance
 tool_call_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -603,7 +604,8 @@ tool_call_top AS (
                                        0.0) / CAST(%(episodic_half_life)s AS float8))
                  END AS recency,
                  h.created_at
-          FROM tool_call_hits AS h) AS scored
+          FROM tool_call_hits AS h
+          WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
              scored.id DESC

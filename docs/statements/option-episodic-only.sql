@@ -1,7 +1,7 @@
 -- option-episodic-only: the semantic source off
 -- Binds: as_of, episodic_band_lists, episodic_band_since, episodic_band_until,
---        episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
---        episodic_relevance, keywords, known_at, patterns, tenant_id
+--        episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
+--        episodic_recency, episodic_relevance, keywords, known_at, patterns, tenant_id
 
 WITH
 -- episodic_patterns: the query's keywords and their LIKE patterns, lower-cased once
@@ -104,8 +104,8 @@ decision_hits AS (
   ),
 
 -- decision_top: the decisions' candidate pool, by the source's relevance and recency
---   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
---          episodic_relevance
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
+--          episodic_recency, episodic_relevance
 decision_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -119,7 +119,8 @@ decision_top AS (
                                        0.0) / CAST(%(episodic_half_life)s AS float8))
                  END AS recency,
                  h.created_at
-          FROM decision_hits AS h) AS scored
+          FROM decision_hits AS h
+          WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
              scored.id DESC
@@ -178,8 +179,8 @@ tool_call_hits AS (
   ),
 
 -- tool_call_top: the tool calls' candidate pool, by the source's relevance and recency
---   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_recency,
---          episodic_relevance
+--   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
+--          episodic_recency, episodic_relevance
 tool_call_top AS (
     SELECT *
     FROM (SELECT h.id,
@@ -193,7 +194,8 @@ tool_call_top AS (
                                        0.0) / CAST(%(episodic_half_life)s AS float8))
                  END AS recency,
                  h.created_at
-          FROM tool_call_hits AS h) AS scored
+          FROM tool_call_hits AS h
+          WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
              scored.id DESC

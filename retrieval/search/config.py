@@ -70,6 +70,8 @@ DEFAULT_TIME_WEIGHT = 0.2
 DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
 # The query words a keyword channel reads at most (benchmarks/README.md, long-queries).
 DEFAULT_MAX_QUERY_WORDS = 32
+# A decision or tool call matching fewer of a query's keywords is no result (decision 0023).
+DEFAULT_EPISODIC_MIN_KEYWORD_SHARE = 0.5
 # Okapi BM25's parameters and their ranges, for the BM25 channels and DocumentStore.bm25 alike
 # (Anserini's defaults for short texts, docs/decisions/0002-memory-bm25-on-by-default.md).
 DEFAULT_BM25_K1 = 0.9
@@ -401,6 +403,12 @@ class RetrievalConfig:
         help="Days outside the query's time after which a result's time fit halves.",
         within=Within(0.0, 36_500.0, open_low=True, open_high=True),
     )
+    episodic_min_keyword_share: float = setting(
+        DEFAULT_EPISODIC_MIN_KEYWORD_SHARE,
+        env="RETRIEVAL_EPISODIC_MIN_KEYWORD_SHARE",
+        help="Share of a query's keywords a decision or tool call must match (0: any one).",
+        within=UNIT,
+    )
     max_query_words: int = setting(
         DEFAULT_MAX_QUERY_WORDS,
         env="RETRIEVAL_MAX_QUERY_WORDS",
@@ -417,11 +425,8 @@ class RetrievalConfig:
                 f"lexical_match {self.lexical_match!r} is not one of max, weighted, cascade "
                 "(or None: off)"
             )
-        if not isinstance(self.lexical_sources, frozenset) or not self.lexical_sources <= {
-            "semantic",
-            "episodic",
-            "working_state",
-        }:
+        sources = self.lexical_sources
+        if not isinstance(sources, frozenset) or not sources <= set(typing.get_args(LexicalSource)):
             raise ConfigurationError(
                 f"lexical_sources {self.lexical_sources!r} must be a frozenset of semantic, "
                 "episodic and working_state"

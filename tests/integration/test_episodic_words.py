@@ -3,6 +3,7 @@ pruning of its postings, on the real PostgreSQL."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import Counter
@@ -207,6 +208,7 @@ def test_pruning_keeps_every_row_that_passes_the_threshold(
         total_limit=600,
         candidate_pool=600,
         record_access=False,
+        episodic_min_keyword_share=0.0,  # the threshold's pruning alone (the share's: below)
     )
     everything = replace(base, min_final_score=0.0)
     pruned = replace(base, min_final_score=threshold)
@@ -224,6 +226,52 @@ def test_pruning_keeps_every_row_that_passes_the_threshold(
     read = kept.diagnostics.sources["episodic"].candidates
     # ... and reads fewer rows than the unpruned search
     assert len(expected) <= read < full.diagnostics.sources["episodic"].candidates
+
+
+@pytest.mark.parametrize("share", [0.5, 0.75])
+def test_a_row_needs_its_share_of_the_keywords_and_every_such_row_is_found(
+    spread: MemoryStore, share: float
+) -> None:
+    # The gate of decision 0023: a decision or tool call matching fewer than ``share`` of the
+    # query's keywords is no result; the bands then skip their postings, and still find every
+    # row with enough keywords that passes the threshold.
+    episodic = SourceConfig(relevance=0.7, recency=0.3, limit=600, half_life_hours=168.0)
+    base = RetrievalConfig(
+        semantic=SourceConfig(0.9, 0.1, limit=5, half_life_hours=720.0, enabled=False),
+        episodic=episodic,
+        total_limit=600,
+        candidate_pool=600,
+        record_access=False,
+    )
+    query = "database migration timeout after the deploy rollback"
+    with HybridRetriever.from_store(spread, background_writes=False) as retriever:
+        every = retriever.retrieve(
+            query,
+            tenant_id="acme",
+            as_of=AS_OF,
+            config=replace(base, episodic_min_keyword_share=0.0),
+        )
+        gated = retriever.retrieve(
+            query,
+            tenant_id="acme",
+            as_of=AS_OF,
+            config=replace(base, episodic_min_keyword_share=share),
+        )
+    keywords = len(gated.diagnostics.keywords)
+    needed = math.ceil(share * keywords)
+
+    def rows(response: RetrievalResponse) -> list[tuple[str, int, float]]:
+        return [(r.metadata["item"], r.metadata["id"], r.final_score) for r in response]
+
+    enough = [
+        row
+        for row, result in zip(rows(every), every, strict=True)
+        if len(result.metadata["matched_keywords"]) >= needed
+    ]
+    assert rows(gated) == enough
+    assert enough and len(enough) < len(every)  # some rows pass, some matched too few
+    read = gated.diagnostics.sources["episodic"].candidates
+    assert read < every.diagnostics.sources["episodic"].candidates  # fewer postings read
 
 
 @pytest.mark.parametrize("extra_words", [0, 70])
@@ -244,6 +292,7 @@ def test_relevance_counts_each_matched_keyword_once(spread: MemoryStore, extra_w
         min_final_score=0.0,
         record_access=False,
         max_query_words=100,  # every keyword read
+        episodic_min_keyword_share=0.0,
     )
     with HybridRetriever.from_store(spread, background_writes=False) as retriever:
         response = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=config)

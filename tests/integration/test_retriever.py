@@ -34,6 +34,7 @@ OPEN = RetrievalConfig(
     min_final_score=0.0,
     max_distance=None,
     memory_bm25=False,  # the dense channel alone (tests/integration/test_memory_bm25.py: fused)
+    episodic_min_keyword_share=0.0,  # any keyword (tests/integration/test_episodic_words.py)
 )
 
 

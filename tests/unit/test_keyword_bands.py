@@ -9,6 +9,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from retrieval.search.plan.keyword_bands import Band, keyword_bands
+from retrieval.search.plan.parameters import min_keyword_hits
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 WEEK = 7 * 24 * 3600.0
@@ -101,3 +102,32 @@ def test_a_row_exactly_at_the_bound_is_kept() -> None:
     bands = _defaults(threshold=0.4)
     age = WEEK * math.log2(1 / 0.75)
     assert _covered(bands, 8, 2, AS_OF - timedelta(seconds=age))
+
+
+def test_a_row_needs_half_the_keywords_rounded_up_and_at_least_one() -> None:
+    assert [min_keyword_hits(n, 0.5) for n in range(1, 7)] == [1, 1, 2, 2, 3, 3]
+    assert min_keyword_hits(5, 0.0) == 1  # off: any one keyword
+    assert min_keyword_hits(4, 1.0) == 4
+    assert min_keyword_hits(10, 0.3) == 3  # 3.0000000000000004 is still three
+
+
+def test_the_bands_read_no_posting_of_a_row_under_the_keywords_it_needs() -> None:
+    # With eight keywords and four needed, every band reads at most the five rarest lists
+    # (a row with four of eight holds one of any five), and every row with four or more hits
+    # that can pass the threshold is still covered.
+    bands = keyword_bands(
+        8,
+        relevance_weight=0.7,
+        recency_weight=0.3,
+        threshold=0.4,
+        half_life_seconds=WEEK,
+        as_of=AS_OF,
+        min_hits=4,
+    )
+    assert bands and all(band.lists <= 5 for band in bands)
+    for hits, days in itertools.product(range(4, 9), (0, 1, 3, 10, 30, 365)):
+        created_at = AS_OF - timedelta(days=days)
+        age = days * 24 * 3600.0
+        final = 0.7 * hits / 8 + 0.3 * 0.5 ** (age / WEEK)
+        if final >= 0.4:
+            assert _covered(bands, 8, hits, created_at), (hits, days)

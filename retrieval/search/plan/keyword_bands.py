@@ -43,18 +43,20 @@ def keyword_bands(
     threshold: float,
     half_life_seconds: float,
     as_of: datetime,
+    min_hits: int = 1,
 ) -> list[Band]:
-    """The bands of rows that can reach ``threshold``, youngest first; none when no row can.
+    """The bands of rows that can reach ``threshold`` with at least ``min_hits`` keywords,
+    youngest first; none when no row can.
 
-    With ``threshold`` 0 (or any threshold a single keyword reaches at any age) this is one
-    band: every keyword, all time.
+    With ``threshold`` 0 (or any threshold a single keyword reaches at any age) and
+    ``min_hits`` 1 this is one band: every keyword, all time.
     """
     if keywords < 1:
         return []
     needed = threshold - _SCORE_MARGIN
     bands: list[Band] = []
     until: datetime | None = None  # the younger band's oldest bound
-    for hits in range(1, keywords + 1):
+    for hits in range(max(1, min_hits), keywords + 1):
         age = _oldest_age(
             hits / keywords, relevance_weight, recency_weight, needed, half_life_seconds
         )

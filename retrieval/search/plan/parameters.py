@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -60,6 +61,12 @@ def statement_parameters(
     return params
 
 
+def min_keyword_hits(keywords: int, share: float) -> int:
+    """The keywords of ``keywords`` a decision or tool call must match: ``share`` of them,
+    rounded up, and at least one."""
+    return max(1, math.ceil(share * keywords - 1e-9))
+
+
 def _episodic_parameters(
     config: RetrievalConfig, episodic: EpisodicQuery, call: PreparedCall
 ) -> dict[str, Any]:
@@ -67,6 +74,7 @@ def _episodic_parameters(
     # lexical score in its relevance (which keywords do not bound) it reads them all.
     keywords = call.query.keywords
     read = min(len(keywords), config.max_query_words)  # the rarest, when there are more
+    min_hits = min_keyword_hits(read, config.episodic_min_keyword_share)
     bands = (
         keyword_bands(
             read,
@@ -75,6 +83,7 @@ def _episodic_parameters(
             threshold=config.threshold("episodic"),
             half_life_seconds=config.episodic.half_life_hours * _HOUR,
             as_of=call.as_of,
+            min_hits=min_hits,
         )
         if episodic.lexical is None
         else [Band(lists=read, since=None, until=None)]
@@ -84,6 +93,7 @@ def _episodic_parameters(
         "keywords": list(keywords),
         "patterns": [scoring.like_pattern(keyword) for keyword in keywords],
         "episodic_keywords": read,
+        "episodic_min_hits": min_hits,
         "episodic_candidates": config.pool,
         "episodic_half_life": config.episodic.half_life_hours * _HOUR,
         "episodic_relevance": config.episodic.relevance,
