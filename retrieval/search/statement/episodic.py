@@ -22,6 +22,8 @@ docs/decisions/0007-episodic-word-index.md.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from retrieval.db.queries import quote_schema
 from retrieval.search.plan.shape import EpisodicQuery
 from retrieval.search.statement.common import known_sql, recency_sql
@@ -45,6 +47,28 @@ NOTES = {
 }
 
 
+class _Kind(NamedTuple):
+    """A kind of episodic row: its CTEs' item, its table (and the query's switch of it), its
+    item number in the postings, its alias, the column a lexical match compares, and its
+    templates (the candidates, the task filter)."""
+
+    item: str
+    table: str
+    posting_item: int
+    alias: str
+    compared: str
+    candidates: str
+    task_filter: str
+
+
+_KINDS = (
+    _Kind("decision", "decisions", 1, "d", "d.content", "read_episodic.decisions",
+          "read_episodic.task_of_decision"),
+    _Kind("tool_call", "tool_calls", 2, "c", "c.tool_name", "read_episodic.tool_calls",
+          "read_episodic.task_of_tool_call"),
+)  # fmt: skip
+
+
 def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[str]]:
     """The CTEs of the episodic source and the names of those to select from.
 
@@ -60,40 +84,23 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[st
     """
     ctes = [_patterns(schema, query.capped), *_found(schema, query.many_keywords, query.bound)]
     names: list[str] = []
-    lexical_join = {
-        column: "" if query.lexical is None else lexical_scores(column)
-        for column in ("d.content", "c.tool_name")
-    }
-    if query.decisions:
-        task = template("read_episodic.task_of_decision") if query.with_task else ""
+    for kind in _KINDS:
+        if not getattr(query, kind.table):
+            continue
+        task = template(kind.task_filter, schema) if query.with_task else ""
         ctes += [
-            _hits("decision_hits", schema, "decisions", 1, task),
-            _top("decision_top", "decision_hits"),
+            _hits(f"{kind.item}_hits", schema, kind.table, kind.posting_item, task),
+            _top(f"{kind.item}_top", f"{kind.item}_hits"),
             template(
-                "read_episodic.decisions",
+                kind.candidates,
                 schema,
                 relevance=_relevance(query),
-                matched=template("read_episodic.matched", alias="d"),
+                matched=template("read_episodic.matched", alias=kind.alias),
                 evidence=_evidence(query),
-                lexical_join=lexical_join["d.content"],
+                lexical_join="" if query.lexical is None else lexical_scores(kind.compared),
             ),
         ]
-        names.append("episodic_decisions")
-    if query.tool_calls:
-        task = template("read_episodic.task_of_tool_call", schema) if query.with_task else ""
-        ctes += [
-            _hits("tool_call_hits", schema, "tool_calls", 2, task),
-            _top("tool_call_top", "tool_call_hits"),
-            template(
-                "read_episodic.tool_calls",
-                schema,
-                relevance=_relevance(query),
-                matched=template("read_episodic.matched", alias="c"),
-                evidence=_evidence(query),
-                lexical_join=lexical_join["c.tool_name"],
-            ),
-        ]
-        names.append("episodic_tool_calls")
+        names.append(f"episodic_{kind.table}")
     return noted(ctes, NOTES), names
 
 
