@@ -159,6 +159,5 @@ def _memory(row: Any) -> Memory:
     vector = row.embedding
     # A halfvec column (RETRIEVAL_VECTOR_TYPE=halfvec) reads back as float16 values.
     raw = vector.to_numpy() if isinstance(vector, Vector | HalfVector) else vector
-    array = np.asarray(raw, dtype=np.float32).astype(np.float32)
-    fields = row._asdict()
-    return Memory(**fields | {"entities": tuple(row.entities), "embedding": array})
+    array = np.array(raw, dtype=np.float32)  # a copy of its own
+    return Memory(**row._asdict() | {"entities": tuple(row.entities), "embedding": array})

@@ -141,13 +141,7 @@ def bm25_every_posting(
     terms (after :func:`bm25_weight_ctes`); ``condition`` filters postings (alias ``p``),
     ``when`` the whole select."""
     return template(
-        "read_bm25.every_posting",
-        prefix=prefix,
-        key=postings.key,
-        terms=postings.terms,
-        contribution=_contribution(postings),
-        extra=_condition(condition),
-        when=when,
+        "read_bm25.every_posting", **_scan(prefix, postings), extra=_condition(condition), when=when
     )
 
 
@@ -156,20 +150,20 @@ def _condition(condition: str) -> str:
     return template("read_bm25.posting_condition", condition=condition) if condition else ""
 
 
-def _contribution(postings: Postings) -> str:
-    return bm25_contribution("w", "p.term_frequency", f"p.{postings.length}")
+def _scan(prefix: str, postings: Postings) -> dict[str, str]:
+    # What every read of the postings fills: the CTEs' prefix, the postings and their key, and
+    # a posting's contribution to its row (alias ``p``, the term's factors ``w``).
+    return {
+        "prefix": prefix,
+        "key": postings.key,
+        "terms": postings.terms,
+        "contribution": bm25_contribution("w", "p.term_frequency", f"p.{postings.length}"),
+    }
 
 
 def _common_of(prefix: str, postings: Postings, rows: str) -> str:
     # The common terms' contributions (``rest``) to the rows of query ``rows``.
-    return template(
-        "read_bm25.common_of",
-        prefix=prefix,
-        key=postings.key,
-        terms=postings.terms,
-        contribution=_contribution(postings),
-        rows=rows,
-    )
+    return template("read_bm25.common_of", **_scan(prefix, postings), rows=rows)
 
 
 def _seed_ctes(prefix: str, postings: Postings, candidates: str, condition: str) -> list[str]:
@@ -179,14 +173,7 @@ def _seed_ctes(prefix: str, postings: Postings, candidates: str, condition: str)
     seed = template("read_bm25.seed_size", seed=SEED, candidates=candidates)
     seed_rows = template("read_bm25.seed_rows", key=key, prefix=prefix, seed=seed)
     return [
-        template(
-            "read_bm25.partial",
-            prefix=prefix,
-            key=key,
-            terms=postings.terms,
-            contribution=_contribution(postings),
-            extra=_condition(condition),
-        ),
+        template("read_bm25.partial", **_scan(prefix, postings), extra=_condition(condition)),
         template("read_bm25.top", prefix=prefix, key=key, seed=seed),
         template(
             "read_bm25.seed",

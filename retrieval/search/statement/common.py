@@ -6,7 +6,7 @@ one ``UNION ALL`` returns every candidate of every source in one statement.
 
 from __future__ import annotations
 
-from retrieval.memory.fields import MEMORY_CANDIDATE_COLUMNS
+from retrieval.memory.fields import MEMORY, MEMORY_CANDIDATE_COLUMNS, select_list
 from retrieval.search.candidate import COLUMNS
 from retrieval.search.statement.template import template
 
@@ -24,8 +24,7 @@ MEMORY_COLUMNS = MEMORY_CANDIDATE_COLUMNS
 
 def memory_columns(alias: str | None = None) -> str:
     """The select list of :data:`MEMORY_COLUMNS`, of the row ``alias`` (or unqualified)."""
-    prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + column for column in MEMORY_COLUMNS)
+    return select_list(MEMORY, alias or "", where="candidate")
 
 
 # 0.5 ^ 1000 is about 1e-301; past that PostgreSQL's power() raises "underflow" where Python

@@ -79,19 +79,20 @@ def statement_context_ctes(schema: str, mode: Mode) -> list[Cte]:
 def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
     """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``."""
     kinds = "".join(f" AND {condition}" for condition in kind_filters(mode, "m"))
-    columns = {
+    # The fragments every read of a hit's turns fills (its memory ``m``).
+    turn = {
         "columns": memory_columns("m"),
         "distance": "(m.embedding <-> %(query_vector)s)",
         "kinds": kinds,
         "live": live_sql("m"),
     }
-    told = [_told_side(schema, columns, earlier) for earlier in (True, False)]
+    told = [_told_side(schema, turn, earlier) for earlier in (True, False)]
     return [
         template("read_context.context_hits", hits=hits),
         template("read_context.untold", schema),
         *told,
         template("read_context.told"),
-        template("read_context.turns", schema, told_columns=memory_columns(), **columns),
+        template("read_context.turns", schema, told_columns=memory_columns(), **turn),
         template(
             "read_context.context",
             relevance=dense_relevance_sql("n.distance"),
@@ -102,7 +103,7 @@ def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
     ]
 
 
-def _told_side(schema: str, columns: dict[str, str], earlier: bool) -> str:
+def _told_side(schema: str, turn: dict[str, str], earlier: bool) -> str:
     # The messages without a thread told just before (or after) each such hit, nearest first,
     # with their pause from the one nearer the hit (``gap``) and their signed offset.
     return template(
@@ -116,5 +117,5 @@ def _told_side(schema: str, columns: dict[str, str], earlier: bool) -> str:
         shift="-" if earlier else "+",
         pause=template("read_context.pause_before" if earlier else "read_context.pause_after"),
         told_columns=memory_columns("x"),
-        **columns,
+        **turn,
     )
