@@ -27,8 +27,9 @@ from retrieval.search.agent_context import (
     ContextMetrics,
     build_context,
 )
-from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
+from retrieval.search.modes import Mode
 from retrieval.search.results import (
     Diagnostics,
     RetrievalResponse,

@@ -22,8 +22,8 @@ from dataclasses import replace
 import pglast
 from pglast.stream import IndentedStream
 
-from retrieval.search.config import DEFAULT_MODES
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS
+from retrieval.search.modes import DEFAULT_MODES
 from retrieval.search.plan.shape import EpisodicQuery, SemanticQuery, StatementShape
 from retrieval.search.statement.render import build_statement, statement_parts
 
@@ -32,7 +32,11 @@ PARAMETER = re.compile(r"%\((\w+)\)s")
 _MARK = "__bound_"  # a parameter written as a column name while the parser reads the text
 
 _SEMANTIC = SemanticQuery(
-    mode=DEFAULT_MODES["semantic"], with_max_distance=True, with_entities=False, bm25=True
+    mode=DEFAULT_MODES["semantic"],
+    with_max_distance=True,
+    with_entities=False,
+    bm25=True,
+    versions=True,
 )
 _EPISODIC = EpisodicQuery(decisions=True, tool_calls=True, with_task=False)
 _PROBED = (EPISODIC, DOCUMENTS)
@@ -118,6 +122,10 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
             "memory_bm25 off: memories by vector only",
             replace(DEFAULT, semantic=replace(semantic, bm25=False)),
         ),
+        "option-no-versions": (
+            "newer_versions_first off: no memory's newer versions named",
+            replace(DEFAULT, semantic=replace(semantic, versions=False)),
+        ),
         "option-episodic-only": (
             "the semantic source off",
             StatementShape(semantic=None, episodic=episodic, presence=_PROBED),
@@ -145,7 +153,7 @@ def shape_space() -> int:
         SemanticQuery(mode, *flags[:2], lexical, *flags[2:])
         for mode in DEFAULT_MODES.values()
         for lexical in (None, "max", "weighted", "cascade")
-        for flags in itertools.product((False, True), repeat=6)
+        for flags in itertools.product((False, True), repeat=7)
     ]
     episodic = [None] + [
         EpisodicQuery(*flags[:3], lexical, *flags[3:])

@@ -12,6 +12,14 @@ threshold), by relation too. Two-fold: the threshold that maximises F1 on facts 
 on facts 40-79 and the other way round (held-out figures); the default is the threshold that
 maximises F1 on all 80.
 
+Versions (``newer_versions_first``): which pairs the read path would take for two versions of
+one fact, ranking the older under the newer. A pair is taken at cosine similarity
+``version_similarity`` or more, or from 0.5 on when the texts share ``version_shared_words`` of
+their lexemes (PostgreSQL's ``to_tsvector``, as the statement reads them, on an embedded server):
+the share of each relation taken, for a grid of both settings, on all the facts and on each half.
+A related pair taken is a cost (a different fact ranked under another); the defaults are the rule
+that takes the most updates while taking at most 5% of the related pairs.
+
 Usage: python benchmarks/quality/near_duplicates.py [--json PATH] [--no-save]
 """
 
@@ -30,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _comm
 from _common import add_output, write_result
 
 from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.search.statement.semantic import VERSION_WORDS_SIMILARITY
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
@@ -125,6 +134,56 @@ def likelihood_check(
     return bands
 
 
+def lexeme_shares(pairs: Sequence[dict[str, Any]]) -> np.ndarray:
+    """The share of their lexemes (of both texts' together) each pair's texts hold in common,
+    as the read path's ``mem_newer`` counts it (``to_tsvector('english', text)``)."""
+    from _server import embedded
+    from sqlalchemy import create_engine, text
+
+    server = embedded(None, prefix="rtv-near-")
+    engine = create_engine(server.url)
+    texts = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
+    with engine.connect() as connection:
+        lexemes = {
+            t: set(
+                connection.execute(
+                    text("SELECT tsvector_to_array(to_tsvector('english', :t))"), {"t": t}
+                ).scalar_one()
+            )
+            for t in texts
+        }
+    engine.dispose()
+    return np.array(
+        [
+            len(lexemes[p["a"]] & lexemes[p["b"]]) / max(1, len(lexemes[p["a"]] | lexemes[p["b"]]))
+            for p in pairs
+        ]
+    )
+
+
+def versions_taken(
+    pairs: Sequence[dict[str, Any]], sims: np.ndarray, shares: np.ndarray
+) -> list[dict[str, Any]]:
+    """For each rule of the grid: the share of each relation's pairs taken for versions, on all
+    the facts, the even and the odd ones."""
+    relation = np.array([p["relation"] for p in pairs])
+    even = np.array([p["fact"] % 2 == 0 for p in pairs])
+    rows = []
+    for similarity in (0.60, 0.65, 0.70, 0.75):
+        for words in (None, 0.4, 0.5, 0.6):
+            taken = sims >= similarity
+            if words is not None:
+                taken |= (sims >= VERSION_WORDS_SIMILARITY) & (shares >= words)
+            row: dict[str, Any] = {"version_similarity": similarity, "version_shared_words": words}
+            for name, part in (("all", np.ones_like(even)), ("even", even), ("odd", ~even)):
+                row[name] = {
+                    r: round(float(taken[part & (relation == r)].mean()), 3)
+                    for r in ("paraphrase", "update", "related", "unrelated")
+                }
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_output(parser)
@@ -177,6 +236,7 @@ def main() -> None:
             "held_out_by_band": held_fits,
         },
     }
+    results["versions"] = versions_taken(pairs, sims, lexeme_shares(pairs))
     write_result("near-duplicates", results, args)
 
 

@@ -6,8 +6,9 @@
 --        episodic_keywords, episodic_min_hits, episodic_recency, episodic_relevance, fusion,
 --        keywords, known_at, max_distance, memory_bm25_rows, message_kind, patterns, query_text,
 --        query_vector, rrf_k, semantic_candidates, semantic_half_life, session_gap, tenant_id,
---        text_search_config, untold_sessions, weight_entity, weight_importance, weight_popularity,
---        weight_recency, weight_relevance
+--        text_search_config, untold_sessions, version_candidates, version_shared_words,
+--        version_similarity, weight_entity, weight_importance, weight_popularity, weight_recency,
+--        weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -399,10 +400,78 @@ semantic AS (
                              END,
                              'bm25_complete',
                              (SELECT unprobed
-                              FROM mem_total) = 0) AS details
+                              FROM mem_total) = 0) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM semantic_found AS n
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
+  ),
+
+-- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
+--   binds: as_of, tenant_id, version_candidates
+mem_facts AS MATERIALIZED (
+    SELECT s.id,
+           s.kind,
+           CASE
+             WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+               THEN GREATEST(m.created_at, m.last_seen_at)
+             ELSE m.created_at
+           END AS told_at,
+           m.embedding,
+           tsvector_to_array(m.search_vector) AS lexemes
+    FROM (SELECT id,
+                 kind
+          FROM semantic
+          WHERE kind <> 'message'
+          ORDER BY relevance DESC,
+                   id
+          LIMIT %(version_candidates)s) AS s
+         INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                           AND m.id = s.id
+  ),
+
+-- mem_newer: each fact's newer versions among them (same kind, near vectors or words)
+--   binds: version_shared_words, version_similarity
+mem_newer AS MATERIALIZED (
+    SELECT o.id,
+           array_agg(n.id ORDER BY n.told_at DESC,
+                                   n.id DESC) AS newer
+    FROM mem_facts AS o
+         INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                  AND n.told_at > o.told_at
+         CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
+    WHERE CASE
+            WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
+              THEN TRUE
+            WHEN d.similarity >= CAST(0.5 AS float8)
+              THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+                    FROM unnest(o.lexemes) AS x
+                    WHERE x = ANY(n.lexemes))
+            ELSE FALSE
+          END
+    GROUP BY o.id
+  ),
+
+-- semantic_versions: the memories' candidates, each with its newer versions
+semantic_versions AS (
+    SELECT s.source,
+           s.item,
+           s.id,
+           s.content,
+           s.kind,
+           s.created_at,
+           s.relevance,
+           s.recency,
+           s.importance,
+           s.popularity,
+           s.entity,
+           s.distance,
+           s.matched,
+           s.entities,
+           s.details,
+           v.newer
+    FROM semantic AS s
+         LEFT JOIN mem_newer AS v ON v.id = s.id
   ),
 
 -- episodic_patterns: the query's keywords and their LIKE patterns, lower-cased once
@@ -548,7 +617,8 @@ episodic_decisions AS (
                  WHERE d.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details
+           json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -624,7 +694,8 @@ episodic_tool_calls AS (
                  WHERE c.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details
+           json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM tool_call_top AS t
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
@@ -1041,7 +1112,8 @@ documents AS (
                                    GREATEST(CAST(0.0 AS float8),
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
-                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -1071,7 +1143,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
 
     UNION ALL
 
@@ -1092,7 +1165,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
   ),
 
 -- context_hits: the leading memory candidates that are turns of a conversation
@@ -1367,7 +1441,8 @@ context AS (
                              'dense_relevance',
                              LEAST(CAST(1.0 AS float8),
                                    GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))) AS details
+                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM turns AS n
   )
 
@@ -1387,9 +1462,10 @@ context AS (
            matched,
            entities,
            CAST(details AS text) AS details,
+           newer,
            CAST(NULL AS bigint) AS hit_id,
            CAST(NULL AS integer) AS "offset"
-    FROM semantic
+    FROM semantic_versions
 
     UNION ALL
 
@@ -1408,6 +1484,7 @@ context AS (
            matched,
            entities,
            CAST(details AS text) AS details,
+           newer,
            CAST(NULL AS bigint) AS hit_id,
            CAST(NULL AS integer) AS "offset"
     FROM episodic_decisions)
@@ -1429,6 +1506,7 @@ context AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          newer,
           CAST(NULL AS bigint) AS hit_id,
           CAST(NULL AS integer) AS "offset"
    FROM episodic_tool_calls)
@@ -1450,6 +1528,7 @@ context AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         newer,
          CAST(NULL AS bigint) AS hit_id,
          CAST(NULL AS integer) AS "offset"
   FROM documents)
@@ -1471,6 +1550,7 @@ context AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        newer,
         CAST(NULL AS bigint) AS hit_id,
         CAST(NULL AS integer) AS "offset"
  FROM source_presence)
@@ -1492,6 +1572,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       newer,
        hit_id,
        "offset"
 FROM context

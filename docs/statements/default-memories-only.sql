@@ -2,7 +2,8 @@
 -- Binds: as_of, bm25_b, bm25_k1, bm25_min_coverage, bm25_weight, cascade_threshold,
 --        dense_span_squared, dense_weight, dense_zero_squared, fusion, known_at, max_distance,
 --        memory_bm25_rows, query_text, query_vector, rrf_k, semantic_candidates,
---        semantic_half_life, tenant_id
+--        semantic_half_life, tenant_id, version_candidates, version_shared_words,
+--        version_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -394,10 +395,78 @@ semantic AS (
                              END,
                              'bm25_complete',
                              (SELECT unprobed
-                              FROM mem_total) = 0) AS details
+                              FROM mem_total) = 0) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM semantic_found AS n
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
+  ),
+
+-- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
+--   binds: as_of, tenant_id, version_candidates
+mem_facts AS MATERIALIZED (
+    SELECT s.id,
+           s.kind,
+           CASE
+             WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+               THEN GREATEST(m.created_at, m.last_seen_at)
+             ELSE m.created_at
+           END AS told_at,
+           m.embedding,
+           tsvector_to_array(m.search_vector) AS lexemes
+    FROM (SELECT id,
+                 kind
+          FROM semantic
+          WHERE kind <> 'message'
+          ORDER BY relevance DESC,
+                   id
+          LIMIT %(version_candidates)s) AS s
+         INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                           AND m.id = s.id
+  ),
+
+-- mem_newer: each fact's newer versions among them (same kind, near vectors or words)
+--   binds: version_shared_words, version_similarity
+mem_newer AS MATERIALIZED (
+    SELECT o.id,
+           array_agg(n.id ORDER BY n.told_at DESC,
+                                   n.id DESC) AS newer
+    FROM mem_facts AS o
+         INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                  AND n.told_at > o.told_at
+         CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
+    WHERE CASE
+            WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
+              THEN TRUE
+            WHEN d.similarity >= CAST(0.5 AS float8)
+              THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+                    FROM unnest(o.lexemes) AS x
+                    WHERE x = ANY(n.lexemes))
+            ELSE FALSE
+          END
+    GROUP BY o.id
+  ),
+
+-- semantic_versions: the memories' candidates, each with its newer versions
+semantic_versions AS (
+    SELECT s.source,
+           s.item,
+           s.id,
+           s.content,
+           s.kind,
+           s.created_at,
+           s.relevance,
+           s.recency,
+           s.importance,
+           s.popularity,
+           s.entity,
+           s.distance,
+           s.matched,
+           s.entities,
+           s.details,
+           v.newer
+    FROM semantic AS s
+         LEFT JOIN mem_newer AS v ON v.id = s.id
   ),
 
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
@@ -422,7 +491,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
 
     UNION ALL
 
@@ -443,7 +513,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
   )
 
 -- the candidates of every source
@@ -461,8 +532,9 @@ SELECT source,
        distance,
        matched,
        entities,
-       CAST(details AS text) AS details
-FROM semantic
+       CAST(details AS text) AS details,
+       newer
+FROM semantic_versions
 
 UNION ALL
 
@@ -480,5 +552,6 @@ SELECT source,
        distance,
        matched,
        entities,
-       CAST(details AS text) AS details
+       CAST(details AS text) AS details,
+       newer
 FROM source_presence

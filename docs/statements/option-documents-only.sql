@@ -416,7 +416,8 @@ documents AS (
                                    GREATEST(CAST(0.0 AS float8),
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
-                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -444,7 +445,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
   )
 
 -- the candidates of every source
@@ -462,7 +464,8 @@ SELECT source,
        distance,
        matched,
        entities,
-       CAST(details AS text) AS details
+       CAST(details AS text) AS details,
+       newer
 FROM documents
 
 UNION ALL
@@ -481,5 +484,6 @@ SELECT source,
        distance,
        matched,
        entities,
-       CAST(details AS text) AS details
+       CAST(details AS text) AS details,
+       newer
 FROM source_presence

@@ -147,7 +147,8 @@ episodic_decisions AS (
                  WHERE d.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details
+           json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -223,7 +224,8 @@ episodic_tool_calls AS (
                  WHERE c.search_text LIKE k.pattern
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
-           json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details
+           json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
+           CAST(NULL AS bigint[]) AS newer
     FROM tool_call_top AS t
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
@@ -251,7 +253,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
 
     UNION ALL
 
@@ -272,7 +275,8 @@ source_presence AS (
            CAST(NULL AS float8) AS distance,
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details
+           CAST('{}' AS pg_catalog.json) AS details,
+           CAST(NULL AS bigint[]) AS newer
   )
 
 -- the candidates of every source
@@ -290,7 +294,8 @@ source_presence AS (
         distance,
         matched,
         entities,
-        CAST(details AS text) AS details
+        CAST(details AS text) AS details,
+        newer
  FROM episodic_decisions
 
  UNION ALL
@@ -309,7 +314,8 @@ source_presence AS (
         distance,
         matched,
         entities,
-        CAST(details AS text) AS details
+        CAST(details AS text) AS details,
+        newer
  FROM episodic_tool_calls)
 
 UNION ALL
@@ -328,5 +334,6 @@ SELECT source,
        distance,
        matched,
        entities,
-       CAST(details AS text) AS details
+       CAST(details AS text) AS details,
+       newer
 FROM source_presence

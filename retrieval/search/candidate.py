@@ -38,6 +38,9 @@ class Candidate(NamedTuple):
     matched: list[str] | None  # keywords matched (episodic), else NULL
     entities: list[str] | None  # query entity ids the memory links to (semantic), else NULL
     details: str  # the evidence, a JSON object (json_build_object: text, decoded when returned)
+    # Newer versions of the same fact among the candidates, newest first (semantic, when
+    # newer_versions_first), else NULL.
+    newer: list[int] | None = None
 
     @property
     def signals(self) -> dict[str, float]:

@@ -23,6 +23,7 @@ from retrieval.memory.config import (
     SESSION_GAP_HELP,
     SESSION_GAP_RANGE,
 )
+from retrieval.search.modes import DEFAULT_MODES, Mode
 from retrieval.search.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 from retrieval.settings import (
     UNIT,
@@ -72,6 +73,10 @@ DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
 DEFAULT_MAX_QUERY_WORDS = 32
 # A decision or tool call matching fewer of a query's keywords is no result (decision 0023).
 DEFAULT_EPISODIC_MIN_KEYWORD_SHARE = 0.5
+# Two memories of a kind (not conversation turns) at this cosine similarity or more are versions
+# of one fact: the older ranks below the newer (docs/decisions/0024-the-newer-version-first.md).
+DEFAULT_VERSION_SIMILARITY = 0.70
+DEFAULT_VERSION_SHARED_WORDS = 0.5
 # Okapi BM25's parameters and their ranges, for the BM25 channels and DocumentStore.bm25 alike
 # (Anserini's defaults for short texts, docs/decisions/0002-memory-bm25-on-by-default.md).
 DEFAULT_BM25_K1 = 0.9
@@ -145,33 +150,6 @@ class SourceConfig:
     def weights(self) -> dict[str, float]:
         """The non-zero weights by signal name."""
         return {name: getattr(self, name) for name in SIGNALS if getattr(self, name)}
-
-
-@dataclass(frozen=True)
-class Mode:
-    """A named filter preset on memory kinds, applied in SQL.
-
-    ``include_kinds`` keeps only those kinds (``None``: all); ``exclude_kinds`` drops kinds.
-    Modes are named by strings, not a fixed list: :meth:`RetrievalConfig.with_modes` adds a
-    user's own.
-    """
-
-    include_kinds: frozenset[str] | None = None
-    exclude_kinds: frozenset[str] = frozenset()
-
-
-DEFAULT_MODES: Mapping[str, Mode] = MappingProxyType(
-    {
-        "semantic": Mode(),
-        # Recovering "what was I working on": the agent's own syntheses are not evidence.
-        "session_recovery": Mode(exclude_kinds=frozenset({"synthesized_insight"})),
-        "knowledge_lookup": Mode(
-            include_kinds=frozenset(
-                {"episteme", "techne", "critique", "decision", "directive", "proposal"}
-            )
-        ),
-    }
-)
 
 
 def load_expansions(path: Path) -> dict[str, str]:
@@ -407,6 +385,28 @@ class RetrievalConfig:
         DEFAULT_EPISODIC_MIN_KEYWORD_SHARE,
         env="RETRIEVAL_EPISODIC_MIN_KEYWORD_SHARE",
         help="Share of a query's keywords a decision or tool call must match (0: any one).",
+        within=UNIT,
+    )
+    newer_versions_first: bool = setting(
+        True,
+        env="RETRIEVAL_NEWER_VERSIONS_FIRST",
+        help="Rank a memory below a newer one of its kind that states the same fact (their "
+        "vectors at version_similarity or more): its score is capped under the newer's, and "
+        "its result names it (possibly_outdated_by).",
+    )
+    version_similarity: float = setting(
+        DEFAULT_VERSION_SIMILARITY,
+        env="RETRIEVAL_VERSION_SIMILARITY",
+        help="Cosine similarity at or above which two memories of a kind are versions of one "
+        "fact, for newer_versions_first.",
+        within=UNIT,
+    )
+    version_shared_words: float = setting(
+        DEFAULT_VERSION_SHARED_WORDS,
+        env="RETRIEVAL_VERSION_SHARED_WORDS",
+        help="Share of their lexemes (of both texts' together) at or above which two memories "
+        "of a kind at a cosine similarity of 0.5 or more are versions of one fact (the same "
+        "sentence with another value), for newer_versions_first.",
         within=UNIT,
     )
     max_query_words: int = setting(

@@ -162,7 +162,8 @@ episodic_decisions AS (
            0.0::float8 AS importance, 0.0::float8 AS popularity, 0.0::float8 AS entity,
            NULL::float8 AS distance, {matched}, NULL::text[] AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type,
-                              'status', d.status{evidence}) AS details
+                              'status', d.status{evidence}) AS details,
+           NULL::bigint[] AS newer
     FROM decision_top AS t
     JOIN {schema}.decisions AS d ON d.tenant_id = %(tenant_id)s AND d.id = t.id
     {lexical_join}
@@ -179,7 +180,8 @@ episodic_tool_calls AS (
            NULL::float8 AS distance, {matched}, NULL::text[] AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params,
                               'result', c.result, 'decision_id', c.decision_id
-                              {evidence}) AS details
+                              {evidence}) AS details,
+           NULL::bigint[] AS newer
     FROM tool_call_top AS t
     JOIN {schema}.tool_calls AS c ON c.tenant_id = %(tenant_id)s AND c.id = t.id
     {lexical_join}

@@ -25,7 +25,8 @@ SELECT '{source}'::text AS source, '{item}'::text AS item,
            %(as_of)s::timestamptz AS created_at, 0.0::float8 AS relevance,
            0.0::float8 AS recency, 0.0::float8 AS importance, 0.0::float8 AS popularity,
            0.0::float8 AS entity, NULL::float8 AS distance, NULL::text[] AS matched,
-           NULL::text[] AS entities, '{{}}'::json AS details
+           NULL::text[] AS entities, '{{}}'::json AS details,
+           NULL::bigint[] AS newer
 
 -- name: presence
 -- The rows of the sources asked for, one CTE.

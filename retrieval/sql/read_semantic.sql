@@ -230,8 +230,51 @@ semantic AS (
            n.distance, NULL::text[] AS matched, {entities} AS entities,
            json_build_object(
                {evidence}{lexical_details}{bm25_evidence}
-           ) AS details
+           ) AS details,
+           NULL::bigint[] AS newer
     FROM {found} AS n
     {lexical_join}
     {where}
+)
+
+-- name: mem_facts
+-- The most relevant memory candidates that state facts (every kind but conversation turns),
+-- %(version_candidates)s of them, with their vectors and lexemes (read again by the primary key)
+-- and when they were last told by the call's moment.
+mem_facts AS MATERIALIZED (
+    SELECT s.id, s.kind, {told_at} AS told_at, m.embedding,
+           tsvector_to_array(m.search_vector) AS lexemes
+    FROM (
+        SELECT id, kind FROM semantic WHERE kind <> '{message}'
+        ORDER BY relevance DESC, id LIMIT %(version_candidates)s
+    ) AS s
+    JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = s.id
+)
+
+-- name: mem_newer
+-- Each fact's newer versions among the candidates, newest first: of its kind, told after it,
+-- and either near in meaning (cosine similarity %(version_similarity)s or more) or the same
+-- sentence with another value (similarity {words_similarity} or more, and sharing
+-- %(version_shared_words)s of their lexemes).
+mem_newer AS MATERIALIZED (
+    SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer
+    FROM mem_facts AS o
+    JOIN mem_facts AS n ON n.kind = o.kind AND n.told_at > o.told_at
+    CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
+    WHERE CASE
+        WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
+        WHEN d.similarity >= {words_similarity} THEN (
+            SELECT count(*)::float8 >= %(version_shared_words)s::float8
+                   * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+            FROM unnest(o.lexemes) AS x WHERE x = ANY(n.lexemes)
+        )
+        ELSE FALSE
+    END
+    GROUP BY o.id
+)
+
+-- name: semantic_versions
+-- The memories' candidates, each with its newer versions among them (mem_newer), if any.
+semantic_versions AS (
+    SELECT {columns} FROM semantic AS s LEFT JOIN mem_newer AS v ON v.id = s.id
 )

@@ -40,6 +40,7 @@ from retrieval.ui.score_parts import (
     PartNumbers,
     fusion_note,
     lift_label,
+    outdated_label,
     part_numbers,
     score_parts,
 )
@@ -57,6 +58,7 @@ class ShownResult:
     numbers: list[PartNumbers]
     fusion: str | None
     lifted: str | None
+    outdated: str | None = None
 
 
 BAR_WIDTH = 320  # pixels of a final score of 1
@@ -295,6 +297,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
                 part_numbers(result, split, config.bm25_weight),
                 fusion_note(result, config.bm25_weight),
                 lift_label(result.metadata),
+                outdated_label(result.metadata),
             )
             for result, split in rows
         ]

@@ -49,14 +49,35 @@ class Part:
 
 def score_parts(result: RetrievalResult) -> list[Part]:
     """The non-zero weighted parts of ``result``'s final score, in :data:`PARTS` order, as
-    the ranking recorded them (``metadata["parts"]``)."""
+    the ranking recorded them (``metadata["parts"]``). A result capped under a newer version
+    of its fact (``outdated``, :mod:`retrieval.search.rank.versions`) has its parts scaled to
+    its final score, so that they still add up to it."""
     recorded: Mapping[str, Mapping[str, float]] = result.metadata.get("parts") or {}
+    cap = float((recorded.get("outdated") or {}).get("value", 0.0))
+    own = result.final_score - cap
+    scale = result.final_score / own if cap < 0.0 and own > 0.0 else 1.0
     parts = [
-        Part(name, float(part["value"]), float(part["weight"]), float(part["signal"]))
+        Part(name, float(part["value"]) * scale, float(part["weight"]), float(part["signal"]))
         for name, part in recorded.items()
         if name in COLOURS
     ]
     return sorted((part for part in parts if part.value > 0.0), key=lambda part: _ORDER[part.name])
+
+
+def outdated_label(metadata: Mapping[str, object]) -> str | None:
+    """Which newer memory may replace a result, in words ("possibly outdated by memory #12, a
+    newer version of the same fact: ranked under it, its score 0.912 capped to 0.874"), or
+    None when no newer version of it was found."""
+    newer = metadata.get("possibly_outdated_by")
+    if not isinstance(newer, Mapping):
+        return None
+    label = f"possibly outdated by memory #{newer.get('id')}, a newer version of the same fact"
+    parts = metadata.get("parts")
+    outdated = parts.get("outdated") if isinstance(parts, Mapping) else None
+    if isinstance(outdated, Mapping):
+        own = float(newer.get("own_final_score", 0.0))
+        label += f": ranked under it, its score {own:.3f} capped to {own + outdated['value']:.3f}"
+    return label
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search import reference_scores, scoring
-from retrieval.search.config import Mode, RetrievalConfig, SourceConfig
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.context import to_markdown, to_messages
+from retrieval.search.modes import Mode
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import PgDatabase, as_stored
 

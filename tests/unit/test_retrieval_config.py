@@ -6,7 +6,8 @@ from dataclasses import fields, replace
 import pytest
 
 from retrieval.errors import ConfigurationError
-from retrieval.search.config import SOURCES, Mode, RetrievalConfig, SourceConfig
+from retrieval.search.config import SOURCES, RetrievalConfig, SourceConfig
+from retrieval.search.modes import Mode
 from retrieval.settings import ENV, UNIT, WITHIN, Within
 
 

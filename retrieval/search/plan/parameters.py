@@ -20,6 +20,9 @@ from retrieval.search.prepare.call import PreparedCall
 from retrieval.search.prepare.query import PreparedQuery
 
 _HOUR = 3600.0
+# The semantic source's most relevant candidates whose newer versions are looked for: this many
+# times what it returns (a version further down does not reach the results).
+VERSION_CANDIDATES = 2
 
 
 def statement_parameters(
@@ -43,6 +46,10 @@ def statement_parameters(
             "max_distance": config.max_distance,
             "entity_ids": list(dict.fromkeys(call.entities)),
         }
+        if semantic.versions:
+            params["version_similarity"] = config.version_similarity
+            params["version_shared_words"] = config.version_shared_words
+            params["version_candidates"] = VERSION_CANDIDATES * config.semantic.limit
     if episodic is not None:
         params |= _episodic_parameters(config, episodic, call)
     if shape.documents:

@@ -138,6 +138,7 @@ def _shape(
             bound=tenant.bound,
             exact=exact,
             capped=many_words,
+            versions=config.newer_versions_first,
         )
         if semantic
         else None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.search.config import Mode
+from retrieval.search.modes import Mode
 
 DECISION = "decision"
 TOOL_CALL = "tool_call"
@@ -31,6 +31,8 @@ class SemanticQuery:
     exact: bool = False
     # The query has more words than max_query_words: its BM25 channel reads the rarest lexemes.
     capped: bool = False
+    # Each candidate names its newer versions among the candidates (newer_versions_first).
+    versions: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from retrieval import arguments
 from retrieval.arguments import aware_datetime, check_tenant
 from retrieval.embedding.models import Vectors
 from retrieval.errors import ValidationError
-from retrieval.search.config import Fusion, Mode, RetrievalConfig
+from retrieval.search.config import Fusion, RetrievalConfig
+from retrieval.search.modes import Mode
 from retrieval.search.prepare.query import PreparedQuery, prepare_query
 from retrieval.search.prepare.query_time import TimeWindow, query_window
 

@@ -26,6 +26,14 @@ from retrieval.search.rank.weighted_parts import weighted_parts
 from retrieval.search.results import SOURCES, RetrievalResult, SourceDiagnostics, check_score
 
 
+class Outdated(NamedTuple):
+    """A newer version of the same fact among the candidates (``by``: the newest), and the
+    final score before it capped this one (:mod:`retrieval.search.rank.versions`)."""
+
+    by: int
+    own_final: float
+
+
 class Scored(NamedTuple):
     """A result to rank: its scores, its identity, and what builds its :class:`RetrievalResult`.
 
@@ -44,13 +52,16 @@ class Scored(NamedTuple):
     weights: Mapping[str, float] | None = None
     result: RetrievalResult | None = None
     signals: Mapping[str, float] | None = None  # the candidate's, and the call's own (time)
+    outdated: Outdated | None = None  # a newer version of it among the candidates
 
     def to_result(self) -> RetrievalResult:
         """The :class:`RetrievalResult` this record stands for."""
         if self.result is not None:
             return self.result
         assert self.candidate is not None and self.weights is not None
-        return to_result(self.candidate, self.weights, self.final_score, self.signals)
+        return to_result(
+            self.candidate, self.weights, self.final_score, self.signals, self.outdated
+        )
 
 
 def scored_candidate(
@@ -107,9 +118,11 @@ def to_result(
     weights: Mapping[str, float],
     final: float,
     signals: Mapping[str, float] | None = None,
+    outdated: Outdated | None = None,
 ) -> RetrievalResult:
     """The result of a database candidate, with its ``final`` score from ``weights`` over
-    ``signals`` (default: the candidate's own).
+    ``signals`` (default: the candidate's own), capped under a newer version's when
+    ``outdated`` says so (its ``possibly_outdated_by`` evidence and ``outdated`` part).
 
     ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
     that only returned candidates pay for decoding it.
@@ -131,6 +144,14 @@ def to_result(
         metadata["matched_entities"] = list(candidate.entities)
     metadata.update(json.loads(candidate.details))
     metadata["parts"] = weighted_parts(candidate.source, signals, weights, metadata)
+    if outdated is not None:
+        metadata["possibly_outdated_by"] = {
+            "id": outdated.by,
+            "own_final_score": outdated.own_final,
+        }
+        if final < outdated.own_final:
+            cap = final - outdated.own_final
+            metadata["parts"]["outdated"] = {"weight": 1.0, "signal": cap, "value": cap}
     return RetrievalResult(
         content=candidate.content,
         source=candidate.source,

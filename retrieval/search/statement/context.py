@@ -14,7 +14,8 @@ is next to and how far (``offset``). :mod:`retrieval.search.rank.context_lift` s
 
 from __future__ import annotations
 
-from retrieval.search.config import SIGNALS, Mode
+from retrieval.search.config import SIGNALS
+from retrieval.search.modes import Mode
 from retrieval.search.statement.common import (
     SELECT_LIST,
     live_sql,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from retrieval.search.config import Mode
+from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import StatementShape
 from retrieval.search.statement.common import SELECT_LIST
 from retrieval.search.statement.context import (
@@ -27,7 +27,7 @@ from retrieval.search.statement.documents import documents_ctes
 from retrieval.search.statement.episodic import episodic_ctes
 from retrieval.search.statement.presence import NOTES as PRESENCE_NOTES
 from retrieval.search.statement.presence import presence_cte
-from retrieval.search.statement.semantic import semantic_ctes
+from retrieval.search.statement.semantic import semantic_ctes, semantic_rows
 from retrieval.search.statement.template import template
 
 
@@ -37,7 +37,7 @@ def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]
     selects: list[str] = []
     if shape.semantic is not None:
         ctes += semantic_ctes(schema, shape.semantic)
-        selects.append("semantic")
+        selects.append(semantic_rows(shape.semantic))
     if shape.episodic is not None:
         episodic, names = episodic_ctes(schema, shape.episodic)
         ctes += episodic

@@ -30,7 +30,9 @@ the raw distance and both channels' scores and ranks.
 
 from __future__ import annotations
 
-from retrieval.search.config import Mode
+from retrieval.memory.kinds import MESSAGE_KIND
+from retrieval.search.candidate import COLUMNS
+from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import live_sql, memory_columns, recency_sql, told_at_sql
@@ -59,9 +61,15 @@ NOTES = {
     "mem_scores": "each candidate's BM25 score and the idf it covers, from its own lexemes",
     "mem_ranked": "the candidates with their BM25 and dense ranks",
     "semantic_found": "the dense pool and the lexical channel's best candidates",
+    "mem_facts": "the most relevant candidates stating facts (not turns), with their vectors",
+    "mem_newer": "each fact's newer versions among them (same kind, near vectors or words)",
+    "semantic_versions": "the memories' candidates, each with its newer versions",
     "semantic": "the memories' candidates: relevance, recency, signals and evidence",
 }
 NEUTRAL_IMPORTANCE = 0.5
+# Two facts sharing version_shared_words of their lexemes are versions from this cosine
+# similarity on (docs/decisions/0024-the-newer-version-first.md).
+VERSION_WORDS_SIMILARITY = 0.5
 # A query term held by fewer sampled memories than this (one in eight memories feeds the
 # statistics; revision 0010) is rare: its memories are counted exactly, up to COUNT_CAP.
 # Above it, the sample's estimate stands (with 16 sampled, within about 25%).
@@ -128,7 +136,14 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[Cte]:
             where="WHERE " + cut if cut else "",
         )
     )
+    if query.versions:
+        ctes += _versions(schema)
     return noted(ctes, NOTES)
+
+
+def semantic_rows(query: SemanticQuery) -> str:
+    """The CTE whose rows are the semantic source's candidates."""
+    return "semantic_versions" if query.versions else "semantic"
 
 
 def _nearest(schema: str, query: SemanticQuery) -> str:
@@ -142,6 +157,18 @@ def _nearest(schema: str, query: SemanticQuery) -> str:
         distance="m.embedding <-> %(query_vector)s::vector",
         where=" AND ".join(filters),
     )
+
+
+def _versions(schema: str) -> list[str]:
+    # The most relevant candidates that state facts, with their vectors; each one's newer
+    # versions among them (the rank stage ranks it below them: newer_versions_first); the
+    # candidates with them.
+    columns = ", ".join("v.newer" if column == "newer" else f"s.{column}" for column in COLUMNS)
+    return [
+        template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), message=MESSAGE_KIND),
+        template("read_semantic.mem_newer", words_similarity=f"{VERSION_WORDS_SIMILARITY}::float8"),
+        template("read_semantic.semantic_versions", columns=columns),
+    ]
 
 
 def _entity_columns(schema: str, with_entities: bool) -> tuple[str, str]:

@@ -1,0 +1,99 @@
+"""The newer version of a fact first without ``supersedes``, through ``retrieve()`` on a real
+PostgreSQL: as of now and of a past moment, the older still returned and naming the newer;
+related facts, conversation turns and the setting left alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.results import RetrievalResult
+from retrieval.search.retriever import HybridRetriever
+
+JANUARY = datetime(2026, 1, 1, 9, tzinfo=UTC)
+APRIL = datetime(2026, 4, 1, 9, tzinfo=UTC)
+JULY = datetime(2026, 7, 1, 9, tzinfo=UTC)
+QUESTION = "What language is the payments service written in?"
+
+
+@pytest.fixture
+def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as r:
+        yield r
+
+
+def _memories(results: list[RetrievalResult]) -> list[int]:
+    return [r.metadata["id"] for r in results if r.source == "semantic"]
+
+
+def _versions(store: MemoryStore, tenant: str = "acme") -> list[int]:
+    # The same sentence with another value each time; the oldest is the nearest the question.
+    return [
+        store.remember(
+            f"The payments service is written in {language}.", tenant_id=tenant, created_at=when
+        )
+        for language, when in (("Java", JANUARY), ("Go", APRIL), ("Rust", JULY))
+    ]
+
+
+def test_the_newest_version_comes_first_and_the_older_ones_name_it(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    java, go, rust = _versions(store)
+    results = retriever.retrieve(QUESTION, tenant_id="acme")
+    assert _memories(results)[:3] == [rust, go, java]
+    by_id = {r.metadata["id"]: r for r in results}
+    assert "possibly_outdated_by" not in by_id[rust].metadata
+    for older in (java, go):
+        assert by_id[older].metadata["possibly_outdated_by"]["id"] == rust
+        assert by_id[older].final_score < by_id[rust].final_score
+
+
+def test_in_the_past_the_version_then_newest_comes_first(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    java, go, rust = _versions(store)
+    may = retriever.retrieve(QUESTION, tenant_id="acme", as_of=APRIL + timedelta(days=44))
+    assert _memories(may)[:2] == [go, java]
+    assert rust not in _memories(may)
+    february = retriever.retrieve(QUESTION, tenant_id="acme", as_of=JANUARY + timedelta(days=45))
+    assert _memories(february) == [java]
+    assert "possibly_outdated_by" not in february[0].metadata
+
+
+def test_the_setting_turns_it_off(store: MemoryStore) -> None:
+    java, _, _ = _versions(store)
+    config = RetrievalConfig(record_access=False, newer_versions_first=False)
+    with HybridRetriever.from_store(store, config=config) as plain:
+        results = plain.retrieve(QUESTION, tenant_id="acme")
+    assert _memories(results)[0] == java  # the nearest the question, as before
+    assert all("possibly_outdated_by" not in r.metadata for r in results)
+
+
+def test_related_facts_and_conversation_turns_are_not_versions(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    alice = store.remember(
+        "Alice prefers dark mode in her editor.", tenant_id="acme", created_at=JANUARY
+    )
+    vim = store.remember(
+        "Alice uses Vim keybindings in her editor.", tenant_id="acme", created_at=APRIL
+    )
+    results = retriever.retrieve("How does Alice set up her editor?", tenant_id="acme")
+    assert {alice, vim} <= set(_memories(results))
+    assert all("possibly_outdated_by" not in r.metadata for r in results)
+    # The same words said again later in a conversation are another turn, not a version.
+    store.remember_many(
+        [
+            {"text": "My payments service is written in Java.", "tenant_id": "chat",
+             "kind": "message", "thread_id": "t", "position": 0, "created_at": JANUARY},
+            {"text": "My payments service is written in Go.", "tenant_id": "chat",
+             "kind": "message", "thread_id": "t", "position": 1, "created_at": APRIL},
+        ]
+    )  # fmt: skip
+    turns = retriever.retrieve(QUESTION, tenant_id="chat")
+    assert turns and all("possibly_outdated_by" not in r.metadata for r in turns)
