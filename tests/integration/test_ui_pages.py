@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
@@ -162,6 +163,32 @@ def test_search_splits_each_final_score_into_its_weighted_parts(
     for stage in ("embedding", "sql", "fusion", "total"):
         assert f'data-stage="{stage}"' in html
     assert 'data-source="semantic"' in html and 'data-cut="threshold"' in html
+
+
+def test_search_says_which_newer_version_may_replace_a_result(
+    client: TestClient, store: MemoryStore
+) -> None:
+    older = store.remember(
+        "The payments service is written in Java.",
+        tenant_id="versions",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    newer = store.remember(
+        "The payments service is written in Rust.",
+        tenant_id="versions",
+        created_at=datetime(2026, 7, 1, tzinfo=UTC),
+    )
+    html = _ok(client, "/tenants/versions/search?q=Which+language+is+the+payments+service+in")
+    page = Elements(html)
+    assert html.index("written in Rust.") < html.index("written in Java.")
+    (note,) = page.having("data-outdated")
+    assert f"possibly outdated by memory #{newer}" in html and older != newer
+    results = page.having("data-final")
+    bars = html.split("data-result=")[1:]
+    final = float(results[1]["data-final"] or "nan")  # the older, capped: its bar adds up to it
+    parts = Elements(bars[1]).having("data-part")
+    assert sum(float(p["data-value"] or "nan") for p in parts) == pytest.approx(final, abs=2e-6)
+    assert note is not None
 
 
 def test_search_takes_mode_as_of_and_limit(client: TestClient) -> None:
