@@ -391,8 +391,8 @@ class RetrievalConfig:
         True,
         env="RETRIEVAL_NEWER_VERSIONS_FIRST",
         help="Rank a memory below a newer one of its kind that states the same fact (their "
-        "vectors at version_similarity or more): its score is capped under the newer's, and "
-        "its result names it (possibly_outdated_by).",
+        "vectors at version_similarity or more), for a query naming no time: its score is "
+        "capped under the newer's, and its result names it (possibly_outdated_by).",
     )
     version_similarity: float = setting(
         DEFAULT_VERSION_SIMILARITY,

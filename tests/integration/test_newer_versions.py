@@ -97,3 +97,14 @@ def test_related_facts_and_conversation_turns_are_not_versions(
     )  # fmt: skip
     turns = retriever.retrieve(QUESTION, tenant_id="chat")
     assert turns and all("possibly_outdated_by" not in r.metadata for r in turns)
+
+
+def test_a_time_the_query_names_chooses_among_versions_by_itself(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    java, _, _ = _versions(store)
+    results = retriever.retrieve(
+        "What language was the payments service written in, in January 2026?", tenant_id="acme"
+    )
+    assert _memories(results)[0] == java
+    assert all("possibly_outdated_by" not in r.metadata for r in results)

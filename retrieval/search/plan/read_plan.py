@@ -138,7 +138,8 @@ def _shape(
             bound=tenant.bound,
             exact=exact,
             capped=many_words,
-            versions=config.newer_versions_first,
+            # A time the query names chooses among versions by its own signal.
+            versions=config.newer_versions_first and call.window is None,
         )
         if semantic
         else None,
