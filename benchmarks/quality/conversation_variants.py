@@ -2,8 +2,9 @@
 
 The options table of docs/decisions/0017-lift-from-the-leading-hits.md: each variant is either
 a setting of this checkout (``context_focus``, ``context_window``, ``candidate_pool``, ...) or a
-change patched into its retriever for the run (which hits lift, a cap on lifted places, a
-thread penalty, questions that ask for several things, the query's hypothetical frame). The
+change patched into its read pipeline for the run (which hits lift, a cap on lifted places, a
+thread penalty, questions that ask for several things, the query's hypothetical frame, the
+turns of the speaker a question names). The
 dialogues are stored once as ``conversation_eval.py`` stores them (schema ``conversation``);
 every question is asked at k = 5 and 10 through ``retrieve()``, counted at an equal budget.
 Reports R@5 / R@10 overall, by category, and of the questions whose evidence lies in several
@@ -65,24 +66,29 @@ class Patch:
         lifted_only: bool = False,
         several_only: bool = False,
         rewrite: Callable[[str], str] | None = None,
+        speaker: float | None = None,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
+        self.speaker = speaker  # added to the final score of a turn said by the one named
 
 
 @contextmanager
 def patched(patch: Patch | None) -> Iterator[None]:
-    """The retriever with ``patch`` in place for the block."""
-    from retrieval.search import ranking
+    """The read pipeline with ``patch`` in place for the block: the rank stage's lift
+    (``context_candidates``) and selection (``ranking.select``), the query it ranks for, and
+    the query ``retrieve()`` is given."""
     from retrieval.search import retriever as module
+    from retrieval.search.rank import rank as stage
+    from retrieval.search.rank import ranking
 
     if patch is None:
         yield
         return
     lift, select, rank, retrieve = (
-        module.context_candidates,
+        stage.context_candidates,
         ranking.select,
-        module.HybridRetriever._rank,
+        module.rank,
         module.HybridRetriever.retrieve,
     )
     asked: dict[str, str] = {}
@@ -92,9 +98,16 @@ def patched(patch: Patch | None) -> Iterator[None]:
         if patch.margin is not None and chosen:
             best = max(hit.relevance for hit in chosen)
             chosen = [hit for hit in chosen if hit.relevance >= best - patch.margin]
+        ids = {hit.id for hit in chosen}  # the turns around the hits that still lift
+        options["rows"] = [row for row in options["rows"] if row[0] in ids]
         return lift(chosen, candidates, **options)
 
     def chosen_results(scored: Mapping[str, Sequence[Any]], config: Any) -> Any:
+        if patch.speaker is not None:
+            scored = {name: _named_speaker(asked.get("query", ""), results, patch.speaker)
+                      for name, results in scored.items()}  # fmt: skip
+            if patch.cap is None and patch.penalty is None:
+                return select(scored, config)
         if patch.several_only and not asks_for_several(asked.get("query", "")):
             return select(scored, config)
         kept = {
@@ -108,32 +121,32 @@ def patched(patch: Patch | None) -> Iterator[None]:
         }
         return select(kept, config)
 
-    def ranked(self: Any, call: Any, *arguments: Any) -> Any:
-        asked["query"] = call.values.query.text
-        return rank(self, call, *arguments)
+    def ranked(plan: Any, read: Any) -> Any:
+        asked["query"] = plan.call.query.text
+        return rank(plan, read)
 
     def rewritten(self: Any, query: str, **options: Any) -> Any:
         text = patch.rewrite(query) if patch.rewrite is not None else query
         return retrieve(self, text or query, **options)
 
-    module.context_candidates = hits_that_lift
-    if patch.cap is not None or patch.penalty is not None:
-        module.ranking.select = chosen_results  # type: ignore[assignment]
-        module.HybridRetriever._rank = ranked  # type: ignore[method-assign]
+    stage.context_candidates = hits_that_lift
+    if patch.cap is not None or patch.penalty is not None or patch.speaker is not None:
+        ranking.select = chosen_results  # type: ignore[assignment]
+        module.rank = ranked
     module.HybridRetriever.retrieve = rewritten  # type: ignore[method-assign]
     try:
         yield
     finally:
-        module.context_candidates = lift
-        module.ranking.select = select  # type: ignore[assignment]
-        module.HybridRetriever._rank = rank  # type: ignore[method-assign]
+        stage.context_candidates = lift
+        ranking.select = select  # type: ignore[assignment]
+        module.rank = rank
         module.HybridRetriever.retrieve = retrieve  # type: ignore[method-assign]
 
 
 def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) -> list[Any]:
     # The results one at a time, best first: a lifted turn past the cap competes with its own
     # relevance; a thread's n-th result is scaled by the penalty to the power n.
-    from retrieval.search import ranking
+    from retrieval.search.rank import ranking
 
     pool, chosen, lifted, per_thread = list(results), [], 0, defaultdict(int)
     while pool and len(chosen) < limit:
@@ -159,6 +172,28 @@ def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) 
         lifted += _lifted(best)
         per_thread[_thread(best)] += 1
     return chosen
+
+
+SPEAKER = re.compile(r'^(\w+)(?: said, "|: )')
+
+
+def _named_speaker(query: str, results: Sequence[Any], bonus: float) -> list[Any]:
+    # The turns said by the one speaker the question names (a speaker: a name opening a turn
+    # of the candidates, 'NAME said, "' or 'NAME: '), their final score raised by ``bonus``.
+    said = {
+        r.identity: m[1]
+        for r in results
+        if r.candidate and (m := SPEAKER.match(r.candidate.content))
+    }
+    named = {name for name in said.values() if re.search(rf"\b{re.escape(name)}\b", query)}
+    if len(named) != 1:
+        return list(results)
+    return [
+        r._replace(final_score=min(1.0, r.final_score + bonus))
+        if said.get(r.identity) in named
+        else r
+        for r in results
+    ]
 
 
 def _lifted(scored: Any) -> bool:
@@ -207,6 +242,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),
     "the hypothetical frame taken out": ({}, Patch(rewrite=lambda q: HYPOTHETICAL.sub("", q))),
+    "the named speaker's turns +0.05": ({}, Patch(speaker=0.05)),
+    "the named speaker's turns +0.1": ({}, Patch(speaker=0.1)),
     "a pool of 80": ({"candidate_pool": 80}, None),
     "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
     "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
