@@ -50,6 +50,7 @@ from retrieval.db.engine import connect
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import DEFAULT_EF_SEARCH
+from retrieval.search.plan.exact_read import reads_exactly
 from retrieval.search.retriever import HybridRetriever
 
 
@@ -117,7 +118,12 @@ def main() -> None:
                     **claim_timing(times[(f, ef)]),
                     "recall_at_10": recall(found[(f, ef)], nearest),
                     # what the last call of the setting decided
-                    "read_exactly": retriever._sizes.read_exactly(tenant, f, semantic.pool),
+                    "read_exactly": reads_exactly(
+                        retriever._sizes.memories(tenant),
+                        retriever._sizes.table_rows,
+                        f,
+                        semantic.pool,
+                    ),
                     "p50_ratio": p50[(f, ef)] / p50[settings[0]],
                 }
                 for f, ef in settings
