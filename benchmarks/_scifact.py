@@ -441,20 +441,27 @@ def row_numbers(engine: Engine, schema: str) -> dict[int, int]:
 
 def dense_alone(config: RetrievalConfig) -> RetrievalConfig:
     """``config`` with the semantic source ranked by its relevance alone (recency weight 0),
-    no BM25 channel, no threshold, no cut-off: the vector channel's own ranking, its limits
-    kept."""
+    no BM25 channel, no threshold, no cut-off, no newer version first: the vector channel's own
+    ranking, its limits kept."""
     return replace(
         config,
         semantic=replace(config.semantic, relevance=1.0, recency=0.0),
         min_final_score=0.0,
         max_distance=None,
         memory_bm25=False,
+        **_nearest_only(config),
     )
+
+
+def _nearest_only(config: RetrievalConfig) -> dict[str, bool]:
+    # No memory ranked under a newer version of itself (a revision without the setting: none).
+    return {"newer_versions_first": False} if hasattr(config, "newer_versions_first") else {}
 
 
 def vector_alone(config: RetrievalConfig) -> RetrievalConfig:
     """``config`` with the semantic source ranking by its vector channel alone: relevance
-    weight 1, no BM25, no threshold, no time or thread lift (what the peers return)."""
+    weight 1, no BM25, no threshold, no time or thread lift, no newer version first (what the
+    peers return)."""
     return replace(
         config,
         semantic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0),
@@ -464,6 +471,7 @@ def vector_alone(config: RetrievalConfig) -> RetrievalConfig:
         context_lift=0.0,
         time_weight=0.0,
         total_limit=10,
+        **_nearest_only(config),
     )
 
 
