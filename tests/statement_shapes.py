@@ -126,6 +126,16 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
             "newer_versions_first off: no memory's newer versions named",
             replace(DEFAULT, semantic=replace(semantic, versions=False)),
         ),
+        "option-filter": (
+            "a metadata filter with every operator: memories, their context turns and the "
+            "chunks that meet it; no decisions or tool calls",
+            replace(
+                DEFAULT,
+                episodic=None,
+                context=True,
+                filter=("contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists"),
+            ),
+        ),
         "option-episodic-only": (
             "the semantic source off",
             StatementShape(semantic=None, episodic=episodic, presence=_PROBED),
@@ -162,7 +172,8 @@ def shape_space() -> int:
         if flags[0] or flags[1]
     ]
     presence = 4  # with or without the size rows, times the probed sources at their defaults
-    return len(semantic) * len(episodic) * 2 * 2 * 2 * presence * 2
+    filters = 2  # without a metadata filter, or with one (each list of operators its own)
+    return len(semantic) * len(episodic) * 2 * 2 * 2 * presence * 2 * filters
 
 
 def format_statement(schema: str, shape: StatementShape, title: str) -> str:

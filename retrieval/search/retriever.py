@@ -173,6 +173,7 @@ class HybridRetriever:
         limit: int | None = None,
         neighbors: int = 0,
         read_your_writes: bool = False,
+        filter: Mapping[str, Any] | None = None,
     ) -> RetrievalResponse:
         """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
 
@@ -189,6 +190,12 @@ class HybridRetriever:
         that many positions before and after it (``metadata["neighbors"]``).
         ``read_your_writes`` reads the primary even when the retriever has a replica, so that
         what this process has just stored is seen (see the class's ``read_engine``).
+        ``filter`` keeps the memories and document chunks whose metadata meets it, inside the
+        search (a filtered call still gets its full top k): ``{"user": "u1"}`` (the metadata
+        holds it), ``{"score": {"$gte": 3}}``, with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``,
+        ``$lte``, ``$in``, ``$nin``, ``$exists``; a dotted key names a nested one. Decisions
+        and tool calls carry no metadata: a filtered call leaves them out
+        (:mod:`retrieval.search.prepare.metadata_filter`).
         """
         with self._tracing.span("retrieval.retrieve") as call_span:
             clock = Clock()
@@ -196,7 +203,7 @@ class HybridRetriever:
                 query, tenant_id=tenant_id, config=config, default=self.config,
                 working_state=working_state, task_id=task_id, mode=mode, as_of=as_of,
                 entities=entities, fusion=fusion, limit=limit, neighbors=neighbors,
-                read_your_writes=read_your_writes,
+                read_your_writes=read_your_writes, filter=filter,
             )  # fmt: skip
             with self._tracing.span("retrieval.embedding"):
                 call = self._vectors.with_vector(call)

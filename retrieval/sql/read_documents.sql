@@ -2,11 +2,12 @@
 -- postings (read_bm25, prefix doc) and by meaning, fused, behind the evidence gate.
 
 -- name: doc_dense
--- The tenant's chunks nearest the query's vector (the dense channel).
+-- The tenant's chunks nearest the query's vector (the dense channel), those that meet the
+-- call's metadata filter when it has one.
 doc_dense AS MATERIALIZED (
     SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
     FROM {schema}.document_chunks AS c
-    WHERE c.tenant_id = %(tenant_id)s
+    WHERE c.tenant_id = %(tenant_id)s{allowed}
     ORDER BY distance
     LIMIT %(documents_candidates)s
 )

@@ -114,9 +114,18 @@ def test_the_same_call_and_view_give_the_same_plan() -> None:
     assert _plan(call) == _plan(call)
 
 
+# A filter condition of each operator, for a shape whose statement filters.
+_OPERANDS = {
+    "contains": "v", "ne": {"$ne": 1}, "gt": {"$gt": 1}, "gte": {"$gte": 1}, "lt": {"$lt": 1},
+    "lte": {"$lte": 1}, "in": {"$in": [1]}, "nin": {"$nin": [1]}, "exists": {"$exists": True},
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("name", sorted(pinned_shapes()))
 def test_each_pinned_shape_s_parameters_are_bound(name: str) -> None:
     _, shape = pinned_shapes()[name]
-    call = _call(task_id="T-1", entities=["alice"])
+    conditions = {f"k{i}": _OPERANDS[op] for i, op in enumerate(shape.filter)} or None
+    call = _call(task_id="T-1", entities=["alice"], filter=conditions)
+    assert call.metadata_filter is None or call.metadata_filter.operators == shape.filter
     named = set(re.findall(r"%\((\w+)\)s", build_statement("retrieval", shape)))
     assert named <= set(statement_parameters(call.config, shape, call, UNCALIBRATED))

@@ -61,6 +61,8 @@ def statement_parameters(
         }
     if shape.context:
         params |= context_parameters(config)
+    if call.metadata_filter is not None:
+        params |= call.metadata_filter.parameters()
     if shape.documents or (semantic is not None and semantic.bm25):
         params |= _bm25_parameters(config, call.query)
     if (semantic is not None and semantic.lexical) or (episodic is not None and episodic.lexical):

@@ -68,7 +68,10 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     )
     semantic = config.semantic.enabled and config.semantic.limit > 0
     episodic_on = config.episodic.enabled and config.episodic.limit > 0
-    episodic = episodic_on and bool(call.query.keywords) and bool(kinds)
+    # Decisions and tool calls carry no metadata: a filtered call does not read them.
+    episodic = (
+        episodic_on and bool(call.query.keywords) and bool(kinds) and call.metadata_filter is None
+    )
     documents = config.documents.enabled and config.documents.limit > 0
     lifts = semantic and config.context_lift > 0.0 and config.context_window > 0
     scored = tuple(
@@ -159,6 +162,7 @@ def _shape(
         capped=many_words,
         presence=probed + (SIZE_ROWS if sized else ()),
         context=context,
+        filter=call.metadata_filter.operators if call.metadata_filter is not None else (),
     )
 
 

@@ -67,3 +67,6 @@ class StatementShape:
     # The turns around the semantic candidates that are turns, read in the same statement
     # (statement.context): its rows then carry two more columns, the hit and the offset.
     context: bool = False
+    # The operators of the call's metadata filter, in order (prepare.metadata_filter): the
+    # memories and the chunks meet them; () for no filter.
+    filter: tuple[str, ...] = ()

@@ -20,6 +20,7 @@ from retrieval.embedding.models import Vectors
 from retrieval.errors import ValidationError
 from retrieval.search.config import Fusion, RetrievalConfig
 from retrieval.search.modes import Mode
+from retrieval.search.prepare.metadata_filter import MetadataFilter, metadata_filter
 from retrieval.search.prepare.query import PreparedQuery, prepare_query
 from retrieval.search.prepare.query_time import TimeWindow, query_window
 
@@ -43,6 +44,7 @@ class PreparedCall:
     read_your_writes: bool
     working_state: Sequence[Mapping[str, Any]] | None
     window: TimeWindow | None  # the time the query names, when time_weight is on
+    metadata_filter: MetadataFilter | None = None  # the rows' metadata must meet it
     vector: Vectors | None = None  # the query's vector (prepare.query_vector), when read
     vector_cached: bool = True  # whether the embedding cache had it
 
@@ -70,6 +72,7 @@ def prepare_call(
     limit: object = None,
     neighbors: object = 0,
     read_your_writes: object = False,
+    filter: object = None,
 ) -> PreparedCall:
     """The call, checked (a :class:`ValidationError` naming what is wrong) and prepared;
     ``config`` is the call's (``None``: ``default``, the retriever's)."""
@@ -88,6 +91,7 @@ def prepare_call(
     checked_task = arguments.optional_name("task_id", task_id)
     checked_entities = arguments.names("entities", entities)
     checked_limit = arguments.optional_count("limit", limit, maximum=arguments.MAX_RESULTS)
+    checked_filter = metadata_filter(filter)
     if fusion is not None:
         chosen_config = replace(chosen_config, fusion=fusion)
     if checked_limit is not None:
@@ -111,6 +115,7 @@ def prepare_call(
         read_your_writes=read_your_writes,
         working_state=messages,
         window=(query_window(prepared.text, moment) if chosen_config.time_weight > 0 else None),
+        metadata_filter=checked_filter,
     )
 
 

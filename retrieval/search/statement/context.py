@@ -24,6 +24,7 @@ from retrieval.search.statement.common import (
     told_at_sql,
 )
 from retrieval.search.statement.cte import Cte, noted
+from retrieval.search.statement.metadata import metadata_conditions
 from retrieval.search.statement.relevance import dense_relevance_sql
 from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 from retrieval.search.statement.template import template
@@ -59,27 +60,33 @@ CONTEXT_COLUMNS = 'hit_id, "offset"'
 NO_CONTEXT = template("read_statement.no_context")
 
 
-def context_statement(schema: str, mode: Mode) -> str:
+def context_statement(schema: str, mode: Mode, filter_operators: tuple[str, ...] = ()) -> str:
     """The context turns of the hits ``%(hit_ids)s`` (threads ``%(threads)s``, positions
     ``%(positions)s``; a hit with neither is a message, of kind ``%(message_kind)s``, without a
     thread) within ``%(context_window)s`` positions (``%(session_gap)s`` the longest pause
     within a session of messages without a thread), in the mode's kinds: rows of ``hit_id,
     offset`` then the source's columns."""
-    ctes = ",\n".join(context_ctes(schema, mode, _BOUND_HITS))
+    ctes = ",\n".join(context_ctes(schema, mode, _BOUND_HITS, filter_operators))
     return template("read_context.statement", ctes=ctes, select_list=SELECT_LIST)
 
 
-def statement_context_ctes(schema: str, mode: Mode) -> list[Cte]:
+def statement_context_ctes(
+    schema: str, mode: Mode, filter_operators: tuple[str, ...] = ()
+) -> list[Cte]:
     """The CTEs that read, within the read's statement (after its ``semantic`` CTE), the
     context turns of every semantic candidate that is a turn: a CTE ``context`` of rows of
     ``hit_id, offset`` then the source's columns. Its parameters are the context statement's
     but the hits, and ``%(untold_sessions)s``."""
-    return noted(context_ctes(schema, mode, _STATEMENT_HITS), NOTES)
+    return noted(context_ctes(schema, mode, _STATEMENT_HITS, filter_operators), NOTES)
 
 
-def context_ctes(schema: str, mode: Mode, hits: str) -> list[str]:
-    """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``."""
-    kinds = "".join(f" AND {condition}" for condition in kind_filters(mode, "m"))
+def context_ctes(
+    schema: str, mode: Mode, hits: str, filter_operators: tuple[str, ...] = ()
+) -> list[str]:
+    """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``, the
+    turns of ``mode``'s kinds meeting a metadata filter of ``filter_operators``."""
+    conditions = [*kind_filters(mode, "m"), *metadata_conditions(filter_operators, "m.metadata")]
+    kinds = "".join(f" AND {condition}" for condition in conditions)
     # The fragments every read of a hit's turns fills (its memory ``m``).
     turn = {
         "columns": memory_columns("m"),

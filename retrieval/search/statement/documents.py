@@ -27,6 +27,8 @@ from retrieval.search.statement.bm25 import (
 )
 from retrieval.search.statement.common import recency_sql
 from retrieval.search.statement.cte import Cte, noted
+from retrieval.search.statement.metadata import NOTES as METADATA_NOTES
+from retrieval.search.statement.metadata import allowed_chunks
 from retrieval.search.statement.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
@@ -39,6 +41,7 @@ SOURCE = "documents"
 # What each CTE holds, printed above it in docs/statements/ (the BM25 channel's: bm25.NOTES).
 NOTES = {
     **bm25.NOTES,
+    **METADATA_NOTES,
     "doc_dense": "the tenant's chunks nearest the query's vector (the dense channel)",
     "doc_found": "the chunks either channel found",
     "doc_idf": "every query term's BM25 factors (a term no chunk holds included)",
@@ -63,14 +66,21 @@ def document_postings(schema: str) -> Postings:
     )
 
 
-def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> list[Cte]:
+def documents_ctes(
+    schema: str,
+    gated: bool = False,
+    capped: bool = False,
+    filter_operators: tuple[str, ...] = (),
+) -> list[Cte]:
     """The CTEs of the documents source, the last named ``documents``.
 
     Parameters: ``tenant_id``, ``query_text``, ``query_vector``, ``text_search_config``,
     ``documents_candidates``, ``bm25_k1``, ``bm25_b``, ``bm25_common_share``,
     ``documents_half_life``, ``as_of``, the relevance's
     (:mod:`retrieval.search.statement.relevance`),
-    and with ``gated`` ``max_distance`` and ``bm25_min_coverage``.
+    and with ``gated`` ``max_distance`` and ``bm25_min_coverage``; with ``filter_operators``
+    the metadata filter's (:mod:`retrieval.search.statement.metadata`): both channels read only
+    the chunks that meet it.
 
     ``gated``: a chunk is returned only with absolute evidence: its vector within the
     calibrated ``max_distance`` of the query's, or its lexemes covering at least
@@ -85,7 +95,8 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     share = lexical_share_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")
     return noted(
         [
-            *_channels(schema, postings, capped),
+            *([allowed_chunks(schema, filter_operators)] if filter_operators else []),
+            *_channels(schema, postings, capped, bool(filter_operators)),
             *_evidence(schema, total_idf),
             template("read_documents.doc_ranked"),
             template(
@@ -103,11 +114,24 @@ def documents_ctes(schema: str, gated: bool = False, capped: bool = False) -> li
     )
 
 
-def _channels(schema: str, postings: Postings, capped: bool) -> list[str]:
-    # Each channel's best chunks (BM25 pruned, and the nearest by vector), and their union.
+def _channels(schema: str, postings: Postings, capped: bool, filtered: bool) -> list[str]:
+    # Each channel's best chunks (BM25 pruned, and the nearest by vector), and their union;
+    # when the call has a metadata filter, of the chunks that meet it (doc_allowed).
+    allowed = "{key} IN (SELECT id FROM doc_allowed)" if filtered else ""
     return [
-        *bm25_ctes("doc", postings, "query_text", "documents_candidates", capped=capped),
-        template("read_documents.doc_dense", schema),
+        *bm25_ctes(
+            "doc",
+            postings,
+            "query_text",
+            "documents_candidates",
+            allowed.format(key="p.chunk_id"),
+            capped=capped,
+        ),
+        template(
+            "read_documents.doc_dense",
+            schema,
+            allowed=" AND " + allowed.format(key="c.id") if filtered else "",
+        ),
         template("read_documents.doc_found"),
     ]
 

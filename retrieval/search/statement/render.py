@@ -36,21 +36,23 @@ def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]
     ctes: list[Cte] = []
     selects: list[str] = []
     if shape.semantic is not None:
-        ctes += semantic_ctes(schema, shape.semantic)
+        ctes += semantic_ctes(schema, shape.semantic, shape.filter)
         selects.append(semantic_rows(shape.semantic))
     if shape.episodic is not None:
         episodic, names = episodic_ctes(schema, shape.episodic)
         ctes += episodic
         selects += names
     if shape.documents:
-        ctes += documents_ctes(schema, gated=shape.gated, capped=shape.capped)
+        ctes += documents_ctes(
+            schema, gated=shape.gated, capped=shape.capped, filter_operators=shape.filter
+        )
         selects.append("documents")
     if shape.presence:
         ctes += noted([presence_cte(schema, shape.presence)], PRESENCE_NOTES)
         selects.append("source_presence")
     columns = {name: SELECT_LIST for name in selects}
     if shape.context and shape.semantic is not None:
-        ctes += statement_context_ctes(schema, shape.semantic.mode)
+        ctes += statement_context_ctes(schema, shape.semantic.mode, shape.filter)
         columns = {name: f"{SELECT_LIST}, {NO_CONTEXT}" for name in selects}
         columns["context"] = f"{SELECT_LIST}, {CONTEXT_COLUMNS}"
     union = "\nUNION ALL\n".join(
@@ -74,7 +76,7 @@ class Statements:
     def __init__(self, schema: str) -> None:
         self.schema = schema
         self._rendered: dict[StatementShape, str] = {}
-        self._context: dict[Mode, str] = {}
+        self._context: dict[tuple[Mode, tuple[str, ...]], str] = {}
         self._lock = threading.Lock()
 
     def of(self, shape: StatementShape) -> str:
@@ -86,13 +88,15 @@ class Statements:
                 self._rendered[shape] = text
         return text
 
-    def context(self, mode: Mode) -> str:
-        """The statement of the context turns of bound hits, in ``mode``'s kinds."""
-        text = self._context.get(mode)
+    def context(self, mode: Mode, filter_operators: tuple[str, ...] = ()) -> str:
+        """The statement of the context turns of bound hits, in ``mode``'s kinds, meeting a
+        metadata filter of ``filter_operators``."""
+        key = (mode, filter_operators)
+        text = self._context.get(key)
         if text is None:
-            text = context_statement(self.schema, mode)
+            text = context_statement(self.schema, mode, filter_operators)
             with self._lock:
-                self._context[mode] = text
+                self._context[key] = text
         return text
 
     def __len__(self) -> int:

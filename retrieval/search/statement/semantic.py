@@ -38,6 +38,7 @@ from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import live_sql, memory_columns, recency_sql, told_at_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
+from retrieval.search.statement.metadata import metadata_conditions
 from retrieval.search.statement.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
@@ -83,7 +84,9 @@ MEMORY_SIGNALS = template("read_semantic.signals", neutral=NEUTRAL_IMPORTANCE)
 MEMORY_EVIDENCE = template("read_semantic.evidence", dense=dense_relevance_sql("n.distance"))
 
 
-def semantic_ctes(schema: str, query: SemanticQuery) -> list[Cte]:
+def semantic_ctes(
+    schema: str, query: SemanticQuery, filter_operators: tuple[str, ...] = ()
+) -> list[Cte]:
     """The CTEs of the semantic source, the last named ``semantic``.
 
     The dense channel's pool: the tenant's nearest memories through the HNSW graph (pgvector's
@@ -98,10 +101,10 @@ def semantic_ctes(schema: str, query: SemanticQuery) -> list[Cte]:
     ``bm25_min_coverage`` and the fusion's
     (:mod:`retrieval.search.statement.relevance`).
     """
-    ctes = [_nearest(schema, query)]
+    ctes = [_nearest(schema, query, filter_operators)]
     dense = dense_relevance_sql("n.distance")
     if query.bm25:
-        ctes += _bm25_channel(schema, query)
+        ctes += _bm25_channel(schema, query, filter_operators)
         found = "semantic_found"
         own = fused_relevance_sql(
             lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"),
@@ -146,9 +149,15 @@ def semantic_rows(query: SemanticQuery) -> str:
     return "semantic_versions" if query.versions else "semantic"
 
 
-def _nearest(schema: str, query: SemanticQuery) -> str:
-    """The dense channel's CTE ``semantic_nearest``: the tenant's nearest memories."""
-    filters = ["m.tenant_id = %(tenant_id)s", *kind_filters(query.mode, "m"), live_sql("m")]
+def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> str:
+    """The dense channel's CTE ``semantic_nearest``: the tenant's nearest memories (of the
+    mode's kinds, meeting the call's metadata filter)."""
+    filters = [
+        "m.tenant_id = %(tenant_id)s",
+        *kind_filters(query.mode, "m"),
+        *metadata_conditions(filter_operators, "m.metadata"),
+        live_sql("m"),
+    ]
     return template(
         "read_semantic.nearest_exact" if query.exact else "read_semantic.nearest",
         schema,
@@ -189,7 +198,9 @@ def kind_filters(mode: Mode, alias: str) -> list[str]:
     return filters
 
 
-def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
+def _bm25_channel(
+    schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]
+) -> list[str]:
     # The query's lexemes (in the text search configuration the tenant's memories were indexed
     # with) and the sample's estimate of their document frequencies (a query of more words than
     # max_query_words: that many of them, the rarest by the estimate, a lexeme the sample lacks
@@ -197,7 +208,11 @@ def _bm25_channel(schema: str, query: SemanticQuery) -> list[str]:
     # through the GIN index (which counts them exactly) and joined to the dense pool; every
     # candidate scored with every query term from its own lexemes; the lexical channel keeps
     # its best ``semantic_candidates``.
-    return [*_bm25_terms(schema, query), *_bm25_weights(), *_bm25_pool(query)]
+    return [
+        *_bm25_terms(schema, query),
+        *_bm25_weights(),
+        *_bm25_pool(query, filter_operators),
+    ]
 
 
 def _bm25_terms(schema: str, query: SemanticQuery) -> list[str]:
@@ -233,14 +248,20 @@ def _bm25_weights() -> list[str]:
     ]
 
 
-def _bm25_pool(query: SemanticQuery) -> list[str]:
+def _bm25_pool(query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[str]:
     # The candidates of both channels, each scored with every query term from its own lexemes,
     # and ranked by each channel.
     return [
         template(
             "read_semantic.mem_matched",
             columns=memory_columns("r"),
-            kinds=" AND ".join(["TRUE", *kind_filters(query.mode, "r")]),
+            kinds=" AND ".join(
+                [
+                    "TRUE",
+                    *kind_filters(query.mode, "r"),
+                    *metadata_conditions(filter_operators, "r.metadata"),
+                ]
+            ),
         ),
         template("read_semantic.mem_pool"),
         template("read_semantic.mem_scores", contribution=_CONTRIBUTION),

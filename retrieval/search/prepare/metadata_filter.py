@@ -1,0 +1,170 @@
+"""A call's metadata filter, checked and turned into conditions the statement binds.
+
+``retrieve(..., filter={"user": "u1", "score": {"$gte": 3}})`` keeps the rows whose metadata
+holds every condition. A key names a metadata key; a dotted key (``"a.b"``) a nested one. A
+plain value (a string, number, boolean, null, list or object) is met when the metadata holds
+it (JSON containment: ``{"tags": ["x"]}`` is met by ``{"tags": ["x", "y"]}``); an object of
+operators compares the value at the key:
+
+* ``$eq`` (as a plain value), ``$ne`` (not equal; a row without the key is not equal);
+* ``$gt``, ``$gte``, ``$lt``, ``$lte`` with a number or a string (a value of another JSON type
+  at the key does not compare);
+* ``$in`` / ``$nin`` with a non-empty list (the value at the key is / is not one of them);
+* ``$exists`` with ``true`` or ``false``.
+
+The conditions' shape (their operators, in order) chooses the statement; their paths and values
+are bound parameters (:mod:`retrieval.search.statement.metadata`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval.errors import ValidationError
+
+# The statement's name of each operator's condition.
+OPERATORS = {
+    "$eq": "contains",
+    "$ne": "ne",
+    "$gt": "gt",
+    "$gte": "gte",
+    "$lt": "lt",
+    "$lte": "lte",
+    "$in": "in",
+    "$nin": "nin",
+    "$exists": "exists",
+}
+COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+MAX_CONDITIONS = 16
+MAX_LIST = 1000
+_FIELD = "filter"
+
+
+@dataclass(frozen=True)
+class MetadataFilter:
+    """A checked filter: each condition's operator (its part of the statement's shape), the
+    path of its key and its value (bound)."""
+
+    operators: tuple[str, ...]
+    paths: tuple[tuple[str, ...], ...]
+    values: tuple[Any, ...]
+
+    def parameters(self) -> dict[str, Any]:
+        """The bound values: ``filter_path_I`` (a text array) and ``filter_value_I`` (JSON
+        text) of each condition ``I``."""
+        params: dict[str, Any] = {}
+        for index, (path, value) in enumerate(zip(self.paths, self.values, strict=True)):
+            params[f"filter_path_{index}"] = list(path)
+            params[f"filter_value_{index}"] = json.dumps(value, ensure_ascii=False)
+        return params
+
+
+def metadata_filter(value: object) -> MetadataFilter | None:
+    """``value`` (``None``, or a mapping of keys to values or operators) checked; a
+    :class:`~retrieval.errors.ValidationError` says what is wrong and how to write it."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"filter must be a dict of metadata keys to values, got {type(value).__name__}",
+            field=_FIELD,
+        )
+    operators: list[str] = []
+    paths: list[tuple[str, ...]] = []
+    values: list[Any] = []
+    for key, condition in value.items():
+        path = _path(key)
+        if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
+            for operator, operand in condition.items():
+                name, bound = _operator(key, operator, operand)
+                operators.append(name)
+                paths.append(path)
+                values.append(_nested(path, bound) if name == "contains" else bound)
+        else:
+            operators.append("contains")
+            paths.append(path)
+            values.append(_nested(path, _json(key, condition)))
+    if not operators:
+        return None
+    if len(operators) > MAX_CONDITIONS:
+        raise ValidationError(
+            f"filter has {len(operators)} conditions; at most {MAX_CONDITIONS}", field=_FIELD
+        )
+    return MetadataFilter(tuple(operators), tuple(paths), tuple(values))
+
+
+def _path(key: object) -> tuple[str, ...]:
+    if not isinstance(key, str) or not key.strip():
+        raise ValidationError(f"filter key {key!r} must be a non-empty string", field=_FIELD)
+    if key.startswith("$"):
+        raise ValidationError(
+            f"filter key {key!r}: logical operators ($and, $or, $not) are not supported; "
+            "give several keys, and every one must hold",
+            field=_FIELD,
+        )
+    parts = tuple(key.split("."))
+    if any(not part for part in parts):
+        raise ValidationError(
+            f"filter key {key!r} has an empty part: name a nested key as 'outer.inner'",
+            field=_FIELD,
+        )
+    return parts
+
+
+def _operator(key: str, operator: object, operand: object) -> tuple[str, Any]:
+    name = OPERATORS.get(str(operator))
+    if name is None:
+        known = ", ".join(OPERATORS)
+        raise ValidationError(
+            f"filter key {key!r}: unknown operator {operator!r}; use one of {known}, or a "
+            "plain value for equality",
+            field=_FIELD,
+        )
+    if name in COMPARISONS:
+        if isinstance(operand, bool) or not isinstance(operand, int | float | str):
+            raise ValidationError(
+                f"filter key {key!r}: {operator} compares a number or a string, got "
+                f"{type(operand).__name__}",
+                field=_FIELD,
+            )
+        return name, _json(key, operand)
+    if name in ("in", "nin"):
+        if not isinstance(operand, list | tuple) or not operand or len(operand) > MAX_LIST:
+            raise ValidationError(
+                f"filter key {key!r}: {operator} takes a non-empty list of at most {MAX_LIST} "
+                "values",
+                field=_FIELD,
+            )
+        return name, [_json(key, item) for item in operand]
+    if name == "exists":
+        if not isinstance(operand, bool):
+            raise ValidationError(
+                f"filter key {key!r}: $exists takes true or false, got {operand!r}", field=_FIELD
+            )
+        return name, operand
+    return name, _json(key, operand)
+
+
+def _json(key: str, value: object) -> Any:
+    # The value as JSON holds it: finite numbers, string keys, nothing but JSON types.
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValidationError(
+            f"filter key {key!r}: its value is not JSON ({error})", field=_FIELD
+        ) from None
+    loaded = json.loads(text)
+    if isinstance(loaded, float) and not math.isfinite(loaded):  # pragma: no cover (allow_nan)
+        raise ValidationError(f"filter key {key!r}: its number is not finite", field=_FIELD)
+    return loaded
+
+
+def _nested(path: tuple[str, ...], value: Any) -> Any:
+    # {"a": {"b": value}} for the path (a, b): what the metadata must contain.
+    for part in reversed(path):
+        value = {part: value}
+    return value

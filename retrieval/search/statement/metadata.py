@@ -1,0 +1,40 @@
+"""A call's metadata filter in the statement: one condition per filter condition, on a row's
+metadata, its values bound (:mod:`retrieval.search.prepare.metadata_filter`).
+
+Memories are filtered on their ``metadata`` inside the dense read (the HNSW walk or the exact
+read) and the BM25 channel's pool, and their context turns too; document chunks on their
+document's metadata merged with their own (``doc_allowed``), inside both channels. Decisions
+and tool calls carry no metadata: a filtered call does not read them
+(:mod:`retrieval.search.plan.read_plan`).
+"""
+
+from __future__ import annotations
+
+from retrieval.search.prepare.metadata_filter import COMPARISONS
+from retrieval.search.statement.template import template
+
+NOTES = {"doc_allowed": "the tenant's chunks whose metadata meets the call's filter"}
+# The template of each operator's condition (the comparisons share one).
+_TEMPLATES = {
+    "contains": "read_metadata.contains",
+    "ne": "read_metadata.ne",
+    "in": "read_metadata.in",
+    "nin": "read_metadata.nin",
+    "exists": "read_metadata.exists",
+}
+
+
+def metadata_conditions(operators: tuple[str, ...], metadata: str) -> list[str]:
+    """The SQL conditions of a filter of ``operators`` on the JSON expression ``metadata``."""
+    return [
+        template("read_metadata.compare", metadata=metadata, i=index, operator=COMPARISONS[op])
+        if op in COMPARISONS
+        else template(_TEMPLATES[op], metadata=metadata, i=index)
+        for index, op in enumerate(operators)
+    ]
+
+
+def allowed_chunks(schema: str, operators: tuple[str, ...]) -> str:
+    """The CTE ``doc_allowed``: the tenant's chunks whose metadata meets the filter."""
+    conditions = " AND ".join(metadata_conditions(operators, "(d.metadata || c.metadata)"))
+    return template("read_metadata.doc_allowed", schema, conditions=conditions)

@@ -1,0 +1,36 @@
+-- A call's metadata filter (retrieval.search.statement.metadata): condition {i} on the metadata
+-- {metadata}, its key's path %(filter_path_{i})s and its value %(filter_value_{i})s bound.
+
+-- name: contains
+-- The metadata holds the value (JSON containment: a list holds the items given).
+{metadata} @> %(filter_value_{i})s::jsonb
+
+-- name: ne
+-- The value at the key is not the one given (a row without the key counts as not equal).
+({metadata} #> %(filter_path_{i})s::text[]) IS DISTINCT FROM %(filter_value_{i})s::jsonb
+
+-- name: compare
+-- The value at the key is of the given value's JSON type (number or string) and {operator} it.
+(jsonb_typeof({metadata} #> %(filter_path_{i})s::text[]) = jsonb_typeof(%(filter_value_{i})s::jsonb) AND ({metadata} #> %(filter_path_{i})s::text[]) {operator} %(filter_value_{i})s::jsonb)
+
+-- name: in
+-- The value at the key is one of the list given.
+({metadata} #> %(filter_path_{i})s::text[]) IN (SELECT jsonb_array_elements(%(filter_value_{i})s::jsonb))
+
+-- name: nin
+-- The value at the key is none of the list given (a row without the key included).
+NOT COALESCE(({metadata} #> %(filter_path_{i})s::text[]) IN (SELECT jsonb_array_elements(%(filter_value_{i})s::jsonb)), FALSE)
+
+-- name: exists
+-- The key is there (or, with false, is not).
+(({metadata} #> %(filter_path_{i})s::text[]) IS NOT NULL) = (%(filter_value_{i})s::jsonb = 'true'::jsonb)
+
+-- name: doc_allowed
+-- The tenant's chunks whose metadata (their document's, then their own) meets the filter
+-- {conditions}.
+doc_allowed AS MATERIALIZED (
+    SELECT c.id
+    FROM {schema}.document_chunks AS c
+    JOIN {schema}.documents AS d ON d.tenant_id = c.tenant_id AND d.id = c.document_id
+    WHERE c.tenant_id = %(tenant_id)s AND {conditions}
+)

@@ -1,0 +1,164 @@
+"""Metadata filters in the one statement, on a real PostgreSQL: a filtered call keeps only the
+memories and chunks that meet it, gets its full top k from inside the search, reads no
+decision or tool call, lifts only turns that meet it, works for a role bound by row-level
+security, and refuses a filter it cannot run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.errors import ValidationError
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.retriever import HybridRetriever
+from tests.conftest import CountingEmbedder
+
+WHEN = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+QUESTION = "How is the deploy pipeline configured?"
+
+
+@pytest.fixture
+def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
+    config = RetrievalConfig(record_access=False, min_final_score=0.0, max_distance=None)
+    with HybridRetriever.from_store(store, config=config, background_writes=False) as r:
+        yield r
+
+
+def _ids(results: Any, source: str = "semantic") -> list[int]:
+    return [r.metadata["id"] for r in results if r.source == source]
+
+
+def _deploy_notes(store: MemoryStore) -> dict[str, list[int]]:
+    # 40 notes of user u2 nearer the question than the 12 of user u1.
+    ids: dict[str, list[int]] = {"u1": [], "u2": []}
+    for index in range(40):
+        ids["u2"].append(store.remember(
+            f"The deploy pipeline is configured in deploy.yaml, step {index}.", tenant_id="acme",
+            metadata={"user": "u2", "score": index}, created_at=WHEN,
+        ))  # fmt: skip
+    for index in range(12):
+        ids["u1"].append(store.remember(
+            f"Note {index}: our release train leaves on Tuesdays.", tenant_id="acme",
+            metadata={"user": "u1", "score": index, "team": {"name": "web"}, "tags": ["ops"]},
+            created_at=WHEN,
+        ))  # fmt: skip
+    return ids
+
+
+def test_a_filtered_call_gets_its_full_top_k_of_the_rows_that_meet_it(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _deploy_notes(store)
+    unfiltered = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=10))
+    assert set(unfiltered) <= set(ids["u2"])
+    found = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=10, filter={"user": "u1"}))
+    assert len(found) == 10 and set(found) <= set(ids["u1"])
+
+
+@pytest.mark.parametrize(
+    ("condition", "kept"),
+    [
+        ({"user": "u1", "score": {"$gte": 9}}, {9, 10, 11}),
+        ({"user": "u1", "score": {"$lt": 2}}, {0, 1}),
+        ({"score": {"$in": [3, 5]}, "user": {"$ne": "u2"}}, {3, 5}),
+        ({"user": "u1", "score": {"$nin": list(range(2, 12))}}, {0, 1}),
+        ({"team.name": "web", "score": {"$lte": 1}}, {0, 1}),
+        ({"tags": ["ops"], "score": {"$gt": 10}}, {11}),
+        ({"team": {"$exists": True}, "score": {"$gt": 10}}, {11}),
+        ({"score": {"$gt": "10"}}, set()),  # a string compares with strings only
+    ],
+)
+def test_each_operator_keeps_the_memories_that_meet_it(
+    store: MemoryStore, retriever: HybridRetriever, condition: dict[str, Any], kept: set[int]
+) -> None:
+    ids = _deploy_notes(store)
+    found = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition))
+    assert set(found) == {ids["u1"][score] for score in kept}
+
+
+def test_exists_false_and_ne_keep_the_rows_without_the_key(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _deploy_notes(store)
+    bare = store.remember("The deploy pipeline has no owner.", tenant_id="acme", created_at=WHEN)
+    found = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=50,
+                                    filter={"team": {"$exists": False}}))  # fmt: skip
+    assert set(found) == set(ids["u2"]) | {bare}
+    found = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=60,
+                                    filter={"user": {"$ne": "u2"}}))  # fmt: skip
+    assert set(found) == set(ids["u1"]) | {bare}
+
+
+def test_chunks_meet_the_filter_on_their_documents_metadata_and_their_own(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    documents = DocumentStore(store)
+    for team in ("web", "data"):
+        documents.add(DocumentInput(
+            tenant_id="acme", doc_id=f"{team}-runbook", metadata={"team": team},
+            chunks=[ChunkInput("The deploy pipeline is configured in deploy.yaml."),
+                    ChunkInput("Deploys roll back with one command.", metadata={"stage": "prod"})],
+        ))  # fmt: skip
+    results = retriever.retrieve(QUESTION, tenant_id="acme", filter={"team": "web"})
+    chunks = [r for r in results if r.source == "documents"]
+    assert chunks and {r.metadata["metadata"]["team"] for r in chunks} == {"web"}
+    staged = retriever.retrieve(QUESTION, tenant_id="acme", filter={"stage": "prod"})
+    assert {r.content for r in staged if r.source == "documents"} == {
+        "Deploys roll back with one command."
+    }
+
+
+def test_a_filtered_call_reads_no_decision_or_tool_call(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    _deploy_notes(store)
+    store.record_decision(tenant_id="acme", task_id="t1", action_type="plan",
+                          content="Configure the deploy pipeline", status="done")  # fmt: skip
+    plain = retriever.retrieve(QUESTION, tenant_id="acme", limit=60)
+    assert any(r.source == "episodic" for r in plain)
+    filtered = retriever.retrieve(QUESTION, tenant_id="acme", limit=60, filter={"user": "u1"})
+    assert not any(r.source == "episodic" for r in filtered)
+    assert filtered.diagnostics.sources["episodic"].candidates == 0
+
+
+def test_only_turns_that_meet_the_filter_are_lifted(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    turns = [
+        ("Where is the deploy pipeline configured?", "u1"),
+        ("In deploy.yaml, at the root of the repository.", "u2"),
+        ("Thanks, and who owns it?", "u1"),
+    ]
+    ids = [
+        store.remember(text, tenant_id="chat", kind="message", thread_id="s1", position=index,
+                       metadata={"speaker": speaker}, created_at=WHEN + timedelta(minutes=index))
+        for index, (text, speaker) in enumerate(turns)
+    ]  # fmt: skip
+    everyone = _ids(retriever.retrieve(QUESTION, tenant_id="chat"))
+    assert ids[1] in everyone
+    mine = retriever.retrieve(QUESTION, tenant_id="chat", filter={"speaker": "u1"})
+    assert set(_ids(mine)) == {ids[0], ids[2]}
+
+
+def test_a_role_bound_by_row_level_security_filters_too(
+    store: MemoryStore, app_engine: Engine, counting_embedder: CountingEmbedder
+) -> None:
+    ids = _deploy_notes(store)
+    app = MemoryStore(app_engine, embedder=counting_embedder)
+    with HybridRetriever.from_store(app, config=RetrievalConfig(record_access=False)) as bound:
+        found = _ids(bound.retrieve("release train Tuesdays", tenant_id="acme",
+                                    filter={"score": {"$gte": 6}, "user": "u1"}))  # fmt: skip
+    assert found and set(found) <= {ids["u1"][score] for score in range(6, 12)}
+
+
+def test_a_bad_filter_is_refused_before_any_read(retriever: HybridRetriever) -> None:
+    with pytest.raises(ValidationError, match=r"filter key '\$or': logical operators"):
+        retriever.retrieve(QUESTION, tenant_id="acme", filter={"$or": [{"a": 1}]})
+    with pytest.raises(ValidationError, match="filter must be a dict"):
+        retriever.retrieve(QUESTION, tenant_id="acme", filter="user=u1")  # type: ignore[arg-type]

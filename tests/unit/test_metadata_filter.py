@@ -1,0 +1,61 @@
+"""A call's metadata filter checked (retrieval.search.prepare.metadata_filter): what it binds,
+and a clear error for every filter it cannot run."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from retrieval.errors import ValidationError
+from retrieval.search.prepare.metadata_filter import MAX_CONDITIONS, metadata_filter
+
+
+def test_plain_values_are_containment_and_operators_bind_their_path_and_value() -> None:
+    checked = metadata_filter(
+        {"user": "u1", "tags": ["a"], "score": {"$gte": 3, "$lt": 9}, "a.b": {"$in": [1, "x"]}}
+    )
+    assert checked is not None
+    assert checked.operators == ("contains", "contains", "gte", "lt", "in")
+    assert checked.paths == (("user",), ("tags",), ("score",), ("score",), ("a", "b"))
+    params = checked.parameters()
+    assert json.loads(params["filter_value_0"]) == {"user": "u1"}
+    assert json.loads(params["filter_value_1"]) == {"tags": ["a"]}
+    assert json.loads(params["filter_value_2"]) == 3 and params["filter_path_2"] == ["score"]
+    assert json.loads(params["filter_value_4"]) == [1, "x"]
+    assert params["filter_path_4"] == ["a", "b"]
+
+
+def test_eq_is_containment_of_the_nested_value_and_no_filter_is_none() -> None:
+    checked = metadata_filter({"a.b": {"$eq": {"c": 1}}, "flag": {"$exists": False}})
+    assert checked is not None and checked.operators == ("contains", "exists")
+    assert json.loads(checked.parameters()["filter_value_0"]) == {"a": {"b": {"c": 1}}}
+    assert metadata_filter(None) is None and metadata_filter({}) is None
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        (["user"], "must be a dict"),
+        ({"": 1}, "non-empty string"),
+        ({3: 1}, "non-empty string"),
+        ({"$or": [{"a": 1}]}, "logical operators"),
+        ({"a..b": 1}, "empty part"),
+        ({"a": {"$like": "x"}}, "unknown operator '$like'"),
+        ({"a": {"$gt": True}}, "compares a number or a string"),
+        ({"a": {"$gt": [1]}}, "compares a number or a string"),
+        ({"a": {"$in": []}}, "non-empty list"),
+        ({"a": {"$nin": "x"}}, "non-empty list"),
+        ({"a": {"$exists": 1}}, "true or false"),
+        ({"a": math.nan}, "not JSON"),
+        ({"a": {1, 2}}, "not JSON"),
+        ({f"k{i}": i for i in range(MAX_CONDITIONS + 1)}, f"at most {MAX_CONDITIONS}"),
+    ],
+)
+def test_a_filter_it_cannot_run_is_a_clear_error(given: Any, says: str) -> None:
+    with pytest.raises(ValidationError, match="filter") as raised:
+        metadata_filter(given)
+    assert says in str(raised.value)
+    assert raised.value.field == "filter"
