@@ -29,6 +29,7 @@ CALL_OPTIONS = (
     "config",
     "working_state",
     "read_your_writes",
+    "filter",
 )
 Rows = list[tuple[str, str, dict[str, Any], float]]
 

@@ -17,6 +17,12 @@ from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from retrieval.arguments import check_tenant
 from retrieval.errors import ValidationError
@@ -25,13 +31,26 @@ from retrieval.search.retriever import HybridRetriever
 
 SHOWN_TO_THE_LLM = frozenset({"source", "created_at"})
 COUNT = "similarity_top_k"
+# LlamaIndex's filter operators as the library's (CONTAINS: a list at the key holds the value).
+_OPERATORS = {
+    FilterOperator.EQ: "$eq",
+    FilterOperator.NE: "$ne",
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+    FilterOperator.IN: "$in",
+    FilterOperator.NIN: "$nin",
+}
 
 
 class RetrievalNodeRetriever(BaseRetriever):
     """LlamaIndex's ``BaseRetriever`` on a :class:`HybridRetriever`, for one tenant.
 
     ``similarity_top_k`` is the most nodes a call returns, as LlamaIndex's own retrievers name
-    it (default: the library's ``total_limit``, 10); ``search_options`` go to every
+    it (default: the library's ``total_limit``, 10); ``filters`` (LlamaIndex's
+    ``MetadataFilters``, their conditions joined by AND) keep the memories and chunks whose
+    metadata meets them (:func:`library_filter`); ``search_options`` go to every
     ``retrieve`` call (``mode``, ``task_id``, ``as_of``, ``neighbors``, ``config``, ...);
     ``aretrieve`` runs on the library's bounded thread pool. ``tenant_id`` is fixed when the
     retriever is made (assigning it is refused); the rest is read at each call.
@@ -43,11 +62,13 @@ class RetrievalNodeRetriever(BaseRetriever):
         *,
         tenant_id: str,
         similarity_top_k: int | None = None,
+        filters: MetadataFilters | None = None,
         **search_options: Any,
     ) -> None:
         self._tenant_id = check_tenant(tenant_id)
         self.retriever = retriever
         self.similarity_top_k = similarity_top_k
+        self.filters = filters
         self.search_options = search_options
         self._async = _search.AsyncCalls()
         super().__init__()
@@ -70,9 +91,12 @@ class RetrievalNodeRetriever(BaseRetriever):
         super().__setattr__(name, value)
 
     def _options(self) -> dict[str, Any]:
-        return _search.call_options(
+        options = _search.call_options(
             self.search_options, self.similarity_top_k, {}, count_name=COUNT
         )
+        if self.filters is not None:
+            options["filter"] = library_filter(self.filters)
+        return options
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         rows = _search.run(self.retriever, self.tenant_id, query_bundle.query_str, self._options())
@@ -95,3 +119,51 @@ def _node(key: str, content: str, metadata: dict[str, Any], score: float) -> Nod
         excluded_embed_metadata_keys=list(metadata),
     )
     return NodeWithScore(node=node, score=score)
+
+
+def library_filter(filters: MetadataFilters) -> dict[str, Any]:
+    """LlamaIndex's ``MetadataFilters`` as the library's metadata filter: each filter's key with
+    its operator (``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``; ``contains``: a
+    list at the key holds the value; ``is_empty``: no value at the key), nested filters
+    flattened. Only AND joins them: another condition, or an operator the library has not, is a
+    :class:`~retrieval.errors.ValidationError`."""
+    if filters.condition not in (None, FilterCondition.AND):
+        raise ValidationError(
+            f"filters joined by {filters.condition} are not supported: only AND (every "
+            "condition must hold)",
+            field="filters",
+        )
+    found: dict[str, Any] = {}
+    for item in filters.filters:
+        if isinstance(item, MetadataFilters):
+            for key, condition in library_filter(item).items():
+                _add(found, key, condition)
+        else:
+            _add(found, item.key, _condition(item))
+    return found
+
+
+def _condition(item: MetadataFilter) -> dict[str, Any]:
+    operator = item.operator
+    if operator == FilterOperator.CONTAINS:
+        return {"$eq": [item.value]}
+    if operator == FilterOperator.IS_EMPTY:
+        return {"$exists": False}
+    if operator not in _OPERATORS:
+        raise ValidationError(
+            f"filter operator {operator.value!r} on {item.key!r} is not supported: use ==, !=, "
+            ">, >=, <, <=, in, nin, contains or is_empty",
+            field="filters",
+        )
+    return {_OPERATORS[operator]: item.value}
+
+
+def _add(found: dict[str, Any], key: str, condition: dict[str, Any]) -> None:
+    # Several conditions on one key go in one object of operators; one operator twice is refused.
+    held = found.setdefault(key, {})
+    for operator, value in condition.items():
+        if operator in held:
+            raise ValidationError(
+                f"filters give {key!r} the operator {operator} twice", field="filters"
+            )
+        held[operator] = value

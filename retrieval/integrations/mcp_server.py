@@ -255,6 +255,16 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
                 "after it",
             ),
         ] = 0,
+        filter: Annotated[
+            dict[str, Any] | None,
+            Strict(),
+            Field(
+                description='only memories and documents whose metadata meets it: {"key": '
+                'value} (the metadata holds it) or {"key": {"$gte": 3}}, with $eq, $ne, $gt, '
+                "$gte, $lt, $lte, $in, $nin, $exists; every key must hold (no decisions or "
+                "tool calls then)"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Find the most useful memories, past decisions, tool calls and documents for a
         query, ranked best first. Each result has its text, source (semantic: a memory;
@@ -270,6 +280,7 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
                 task_id=task_id,
                 limit=limit,
                 neighbors=neighbors,
+                filter=filter,
             )
         return _search_result(response)
 

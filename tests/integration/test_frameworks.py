@@ -224,3 +224,47 @@ def test_the_frameworks_and_build_context_see_only_live_memories(
     built = {r.metadata.get("id") for r in context.response or () if r.source == "semantic"}
     for seen in (langchain, llama, built):
         assert new in seen and old not in seen and gone not in seen
+
+
+def test_the_frameworks_filter_by_metadata_in_their_own_conventions(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+
+    for user, text in (("u1", "u1 deployed on Monday"), ("u2", "u2 deployed on Friday")):
+        store.remember(
+            f"Deploy note: {text}",
+            tenant_id="acme",
+            metadata={"user": user, "tags": ["deploy", user]},
+            created_at=AS_OF - timedelta(hours=2),
+        )
+    # LangChain: a vector store's filter, per call or in the options of every call.
+    lc = RetrievalRetriever(retriever=retriever, tenant_id="acme", k=10)
+    found = lc.invoke("deploy", filter={"user": {"$eq": "u1"}}, as_of=AS_OF)
+    assert [d.page_content for d in found] == ["Deploy note: u1 deployed on Monday"]
+    every = RetrievalRetriever(retriever=retriever, tenant_id="acme",
+                               search_options={"filter": {"user": {"$in": ["u2"]}}})  # fmt: skip
+    assert [d.page_content for d in every.invoke("deploy", as_of=AS_OF)] == [
+        "Deploy note: u2 deployed on Friday"
+    ]
+    # LlamaIndex: MetadataFilters.
+    li = RetrievalNodeRetriever(
+        retriever, tenant_id="acme", as_of=AS_OF,
+        filters=MetadataFilters(filters=[
+            MetadataFilter(key="tags", value="deploy", operator=FilterOperator.CONTAINS),
+            MetadataFilter(key="user", value="u1", operator=FilterOperator.NE),
+        ]),
+    )  # fmt: skip
+    assert [n.node.get_content() for n in li.retrieve("deploy")] == [
+        "Deploy note: u2 deployed on Friday"
+    ]
+    li.filters = MetadataFilters(
+        filters=[MetadataFilter(key="user", value="u1")], condition=FilterCondition.OR
+    )
+    with pytest.raises(ValidationError, match="only AND"):
+        li.retrieve("deploy")

@@ -275,6 +275,16 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
             assert "limit" in _error(
                 await alice.call_tool("search_memory", {"query": "x", "limit": 1000})
             )
+            mine = _data(await alice.call_tool(
+                "remember", {"text": "Tenant a's other code is 1111", "metadata": {"box": "b2"}}
+            ))  # fmt: skip
+            filtered = _data(await alice.call_tool(
+                "search_memory", {"query": "code", "filter": {"box": {"$eq": "b2"}}}
+            ))  # fmt: skip
+            assert [r["id"] for r in filtered["results"]] == [mine["id"]]
+            assert "logical operators" in _error(
+                await alice.call_tool("search_memory", {"query": "x", "filter": {"$or": []}})
+            )
         async with _session(url, tokens["b"]) as bob:
             found = _data(await bob.call_tool("search_memory", {"query": "launch code"}))
             assert found["results"] == []
@@ -295,6 +305,7 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
         ).all()
     assert [tuple(row) for row in rows] == [
         ("a", "Tenant a's launch code is 0000"),
+        ("a", "Tenant a's other code is 1111"),
         ("b", "Tenant b's note"),
     ]
 

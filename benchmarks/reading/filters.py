@@ -1,0 +1,196 @@
+"""Metadata filters at 100,000 memories: what a selective and an unselective filter cost, and
+whether a filtered call still gets its full top 10 of the rows that meet it.
+
+One tenant of ``--rows`` memories (SciFact sentences' vectors and their noisy copies, as the
+peers' data; texts "note N"), each with metadata ``{"user": "u<N mod 1000>", "team":
+"t<N mod 2>", "score": N mod 100}``. For 100 SciFact claims, ``retrieve(..., limit=10)`` with
+the vector channel alone (``_scifact.vector_alone``, the peers' setting), for each filter:
+
+* none;
+* selective: ``{"user": "u7"}`` (0.1% of the rows), by containment;
+* selective by comparison: ``{"score": {"$lt": 1}}`` (1%);
+* unselective: ``{"team": "t0"}`` (50%).
+
+Reported per filter: p50 and p95 of each claim's median over ``--passes`` timed passes (one
+warm-up pass first), the share of calls that returned 10 results, and recall@10 against the
+exact nearest rows that meet the filter (numpy). The filters are run without and then with a
+GIN index on ``(tenant_id, metadata jsonb_path_ops)`` (btree_gin), made and dropped here.
+
+Usage: python benchmarks/reading/filters.py [--data-dir DIR] [--rows N] [--passes P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
+from _common import add_output, percentiles, write_result
+from _scifact import (
+    AS_OF,
+    cached_vectors,
+    memory_vectors,
+    read_queries,
+    scifact_sentences,
+    shapes,
+    vector_alone,
+)
+from _server import add_data_dir, embedded
+from sqlalchemy import text
+
+from retrieval.db.migrate import MigrationSettings
+from retrieval.db.vector_index import build_vector_index, drop_vector_index
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
+
+SCHEMA = "filters"
+TENANT = "filtered"
+CLAIMS = 100
+FILTERS: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "selective (0.1%, containment)": {"user": "u7"},
+    "selective (1%, comparison)": {"score": {"$lt": 1}},
+    "unselective (50%)": {"team": "t0"},
+}
+INDEX = "filters_memories_metadata_idx"
+
+
+def metadata_of(row: int) -> dict[str, Any]:
+    """The metadata of row ``row``."""
+    return {"user": f"u{row % 1000}", "team": f"t{row % 2}", "score": row % 100}
+
+
+def meets(row: int, condition: dict[str, Any] | None) -> bool:
+    """Whether row ``row`` meets one of :data:`FILTERS` (as the statement decides it)."""
+    if condition is None:
+        return True
+    meta = metadata_of(row)
+    if "score" in condition:
+        return bool(meta["score"] < condition["score"]["$lt"])
+    return all(meta[key] == value for key, value in condition.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_dir(parser)
+    parser.add_argument("--rows", type=int, default=100_000, help="memories in the tenant")
+    parser.add_argument("--passes", type=int, default=3, help="timed passes over the claims")
+    add_output(parser)
+    args = parser.parse_args()
+
+    bench = embedded(args.data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384))
+    embedder = SentenceTransformerEmbedder()
+    base = cached_vectors(
+        embedder, scifact_sentences(44_790), bench.data_dir.parent / "scifact-sentence-vectors.npy"
+    )
+    vectors = memory_vectors(base, args.rows)
+    store = MemoryStore(bench.engine, schema=SCHEMA, embedder=embedder)
+    rows = _load(bench.engine, store, vectors)
+    claims = read_queries()[:CLAIMS]
+    claim_vectors = embedder.embed(claims)
+    exact = {name: _exact(vectors, claim_vectors, condition) for name, condition in FILTERS.items()}
+    config = vector_alone(shapes()["semantic"])
+    results: dict[str, Any] = {"rows": args.rows, "claims": len(claims), "passes": args.passes}
+    for indexed in (False, True):
+        _index(bench.engine, indexed)
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            results["with GIN index" if indexed else "without GIN index"] = {
+                name: _measured(retriever, claims, condition, exact[name], rows, args.passes)
+                for name, condition in FILTERS.items()
+            }
+    _index(bench.engine, False)
+    write_result("filters", results, args)
+
+
+def _load(engine: Any, store: MemoryStore, vectors: np.ndarray) -> dict[int, int]:
+    # The tenant's rows, loaded once (the data directory keeps them); their ids by row.
+    with engine.connect() as connection:
+        have = connection.execute(
+            text(f"SELECT count(*) FROM {SCHEMA}.memories WHERE tenant_id = :t"), {"t": TENANT}
+        ).scalar_one()
+    if have != len(vectors):
+        store.forget(tenant_id=TENANT, everything=True)
+        drop_vector_index(engine, SCHEMA)
+        started = time.perf_counter()
+        for start in range(0, len(vectors), 5000):
+            store.remember_many(
+                MemoryInput(
+                    text=f"note {row}", tenant_id=TENANT, embedding=vectors[row],
+                    metadata=metadata_of(row), created_at=AS_OF,
+                )
+                for row in range(start, min(start + 5000, len(vectors)))
+            )  # fmt: skip
+        build_vector_index(engine, SCHEMA)
+        print(f"loaded {len(vectors)} memories in {time.perf_counter() - started:.0f} s")
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text(f"VACUUM ANALYZE {SCHEMA}.memories"))
+        found = connection.execute(
+            text(f"SELECT id, content FROM {SCHEMA}.memories WHERE tenant_id = :t"), {"t": TENANT}
+        ).all()
+    return {int(memory_id): int(content.split()[1]) for memory_id, content in found}
+
+
+def _exact(
+    vectors: np.ndarray, queries: np.ndarray, condition: dict[str, Any] | None
+) -> list[set[int]]:
+    # Each claim's 10 nearest rows that meet the condition.
+    mine = np.array([row for row in range(len(vectors)) if meets(row, condition)])
+    scores = queries @ vectors[mine].T
+    return [set(mine[np.argsort(-row, kind="stable")[:10]].tolist()) for row in scores]
+
+
+def _index(engine: Any, present: bool) -> None:
+    # The GIN index on the tenant and the metadata, made or dropped.
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        if present:
+            connection.execute(text(
+                f"CREATE INDEX IF NOT EXISTS {INDEX} ON {SCHEMA}.memories "
+                "USING gin (tenant_id, metadata jsonb_path_ops)"
+            ))  # fmt: skip
+            connection.execute(text(f"ANALYZE {SCHEMA}.memories"))
+        else:
+            connection.execute(text(f"DROP INDEX IF EXISTS {SCHEMA}.{INDEX}"))
+
+
+def _measured(
+    retriever: HybridRetriever,
+    claims: list[str],
+    condition: dict[str, Any] | None,
+    exact: list[set[int]],
+    rows: dict[int, int],
+    passes: int,
+) -> dict[str, Any]:
+    # p50 / p95 of each claim's median time, the share of full answers, recall@10.
+    def call(index: int) -> list[int]:
+        found = retriever.retrieve(
+            claims[index], tenant_id=TENANT, as_of=AS_OF, limit=10, filter=condition
+        )
+        return [rows[r.metadata["id"]] for r in found]
+
+    found = [call(index) for index in range(len(claims))]  # the warm-up pass
+    times: list[list[float]] = [[] for _ in claims]
+    for _ in range(passes):
+        for index in range(len(claims)):
+            began = time.perf_counter()
+            call(index)
+            times[index].append((time.perf_counter() - began) * 1000)
+    summary = percentiles([statistics.median(claim) for claim in times])
+    overlap = [len(set(ids) & want) / 10 for ids, want in zip(found, exact, strict=True)]
+    return {
+        "p50_ms": round(summary["p50"], 2),
+        "p95_ms": round(summary["p95"], 2),
+        "full_top_10": round(sum(len(ids) == 10 for ids in found) / len(found), 3),
+        "recall_at_10": round(statistics.mean(overlap), 3),
+    }
+
+
+if __name__ == "__main__":
+    main()
