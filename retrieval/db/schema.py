@@ -35,6 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
+from retrieval.db.queries import quote_schema
 from retrieval.db.vector_type import VectorType, operator_class
 
 MEMORIES = "memories"
@@ -117,8 +118,9 @@ class _Embedding:
         )
 
 
-def _quoted(schema: str | None) -> str:
-    return '"' + (schema or "public").replace('"', '""') + '"'
+def _gin(name: str, *columns: str, ops: str) -> Index:
+    # A GIN index on ``columns``, the last with the operator class ``ops``.
+    return Index(name, *columns, postgresql_using="gin", postgresql_ops={columns[-1]: ops})
 
 
 def _tenant() -> Column[str]:
@@ -195,7 +197,9 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
         Column(
             "content_key",
             LargeBinary,
-            Computed(f"{_quoted(metadata.schema)}.text_key(content)", persisted=True),
+            Computed(
+                f"{quote_schema(metadata.schema or 'public')}.text_key(content)", persisted=True
+            ),
         ),
         PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
         *_time_ranges(MEMORIES),
@@ -238,6 +242,8 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
             postgresql_where=text("thread_id IS NOT NULL"),
         ),
         Index("memories_search_vector_idx", "tenant_id", "search_vector", postgresql_using="gin"),
+        # A metadata filter's containment (revision 0017): {"user": "u1"} found by the index.
+        _gin("memories_metadata_idx", "tenant_id", "metadata", ops="jsonb_path_ops"),
         embedding.index("memories_embedding_hnsw_idx"),
     )
 
@@ -445,19 +451,9 @@ def _episodic_words(metadata: MetaData) -> None:
         Column("rows", BigInteger, nullable=False),
         PrimaryKeyConstraint("tenant_id", "id", name="episodic_vocabulary_pkey"),
         UniqueConstraint("tenant_id", "digest", name="episodic_vocabulary_digest_key"),
-        Index(
-            "episodic_vocabulary_token_trgm_idx",
-            "token",
-            postgresql_using="gin",
-            postgresql_ops={"token": "gin_trgm_ops"},
-        ),
-        Index(  # a tenant's own tokens, for tenants among many (btree_gin, revision 0009)
-            "episodic_vocabulary_tenant_token_trgm_idx",
-            "tenant_id",
-            "token",
-            postgresql_using="gin",
-            postgresql_ops={"token": "gin_trgm_ops"},
-        ),
+        _gin("episodic_vocabulary_token_trgm_idx", "token", ops="gin_trgm_ops"),
+        # a tenant's own tokens, for tenants among many (btree_gin, revision 0009)
+        _gin("episodic_vocabulary_tenant_token_trgm_idx", "tenant_id", "token", ops="gin_trgm_ops"),
     )
     Table(
         EPISODIC_POSTINGS,

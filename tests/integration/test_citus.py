@@ -147,8 +147,8 @@ def test_distribute_refuses_where_it_cannot_and_a_second_run_has_nothing_to_do(
                 {"pattern": f"{schema}.%"},
             ).scalar_one()
         assert colocated == 1
-        # Down to 0014 (revision 0016's columns go, 0015's functions stay) works; further is
-        # refused first; up again on the distributed tables.
+        # Down to 0014 (revision 0017's index and 0016's columns go, 0015's functions stay)
+        # works; further is refused first; up again on the distributed tables.
         downgrade(engine, settings, "0014")
         assert current_revision(engine, settings) == "0014"
         with pytest.raises(ConfigurationError, match="distributed by Citus"):
