@@ -15,7 +15,9 @@ Reported per filter: p50 and p95 of each claim's median over ``--passes`` timed 
 warm-up pass first), the share of calls that returned 10 results, and recall@10 against the
 exact nearest rows that meet the filter (numpy). The filters are run without and then with
 revision 0017's GIN index on ``(tenant_id, metadata jsonb_path_ops)`` (btree_gin), dropped
-for the first run and made again.
+for the first run and made again. Last, what the index costs writes: ``--write-rows`` memories
+with their vectors and metadata stored in batches of 1,000 into a tenant of their own, with and
+without the index in turn (``--passes`` times each), rows per second.
 
 Usage: python benchmarks/reading/filters.py [--data-dir DIR] [--rows N] [--passes P]
 """
@@ -84,6 +86,7 @@ def main() -> None:
     add_data_dir(parser)
     parser.add_argument("--rows", type=int, default=100_000, help="memories in the tenant")
     parser.add_argument("--passes", type=int, default=3, help="timed passes over the claims")
+    parser.add_argument("--write-rows", type=int, default=20_000, help="rows of the write test")
     add_output(parser)
     args = parser.parse_args()
 
@@ -107,7 +110,38 @@ def main() -> None:
                 name: _measured(retriever, claims, condition, exact[name], rows, args.passes)
                 for name, condition in FILTERS.items()
             }
+    results["writes"] = _writes(bench.engine, store, vectors[: args.write_rows], args.passes)
+    _index(bench.engine, True)
     write_result("filters", results, args)
+
+
+def _writes(engine: Any, store: MemoryStore, vectors: np.ndarray, passes: int) -> dict[str, Any]:
+    # Rows per second of a batch load into a tenant of its own, with and without the index.
+    rates: dict[str, list[float]] = {"with GIN index": [], "without GIN index": []}
+    for run in range(passes):
+        for indexed in (True, False) if run % 2 == 0 else (False, True):
+            store.forget(tenant_id="writes", everything=True)
+            _index(engine, indexed)
+            began = time.perf_counter()
+            for start in range(0, len(vectors), 1000):
+                store.remember_many(
+                    MemoryInput(
+                        text=f"write {row}", tenant_id="writes", embedding=vectors[row],
+                        metadata=metadata_of(row), created_at=AS_OF,
+                    )
+                    for row in range(start, min(start + 1000, len(vectors)))
+                )  # fmt: skip
+            rates["with GIN index" if indexed else "without GIN index"].append(
+                len(vectors) / (time.perf_counter() - began)
+            )
+    store.forget(tenant_id="writes", everything=True)
+    medians = {name: statistics.median(runs) for name, runs in rates.items()}
+    return {
+        "rows": len(vectors),
+        "rows_per_s": {name: round(value) for name, value in medians.items()},
+        "ratio": round(medians["with GIN index"] / medians["without GIN index"], 3),
+        "runs": {name: [round(r) for r in runs] for name, runs in rates.items()},
+    }
 
 
 def _load(engine: Any, store: MemoryStore, vectors: np.ndarray) -> dict[int, int]:
