@@ -162,3 +162,27 @@ def test_a_bad_filter_is_refused_before_any_read(retriever: HybridRetriever) -> 
         retriever.retrieve(QUESTION, tenant_id="acme", filter={"$or": [{"a": 1}]})
     with pytest.raises(ValidationError, match="filter must be a dict"):
         retriever.retrieve(QUESTION, tenant_id="acme", filter="user=u1")  # type: ignore[arg-type]
+
+
+def test_the_async_retriever_and_build_context_filter_too(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    import asyncio
+
+    from retrieval.aio import AsyncHybridRetriever
+    from retrieval.search.agent_context import build_context
+
+    ids = _deploy_notes(store)
+
+    async def asked() -> list[int]:
+        threaded = AsyncHybridRetriever(retriever)
+        try:
+            found = await threaded.retrieve(QUESTION, tenant_id="acme", filter={"user": "u1"})
+        finally:
+            await threaded.threads.aclose()
+        return _ids(found)
+
+    assert set(asyncio.run(asked())) <= set(ids["u1"])
+    context = build_context(retriever, QUESTION, [], tenant_id="acme", filter={"user": "u1"})
+    assert context.response is not None
+    assert set(_ids(context.response)) <= set(ids["u1"]) and _ids(context.response)
