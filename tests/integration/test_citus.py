@@ -176,7 +176,8 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
         store = MemoryStore(app, schema=schema, embedder=embedder)
         texts = ["The deploy key lives in the vault", "Ann prefers the blue-green deploy"]
         mine = store.remember_many(
-            [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
+            [{"text": text, "tenant_id": tenant, "created_at": AS_OF,
+              "metadata": {"topic": "keys" if "key" in text else "people"}}
              for tenant in ("alpha", "beta") for text in texts]
         )  # fmt: skip
         decision = store.record_decision(
@@ -199,6 +200,12 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
             assert any(r.source == "episodic" for r in found)
             assert any(r.source == "documents" for r in found)
             assert [e.id for e in bound.timeline("alpha") if e.item == "decision"] == [decision]
+            # A filtered search on the distributed tables, as the bound role.
+            filtered = bound.retrieve(
+                "deploy", tenant_id="alpha", as_of=AS_OF, filter={"topic": {"$eq": "people"}}
+            )
+            assert [r.metadata["id"] for r in filtered if r.source == "semantic"] == [mine[1]]
+            assert not any(r.source == "episodic" for r in filtered)
         # A statement without a tenant filter (many shards) sees only the tenant named.
         anywhere = make_engine(
             f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval"
