@@ -25,6 +25,10 @@ NOT COALESCE(({metadata} #> %(filter_path_{i})s::text[]) IN (SELECT jsonb_array_
 -- The key is there (or, with false, is not).
 (({metadata} #> %(filter_path_{i})s::text[]) IS NOT NULL) = (%(filter_value_{i})s::jsonb = 'true'::jsonb)
 
+-- name: allowed
+-- The chunk {key} is one of those that meet the call's filter (doc_allowed).
+{key} IN (SELECT id FROM doc_allowed)
+
 -- name: doc_allowed
 -- The tenant's chunks whose metadata (their document's, then their own) meets the filter
 -- {conditions}.

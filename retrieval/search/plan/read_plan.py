@@ -162,7 +162,7 @@ def _shape(
         capped=many_words,
         presence=probed + (SIZE_ROWS if sized else ()),
         context=context,
-        filter=call.metadata_filter.operators if call.metadata_filter is not None else (),
+        filter=call.filter_operators,
     )
 
 

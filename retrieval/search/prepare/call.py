@@ -49,6 +49,11 @@ class PreparedCall:
     vector_cached: bool = True  # whether the embedding cache had it
 
     @property
+    def filter_operators(self) -> tuple[str, ...]:
+        """The operators of the call's metadata filter, in order (``()``: no filter)."""
+        return self.metadata_filter.operators if self.metadata_filter is not None else ()
+
+    @property
     def reads_vector(self) -> bool:
         """Whether a source of the call reads the query's vector (memories or documents)."""
         config = self.config

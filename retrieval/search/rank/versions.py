@@ -37,9 +37,8 @@ def newer_versions_first(scored: Sequence[Scored], threshold: float) -> list[Sco
         if not newer:
             continue
         kept = [final[n] for n in newer if final[n] >= threshold]
-        own = final[item.identity]
-        capped = max(0.0, min(kept) - VERSION_MARGIN) if kept else own
-        capped = min(own, capped)
+        own = item.final_score
+        capped = min(own, max(0.0, min(kept) - VERSION_MARGIN)) if kept else own
         final[item.identity] = capped
         changed[item.identity] = item._replace(
             final_score=capped, outdated=Outdated(by=newer[0], own_final=item.final_score)

@@ -78,10 +78,7 @@ class Reader:
                 "threads": [where[0] for _, where in placed],
                 "positions": [where[1] for _, where in placed],
             }
-            shape = plan.full_shape or plan.shape
-            statement = self.statements.context(
-                plan.call.mode, shape.filter if shape is not None else ()
-            )
+            statement = self.statements.context(plan.call.mode, plan.call.filter_operators)
             rows = reads.execute(statement, plan.parameters | found)
             return Read(candidates, leading, rows, sent + 1, ids)
         rows = sorted((row for row in turns if row[0] in ids), key=lambda row: row[:3])

@@ -117,21 +117,11 @@ def documents_ctes(
 def _channels(schema: str, postings: Postings, capped: bool, filtered: bool) -> list[str]:
     # Each channel's best chunks (BM25 pruned, and the nearest by vector), and their union;
     # when the call has a metadata filter, of the chunks that meet it (doc_allowed).
-    allowed = "{key} IN (SELECT id FROM doc_allowed)" if filtered else ""
+    posting = template("read_metadata.allowed", key="p.chunk_id") if filtered else ""
+    chunk = " AND " + template("read_metadata.allowed", key="c.id") if filtered else ""
     return [
-        *bm25_ctes(
-            "doc",
-            postings,
-            "query_text",
-            "documents_candidates",
-            allowed.format(key="p.chunk_id"),
-            capped=capped,
-        ),
-        template(
-            "read_documents.doc_dense",
-            schema,
-            allowed=" AND " + allowed.format(key="c.id") if filtered else "",
-        ),
+        *bm25_ctes("doc", postings, "query_text", "documents_candidates", posting, capped=capped),
+        template("read_documents.doc_dense", schema, allowed=chunk),
         template("read_documents.doc_found"),
     ]
 
