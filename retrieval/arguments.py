@@ -16,6 +16,7 @@ write and forget alike: a string, stripped of surrounding whitespace, not empty,
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -147,6 +148,63 @@ def names(field: str, value: object) -> tuple[str, ...]:
             field=field,
         )
     return tuple(name(field, item) for item in value)
+
+
+# The most names a namespace holds (a path such as ("users", "u1", "preferences")).
+MAX_NAMESPACE_DEPTH = 32
+
+
+def namespace(field: str, value: object) -> tuple[str, ...]:
+    """``value`` as a namespace: ``None`` or ``()`` (the tenant's top), or a list or tuple of
+    at most :data:`MAX_NAMESPACE_DEPTH` names, each a non-empty string of at most
+    :data:`MAX_NAME_CHARS` characters that PostgreSQL text can hold, kept exactly as given."""
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise ValidationError(
+            f"{field} must be a list or tuple of names, such as ('users', 'u1'), got "
+            f"{type(value).__name__} {value!r:.40}",
+            field=field,
+        )
+    if len(value) > MAX_NAMESPACE_DEPTH:
+        raise ValidationError(
+            f"{field} has {len(value)} names, over the limit of {MAX_NAMESPACE_DEPTH}",
+            field=field,
+        )
+    for label in value:
+        if not isinstance(label, str) or not label:
+            raise ValidationError(
+                f"{field} must hold non-empty strings, got {label!r:.40}", field=field
+            )
+        problem = storable_problem(label)
+        if problem is not None or len(label) > MAX_NAME_CHARS:
+            raise ValidationError(
+                f"{field} holds a name {label!r:.40} that "
+                + (problem or f"is over the limit of {MAX_NAME_CHARS:,} characters"),
+                field=field,
+            )
+    return tuple(value)
+
+
+def namespace_text(field: str, text: str) -> tuple[str, ...]:
+    """A namespace written as text: names joined by ``/`` (``users/u1/preferences``), or a JSON
+    list of names (``["a/b", "c"]``) for names that hold a ``/``; checked as :func:`namespace`."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            names: object = json.loads(stripped)
+        except json.JSONDecodeError:
+            raise ValidationError(
+                f"{field} {text[:40]!r} is not a JSON list of names", field=field
+            ) from None
+    else:
+        names = stripped.split("/")
+        if not stripped or "" in names:
+            raise ValidationError(
+                f"{field} {text[:40]!r} is not a namespace: names joined by /, such as users/u1",
+                field=field,
+            )
+    return namespace(field, names)
 
 
 def messages(field: str, value: object) -> Sequence[Mapping[str, Any]] | None:

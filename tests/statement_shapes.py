@@ -136,6 +136,18 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 filter=("contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists"),
             ),
         ),
+        "option-namespace": (
+            "a namespace given (with a metadata filter): memories in it or below it and their "
+            "context turns; no decisions, tool calls or documents",
+            replace(
+                DEFAULT,
+                episodic=None,
+                documents=False,
+                presence=(),
+                context=True,
+                filter=("namespace", "contains"),
+            ),
+        ),
         "option-episodic-only": (
             "the semantic source off",
             StatementShape(semantic=None, episodic=episodic, presence=_PROBED),
@@ -172,7 +184,7 @@ def shape_space() -> int:
         if flags[0] or flags[1]
     ]
     presence = 4  # with or without the size rows, times the probed sources at their defaults
-    filters = 2  # without a metadata filter, or with one (each list of operators its own)
+    filters = 3  # none, a metadata filter, or a namespace (each list of operators its own)
     return len(semantic) * len(episodic) * 2 * 2 * 2 * presence * 2 * filters
 
 

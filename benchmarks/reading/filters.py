@@ -1,21 +1,26 @@
-"""Metadata filters at 100,000 memories: what a selective and an unselective filter cost, and
-whether a filtered call still gets its full top 10 of the rows that meet it.
+"""Metadata filters and namespaces at 100,000 memories: what a selective and an unselective
+filter or namespace cost, and whether such a call still gets its full top 10 of the rows that
+meet it.
 
 One tenant of ``--rows`` memories (SciFact sentences' vectors and their noisy copies, as the
 peers' data; texts "note N"), each with metadata ``{"user": "u<N mod 1000>", "team":
-"t<N mod 2>", "score": N mod 100}``. For 100 SciFact claims, ``retrieve(..., limit=10)`` with
-the vector channel alone (``_scifact.vector_alone``, the peers' setting), for each filter:
+"t<N mod 2>", "score": N mod 100}`` and the namespace ``("teams", "t<N mod 2>", "users",
+"u<N mod 1000>")``. For 100 SciFact claims, ``retrieve(..., limit=10)`` with the vector channel
+alone (``_scifact.vector_alone``, the peers' setting), for each call:
 
-* none;
+* no filter;
 * selective: ``{"user": "u7"}`` (0.1% of the rows), by containment;
 * selective by comparison: ``{"score": {"$lt": 1}}`` (1%);
-* unselective: ``{"team": "t0"}`` (50%).
+* unselective: ``{"team": "t0"}`` (50%);
+* a selective namespace, ``("teams", "t1", "users", "u7")`` (0.1%);
+* an unselective namespace, ``("teams", "t0")`` (50%).
 
-Reported per filter: p50 and p95 of each claim's median over ``--passes`` timed passes (one
+Reported per call: p50 and p95 of each claim's median over ``--passes`` timed passes (one
 warm-up pass first), the share of calls that returned 10 results, and recall@10 against the
-exact nearest rows that meet the filter (numpy). The filters are run without and then with
-revision 0017's GIN index on ``(tenant_id, metadata jsonb_path_ops)`` (btree_gin), dropped
-for the first run and made again. Last, what the index costs writes: ``--write-rows`` memories
+exact nearest rows that meet the filter (numpy). The calls are run without and then with the
+GIN indexes of revision 0017 on ``(tenant_id, metadata jsonb_path_ops)`` and of revision 0018
+on ``(tenant_id, namespace)`` (btree_gin), dropped for the first run and made again. Last, what
+the indexes cost writes: ``--write-rows`` memories
 with their vectors and metadata stored in batches of 1,000 into a tenant of their own, with and
 without the index in turn (``--passes`` times each), rows per second.
 
@@ -57,13 +62,20 @@ from retrieval.search.retriever import HybridRetriever
 SCHEMA = "filters"
 TENANT = "filtered"
 CLAIMS = 100
-FILTERS: dict[str, dict[str, Any] | None] = {
-    "none": None,
-    "selective (0.1%, containment)": {"user": "u7"},
-    "selective (1%, comparison)": {"score": {"$lt": 1}},
-    "unselective (50%)": {"team": "t0"},
+# Each call's options of retrieve().
+FILTERS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "selective (0.1%, containment)": {"filter": {"user": "u7"}},
+    "selective (1%, comparison)": {"filter": {"score": {"$lt": 1}}},
+    "unselective (50%)": {"filter": {"team": "t0"}},
+    "namespace, selective (0.1%)": {"namespace": ("teams", "t1", "users", "u7")},
+    "namespace, unselective (50%)": {"namespace": ("teams", "t0")},
 }
-INDEX = "memories_metadata_idx"  # revision 0017's
+# Revision 0017's index and revision 0018's.
+INDEXES = {
+    "memories_metadata_idx": "(tenant_id, metadata jsonb_path_ops)",
+    "memories_namespace_idx": "(tenant_id, namespace)",
+}
 
 
 def metadata_of(row: int) -> dict[str, Any]:
@@ -71,10 +83,17 @@ def metadata_of(row: int) -> dict[str, Any]:
     return {"user": f"u{row % 1000}", "team": f"t{row % 2}", "score": row % 100}
 
 
-def meets(row: int, condition: dict[str, Any] | None) -> bool:
+def namespace_of(row: int) -> tuple[str, ...]:
+    """The namespace of row ``row``."""
+    return ("teams", f"t{row % 2}", "users", f"u{row % 1000}")
+
+
+def meets(row: int, options: dict[str, Any]) -> bool:
     """Whether row ``row`` meets one of :data:`FILTERS` (as the statement decides it)."""
-    if condition is None:
-        return True
+    if "namespace" in options:
+        prefix = options["namespace"]
+        return namespace_of(row)[: len(prefix)] == prefix
+    condition = options.get("filter") or {}
     meta = metadata_of(row)
     if "score" in condition:
         return bool(meta["score"] < condition["score"]["$lt"])
@@ -100,15 +119,15 @@ def main() -> None:
     rows = _load(bench.engine, store, vectors)
     claims = read_queries()[:CLAIMS]
     claim_vectors = embedder.embed(claims)
-    exact = {name: _exact(vectors, claim_vectors, condition) for name, condition in FILTERS.items()}
+    exact = {name: _exact(vectors, claim_vectors, options) for name, options in FILTERS.items()}
     config = vector_alone(shapes()["semantic"])
     results: dict[str, Any] = {"rows": args.rows, "claims": len(claims), "passes": args.passes}
     for indexed in (False, True):
         _index(bench.engine, indexed)
         with HybridRetriever.from_store(store, config=config) as retriever:
-            results["with GIN index" if indexed else "without GIN index"] = {
-                name: _measured(retriever, claims, condition, exact[name], rows, args.passes)
-                for name, condition in FILTERS.items()
+            results["with GIN indexes" if indexed else "without GIN indexes"] = {
+                name: _measured(retriever, claims, options, exact[name], rows, args.passes)
+                for name, options in FILTERS.items()
             }
     results["writes"] = _writes(bench.engine, store, vectors[: args.write_rows], args.passes)
     _index(bench.engine, True)
@@ -117,7 +136,7 @@ def main() -> None:
 
 def _writes(engine: Any, store: MemoryStore, vectors: np.ndarray, passes: int) -> dict[str, Any]:
     # Rows per second of a batch load into a tenant of its own, with and without the index.
-    rates: dict[str, list[float]] = {"with GIN index": [], "without GIN index": []}
+    rates: dict[str, list[float]] = {"with GIN indexes": [], "without GIN indexes": []}
     for run in range(passes):
         for indexed in (True, False) if run % 2 == 0 else (False, True):
             store.forget(tenant_id="writes", everything=True)
@@ -127,11 +146,11 @@ def _writes(engine: Any, store: MemoryStore, vectors: np.ndarray, passes: int) -
                 store.remember_many(
                     MemoryInput(
                         text=f"write {row}", tenant_id="writes", embedding=vectors[row],
-                        metadata=metadata_of(row), created_at=AS_OF,
+                        metadata=metadata_of(row), namespace=namespace_of(row), created_at=AS_OF,
                     )
                     for row in range(start, min(start + 1000, len(vectors)))
                 )  # fmt: skip
-            rates["with GIN index" if indexed else "without GIN index"].append(
+            rates["with GIN indexes" if indexed else "without GIN indexes"].append(
                 len(vectors) / (time.perf_counter() - began)
             )
     store.forget(tenant_id="writes", everything=True)
@@ -139,7 +158,7 @@ def _writes(engine: Any, store: MemoryStore, vectors: np.ndarray, passes: int) -
     return {
         "rows": len(vectors),
         "rows_per_s": {name: round(value) for name, value in medians.items()},
-        "ratio": round(medians["with GIN index"] / medians["without GIN index"], 3),
+        "ratio": round(medians["with GIN indexes"] / medians["without GIN indexes"], 3),
         "runs": {name: [round(r) for r in runs] for name, runs in rates.items()},
     }
 
@@ -148,8 +167,9 @@ def _load(engine: Any, store: MemoryStore, vectors: np.ndarray) -> dict[int, int
     # The tenant's rows, loaded once (the data directory keeps them); their ids by row.
     with engine.connect() as connection:
         have = connection.execute(
-            text(f"SELECT count(*) FROM {SCHEMA}.memories WHERE tenant_id = :t"), {"t": TENANT}
-        ).scalar_one()
+            text(f"SELECT count(*) FROM {SCHEMA}.memories WHERE tenant_id = :t "
+                 "AND namespace <> '{}'"), {"t": TENANT}
+        ).scalar_one()  # fmt: skip
     if have != len(vectors):
         store.forget(tenant_id=TENANT, everything=True)
         drop_vector_index(engine, SCHEMA)
@@ -158,7 +178,7 @@ def _load(engine: Any, store: MemoryStore, vectors: np.ndarray) -> dict[int, int
             store.remember_many(
                 MemoryInput(
                     text=f"note {row}", tenant_id=TENANT, embedding=vectors[row],
-                    metadata=metadata_of(row), created_at=AS_OF,
+                    metadata=metadata_of(row), namespace=namespace_of(row), created_at=AS_OF,
                 )
                 for row in range(start, min(start + 5000, len(vectors)))
             )  # fmt: skip
@@ -172,41 +192,39 @@ def _load(engine: Any, store: MemoryStore, vectors: np.ndarray) -> dict[int, int
     return {int(memory_id): int(content.split()[1]) for memory_id, content in found}
 
 
-def _exact(
-    vectors: np.ndarray, queries: np.ndarray, condition: dict[str, Any] | None
-) -> list[set[int]]:
+def _exact(vectors: np.ndarray, queries: np.ndarray, options: dict[str, Any]) -> list[set[int]]:
     # Each claim's 10 nearest rows that meet the condition.
-    mine = np.array([row for row in range(len(vectors)) if meets(row, condition)])
+    mine = np.array([row for row in range(len(vectors)) if meets(row, options)])
     scores = queries @ vectors[mine].T
     return [set(mine[np.argsort(-row, kind="stable")[:10]].tolist()) for row in scores]
 
 
 def _index(engine: Any, present: bool) -> None:
-    # The GIN index on the tenant and the metadata, made or dropped.
+    # The GIN indexes on the tenant and the metadata or the namespace, made or dropped.
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        for name, columns in INDEXES.items():
+            if present:
+                connection.execute(text(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON {SCHEMA}.memories USING gin {columns}"
+                ))  # fmt: skip
+            else:
+                connection.execute(text(f"DROP INDEX IF EXISTS {SCHEMA}.{name}"))
         if present:
-            connection.execute(text(
-                f"CREATE INDEX IF NOT EXISTS {INDEX} ON {SCHEMA}.memories "
-                "USING gin (tenant_id, metadata jsonb_path_ops)"
-            ))  # fmt: skip
             connection.execute(text(f"ANALYZE {SCHEMA}.memories"))
-        else:
-            connection.execute(text(f"DROP INDEX IF EXISTS {SCHEMA}.{INDEX}"))
 
 
 def _measured(
     retriever: HybridRetriever,
     claims: list[str],
-    condition: dict[str, Any] | None,
+    options: dict[str, Any],
     exact: list[set[int]],
     rows: dict[int, int],
     passes: int,
 ) -> dict[str, Any]:
     # p50 / p95 of each claim's median time, the share of full answers, recall@10.
     def call(index: int) -> list[int]:
-        found = retriever.retrieve(
-            claims[index], tenant_id=TENANT, as_of=AS_OF, limit=10, filter=condition
-        )
+        asked = claims[index]
+        found = retriever.retrieve(asked, tenant_id=TENANT, as_of=AS_OF, limit=10, **options)
         return [rows[r.metadata["id"]] for r in found]
 
     found = [call(index) for index in range(len(claims))]  # the warm-up pass

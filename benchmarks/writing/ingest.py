@@ -55,7 +55,7 @@ from sqlalchemy import Engine, text
 
 from retrieval.db.engine import stored_vector_type
 from retrieval.db.migrate import MigrationSettings, upgrade
-from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.table_parts import HNSW_LINKS
 from retrieval.db.vector_index import build_vector_index
 from retrieval.db.vector_type import operator_class
 from retrieval.embedding.models import SentenceTransformerEmbedder

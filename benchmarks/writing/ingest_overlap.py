@@ -45,7 +45,7 @@ from _server import embedded
 from psycopg.copy import QueuedLibpqWriter
 
 from retrieval.db.copy_rows import encode_vectors
-from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.table_parts import HNSW_LINKS
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
 BATCH = 64

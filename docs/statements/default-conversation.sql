@@ -25,6 +25,7 @@ semantic_nearest AS MATERIALIZED (
            m.embedding_model,
            m.thread_id,
            m.position,
+           m.namespace,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -97,6 +98,7 @@ mem_fetched AS MATERIALIZED (
                                     m.embedding_model,
                                     m.thread_id,
                                     m.position,
+                                    m.namespace,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -162,6 +164,7 @@ mem_matched AS MATERIALIZED (
                               r.embedding_model,
                               r.thread_id,
                               r.position,
+                              r.namespace,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -316,6 +319,8 @@ semantic AS (
                              n.thread_id,
                              'position',
                              n.position,
+                             'namespace',
+                             n.namespace,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
@@ -412,6 +417,7 @@ semantic AS (
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
+           m.namespace,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -438,6 +444,7 @@ mem_newer AS MATERIALIZED (
                                    n.id DESC) AS newer
     FROM mem_facts AS o
          INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                  AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
     WHERE CASE
@@ -1221,6 +1228,7 @@ told_before AS (
            x.embedding_model,
            x.thread_id,
            x.position,
+           x.namespace,
            x.last_seen_at,
            x.distance,
            lag(x.created_at, 1, x.hit_at) OVER w - x.created_at AS gap
@@ -1239,6 +1247,7 @@ told_before AS (
                                           m.embedding_model,
                                           m.thread_id,
                                           m.position,
+                                          m.namespace,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -1277,6 +1286,7 @@ told_after AS (
            x.embedding_model,
            x.thread_id,
            x.position,
+           x.namespace,
            x.last_seen_at,
            x.distance,
            x.created_at - lag(x.created_at, 1, x.hit_at) OVER w AS gap
@@ -1295,6 +1305,7 @@ told_after AS (
                                           m.embedding_model,
                                           m.thread_id,
                                           m.position,
+                                          m.namespace,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -1348,6 +1359,7 @@ turns AS (
            m.embedding_model,
            m.thread_id,
            m.position,
+           m.namespace,
            m.last_seen_at,
            m.embedding <-> %(query_vector)s AS distance
     FROM context_hits AS h
@@ -1378,6 +1390,7 @@ turns AS (
            embedding_model,
            thread_id,
            position,
+           namespace,
            last_seen_at,
            distance
     FROM told
@@ -1436,6 +1449,8 @@ context AS (
                              n.thread_id,
                              'position',
                              n.position,
+                             'namespace',
+                             n.namespace,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

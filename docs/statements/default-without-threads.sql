@@ -21,6 +21,7 @@ semantic_nearest AS MATERIALIZED (
            m.embedding_model,
            m.thread_id,
            m.position,
+           m.namespace,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -93,6 +94,7 @@ mem_fetched AS MATERIALIZED (
                                     m.embedding_model,
                                     m.thread_id,
                                     m.position,
+                                    m.namespace,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -158,6 +160,7 @@ mem_matched AS MATERIALIZED (
                               r.embedding_model,
                               r.thread_id,
                               r.position,
+                              r.namespace,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -312,6 +315,8 @@ semantic AS (
                              n.thread_id,
                              'position',
                              n.position,
+                             'namespace',
+                             n.namespace,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
@@ -408,6 +413,7 @@ semantic AS (
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
+           m.namespace,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -434,6 +440,7 @@ mem_newer AS MATERIALIZED (
                                    n.id DESC) AS newer
     FROM mem_facts AS o
          INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                  AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
     WHERE CASE
@@ -570,6 +577,7 @@ told_before AS (
            x.embedding_model,
            x.thread_id,
            x.position,
+           x.namespace,
            x.last_seen_at,
            x.distance,
            lag(x.created_at, 1, x.hit_at) OVER w - x.created_at AS gap
@@ -588,6 +596,7 @@ told_before AS (
                                           m.embedding_model,
                                           m.thread_id,
                                           m.position,
+                                          m.namespace,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -626,6 +635,7 @@ told_after AS (
            x.embedding_model,
            x.thread_id,
            x.position,
+           x.namespace,
            x.last_seen_at,
            x.distance,
            x.created_at - lag(x.created_at, 1, x.hit_at) OVER w AS gap
@@ -644,6 +654,7 @@ told_after AS (
                                           m.embedding_model,
                                           m.thread_id,
                                           m.position,
+                                          m.namespace,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -697,6 +708,7 @@ turns AS (
            m.embedding_model,
            m.thread_id,
            m.position,
+           m.namespace,
            m.last_seen_at,
            m.embedding <-> %(query_vector)s AS distance
     FROM context_hits AS h
@@ -727,6 +739,7 @@ turns AS (
            embedding_model,
            thread_id,
            position,
+           namespace,
            last_seen_at,
            distance
     FROM told
@@ -785,6 +798,8 @@ context AS (
                              n.thread_id,
                              'position',
                              n.position,
+                             'namespace',
+                             n.namespace,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

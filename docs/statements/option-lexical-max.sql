@@ -23,6 +23,7 @@ semantic_nearest AS MATERIALIZED (
            m.embedding_model,
            m.thread_id,
            m.position,
+           m.namespace,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -95,6 +96,7 @@ mem_fetched AS MATERIALIZED (
                                     m.embedding_model,
                                     m.thread_id,
                                     m.position,
+                                    m.namespace,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -160,6 +162,7 @@ mem_matched AS MATERIALIZED (
                               r.embedding_model,
                               r.thread_id,
                               r.position,
+                              r.namespace,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -318,6 +321,8 @@ semantic AS (
                              n.thread_id,
                              'position',
                              n.position,
+                             'namespace',
+                             n.namespace,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
@@ -493,6 +498,7 @@ semantic AS (
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
+           m.namespace,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -519,6 +525,7 @@ mem_newer AS MATERIALIZED (
                                    n.id DESC) AS newer
     FROM mem_facts AS o
          INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                  AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
     WHERE CASE

@@ -22,6 +22,7 @@ semantic_nearest AS MATERIALIZED (
            m.embedding_model,
            m.thread_id,
            m.position,
+           m.namespace,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -94,6 +95,7 @@ mem_fetched AS MATERIALIZED (
                                     m.embedding_model,
                                     m.thread_id,
                                     m.position,
+                                    m.namespace,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -159,6 +161,7 @@ mem_matched AS MATERIALIZED (
                               r.embedding_model,
                               r.thread_id,
                               r.position,
+                              r.namespace,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -313,6 +316,8 @@ semantic AS (
                              n.thread_id,
                              'position',
                              n.position,
+                             'namespace',
+                             n.namespace,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

@@ -23,7 +23,7 @@ from __future__ import annotations
 from alembic import op
 
 from retrieval.db.migrate import current_settings
-from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.table_parts import HNSW_LINKS
 
 revision = "0008"
 down_revision = "0007"

@@ -21,7 +21,7 @@ from alembic import op
 from sqlalchemy import text
 
 from retrieval.db.migrate import current_settings
-from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.table_parts import HNSW_LINKS
 from retrieval.db.vector_type import VectorType, operator_class
 
 revision = "0013"

@@ -49,6 +49,7 @@ class AsyncMemoryStore:
     get_decision = threaded(MemoryStore.get_decision)
     get_tool_call = threaded(MemoryStore.get_tool_call)
     forget = threaded(MemoryStore.forget)
+    namespaces = threaded(MemoryStore.namespaces)
     similar = threaded(MemoryStore.similar)
     history = threaded(MemoryStore.history)
     check_embedder = threaded(MemoryStore.check_embedder)

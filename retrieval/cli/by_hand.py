@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from retrieval.cli.parsers import aware_time, command
+from retrieval.cli.parsers import aware_time, command, namespace_path
 from retrieval.cli.terminal import confirmed, shown
 from retrieval.counts import counted
 from retrieval.db.engine import Database
@@ -35,6 +35,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     remember.add_argument("--metadata", help='a JSON object, e.g. {"source": "chat"}')
     remember.add_argument("--thread", help="the conversation (or session) it belongs to")
     remember.add_argument("--position", type=int, help="its turn in the thread, from 0")
+    remember.add_argument(
+        "--namespace",
+        type=namespace_path,
+        help="its scope below the tenant: names joined by /, such as users/u1 (default: none)",
+    )
     remember.add_argument(
         "--supersedes",
         type=int,
@@ -69,6 +74,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     forget.add_argument("--tool-call", type=int, nargs="+", default=[], help="tool call ids")
     forget.add_argument("--task", help="a task: its decisions and their tool calls")
     forget.add_argument("--document", help="a document's doc_id (its chunks go with it)")
+    forget.add_argument(
+        "--namespace",
+        type=namespace_path,
+        help="the memories in this namespace and below it (names joined by /, e.g. users/u1)",
+    )
     forget.add_argument(
         "--expired", action="store_true", help="every memory whose expires_at has passed"
     )
@@ -114,6 +124,7 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
             supersedes=args.supersedes or None,
             created_at=args.created_at,
             expires_at=args.expires_at,
+            namespace=args.namespace,
             **options,
         ),
     )
@@ -159,14 +170,15 @@ def _shown(text: str, width: int = 60) -> str:
 def _forget(args: argparse.Namespace, database: Database) -> int:
     """delete memories, decisions, tool calls, a task, a document or a whole tenant
 
-    Delete rows of one tenant, by id, by task, by document, the expired memories, or all of
-    them (--everything, which asks for --yes or a typed yes on a terminal), with their cached
-    vectors. Prints what went."""
-    by_rows = bool(args.memory or args.decision or args.tool_call or args.task or args.expired)
+    Delete rows of one tenant, by id, by task, by document, by namespace, the expired memories,
+    or all of them (--everything, which asks for --yes or a typed yes on a terminal), with
+    their cached vectors. Prints what went."""
+    chosen = (args.memory, args.decision, args.tool_call, args.task, args.expired, args.namespace)
+    by_rows = any(chosen)
     if not (by_rows or args.document or args.everything):
         raise ValidationError(
             "say what to forget: --memory, --decision, --tool-call, --task, --document, "
-            "--expired or --everything",
+            "--namespace, --expired or --everything",
             field="forget",
         )
     question = f"Type yes to delete every row of {args.tenant!r}"
@@ -189,6 +201,7 @@ def _forget(args: argparse.Namespace, database: Database) -> int:
             task_id=args.task,
             everything=args.everything,
             expired=args.expired,
+            namespace=args.namespace,
         )
         gone += [
             counted(len(forgotten.memory_ids), "memory"),

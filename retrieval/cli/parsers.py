@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from retrieval.arguments import namespace_text
 from retrieval.db.engine import Database
+from retrieval.errors import ValidationError
 
 if TYPE_CHECKING:
     Commands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -119,3 +121,11 @@ def aware_time(value: str) -> datetime:
             f"{value!r} has no time zone: add +00:00 or Z (a date alone is midnight UTC)"
         )
     return parsed
+
+
+def namespace_path(value: str) -> tuple[str, ...]:
+    """An argument's namespace (:func:`retrieval.arguments.namespace_text`)."""
+    try:
+        return namespace_text("namespace", value)
+    except ValidationError as error:
+        raise argparse.ArgumentTypeError(error.reason) from None

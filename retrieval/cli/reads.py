@@ -8,7 +8,7 @@ import json
 import sys
 from datetime import UTC, datetime
 
-from retrieval.cli.parsers import aware_time, command
+from retrieval.cli.parsers import aware_time, command, namespace_path
 from retrieval.counts import counted
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
@@ -45,6 +45,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=0,
         help="with each memory of a conversation, up to this many turns before and after it "
         "(0 to 20; default 0)",
+    )
+    search.add_argument(
+        "--namespace",
+        type=namespace_path,
+        help="only memories in this namespace and below it (names joined by /, e.g. users/u1)",
     )
     search.add_argument(
         "--read-your-writes",
@@ -100,6 +105,7 @@ def _search(args: argparse.Namespace, database: Database) -> int:
             limit=args.limit,
             neighbors=args.neighbors,
             read_your_writes=args.read_your_writes,
+            namespace=args.namespace,
         )
     if args.json:
         document = {

@@ -7,10 +7,7 @@ the schema can be distributed by tenant (Citus) without change. Indexes with ope
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from pgvector.sqlalchemy import HALFVEC, Vector
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -20,7 +17,6 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKeyConstraint,
-    Identity,
     Index,
     Integer,
     LargeBinary,
@@ -30,13 +26,21 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 
 from retrieval.db.queries import quote_schema
-from retrieval.db.vector_type import VectorType, operator_class
+from retrieval.db.table_parts import (
+    SHA256_BYTES,
+    Embedding,
+    created_at,
+    gin,
+    identity,
+    tenant,
+    term_statistics,
+)
+from retrieval.db.vector_type import VectorType
 
 MEMORIES = "memories"
 DECISIONS = "decisions"
@@ -50,9 +54,6 @@ DOCUMENT_TERMS = "document_terms"
 DOCUMENT_TERM_STATS = "document_term_stats"
 DOCUMENT_CORPUS = "document_corpus"
 DOCUMENT_TABLES = (DOCUMENTS, DOCUMENT_CHUNKS, DOCUMENT_TERMS, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS)
-# Links per node of the HNSW graphs (pgvector's ``m``; its default is 16): inserts cost about
-# 0.6x as much with the same recall on the benchmarks (migration 0008, docs/decisions/0004).
-HNSW_LINKS = 12
 MEMORY_TERM_STATS = "memory_term_stats"
 MEMORY_CORPUS = "memory_corpus"
 MEMORY_TERM_TABLES = (MEMORY_TERM_STATS, MEMORY_CORPUS)
@@ -61,8 +62,6 @@ EPISODIC_POSTINGS = "episodic_postings"
 EPISODIC_WORD_TABLES = (EPISODIC_VOCABULARY, EPISODIC_POSTINGS)
 INGEST_KEYS = "ingest_keys"
 ALL_TABLES = TABLES + DOCUMENT_TABLES + MEMORY_TERM_TABLES + EPISODIC_WORD_TABLES + (INGEST_KEYS,)
-
-SHA256_BYTES = 32
 
 
 def build_metadata(
@@ -75,17 +74,17 @@ def build_metadata(
     (memories' and chunks' of ``vector_type``; the embedding cache keeps the model's own
     ``vector``), the memories' lexemes made with ``text_search_config``."""
     metadata = MetaData(schema=schema)
-    _memories(metadata, _Embedding(vector_type, embedding_dim), text_search_config)
+    _memories(metadata, Embedding(vector_type, embedding_dim), text_search_config)
     _memory_entities(metadata)
     _decisions(metadata)
     _tool_calls(metadata)
     _embedding_cache(metadata, embedding_dim)
     _documents(metadata)
-    _document_chunks(metadata, _Embedding(vector_type, embedding_dim))
+    _document_chunks(metadata, Embedding(vector_type, embedding_dim))
     _document_terms(metadata)
     # Memories: the document frequencies count a sample of the memories (one in eight, by a
     # hash of the id; revision 0010), and the corpus how many are sampled.
-    _term_statistics(
+    term_statistics(
         metadata,
         MEMORY_TERM_STATS,
         MEMORY_CORPUS,
@@ -95,44 +94,6 @@ def build_metadata(
     _episodic_words(metadata)
     _ingest_keys(metadata)
     return metadata
-
-
-@dataclass(frozen=True)
-class _Embedding:
-    """The stored embedding column of memories and document chunks, and its HNSW index."""
-
-    vector_type: VectorType
-    dim: int
-
-    def column(self) -> Column[Any]:
-        kind = HALFVEC(self.dim) if self.vector_type == "halfvec" else Vector(self.dim)
-        return Column("embedding", kind, nullable=False)
-
-    def index(self, name: str) -> Index:
-        return Index(
-            name,
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_ops={"embedding": operator_class(self.vector_type)},
-            postgresql_with={"m": HNSW_LINKS},
-        )
-
-
-def _gin(name: str, *columns: str, ops: str) -> Index:
-    # A GIN index on ``columns``, the last with the operator class ``ops``.
-    return Index(name, *columns, postgresql_using="gin", postgresql_ops={columns[-1]: ops})
-
-
-def _tenant() -> Column[str]:
-    return Column("tenant_id", Text, nullable=False)
-
-
-def _identity() -> Column[int]:
-    return Column("id", BigInteger, Identity(always=False), nullable=False)
-
-
-def _created_at() -> Column[object]:
-    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
 # The times a row may hold (revision 0014): within the years 1 to 9999 with a day to spare at
@@ -150,7 +111,7 @@ TIME_COLUMNS = {
 }
 
 
-def _time_ranges(table: str) -> list[CheckConstraint]:
+def time_ranges(table: str) -> list[CheckConstraint]:
     return [
         CheckConstraint(
             f"{column} BETWEEN '{EARLIEST_TIME}'::timestamptz AND '{LATEST_TIME}'::timestamptz",
@@ -160,19 +121,19 @@ def _time_ranges(table: str) -> list[CheckConstraint]:
     ]
 
 
-def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str) -> Table:
+def _memories(metadata: MetaData, embedding: Embedding, text_search_config: str) -> Table:
     return Table(
         MEMORIES,
         metadata,
-        _tenant(),
-        _identity(),
+        tenant(),
+        identity(),
         Column("content", Text, nullable=False),
         Column("kind", Text, nullable=False, server_default=text("'fact'")),
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("importance", Float(precision=53), nullable=True),
         Column("access_count", Integer, nullable=False, server_default=text("0")),
         Column("last_accessed_at", DateTime(timezone=True), nullable=True),
-        _created_at(),
+        created_at(),
         embedding.column(),
         Column("embedding_model", Text, nullable=False),
         # The conversation (or session) of a memory and its place in it (revision 0010).
@@ -201,8 +162,15 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
                 f"{quote_schema(metadata.schema or 'public')}.text_key(content)", persisted=True
             ),
         ),
+        # Its scope below the tenant, a path of names (revision 0018; {}: the tenant's top).
+        Column("namespace", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
         PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
-        *_time_ranges(MEMORIES),
+        *time_ranges(MEMORIES),
+        CheckConstraint(
+            "coalesce(array_ndims(namespace), 1) = 1 AND array_position(namespace, NULL) IS NULL "
+            "AND array_position(namespace, '') IS NULL",
+            name="memories_namespace_names",
+        ),
         CheckConstraint("seen_count >= 1", name="memories_seen_count_positive"),
         Index(
             "memories_live_key",
@@ -211,6 +179,7 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
             "kind",
             text("(coalesce(thread_id, ''))"),
             text("(coalesce(position, -1))"),
+            "namespace",
             unique=True,
             postgresql_where=text("retired_at IS NULL AND NOT distinct_copy"),
         ),
@@ -243,7 +212,9 @@ def _memories(metadata: MetaData, embedding: _Embedding, text_search_config: str
         ),
         Index("memories_search_vector_idx", "tenant_id", "search_vector", postgresql_using="gin"),
         # A metadata filter's containment (revision 0017): {"user": "u1"} found by the index.
-        _gin("memories_metadata_idx", "tenant_id", "metadata", ops="jsonb_path_ops"),
+        gin("memories_metadata_idx", "tenant_id", "metadata", ops="jsonb_path_ops"),
+        # A namespace prefix's rows: those whose names contain its names (revision 0018).
+        Index("memories_namespace_idx", "tenant_id", "namespace", postgresql_using="gin"),
         embedding.index("memories_embedding_hnsw_idx"),
     )
 
@@ -252,7 +223,7 @@ def _memory_entities(metadata: MetaData) -> Table:
     return Table(
         MEMORY_ENTITIES,
         metadata,
-        _tenant(),
+        tenant(),
         Column("memory_id", BigInteger, nullable=False),
         Column("entity_id", Text, nullable=False),
         PrimaryKeyConstraint("tenant_id", "memory_id", "entity_id", name="memory_entities_pkey"),
@@ -270,18 +241,18 @@ def _decisions(metadata: MetaData) -> Table:
     return Table(
         DECISIONS,
         metadata,
-        _tenant(),
-        _identity(),
+        tenant(),
+        identity(),
         Column("task_id", Text, nullable=True),
         Column("action_type", Text, nullable=False),
         Column("content", Text, nullable=False),
         Column("status", Text, nullable=False),
-        _created_at(),
+        created_at(),
         # What the episodic source's keywords are matched against (revision 0006); its
         # tokens are indexed in episodic_vocabulary / episodic_postings (revision 0007).
         Column("search_text", Text, Computed("lower(content)", persisted=True)),
         PrimaryKeyConstraint("tenant_id", "id", name="decisions_pkey"),
-        *_time_ranges(DECISIONS),
+        *time_ranges(DECISIONS),
         Index("decisions_tenant_created_idx", "tenant_id", text("created_at DESC")),
         Index("decisions_tenant_task_idx", "tenant_id", "task_id"),
     )
@@ -291,13 +262,13 @@ def _tool_calls(metadata: MetaData) -> Table:
     table = Table(
         TOOL_CALLS,
         metadata,
-        _tenant(),
-        _identity(),
+        tenant(),
+        identity(),
         Column("decision_id", BigInteger, nullable=True),
         Column("tool_name", Text, nullable=False),
         Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         Column("result", Text, nullable=True),
-        _created_at(),
+        created_at(),
         # The name and the parameters, lower-cased, for the episodic keywords (revision 0006),
         # tokenized into the episodic word index by triggers (revision 0007).
         Column(
@@ -306,7 +277,7 @@ def _tool_calls(metadata: MetaData) -> Table:
             Computed("lower(tool_name) || E'\\n' || lower(params::text)", persisted=True),
         ),
         PrimaryKeyConstraint("tenant_id", "id", name="tool_calls_pkey"),
-        *_time_ranges(TOOL_CALLS),
+        *time_ranges(TOOL_CALLS),
         ForeignKeyConstraint(
             ["tenant_id", "decision_id"],
             [f"{metadata.schema}.{DECISIONS}.tenant_id", f"{metadata.schema}.{DECISIONS}.id"],
@@ -324,11 +295,11 @@ def _embedding_cache(metadata: MetaData, dim: int) -> Table:
     return Table(
         EMBEDDING_CACHE,
         metadata,
-        _tenant(),
+        tenant(),
         Column("key", LargeBinary, nullable=False),
         Column("model_id", Text, nullable=False),
         Column("embedding", Vector(dim), nullable=False),
-        _created_at(),
+        created_at(),
         PrimaryKeyConstraint("tenant_id", "key", name="embedding_cache_pkey"),
         CheckConstraint(
             f"octet_length(key) = {SHA256_BYTES}", name="embedding_cache_key_is_sha256"
@@ -344,11 +315,11 @@ def _ingest_keys(metadata: MetaData) -> Table:
     return Table(
         INGEST_KEYS,
         metadata,
-        _tenant(),
+        tenant(),
         Column("key", Text, nullable=False),
         Column("item", Text, nullable=False),
         Column("row_id", BigInteger, nullable=False),
-        _created_at(),
+        created_at(),
         PrimaryKeyConstraint("tenant_id", "key", name="ingest_keys_pkey"),
         CheckConstraint(
             "item IN ('memory', 'decision', 'tool_call')", name="ingest_keys_item_known"
@@ -360,26 +331,26 @@ def _documents(metadata: MetaData) -> Table:
     return Table(
         DOCUMENTS,
         metadata,
-        _tenant(),
-        _identity(),
+        tenant(),
+        identity(),
         Column("doc_id", Text, nullable=False),
         Column("filename", Text, nullable=True),
         Column("content_sha256", LargeBinary, nullable=False),
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-        _created_at(),
+        created_at(),
         PrimaryKeyConstraint("tenant_id", "id", name="documents_pkey"),
-        *_time_ranges(DOCUMENTS),
+        *time_ranges(DOCUMENTS),
         UniqueConstraint("tenant_id", "doc_id", name="documents_tenant_doc_id_key"),
         CheckConstraint(f"octet_length(content_sha256) = {SHA256_BYTES}", name="documents_sha256"),
     )
 
 
-def _document_chunks(metadata: MetaData, embedding: _Embedding) -> Table:
+def _document_chunks(metadata: MetaData, embedding: Embedding) -> Table:
     return Table(
         DOCUMENT_CHUNKS,
         metadata,
-        _tenant(),
-        _identity(),
+        tenant(),
+        identity(),
         Column("document_id", BigInteger, nullable=False),
         Column("chunk_index", Integer, nullable=False),
         Column("content", Text, nullable=False),
@@ -389,10 +360,10 @@ def _document_chunks(metadata: MetaData, embedding: _Embedding) -> Table:
         Column("term_count", Integer, nullable=False),
         embedding.column(),
         Column("embedding_model", Text, nullable=False),
-        _created_at(),
+        created_at(),
         Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
         PrimaryKeyConstraint("tenant_id", "id", name="document_chunks_pkey"),
-        *_time_ranges(DOCUMENT_CHUNKS),
+        *time_ranges(DOCUMENT_CHUNKS),
         UniqueConstraint(
             "tenant_id", "document_id", "chunk_index", name="document_chunks_position_key"
         ),
@@ -414,7 +385,7 @@ def _document_terms(metadata: MetaData) -> None:
     Table(
         DOCUMENT_TERMS,
         metadata,
-        _tenant(),
+        tenant(),
         Column("term", Text, nullable=False),
         Column("chunk_id", BigInteger, nullable=False),
         Column("term_frequency", Integer, nullable=False),
@@ -434,7 +405,7 @@ def _document_terms(metadata: MetaData) -> None:
         ),
         Index("document_terms_tenant_chunk_idx", "tenant_id", "chunk_id"),
     )
-    _term_statistics(metadata, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS, "chunks")
+    term_statistics(metadata, DOCUMENT_TERM_STATS, DOCUMENT_CORPUS, "chunks")
 
 
 def _episodic_words(metadata: MetaData) -> None:
@@ -444,21 +415,21 @@ def _episodic_words(metadata: MetaData) -> None:
     Table(
         EPISODIC_VOCABULARY,
         metadata,
-        _tenant(),
-        _identity(),
+        tenant(),
+        identity(),
         Column("digest", LargeBinary, nullable=False),
         Column("token", Text, nullable=False),
         Column("rows", BigInteger, nullable=False),
         PrimaryKeyConstraint("tenant_id", "id", name="episodic_vocabulary_pkey"),
         UniqueConstraint("tenant_id", "digest", name="episodic_vocabulary_digest_key"),
-        _gin("episodic_vocabulary_token_trgm_idx", "token", ops="gin_trgm_ops"),
+        gin("episodic_vocabulary_token_trgm_idx", "token", ops="gin_trgm_ops"),
         # a tenant's own tokens, for tenants among many (btree_gin, revision 0009)
-        _gin("episodic_vocabulary_tenant_token_trgm_idx", "tenant_id", "token", ops="gin_trgm_ops"),
+        gin("episodic_vocabulary_tenant_token_trgm_idx", "tenant_id", "token", ops="gin_trgm_ops"),
     )
     Table(
         EPISODIC_POSTINGS,
         metadata,
-        _tenant(),
+        tenant(),
         Column("token_id", BigInteger, nullable=False),
         Column("created_at", DateTime(timezone=True), nullable=False),
         Column("item", SmallInteger, nullable=False),  # 1 decision, 2 tool call
@@ -466,31 +437,4 @@ def _episodic_words(metadata: MetaData) -> None:
         PrimaryKeyConstraint(
             "tenant_id", "token_id", "created_at", "item", "row_id", name="episodic_postings_pkey"
         ),
-    )
-
-
-def _term_statistics(
-    metadata: MetaData, stats: str, corpus: str, count: str, *extra: Column[object]
-) -> None:
-    # BM25's document frequency per term, and the corpus size (``count`` rows, total length)
-    # with the text search configuration its lexemes were made with.
-    Table(
-        stats,
-        metadata,
-        _tenant(),
-        Column("term", Text, nullable=False),
-        Column("document_frequency", Integer, nullable=False),
-        PrimaryKeyConstraint("tenant_id", "term", name=f"{stats}_pkey"),
-        CheckConstraint("document_frequency > 0", name=f"{stats}_positive"),
-    )
-    Table(
-        corpus,
-        metadata,
-        _tenant(),
-        Column("text_search_config", Text, nullable=False),
-        Column(count, BigInteger, nullable=False),
-        Column("total_terms", BigInteger, nullable=False),
-        *extra,
-        PrimaryKeyConstraint("tenant_id", name=f"{corpus}_pkey"),
-        CheckConstraint(f"{count} >= 0 AND total_terms >= 0", name=f"{corpus}_nonnegative"),
     )

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from retrieval.db.engine import stored_vector_type
 from retrieval.db.queries import execute, quote_schema, statement
-from retrieval.db.schema import HNSW_LINKS
+from retrieval.db.table_parts import HNSW_LINKS
 from retrieval.db.vector_type import operator_class
 from retrieval.errors import translate_database_errors
 

@@ -30,6 +30,7 @@ CALL_OPTIONS = (
     "working_state",
     "read_your_writes",
     "filter",
+    "namespace",
 )
 Rows = list[tuple[str, str, dict[str, Any], float]]
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BeforeValidator, Strict
+from pydantic import BeforeValidator, Field, Strict
 
 
 def iso_time(value: object) -> object:
@@ -34,6 +34,15 @@ Ids = Annotated[list[Annotated[int, Strict()]] | None, Strict()]
 Flag = Annotated[bool, Strict()]
 Count = Annotated[int, Strict()]
 Text = Annotated[str, Strict()]
+Names = Annotated[list[Text] | None, Strict()]
+# A memory's namespace (remember), or the namespaces a search reads (search_memory).
+STORED_NAMESPACE = Field(
+    description='its scope, a path of names such as ["projects", "apollo"] (default: none)'
+)
+SEARCHED_NAMESPACE = Field(
+    description="only memories in this namespace or below it, such as "
+    '["projects", "apollo"] (no decisions, tool calls or documents then)'
+)
 
 
 class MemoryServer(MCPServer):

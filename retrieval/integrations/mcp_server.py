@@ -29,7 +29,17 @@ from starlette.routing import Route
 
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.arguments import MAX_SERVED_EVENTS, MAX_SERVED_RESULTS
-from retrieval.integrations.mcp_arguments import Count, Flag, Ids, MemoryServer, Text, Time
+from retrieval.integrations.mcp_arguments import (
+    SEARCHED_NAMESPACE,
+    STORED_NAMESPACE,
+    Count,
+    Flag,
+    Ids,
+    MemoryServer,
+    Names,
+    Text,
+    Time,
+)
 from retrieval.integrations.mcp_calls import ToolCalls
 from retrieval.integrations.mcp_config import (
     DEFAULT_CALLS_AT_ONCE,
@@ -38,14 +48,12 @@ from retrieval.integrations.mcp_config import (
 )
 from retrieval.integrations.mcp_fairness import FairShares, TurnTaking
 from retrieval.integrations.mcp_tokens import TokenTable, token_hash
-from retrieval.integrations.records import jsonable, result_record
+from retrieval.integrations.records import event_record, search_record
 from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.records import MemoryInput
 from retrieval.observability.metrics import ServerMetrics
 from retrieval.observability.tracing import Tracing
 from retrieval.search.prepare.call import MAX_NEIGHBORS
-from retrieval.search.results import RetrievalResponse
-from retrieval.search.timeline import TimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -265,6 +273,7 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
                 "tool calls then)"
             ),
         ] = None,
+        namespace: Annotated[Names, SEARCHED_NAMESPACE] = None,
     ) -> dict[str, Any]:
         """Find the most useful memories, past decisions, tool calls and documents for a
         query, ranked best first. Each result has its text, source (semantic: a memory;
@@ -281,8 +290,9 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
                 limit=limit,
                 neighbors=neighbors,
                 filter=filter,
+                namespace=namespace,
             )
-        return _search_result(response)
+        return search_record(response)
 
 
 def _add_remember(server: MCPServer, tools: _Tools) -> None:
@@ -315,6 +325,7 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
             Time,
             Field(description="when it stops being true, ISO 8601 with a time zone"),
         ] = None,
+        namespace: Annotated[Names, STORED_NAMESPACE] = None,
     ) -> dict[str, Any]:
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
         that worked, a conclusion). Returns its id, whether it was already stored (a
@@ -335,6 +346,7 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
                         metadata=metadata,
                         supersedes=supersedes,
                         expires_at=expires_at,
+                        namespace=namespace,
                     )
                 ]
             )
@@ -440,7 +452,7 @@ def _add_timeline(server: MCPServer, tools: _Tools) -> None:
             events = await tools.retriever.timeline(
                 tenant, since=since, until=until, kinds=kinds, limit=limit, as_of=as_of
             )
-        return {"events": [_event(event) for event in events]}
+        return {"events": [event_record(event) for event in events]}
 
 
 def _add_forget(server: MCPServer, tools: _Tools) -> None:
@@ -470,24 +482,3 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
                 tenant_id=tenant, memory_ids=memory_ids or (), expired=expired
             )
         return {"forgotten": list(forgotten.memory_ids), "revived": list(forgotten.revived_ids)}
-
-
-def _search_result(response: RetrievalResponse) -> dict[str, Any]:
-    return {
-        "results": [
-            result_record(result, rank, digits=6) for rank, result in enumerate(response, start=1)
-        ],
-        "total_ms": round(response.diagnostics.total_ms, 3),
-    }
-
-
-def _event(event: TimelineEvent) -> dict[str, Any]:
-    return {
-        "source": event.source,
-        "item": event.item,
-        "id": event.id,
-        "kind": event.kind,
-        "content": event.content,
-        "created_at": event.created_at.isoformat(),
-        "details": jsonable(event.details),
-    }

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from retrieval.search.results import RetrievalResult
+from retrieval.search.results import RetrievalResponse, RetrievalResult
+from retrieval.search.timeline import TimelineEvent
 
 TOP_LEVEL = ("id", "item", "kind", "created_at", "task_id", "doc_id")
 _SCORING_INTERNALS = frozenset(
@@ -75,3 +76,26 @@ def jsonable(value: Mapping[str, Any]) -> dict[str, Any]:
     """``value`` with dates as ISO strings and tuples as lists: what JSON carries."""
     loaded: dict[str, Any] = json.loads(json.dumps(dict(value), default=str))
     return loaded
+
+
+def search_record(response: RetrievalResponse) -> dict[str, Any]:
+    """A search's results as the MCP search tool returns them."""
+    return {
+        "results": [
+            result_record(result, rank, digits=6) for rank, result in enumerate(response, start=1)
+        ],
+        "total_ms": round(response.diagnostics.total_ms, 3),
+    }
+
+
+def event_record(event: TimelineEvent) -> dict[str, Any]:
+    """A timeline event as the MCP timeline tool returns it."""
+    return {
+        "source": event.source,
+        "item": event.item,
+        "id": event.id,
+        "kind": event.kind,
+        "content": event.content,
+        "created_at": event.created_at.isoformat(),
+        "details": jsonable(event.details),
+    }

@@ -11,6 +11,7 @@ fewer rows join and the batch fails whole instead of losing rows.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -32,15 +33,19 @@ _FIELD_ARRAYS = tuple(str(field.array) for field in MEMORY_ARRAYS)
 _SENT = (*_FIELD_ARRAYS, "embeddings")
 _ARRAYS = (*_FIELD_ARRAYS, "keys")
 _INSERT = insert_fragments()
-# The arrays sent as JSON text (binary jsonb in the writer's rows).
+# The arrays sent as JSON text: binary jsonb in the writer's rows, and lists of names.
 _JSON_ARRAYS = tuple(index for index, field in enumerate(MEMORY_ARRAYS) if field.type == "jsonb")
+_LIST_ARRAYS = tuple(index for index, field in enumerate(MEMORY_ARRAYS) if field.type == "text[]")
 
 
 def _arrays(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    # The writer's rows as the insert's arrays: a column each but the tenant's, jsonb as text.
+    # The writer's rows as the insert's arrays: a column each but the tenant's, jsonb and lists
+    # of names as JSON text.
     columns = [list(column) for column in zip(*rows, strict=True)][1:]
     for index in _JSON_ARRAYS:
         columns[index] = [bytes(blob[1:]).decode("utf-8") for blob in columns[index]]
+    for index in _LIST_ARRAYS:
+        columns[index] = [json.dumps(names) if names else None for names in columns[index]]
     return columns
 
 

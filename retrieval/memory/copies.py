@@ -1,13 +1,13 @@
 """Copies of a memory: one stored row per live text, however often and by whom it is told.
 
-A memory is a copy of another when their tenant, kind and text key
+A memory is a copy of another when their tenant, namespace, kind and text key
 (:mod:`retrieval.memory.text_key`) are equal and, for a turn of a thread, their thread and
 position too (a second "ok" later in a conversation is a new turn). A message without a thread
 (a turn of a session inferred from time) is never a copy: the writer stores each as a distinct
-row (``distinct_copy``), outside the key. The database keeps one live
-row per key (the partial unique index ``memories_live_key``, revision 0016) and a write of a
-copy refreshes that row instead of storing another (``memory.refresh_copies``: ``INSERT ... ON
-CONFLICT DO UPDATE``, so concurrent writers of one text get one row and one id).
+row (``distinct_copy``), outside the key. The database keeps one live row per key (the partial
+unique index ``memories_live_key``, revisions 0016 and 0018) and a write of a copy refreshes
+that row instead of storing another (``memory.refresh_copies``: ``INSERT ... ON CONFLICT DO
+UPDATE``, so concurrent writers of one text get one row and one id).
 
 Here the copies within one batch are folded first (one statement may not touch a row twice):
 the first copy leads, with the largest importance, the later expiry (none: never), the union of
@@ -31,8 +31,9 @@ from retrieval.memory.validation import ValidMemory
 
 # The unique index of the live rows' keys (revision 0016).
 LIVE_KEY = "memories_live_key"
-# tenant, text key, kind, thread ('' for none), position (-1 for none): the index's columns.
-CopyKey = tuple[str, bytes, str, str, int]
+# tenant, text key, kind, thread ('' for none), position (-1 for none), namespace: the index's
+# columns.
+CopyKey = tuple[str, bytes, str, str, int, tuple[str, ...]]
 
 
 def copy_key(memory: ValidMemory, key: bytes) -> CopyKey:
@@ -44,14 +45,16 @@ def copy_key(memory: ValidMemory, key: bytes) -> CopyKey:
         memory.kind,
         memory.thread_id or "",
         -1 if memory.position is None else memory.position,
+        memory.namespace,
     )
 
 
 def returned_key(row: Sequence[Any]) -> CopyKey:
     """The key of a row ``memory.refresh_copies`` returned (tenant, id, key, kind, thread,
-    position, inserted, stored text)."""
+    position, inserted, stored text, namespace)."""
     tenant, _, key, kind, thread, position = row[:6]
-    return (tenant, bytes(key), kind, thread or "", -1 if position is None else position)
+    place = -1 if position is None else position
+    return (tenant, bytes(key), kind, thread or "", place, tuple(row[8]))
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,15 @@
 """A tenant's memory as the JSON Lines that ``retrieval ingest`` reads back to the same rows.
 
-Decisions come first, then the tool calls (each naming its decision's line in
-``decision_ref``), then the memories with their kind, metadata, importance, entities, thread,
-position and expiry, oldest first. Every line has an ``id`` (``memory-<id>``, ``decision-<id>``,
-``tool_call-<id>``, from the row's id): ingesting the file again stores nothing twice, and
-ingesting it into the tenant it came from stores nothing (a line that describes a row the tenant
-holds, with the same id, text and time, is that row). A memory retired by a correction has a
-``ref`` that the correction names in ``supersedes_ref``, so the chains of versions come back as
-they were; a memory retired with no newer version (it expired and was told again, or its
-correction expired and was forgotten) has its ``retired_at``. Times keep their zone. A memory's
-seen count is not exported. Documents are not part of it (``retrieval ingest-docs`` reads their
-files).
+Decisions come first, then the tool calls (each naming its decision's line in ``decision_ref``),
+then the memories with their kind, metadata, importance, entities, thread, position, expiry and
+namespace, oldest first. Every line has an ``id`` (``memory-<id>``, ``decision-<id>``,
+``tool_call-<id>``, from the row's id): ingesting the file again stores nothing twice, and ingesting
+it into the tenant it came from stores nothing (a line that describes a row the tenant holds, with
+the same id, text and time, is that row). A memory retired by a correction has a ``ref`` that the
+correction names in ``supersedes_ref``, so the chains of versions come back as they were; a memory
+retired with no newer version (it expired and was told again, or its correction expired and was
+forgotten) has its ``retired_at``. Times keep their zone. A memory's seen count is not exported.
+Documents are not part of it (``retrieval ingest-docs`` reads their files).
 """
 
 from __future__ import annotations
@@ -118,6 +117,8 @@ def _exported(fields: tuple[Field, ...], row: Any) -> dict[str, Any]:
             value = getattr(row, field.name)
             if isinstance(value, datetime):
                 value = value.isoformat()
+            if field.name == "namespace":
+                value = value or None  # the tenant's top: left out of the line
             values[str(field.given)] = value
     return values
 

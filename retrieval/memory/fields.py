@@ -62,6 +62,15 @@ MEMORY = (
     Field("thread_id", "text", "thread_id", array="threads", candidate=True, exported=True),
     Field("position", "int4", "position", array="positions", candidate=True, exported=True),
     Field("expires_at", "timestamptz", "expires_at", array="expires_at", exported=True, tool=True),
+    Field(
+        "namespace",
+        "text[]",
+        "namespace",
+        array="namespaces",
+        candidate=True,
+        exported=True,
+        tool=True,
+    ),
     Field("distinct_copy", "bool", array="distinct_copy", read=False),
     Field("seen_count", "int4", array="seen_count"),
     Field("last_seen_at", "timestamptz", array="last_seen_at", candidate=True),
@@ -128,7 +137,17 @@ MEMORY_ARRAYS = tuple(field for field in MEMORY if field.array is not None)
 
 
 def _array_type(field: Field) -> str:
-    return "text" if field.type == "jsonb" else field.type
+    # jsonb and text[] travel as JSON text (an array parameter of arrays must be rectangular).
+    return "text" if field.type in ("jsonb", "text[]") else field.type
+
+
+def _value(field: Field) -> str:
+    # A field's value from the unnested row ``s``.
+    if field.type == "jsonb":
+        return f"s.{field.name}::jsonb"
+    if field.type == "text[]":
+        return f"ARRAY(SELECT jsonb_array_elements_text(s.{field.name}::jsonb))"
+    return f"s.{field.name}"
 
 
 def insert_fragments() -> dict[str, str]:
@@ -138,10 +157,7 @@ def insert_fragments() -> dict[str, str]:
     names = ", ".join(field.name for field in MEMORY_ARRAYS)
     return {
         "columns": names,
-        "values": ", ".join(
-            f"s.{field.name}" + ("::jsonb" if field.type == "jsonb" else "")
-            for field in MEMORY_ARRAYS
-        ),
+        "values": ", ".join(_value(field) for field in MEMORY_ARRAYS),
         "arrays": ", ".join(
             f"%({field.array})b::{_array_type(field)}[]" for field in MEMORY_ARRAYS
         ),

@@ -1,6 +1,7 @@
 """The rows of a file to ingest, as dicts of its fields: JSON Lines (a JSON object per line)
-or CSV (a header, then a row per record; metadata and params as JSON, entities as ``a;b;c``),
-each with its line number; a malformed row is a :class:`ValidationError` naming its line."""
+or CSV (a header, then a row per record; metadata and params as JSON, entities and a namespace
+as ``a;b;c``), each with its line number; a malformed row is a :class:`ValidationError` naming
+its line."""
 
 from __future__ import annotations
 
@@ -76,9 +77,10 @@ def _csv_cell(name: str, value: str, line: int) -> Any:
     # A cell as the type its field takes: JSON for metadata and params, a list of entities,
     # a number for importance, whole numbers for decision_id and position.
     try:
-        if name in _JSON_FIELDS or (name == "entities" and value.strip().startswith("[")):
+        listed = name in ("entities", "namespace")
+        if name in _JSON_FIELDS or (listed and value.strip().startswith("[")):
             return parse_json(value, name)
-        if name == "entities":
+        if listed:
             return value.strip().split(";")
         if name == "importance":
             return float(value)

@@ -160,4 +160,7 @@ def _memory(row: Any) -> Memory:
     # A halfvec column (RETRIEVAL_VECTOR_TYPE=halfvec) reads back as float16 values.
     raw = vector.to_numpy() if isinstance(vector, Vector | HalfVector) else vector
     array = np.array(raw, dtype=np.float32)  # a copy of its own
-    return Memory(**row._asdict() | {"entities": tuple(row.entities), "embedding": array})
+    return Memory(
+        **row._asdict()
+        | {"entities": tuple(row.entities), "namespace": tuple(row.namespace), "embedding": array}
+    )

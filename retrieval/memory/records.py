@@ -38,6 +38,9 @@ class MemoryInput:
     # any), and the ids of live memories of the tenant that it corrects (retired at its time).
     expires_at: datetime | None = None
     supersedes: int | Sequence[int] | None = None
+    # Its scope below the tenant, a path of names such as ("users", "u1", "preferences"): a
+    # retrieve given a namespace reads that one and those below it. Default: the tenant's top.
+    namespace: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class Memory:
     expires_at: datetime | None = None
     retired_at: datetime | None = None
     superseded_by: int | None = None
+    namespace: tuple[str, ...] = ()  # its scope below the tenant (): the tenant's top
 
     def live_at(self, moment: datetime) -> bool:
         """Whether the memory took part in retrieval at ``moment``."""

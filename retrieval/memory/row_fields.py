@@ -68,6 +68,7 @@ class RowFields:
             memory.thread_id,
             memory.position,
             expires_at,
+            list(memory.namespace),
             distinct,
             seen,
             last_seen,

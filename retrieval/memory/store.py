@@ -27,6 +27,7 @@ from retrieval.memory.config import WriteConfig
 from retrieval.memory.episodic_writer import EpisodicWriter
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.history import memory_history
+from retrieval.memory.namespaces import forgotten_namespace, list_namespaces, namespace_ids
 from retrieval.memory.records import (
     Decision,
     DecisionInput,
@@ -143,6 +144,7 @@ class MemoryStore:
         position: int | None = None,
         expires_at: datetime | None = None,
         supersedes: int | Sequence[int] | None = None,
+        namespace: Sequence[str] | None = None,
     ) -> int:
         """Store one memory and return its id (see
         :class:`~retrieval.memory.records.MemoryInput`).
@@ -155,7 +157,8 @@ class MemoryStore:
         ``supersedes`` names live memories this one corrects: they are retired at its
         ``created_at`` and kept for :meth:`history`. ``expires_at`` ends its life (default:
         its kind's lifetime in the settings, if any; it must be later than ``created_at``, or
-        than now when that is not given).
+        than now when that is not given). ``namespace`` places it in a scope below the tenant (a
+        path of names such as ``("users", "u1")``; default: the tenant's top).
         """
         item = MemoryInput(
             text=text,
@@ -171,6 +174,7 @@ class MemoryStore:
             position=position,
             expires_at=expires_at,
             supersedes=supersedes,
+            namespace=namespace,
         )
         with self._traced("retrieval.remember") as written, self.batch() as batch:
             return written(batch.write_memories([valid_memory(item, self._limits)]))[0]
@@ -291,12 +295,14 @@ class MemoryStore:
         task_id: str | None = None,
         everything: bool = False,
         expired: bool = False,
+        namespace: Sequence[str] | None = None,
     ) -> Forgotten:
         """Erase rows of ``tenant_id`` and return what was removed.
 
         By id (``memory_ids``, ``decision_ids``, ``tool_call_ids``), by task (``task_id``: its
         decisions and their tool calls; stripped of surrounding whitespace, as when it was
-        stored), the memories that have ``expired`` (in batches of
+        stored), by ``namespace`` (the memories in it and below it, their past versions
+        included), the memories that have ``expired`` (in batches of
         :data:`FORGET_BATCH`, each its own transaction), or ``everything`` the tenant has:
         embedding cache, documents, their chunks and BM25 statistics included. A decision's
         tool calls go with it. A forgotten memory's cached vector goes with it (unless a live
@@ -310,13 +316,19 @@ class MemoryStore:
         memory_ids = arguments.row_ids("memory_ids", memory_ids)
         decision_ids = arguments.row_ids("decision_ids", decision_ids)
         tool_call_ids = arguments.row_ids("tool_call_ids", tool_call_ids)
-        if not (memory_ids or decision_ids or tool_call_ids or task_id or everything or expired):
+        scope = forgotten_namespace(namespace)
+        chosen = memory_ids or decision_ids or tool_call_ids or task_id or everything or scope
+        if not (chosen or expired):
             raise ValidationError(
-                "forget needs something to remove: ids, a task_id, expired=True or everything=True"
+                "forget needs something to remove: ids, a task_id, a namespace, expired=True "
+                "or everything=True"
             )
         forgotten = Forgotten()
-        if memory_ids or decision_ids or tool_call_ids or task_id or everything:
+        if chosen:
             with self._transaction() as connection:
+                if scope and not everything:
+                    in_scope = namespace_ids(connection, self.schema, tenant_id, scope)
+                    memory_ids = sorted(set(memory_ids) | set(in_scope))
                 forgotten = self._lookup.forget(
                     connection,
                     tenant_id,
@@ -336,6 +348,26 @@ class MemoryStore:
         else:
             self.cache.forget_keys(tenant_id, forgotten.cache_keys)
         return forgotten
+
+    def namespaces(
+        self,
+        *,
+        tenant_id: str,
+        prefix: Sequence[str] = (),
+        suffix: Sequence[str] = (),
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """The tenant's namespaces that hold live memories, in order: those that begin with
+        ``prefix`` and end with ``suffix`` (``"*"`` stands for any one name), each cut to its
+        first ``max_depth`` names (then listed once), a page of ``limit`` from ``offset``."""
+        check_tenant(tenant_id)
+        with self._transaction() as connection:
+            return list_namespaces(
+                connection, self.schema, tenant_id, prefix=prefix, suffix=suffix,
+                max_depth=max_depth, limit=limit, offset=offset,
+            )  # fmt: skip
 
     def similar(
         self,

@@ -19,6 +19,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from retrieval import arguments
 from retrieval.arguments import (
     MAX_NAME_CHARS,
     json_text_problem,
@@ -67,6 +68,7 @@ class ValidMemory(NamedTuple):
     supersedes: tuple[int, ...] = ()
     # A version stored already retired, with no newer version (a line of an export).
     retired_at: datetime | None = None
+    namespace: tuple[str, ...] = ()
 
 
 class ValidDecision(NamedTuple):
@@ -118,6 +120,7 @@ def valid_memory(
         position=check.position(item.position, item.thread_id),
         expires_at=check.expiry(item.expires_at, created_at),
         supersedes=check.ids("supersedes", item.supersedes),
+        namespace=check.namespace(item.namespace),
     )
 
 
@@ -313,6 +316,12 @@ class _Checker:
                 "a memory must live for some time",
             )
         return expires_at
+
+    def namespace(self, value: object) -> tuple[str, ...]:
+        try:
+            return arguments.namespace("namespace", value)
+        except ValidationError as error:
+            raise self.fail("namespace", str(error).removeprefix("namespace ")) from None
 
     def ids(self, field: str, value: object) -> tuple[int, ...]:
         if value is None:

@@ -69,7 +69,7 @@ def _new_rows(keys: Sequence[tuple[int, CopyKey]], texts: Sequence[str]) -> list
     # The rows memory.refresh_copies would have returned for memories all stored as new.
     return [
         (key[0], memory_id, key[1], key[2], key[3] or None, None if key[4] < 0 else key[4], True,
-         text)
+         text, key[5])
         for (memory_id, key), text in zip(keys, texts, strict=True)
     ]  # fmt: skip
 

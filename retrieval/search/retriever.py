@@ -174,6 +174,7 @@ class HybridRetriever:
         neighbors: int = 0,
         read_your_writes: bool = False,
         filter: Mapping[str, Any] | None = None,
+        namespace: Sequence[str] | None = None,
     ) -> RetrievalResponse:
         """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
 
@@ -195,7 +196,9 @@ class HybridRetriever:
         holds it), ``{"score": {"$gte": 3}}``, with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``,
         ``$lte``, ``$in``, ``$nin``, ``$exists``; a dotted key names a nested one. Decisions
         and tool calls carry no metadata: a filtered call leaves them out
-        (:mod:`retrieval.search.prepare.metadata_filter`).
+        (:mod:`retrieval.search.prepare.metadata_filter`). ``namespace`` (a path of names such
+        as ``("users", "u1")``) reads the memories in that namespace and in every namespace
+        below it, and nothing else (decisions, tool calls and documents lie in none).
         """
         with self._tracing.span("retrieval.retrieve") as call_span:
             clock = Clock()
@@ -203,7 +206,7 @@ class HybridRetriever:
                 query, tenant_id=tenant_id, config=config, default=self.config,
                 working_state=working_state, task_id=task_id, mode=mode, as_of=as_of,
                 entities=entities, fusion=fusion, limit=limit, neighbors=neighbors,
-                read_your_writes=read_your_writes, filter=filter,
+                read_your_writes=read_your_writes, filter=filter, namespace=namespace,
             )  # fmt: skip
             with self._tracing.span("retrieval.embedding"):
                 call = self._vectors.with_vector(call)

@@ -229,12 +229,13 @@ FROM unnest({arrays}, %(embeddings)b::{vector_type}[]) WITH ORDINALITY
 {refresh_copies}
 
 -- name: refresh_copies
--- The end of a write of memories: a copy of a live memory (the same tenant, text key, kind and
--- place in its thread: the memories_live_key index, revision 0016) stores no row but refreshes
--- that memory: told once more, last seen at the copy's time, the larger importance, and the
--- later expiry (none: never). Every row comes back with its key, whether it was new, and the
+-- The end of a write of memories: a copy of a live memory (the same tenant, text key, kind,
+-- place in its thread and namespace: the memories_live_key index, revisions 0016 and 0018)
+-- stores no row but refreshes that memory: told once more, last seen at the copy's time, the
+-- larger importance, and the later expiry (none: never). Every row comes back with its key, whether it was new, and the
 -- stored text (a copy told in other whitespace does not keep a cache entry of its own).
-ON CONFLICT (tenant_id, content_key, kind, (coalesce(thread_id, '')), (coalesce(position, -1)))
+ON CONFLICT (tenant_id, content_key, kind, (coalesce(thread_id, '')), (coalesce(position, -1)),
+             namespace)
     WHERE retired_at IS NULL AND NOT distinct_copy
 DO UPDATE SET
     seen_count = memories.seen_count + excluded.seen_count,
@@ -242,7 +243,8 @@ DO UPDATE SET
     importance = greatest(memories.importance, excluded.importance),
     expires_at = CASE WHEN memories.expires_at IS NULL OR excluded.expires_at IS NULL THEN NULL
                       ELSE greatest(memories.expires_at, excluded.expires_at) END
-RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS inserted, content
+RETURNING tenant_id, id, content_key, kind, thread_id, position, xmax = 0 AS inserted, content,
+          namespace
 
 -- name: retire_expired_copies
 -- Before a batch of a tenant's memories is written: a live memory of the same text key that
@@ -382,3 +384,29 @@ SELECT n.id, n.similarity FROM (
 WHERE n.similarity >= %(threshold)s::float8
 ORDER BY n.similarity DESC, n.id
 LIMIT %(limit)s
+
+-- name: namespace_ids
+-- The ids of a tenant's memories, live or retired, in a namespace or below it
+-- ({in_namespace}: read_metadata.namespace on m).
+SELECT m.id FROM {schema}.memories AS m
+WHERE m.tenant_id = %(tenant_id)s AND {in_namespace}
+
+-- name: namespaces
+-- A tenant's namespaces that hold live memories, each cut to its first %(max_depth)s names
+-- (NULL: all of them), among those that begin with %(prefix)s and end with %(suffix)s ('*'
+-- stands for any one name), in order, a page of %(limit)s from %(offset)s.
+SELECT DISTINCT m.namespace[1:coalesce(%(max_depth)s::int, cardinality(m.namespace))] AS namespace
+FROM {schema}.memories AS m
+WHERE m.tenant_id = %(tenant_id)s AND cardinality(m.namespace) > 0
+  AND m.retired_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+  AND cardinality(m.namespace) >= greatest(cardinality(%(prefix)s::text[]),
+                                           cardinality(%(suffix)s::text[]))
+  AND NOT EXISTS (
+      SELECT 1 FROM unnest(%(prefix)s::text[]) WITH ORDINALITY AS p (name, i)
+      WHERE p.name <> '*' AND p.name IS DISTINCT FROM m.namespace[p.i])
+  AND NOT EXISTS (
+      SELECT 1 FROM unnest(%(suffix)s::text[]) WITH ORDINALITY AS p (name, i)
+      WHERE p.name <> '*' AND p.name IS DISTINCT FROM
+            m.namespace[cardinality(m.namespace) - cardinality(%(suffix)s::text[]) + p.i])
+ORDER BY 1
+LIMIT %(limit)s OFFSET %(offset)s

@@ -38,3 +38,8 @@ doc_allowed AS MATERIALIZED (
     JOIN {schema}.documents AS d ON d.tenant_id = c.tenant_id AND d.id = c.document_id
     WHERE c.tenant_id = %(tenant_id)s AND {conditions}
 )
+
+-- name: namespace
+-- The memory {alias} lies in the call's namespace or below it: its names hold the namespace's
+-- (the GIN index of revision 0018 finds those) and begin with them.
+{alias}.namespace @> %(namespace)s::text[] AND {alias}.namespace[1:cardinality(%(namespace)s::text[])] = %(namespace)s::text[]

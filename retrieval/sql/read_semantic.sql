@@ -201,7 +201,7 @@ COALESCE(n.importance, {neutral}::float8) AS importance,
 'metadata', n.metadata, 'importance', n.importance,
                'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
                'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
-               'position', n.position,
+               'position', n.position, 'namespace', n.namespace,
                'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
                'dense_relevance', {dense}
 
@@ -239,10 +239,10 @@ semantic AS (
 
 -- name: mem_facts
 -- The most relevant memory candidates that state facts (every kind but conversation turns),
--- %(version_candidates)s of them, with their vectors and lexemes (read again by the primary key)
--- and when they were last told by the call's moment.
+-- %(version_candidates)s of them, with their namespaces, vectors and lexemes (read again by the
+-- primary key) and when they were last told by the call's moment.
 mem_facts AS MATERIALIZED (
-    SELECT s.id, s.kind, {told_at} AS told_at, m.embedding,
+    SELECT s.id, s.kind, m.namespace, {told_at} AS told_at, m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
     FROM (
         SELECT id, kind FROM semantic WHERE kind <> '{message}'
@@ -252,14 +252,15 @@ mem_facts AS MATERIALIZED (
 )
 
 -- name: mem_newer
--- Each fact's newer versions among the candidates, newest first: of its kind, told after it,
--- and either near in meaning (cosine similarity %(version_similarity)s or more) or the same
+-- Each fact's newer versions among the candidates, newest first: of its kind and namespace, told
+-- after it, and either near in meaning (cosine similarity %(version_similarity)s or more) or the same
 -- sentence with another value (similarity {words_similarity} or more, and sharing
 -- %(version_shared_words)s of their lexemes).
 mem_newer AS MATERIALIZED (
     SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer
     FROM mem_facts AS o
-    JOIN mem_facts AS n ON n.kind = o.kind AND n.told_at > o.told_at
+    JOIN mem_facts AS n
+      ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
     CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
     WHERE CASE
         WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE

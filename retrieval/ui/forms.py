@@ -10,9 +10,11 @@ from retrieval.arguments import (
     MAX_NAME_CHARS,
     MAX_SERVED_EVENTS,
     MAX_SERVED_RESULTS,
+    namespace_text,
     storable_problem,
     tenant_problem,
 )
+from retrieval.errors import ValidationError
 from retrieval.search.prepare.query import MAX_QUERY_CHARS
 from retrieval.search.timeline import TimelineCursor
 
@@ -85,6 +87,16 @@ def name(field: str, value: str | None) -> str | None:
     if problem is not None:
         raise PageError(400, f"{field} {problem}")
     return value.strip()
+
+
+def namespace(value: str | None) -> tuple[str, ...]:
+    """An optional namespace, names joined by ``/`` (``users/u1``); ``()`` when empty."""
+    if value is None or not value.strip():
+        return ()
+    try:
+        return namespace_text("namespace", value)
+    except ValidationError as error:
+        raise PageError(400, error.reason) from None
 
 
 def query(value: str | None) -> str | None:

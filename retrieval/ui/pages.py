@@ -272,6 +272,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
     limit = forms.whole_number(
         "limit", params.get("limit"), default=10, maximum=forms.MAX_SEARCH_RESULTS
     )
+    scope = forms.namespace(params.get("namespace"))
     context: dict[str, Any] = {
         "tenant": tenant,
         "form": params,
@@ -284,7 +285,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
     if text is not None:
         response = await run_in_threadpool(
             lambda: inspector.retriever.retrieve(
-                text, tenant_id=tenant, mode=mode, as_of=as_of, limit=limit
+                text, tenant_id=tenant, mode=mode, as_of=as_of, limit=limit, namespace=scope
             )
         )
         config = inspector.retriever.config

@@ -147,7 +147,8 @@ def test_distribute_refuses_where_it_cannot_and_a_second_run_has_nothing_to_do(
                 {"pattern": f"{schema}.%"},
             ).scalar_one()
         assert colocated == 1
-        # Down to 0014 (revision 0017's index and 0016's columns go, 0015's functions stay)
+        # Down to 0014 (revisions 0018's column, 0017's index and 0016's columns go, 0015's
+        # functions stay)
         # works; further is refused first; up again on the distributed tables.
         downgrade(engine, settings, "0014")
         assert current_revision(engine, settings) == "0014"
@@ -177,7 +178,8 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
         texts = ["The deploy key lives in the vault", "Ann prefers the blue-green deploy"]
         mine = store.remember_many(
             [{"text": text, "tenant_id": tenant, "created_at": AS_OF,
-              "metadata": {"topic": "keys" if "key" in text else "people"}}
+              "metadata": {"topic": "keys" if "key" in text else "people"},
+              "namespace": ["ops", "keys"] if "key" in text else ["people"]}
              for tenant in ("alpha", "beta") for text in texts]
         )  # fmt: skip
         decision = store.record_decision(
@@ -206,6 +208,10 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
             )
             assert [r.metadata["id"] for r in filtered if r.source == "semantic"] == [mine[1]]
             assert not any(r.source == "episodic" for r in filtered)
+            # A scoped search, and the tenant's namespaces, as the bound role.
+            scoped = bound.retrieve("deploy", tenant_id="alpha", as_of=AS_OF, namespace=["ops"])
+            assert [r.metadata["id"] for r in scoped] == [mine[0]]
+            assert store.namespaces(tenant_id="beta") == [("ops", "keys"), ("people",)]
         # A statement without a tenant filter (many shards) sees only the tenant named.
         anywhere = make_engine(
             f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval"
@@ -217,6 +223,7 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
         assert sorted(row[0] for row in seen) == ["beta", "beta"]
         gone = store.forget(tenant_id="alpha", memory_ids=mine)
         assert gone.memory_ids == tuple(mine[:2])
+        assert store.forget(tenant_id="beta", namespace=["people"]).memory_ids == (mine[3],)
     finally:
         app.dispose()
 

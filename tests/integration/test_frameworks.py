@@ -242,6 +242,7 @@ def test_the_frameworks_filter_by_metadata_in_their_own_conventions(
             tenant_id="acme",
             metadata={"user": user, "tags": ["deploy", user]},
             created_at=AS_OF - timedelta(hours=2),
+            namespace=["users", user],
         )
     # LangChain: a vector store's filter, per call or in the options of every call.
     lc = RetrievalRetriever(retriever=retriever, tenant_id="acme", k=10)
@@ -252,6 +253,8 @@ def test_the_frameworks_filter_by_metadata_in_their_own_conventions(
     assert [d.page_content for d in every.invoke("deploy", as_of=AS_OF)] == [
         "Deploy note: u2 deployed on Friday"
     ]
+    scoped = lc.invoke("deploy", namespace=["users", "u2"], as_of=AS_OF)
+    assert [d.page_content for d in scoped] == ["Deploy note: u2 deployed on Friday"]
     # LlamaIndex: MetadataFilters.
     li = RetrievalNodeRetriever(
         retriever, tenant_id="acme", as_of=AS_OF,

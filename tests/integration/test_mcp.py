@@ -285,6 +285,17 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
             assert "logical operators" in _error(
                 await alice.call_tool("search_memory", {"query": "x", "filter": {"$or": []}})
             )
+            scoped = _data(await alice.call_tool(
+                "remember", {"text": "Tenant a's vault code is 2222", "namespace": ["vault"]}
+            ))  # fmt: skip
+            inside = _data(await alice.call_tool(
+                "search_memory", {"query": "code", "namespace": ["vault"]}
+            ))  # fmt: skip
+            assert [r["id"] for r in inside["results"]] == [scoped["id"]]
+            assert inside["results"][0]["details"]["namespace"] == ["vault"]
+            assert "namespace" in _error(
+                await alice.call_tool("search_memory", {"query": "x", "namespace": "vault"})
+            )
         async with _session(url, tokens["b"]) as bob:
             found = _data(await bob.call_tool("search_memory", {"query": "launch code"}))
             assert found["results"] == []
@@ -306,6 +317,7 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
     assert [tuple(row) for row in rows] == [
         ("a", "Tenant a's launch code is 0000"),
         ("a", "Tenant a's other code is 1111"),
+        ("a", "Tenant a's vault code is 2222"),
         ("b", "Tenant b's note"),
     ]
 

@@ -126,6 +126,7 @@ def test_the_writer_sends_its_rows_in_the_declared_order() -> None:
         thread_id="chat",
         position=3,
         expires_at=datetime(2026, 12, 1, tzinfo=UTC),
+        namespace=("users", "u1"),
     )
     row = RowFields(datetime(2026, 11, 29, tzinfo=UTC), "store-model", None, None).of(0, memory, 7)
     sent = dict(zip([name for name, _ in MEMORY_FIELDS], row, strict=True))
@@ -141,6 +142,7 @@ def test_the_writer_sends_its_rows_in_the_declared_order() -> None:
         "thread_id": "chat",
         "position": 3,
         "expires_at": memory.expires_at,
+        "namespace": ["users", "u1"],
         "distinct_copy": True,
         "seen_count": 1,
         "last_seen_at": None,

@@ -124,8 +124,11 @@ _OPERANDS = {
 @pytest.mark.parametrize("name", sorted(pinned_shapes()))
 def test_each_pinned_shape_s_parameters_are_bound(name: str) -> None:
     _, shape = pinned_shapes()[name]
-    conditions = {f"k{i}": _OPERANDS[op] for i, op in enumerate(shape.filter)} or None
-    call = _call(task_id="T-1", entities=["alice"], filter=conditions)
-    assert call.metadata_filter is None or call.metadata_filter.operators == shape.filter
+    scoped = shape.filter[:1] == ("namespace",)
+    operators = shape.filter[1:] if scoped else shape.filter
+    conditions = {f"k{i}": _OPERANDS[op] for i, op in enumerate(operators)} or None
+    namespace = ("users", "u1") if scoped else None
+    call = _call(task_id="T-1", entities=["alice"], filter=conditions, namespace=namespace)
+    assert call.filter_operators == shape.filter
     named = set(re.findall(r"%\((\w+)\)s", build_statement("retrieval", shape)))
     assert named <= set(statement_parameters(call.config, shape, call, UNCALIBRATED))

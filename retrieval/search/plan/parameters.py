@@ -63,6 +63,8 @@ def statement_parameters(
         params |= context_parameters(config)
     if call.metadata_filter is not None:
         params |= call.metadata_filter.parameters()
+    if call.namespace:
+        params["namespace"] = list(call.namespace)
     if shape.documents or (semantic is not None and semantic.bm25):
         params |= _bm25_parameters(config, call.query)
     if (semantic is not None and semantic.lexical) or (episodic is not None and episodic.lexical):

@@ -68,11 +68,12 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     )
     semantic = config.semantic.enabled and config.semantic.limit > 0
     episodic_on = config.episodic.enabled and config.episodic.limit > 0
-    # Decisions and tool calls carry no metadata: a filtered call does not read them.
+    # Decisions and tool calls carry no metadata and lie in no namespace: a call filtered by
+    # either does not read them; nor chunks a call that names a namespace.
     episodic = (
-        episodic_on and bool(call.query.keywords) and bool(kinds) and call.metadata_filter is None
+        episodic_on and bool(call.query.keywords) and bool(kinds) and not call.filter_operators
     )
-    documents = config.documents.enabled and config.documents.limit > 0
+    documents = config.documents.enabled and config.documents.limit > 0 and not call.namespace
     lifts = semantic and config.context_lift > 0.0 and config.context_window > 0
     scored = tuple(
         name

@@ -38,6 +38,9 @@ OPERATORS = {
     "$exists": "exists",
 }
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+# The condition of a call's namespace among a call's conditions on the rows it reads (first,
+# before the filter's: retrieval.search.prepare.call.PreparedCall.filter_operators).
+NAMESPACE = "namespace"
 MAX_CONDITIONS = 16
 MAX_LIST = 1000
 _FIELD = "filter"

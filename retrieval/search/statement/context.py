@@ -24,7 +24,7 @@ from retrieval.search.statement.common import (
     told_at_sql,
 )
 from retrieval.search.statement.cte import Cte, noted
-from retrieval.search.statement.metadata import metadata_conditions
+from retrieval.search.statement.metadata import memory_conditions
 from retrieval.search.statement.relevance import dense_relevance_sql
 from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
 from retrieval.search.statement.template import template
@@ -85,7 +85,7 @@ def context_ctes(
 ) -> list[str]:
     """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``, the
     turns of ``mode``'s kinds meeting a metadata filter of ``filter_operators``."""
-    conditions = [*kind_filters(mode, "m"), *metadata_conditions(filter_operators, "m.metadata")]
+    conditions = [*kind_filters(mode, "m"), *memory_conditions(filter_operators, "m")]
     kinds = "".join(f" AND {condition}" for condition in conditions)
     # The fragments every read of a hit's turns fills (its memory ``m``).
     turn = {

@@ -1,16 +1,18 @@
-"""A call's metadata filter in the statement: one condition per filter condition, on a row's
-metadata, its values bound (:mod:`retrieval.search.prepare.metadata_filter`).
+"""A call's conditions on the rows it reads, in the statement: its namespace (a memory's path
+begins with it) and one condition per metadata filter condition, on a row's metadata, their
+values bound (:mod:`retrieval.search.prepare.metadata_filter`).
 
 Memories are filtered on their ``metadata`` inside the dense read (the HNSW walk or the exact
 read) and the BM25 channel's pool, and their context turns too; document chunks on their
 document's metadata merged with their own (``doc_allowed``), inside both channels. Decisions
 and tool calls carry no metadata: a filtered call does not read them
-(:mod:`retrieval.search.plan.read_plan`).
+(:mod:`retrieval.search.plan.read_plan`). Only memories lie in namespaces: a call that names one
+reads memories alone, filtered where they are read.
 """
 
 from __future__ import annotations
 
-from retrieval.search.prepare.metadata_filter import COMPARISONS
+from retrieval.search.prepare.metadata_filter import COMPARISONS, NAMESPACE
 from retrieval.search.statement.template import template
 
 NOTES = {"doc_allowed": "the tenant's chunks whose metadata meets the call's filter"}
@@ -24,6 +26,15 @@ _TEMPLATES = {
 }
 
 
+def memory_conditions(operators: tuple[str, ...], alias: str) -> list[str]:
+    """The SQL conditions of a call's ``operators`` (its namespace first, if any, then its
+    metadata filter's) on the memory ``alias``."""
+    if operators[:1] == (NAMESPACE,):
+        scope = template("read_metadata.namespace", alias=alias)
+        return [scope, *metadata_conditions(operators[1:], f"{alias}.metadata")]
+    return metadata_conditions(operators, f"{alias}.metadata")
+
+
 def metadata_conditions(operators: tuple[str, ...], metadata: str) -> list[str]:
     """The SQL conditions of a filter of ``operators`` on the JSON expression ``metadata``."""
     return [
@@ -35,6 +46,8 @@ def metadata_conditions(operators: tuple[str, ...], metadata: str) -> list[str]:
 
 
 def allowed_chunks(schema: str, operators: tuple[str, ...]) -> str:
-    """The CTE ``doc_allowed``: the tenant's chunks whose metadata meets the filter."""
+    """The CTE ``doc_allowed``: the tenant's chunks whose metadata meets the filter (chunks
+    lie in no namespace: a call that names one does not read them)."""
+    assert NAMESPACE not in operators
     conditions = " AND ".join(metadata_conditions(operators, "(d.metadata || c.metadata)"))
     return template("read_metadata.doc_allowed", schema, conditions=conditions)

@@ -38,7 +38,7 @@ from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import live_sql, memory_columns, recency_sql, told_at_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
-from retrieval.search.statement.metadata import metadata_conditions
+from retrieval.search.statement.metadata import memory_conditions
 from retrieval.search.statement.relevance import (
     dense_relevance_sql,
     fused_relevance_sql,
@@ -155,7 +155,7 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
     filters = [
         "m.tenant_id = %(tenant_id)s",
         *kind_filters(query.mode, "m"),
-        *metadata_conditions(filter_operators, "m.metadata"),
+        *memory_conditions(filter_operators, "m"),
         live_sql("m"),
     ]
     return template(
@@ -259,7 +259,7 @@ def _bm25_pool(query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[
                 [
                     "TRUE",
                     *kind_filters(query.mode, "r"),
-                    *metadata_conditions(filter_operators, "r.metadata"),
+                    *memory_conditions(filter_operators, "r"),
                 ]
             ),
         ),

@@ -1,0 +1,826 @@
+-- option-namespace: a namespace given (with a metadata filter): memories in it or below it and their context turns; no decisions, tool calls or documents
+-- Binds: as_of, bm25_b, bm25_k1, bm25_min_coverage, bm25_weight, cascade_threshold, context_hits,
+--        context_window, dense_span_squared, dense_weight, dense_zero_squared, filter_value_0,
+--        fusion, known_at, max_distance, memory_bm25_rows, message_kind, namespace, query_text,
+--        query_vector, rrf_k, semantic_candidates, semantic_half_life, session_gap, tenant_id,
+--        untold_sessions, version_candidates, version_shared_words, version_similarity,
+--        weight_entity, weight_importance, weight_popularity, weight_recency, weight_relevance
+
+WITH
+-- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+--   binds: as_of, filter_value_0, known_at, namespace, query_vector, semantic_candidates,
+--          tenant_id
+semantic_nearest AS MATERIALIZED (
+    SELECT m.id,
+           m.content,
+           m.kind,
+           m.metadata,
+           m.importance,
+           m.access_count,
+           m.last_accessed_at,
+           m.created_at,
+           m.embedding_model,
+           m.thread_id,
+           m.position,
+           m.namespace,
+           m.last_seen_at,
+           m.search_vector,
+           m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+    FROM retrieval.memories AS m
+    WHERE m.tenant_id = %(tenant_id)s
+      AND m.namespace @> CAST(%(namespace)s AS text[])
+      AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
+      AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
+      AND (m.retired_at IS NULL
+        OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+      AND (m.expires_at IS NULL
+        OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+      AND (CAST(%(known_at)s AS timestamptz) IS NULL
+        OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+  ),
+
+-- mem_corpus: the tenant's memory count, mean length and sampled share (memory_corpus)
+--   binds: tenant_id
+mem_corpus AS MATERIALIZED (
+    SELECT CAST(memories AS float8) AS n,
+           CAST(total_terms AS float8) / NULLIF(memories, 0) AS average_length,
+           CAST(sampled_memories AS float8) AS sampled_n,
+           text_search_config
+    FROM retrieval.memory_corpus
+    WHERE tenant_id = %(tenant_id)s
+  ),
+
+-- mem_terms: the query's lexemes with their document frequencies estimated from the sample
+--   binds: query_text, tenant_id
+mem_terms AS MATERIALIZED (
+    SELECT q.term,
+           CAST(CAST(array_to_tsvector(ARRAY[q.term]) AS text) AS tsquery) AS query,
+           COALESCE(t.document_frequency, 0) AS sampled,
+           COALESCE(t.document_frequency, 0) * c.n / NULLIF(c.sampled_n, 0.0) AS estimate
+    FROM mem_corpus AS c
+         CROSS JOIN LATERAL (SELECT DISTINCT lexeme AS term
+                             FROM unnest(to_tsvector(CAST(c.text_search_config AS regconfig),
+                                                     %(query_text)s))) AS q
+         LEFT JOIN retrieval.memory_term_stats AS t ON t.tenant_id = %(tenant_id)s
+                                                   AND t.term = q.term
+  ),
+
+-- mem_probed: the rarest query terms whose memories fit the BM25 row budget
+--   binds: memory_bm25_rows
+mem_probed AS MATERIALIZED (
+    SELECT term,
+           query
+    FROM (SELECT term,
+                 query,
+                 sum(GREATEST(estimate, 1.0)) OVER (ORDER BY estimate,
+                                                             term) AS rows
+          FROM mem_terms
+          WHERE sampled < 16) AS x
+    WHERE rows <= %(memory_bm25_rows)s
+  ),
+
+-- mem_fetched: the live memories holding each probed term, through the GIN index
+--   binds: as_of, known_at, query_vector, tenant_id
+mem_fetched AS MATERIALIZED (
+    SELECT w.term,
+           r.*
+    FROM mem_probed AS w
+         CROSS JOIN LATERAL (SELECT m.id,
+                                    m.content,
+                                    m.kind,
+                                    m.metadata,
+                                    m.importance,
+                                    m.access_count,
+                                    m.last_accessed_at,
+                                    m.created_at,
+                                    m.embedding_model,
+                                    m.thread_id,
+                                    m.position,
+                                    m.namespace,
+                                    m.last_seen_at,
+                                    m.search_vector,
+                                    m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+                             FROM retrieval.memories AS m
+                             WHERE m.tenant_id = %(tenant_id)s
+                               AND m.search_vector @@ w.query
+                               AND (m.retired_at IS NULL
+                                 OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                               AND (m.expires_at IS NULL
+                                 OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                               AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                 OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                             LIMIT 513) AS r
+  ),
+
+-- mem_weights: each query term's document frequency (counted or estimated) and BM25 factors
+--   binds: bm25_b, bm25_k1
+mem_weights AS MATERIALIZED (
+    SELECT w.term,
+           x.document_frequency,
+           x.counted,
+           ln(1.0 + (c.n - x.document_frequency + 0.5) / (x.document_frequency + 0.5)) AS idf,
+           ln(1.0 + (c.n - x.document_frequency + 0.5) / (x.document_frequency + 0.5)) * (CAST(%(bm25_k1)s AS float8) + 1.0) AS idf_k1,
+           CAST(%(bm25_k1)s AS float8) * (1.0 - CAST(%(bm25_b)s AS float8)) AS base,
+           CAST(%(bm25_k1)s AS float8) * CAST(%(bm25_b)s AS float8) / c.average_length AS per_length
+    FROM mem_terms AS w
+         CROSS JOIN mem_corpus AS c
+         LEFT JOIN (SELECT term,
+                           count(*) AS rows
+                    FROM mem_fetched
+                    GROUP BY term) AS r ON r.term = w.term
+         CROSS JOIN LATERAL (SELECT CASE
+                                      WHEN w.term IN (SELECT term
+                                                      FROM mem_probed)
+                                       AND COALESCE(r.rows, 0) <= 512
+                                        THEN COALESCE(r.rows, 0)
+                                      ELSE GREATEST(LEAST(w.estimate, c.n),
+                                                    COALESCE(r.rows, 0))
+                                    END AS document_frequency,
+                                        w.term IN (SELECT term
+                                                   FROM mem_probed)
+                                    AND COALESCE(r.rows, 0) <= 512 AS counted) AS x
+  ),
+
+-- mem_total: the query's summed idf, its terms, and how many were not counted
+mem_total AS MATERIALIZED (
+    SELECT sum(idf) AS total_idf,
+           array_agg(term) AS terms,
+           count(*) FILTER (WHERE NOT counted) AS unprobed
+    FROM mem_weights
+  ),
+
+-- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
+--   binds: filter_value_0, namespace
+mem_matched AS MATERIALIZED (
+    SELECT DISTINCT ON (r.id) r.id,
+                              r.content,
+                              r.kind,
+                              r.metadata,
+                              r.importance,
+                              r.access_count,
+                              r.last_accessed_at,
+                              r.created_at,
+                              r.embedding_model,
+                              r.thread_id,
+                              r.position,
+                              r.namespace,
+                              r.last_seen_at,
+                              r.search_vector,
+                              r.distance
+    FROM mem_fetched AS r
+    WHERE TRUE
+      AND r.namespace @> CAST(%(namespace)s AS text[])
+      AND (r.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
+      AND r.metadata @> CAST(%(filter_value_0)s AS jsonb)
+      AND r.id <> ALL(ARRAY(SELECT id
+                            FROM semantic_nearest))
+    ORDER BY r.id
+  ),
+
+-- mem_pool: the candidates of both channels, marked by the channel that found them
+mem_pool AS MATERIALIZED (
+    SELECT *,
+           TRUE AS near
+    FROM semantic_nearest
+
+    UNION ALL
+
+    SELECT *,
+           FALSE AS near
+    FROM mem_matched
+  ),
+
+-- mem_scores: each candidate's BM25 score and the idf it covers, from its own lexemes
+mem_scores AS MATERIALIZED (
+    SELECT p.id,
+           sum(w.idf_k1 * cardinality(u.positions) / (cardinality(u.positions) + w.base + w.per_length * length(p.search_vector))) AS bm25,
+           sum(w.idf) AS covered
+    FROM mem_pool AS p
+         CROSS JOIN LATERAL unnest(ts_filter(setweight(p.search_vector,
+                                                       'A',
+                                                       (SELECT terms
+                                                        FROM mem_total)),
+                                             '{a}')) AS u
+         INNER JOIN mem_weights AS w ON w.term = u.lexeme
+    GROUP BY p.id
+  ),
+
+-- mem_ranked: the candidates with their BM25 and dense ranks
+mem_ranked AS MATERIALIZED (
+    SELECT p.*,
+           COALESCE(s.bm25, 0.0) AS bm25,
+           COALESCE(s.covered, 0.0) / NULLIF((SELECT total_idf
+                                              FROM mem_total),
+                                             0.0) AS coverage,
+           CASE
+             WHEN s.bm25 > 0.0
+               THEN row_number() OVER (ORDER BY COALESCE(s.bm25, 0.0) DESC,
+                                                p.id)
+           END AS bm25_rank,
+           row_number() OVER (ORDER BY p.distance,
+                                       p.id) AS dense_rank
+    FROM mem_pool AS p
+         LEFT JOIN mem_scores AS s ON s.id = p.id
+  ),
+
+-- semantic_found: the dense pool and the lexical channel's best candidates
+--   binds: semantic_candidates
+semantic_found AS (
+    SELECT *
+    FROM mem_ranked
+    WHERE near
+       OR bm25_rank <= %(semantic_candidates)s
+  ),
+
+-- semantic: the memories' candidates: relevance, recency, signals and evidence
+--   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
+--          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
+semantic AS (
+    SELECT CAST('semantic' AS text) AS source,
+           CAST('memory' AS text) AS item,
+           n.id,
+           n.content,
+           n.kind,
+           n.created_at,
+           CASE %(fusion)s
+             WHEN 'convex'
+               THEN LEAST(CAST(1.0 AS float8),
+                          CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                      COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                FROM mem_total),
+                                                                                               CAST(0.0 AS float8)),
+                                                                               0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                    GREATEST(CAST(0.0 AS float8),
+                                                                                                                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))))
+             WHEN 'max'
+               THEN GREATEST(LEAST(CAST(1.0 AS float8),
+                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                             FROM mem_total),
+                                                            CAST(0.0 AS float8)),
+                                            0.0)),
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))))
+             WHEN 'cascade'
+               THEN CASE
+                      WHEN LEAST(CAST(1.0 AS float8),
+                                 COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                           FROM mem_total),
+                                                          CAST(0.0 AS float8)),
+                                          0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                        THEN LEAST(CAST(1.0 AS float8),
+                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                             FROM mem_total),
+                                                            CAST(0.0 AS float8)),
+                                            0.0))
+                      ELSE LEAST(CAST(1.0 AS float8),
+                                 GREATEST(CAST(0.0 AS float8),
+                                          (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                    END
+             WHEN 'rrf'
+               THEN LEAST(CAST(1.0 AS float8),
+                          (COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                    0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + n.dense_rank),
+                                                    0.0)) / ((CAST(%(bm25_weight)s AS float8) + CAST(%(dense_weight)s AS float8)) / (%(rrf_k)s + 1)))
+           END AS relevance,
+           CASE
+             WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
+                                                                                          WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                                                                            THEN GREATEST(n.created_at, n.last_seen_at)
+                                                                                          ELSE n.created_at
+                                                                                        END) AS float8),
+                           0.0) / CAST(%(semantic_half_life)s AS float8) > 1000
+               THEN CAST(0.0 AS float8)
+             ELSE power(CAST(0.5 AS float8),
+                        GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
+                                                                                                WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                                                                                  THEN GREATEST(n.created_at, n.last_seen_at)
+                                                                                                ELSE n.created_at
+                                                                                              END) AS float8),
+                                 0.0) / CAST(%(semantic_half_life)s AS float8))
+           END AS recency,
+           COALESCE(n.importance,
+                    CAST(0.5 AS float8)) AS importance,
+           LEAST(CAST(1.0 AS float8),
+                 log(CAST(n.access_count + 1 AS float8)) / log(CAST(101.0 AS float8))) AS popularity,
+           CAST(0.0 AS float8) AS entity,
+           n.distance,
+           CAST(NULL AS text[]) AS matched,
+           CAST(NULL AS text[]) AS entities,
+           json_build_object('metadata',
+                             n.metadata,
+                             'importance',
+                             n.importance,
+                             'access_count',
+                             n.access_count,
+                             'last_accessed_at',
+                             n.last_accessed_at,
+                             'embedding_model',
+                             n.embedding_model,
+                             'thread_id',
+                             n.thread_id,
+                             'position',
+                             n.position,
+                             'namespace',
+                             n.namespace,
+                             'inverse_distance',
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
+                             'dense_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             'fusion',
+                             CAST(%(fusion)s AS text),
+                             'bm25',
+                             n.bm25,
+                             'bm25_rank',
+                             n.bm25_rank,
+                             'bm25_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                             FROM mem_total),
+                                                            CAST(0.0 AS float8)),
+                                            0.0)),
+                             'lexical_share',
+                             CAST(CASE %(fusion)s
+                                    WHEN 'convex'
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                                          FROM mem_total),
+                                                                                                                         CAST(0.0 AS float8)),
+                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                    COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                                                                                                                              FROM mem_total),
+                                                                                                                                                                                             CAST(0.0 AS float8)),
+                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
+                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
+                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                                                                                                                        0.0),
+                                                    0.0)
+                                    WHEN 'max'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                  FROM mem_total),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 1.0
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                  FROM mem_total),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
+                                                                               GREATEST(CAST(0.0 AS float8),
+                                                                                        (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                               THEN 0.0
+                                             ELSE 0.5
+                                           END
+                                    WHEN 'cascade'
+                                      THEN CASE
+                                             WHEN LEAST(CAST(1.0 AS float8),
+                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                                  FROM mem_total),
+                                                                                 CAST(0.0 AS float8)),
+                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                               THEN 1.0
+                                             ELSE 0.0
+                                           END
+                                    WHEN 'rrf'
+                                      THEN COALESCE(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                                             0.0) / NULLIF(COALESCE(CAST(%(bm25_weight)s AS float8) / (%(rrf_k)s + n.bm25_rank),
+                                                                                    0.0) + COALESCE(CAST(%(dense_weight)s AS float8) / (%(rrf_k)s + n.dense_rank),
+                                                                                                    0.0),
+                                                                           0.0),
+                                                    0.0)
+                                  END AS float8),
+                             'coverage',
+                             n.coverage,
+                             'dense_rank',
+                             n.dense_rank,
+                             'found_by',
+                             CASE
+                               WHEN n.near
+                                 THEN 'dense'
+                               ELSE 'bm25'
+                             END,
+                             'bm25_complete',
+                             (SELECT unprobed
+                              FROM mem_total) = 0) AS details,
+           CAST(NULL AS bigint[]) AS newer
+    FROM semantic_found AS n
+    WHERE n.distance <= CAST(%(max_distance)s AS float8)
+       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
+  ),
+
+-- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
+--   binds: as_of, tenant_id, version_candidates
+mem_facts AS MATERIALIZED (
+    SELECT s.id,
+           s.kind,
+           m.namespace,
+           CASE
+             WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+               THEN GREATEST(m.created_at, m.last_seen_at)
+             ELSE m.created_at
+           END AS told_at,
+           m.embedding,
+           tsvector_to_array(m.search_vector) AS lexemes
+    FROM (SELECT id,
+                 kind
+          FROM semantic
+          WHERE kind <> 'message'
+          ORDER BY relevance DESC,
+                   id
+          LIMIT %(version_candidates)s) AS s
+         INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                           AND m.id = s.id
+  ),
+
+-- mem_newer: each fact's newer versions among them (same kind, near vectors or words)
+--   binds: version_shared_words, version_similarity
+mem_newer AS MATERIALIZED (
+    SELECT o.id,
+           array_agg(n.id ORDER BY n.told_at DESC,
+                                   n.id DESC) AS newer
+    FROM mem_facts AS o
+         INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                  AND n.namespace = o.namespace
+                                  AND n.told_at > o.told_at
+         CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
+    WHERE CASE
+            WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
+              THEN TRUE
+            WHEN d.similarity >= CAST(0.5 AS float8)
+              THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+                    FROM unnest(o.lexemes) AS x
+                    WHERE x = ANY(n.lexemes))
+            ELSE FALSE
+          END
+    GROUP BY o.id
+  ),
+
+-- semantic_versions: the memories' candidates, each with its newer versions
+semantic_versions AS (
+    SELECT s.source,
+           s.item,
+           s.id,
+           s.content,
+           s.kind,
+           s.created_at,
+           s.relevance,
+           s.recency,
+           s.importance,
+           s.popularity,
+           s.entity,
+           s.distance,
+           s.matched,
+           s.entities,
+           s.details,
+           v.newer
+    FROM semantic AS s
+         LEFT JOIN mem_newer AS v ON v.id = s.id
+  ),
+
+-- context_hits: the leading memory candidates that are turns of a conversation
+--   binds: context_hits, message_kind, untold_sessions, weight_entity, weight_importance,
+--          weight_popularity, weight_recency, weight_relevance
+context_hits AS (
+    SELECT c.id AS hit_id,
+           c.details ->> 'thread_id' AS thread_id,
+           CAST(c.details ->> 'position' AS integer) AS position
+    FROM (SELECT *
+          FROM semantic AS s
+          ORDER BY LEAST(CAST(1.0 AS float8),
+                         GREATEST(CAST(0.0 AS float8),
+                                  CAST(%(weight_relevance)s AS float8) * s.relevance + CAST(%(weight_recency)s AS float8) * s.recency + CAST(%(weight_importance)s AS float8) * s.importance + CAST(%(weight_popularity)s AS float8) * s.popularity + CAST(%(weight_entity)s AS float8) * s.entity)) DESC,
+                   s.relevance DESC,
+                   s.distance ASC NULLS LAST,
+                   s.recency DESC,
+                   s.id
+          LIMIT %(context_hits)s) AS c
+    WHERE (json_typeof(c.details -> 'thread_id') = 'string'
+       AND json_typeof(c.details -> 'position') = 'number')
+       OR (%(untold_sessions)s
+       AND c.kind = %(message_kind)s
+       AND COALESCE(json_typeof(c.details -> 'thread_id'),
+                    'null') = 'null')
+  ),
+
+-- untold: those hits that are messages without a thread, with their times
+--   binds: tenant_id
+untold AS (
+    SELECT h.hit_id,
+           m.created_at
+    FROM context_hits AS h
+         INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                           AND m.id = h.hit_id
+    WHERE h.thread_id IS NULL
+  ),
+
+-- told_before: the messages without a thread told just before each such hit, and pauses
+--   binds: as_of, context_window, filter_value_0, known_at, message_kind, namespace, query_vector,
+--          session_gap, tenant_id
+told_before AS (
+    SELECT x.hit_id,
+           - row_number() OVER w AS "offset",
+           x.id,
+           x.content,
+           x.kind,
+           x.metadata,
+           x.importance,
+           x.access_count,
+           x.last_accessed_at,
+           x.created_at,
+           x.embedding_model,
+           x.thread_id,
+           x.position,
+           x.namespace,
+           x.last_seen_at,
+           x.distance,
+           lag(x.created_at, 1, x.hit_at) OVER w - x.created_at AS gap
+    FROM (SELECT u.hit_id,
+                 u.created_at AS hit_at,
+                 n.*
+          FROM untold AS u
+               CROSS JOIN LATERAL (SELECT m.id,
+                                          m.content,
+                                          m.kind,
+                                          m.metadata,
+                                          m.importance,
+                                          m.access_count,
+                                          m.last_accessed_at,
+                                          m.created_at,
+                                          m.embedding_model,
+                                          m.thread_id,
+                                          m.position,
+                                          m.namespace,
+                                          m.last_seen_at,
+                                          m.embedding <-> %(query_vector)s AS distance
+                                   FROM retrieval.memories AS m
+                                   WHERE m.tenant_id = %(tenant_id)s
+                                     AND m.kind = %(message_kind)s
+                                     AND m.thread_id IS NULL
+                                     AND (m.retired_at IS NULL
+                                       OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                                     AND (m.expires_at IS NULL
+                                       OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                                     AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                       OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                                     AND m.namespace @> CAST(%(namespace)s AS text[])
+                                     AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
+                                     AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
+                                     AND (m.created_at, m.id) < (u.created_at, u.hit_id)
+                                     AND m.created_at >= u.created_at - %(session_gap)s * %(context_window)s
+                                   ORDER BY m.created_at DESC,
+                                            m.id DESC
+                                   LIMIT %(context_window)s) AS n) AS x
+    WINDOW w AS (PARTITION BY x.hit_id
+                 ORDER BY x.created_at DESC,
+                          x.id DESC)
+  ),
+
+-- told_after: the messages without a thread told just after each such hit, and pauses
+--   binds: as_of, context_window, filter_value_0, known_at, message_kind, namespace, query_vector,
+--          session_gap, tenant_id
+told_after AS (
+    SELECT x.hit_id,
+           row_number() OVER w AS "offset",
+           x.id,
+           x.content,
+           x.kind,
+           x.metadata,
+           x.importance,
+           x.access_count,
+           x.last_accessed_at,
+           x.created_at,
+           x.embedding_model,
+           x.thread_id,
+           x.position,
+           x.namespace,
+           x.last_seen_at,
+           x.distance,
+           x.created_at - lag(x.created_at, 1, x.hit_at) OVER w AS gap
+    FROM (SELECT u.hit_id,
+                 u.created_at AS hit_at,
+                 n.*
+          FROM untold AS u
+               CROSS JOIN LATERAL (SELECT m.id,
+                                          m.content,
+                                          m.kind,
+                                          m.metadata,
+                                          m.importance,
+                                          m.access_count,
+                                          m.last_accessed_at,
+                                          m.created_at,
+                                          m.embedding_model,
+                                          m.thread_id,
+                                          m.position,
+                                          m.namespace,
+                                          m.last_seen_at,
+                                          m.embedding <-> %(query_vector)s AS distance
+                                   FROM retrieval.memories AS m
+                                   WHERE m.tenant_id = %(tenant_id)s
+                                     AND m.kind = %(message_kind)s
+                                     AND m.thread_id IS NULL
+                                     AND (m.retired_at IS NULL
+                                       OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                                     AND (m.expires_at IS NULL
+                                       OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                                     AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                       OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                                     AND m.namespace @> CAST(%(namespace)s AS text[])
+                                     AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
+                                     AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
+                                     AND (m.created_at, m.id) > (u.created_at, u.hit_id)
+                                     AND m.created_at <= u.created_at + %(session_gap)s * %(context_window)s
+                                   ORDER BY m.created_at ASC,
+                                            m.id ASC
+                                   LIMIT %(context_window)s) AS n) AS x
+    WINDOW w AS (PARTITION BY x.hit_id
+                 ORDER BY x.created_at ASC,
+                          x.id ASC)
+  ),
+
+-- told: those messages with the widest pause between them and their hit
+told AS (
+    SELECT *,
+           max(gap) OVER (PARTITION BY hit_id,
+                                       sign("offset")
+                          ORDER BY abs("offset")) AS widest_gap
+    FROM (SELECT *
+          FROM told_before
+
+          UNION ALL
+
+          SELECT *
+          FROM told_after) AS sides
+  ),
+
+-- turns: the turns within the window of each hit: its thread's, or its session's in time
+--   binds: as_of, context_window, filter_value_0, known_at, namespace, query_vector, session_gap,
+--          tenant_id
+turns AS (
+    SELECT h.hit_id,
+           m.position - h.position AS "offset",
+           m.id,
+           m.content,
+           m.kind,
+           m.metadata,
+           m.importance,
+           m.access_count,
+           m.last_accessed_at,
+           m.created_at,
+           m.embedding_model,
+           m.thread_id,
+           m.position,
+           m.namespace,
+           m.last_seen_at,
+           m.embedding <-> %(query_vector)s AS distance
+    FROM context_hits AS h
+         INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                           AND m.thread_id = h.thread_id
+                                           AND m.position BETWEEN h.position - %(context_window)s AND h.position + %(context_window)s
+                                           AND m.id <> h.hit_id
+                                           AND m.namespace @> CAST(%(namespace)s AS text[])
+                                           AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
+                                           AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
+                                           AND (m.retired_at IS NULL
+                                             OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                                           AND (m.expires_at IS NULL
+                                             OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                                           AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                             OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+    WHERE h.thread_id IS NOT NULL
+
+    UNION ALL
+
+    SELECT hit_id,
+           "offset",
+           id,
+           content,
+           kind,
+           metadata,
+           importance,
+           access_count,
+           last_accessed_at,
+           created_at,
+           embedding_model,
+           thread_id,
+           position,
+           namespace,
+           last_seen_at,
+           distance
+    FROM told
+    WHERE widest_gap <= %(session_gap)s
+  ),
+
+-- context: the turns as memory candidates, each with the hit it is next to and how far
+--   binds: as_of, dense_span_squared, dense_zero_squared, semantic_half_life
+context AS (
+    SELECT n.hit_id,
+           n."offset",
+           CAST('semantic' AS text) AS source,
+           CAST('memory' AS text) AS item,
+           n.id,
+           n.content,
+           n.kind,
+           n.created_at,
+           LEAST(CAST(1.0 AS float8),
+                 GREATEST(CAST(0.0 AS float8),
+                          (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))) AS relevance,
+           CASE
+             WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
+                                                                                          WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                                                                            THEN GREATEST(n.created_at, n.last_seen_at)
+                                                                                          ELSE n.created_at
+                                                                                        END) AS float8),
+                           0.0) / CAST(%(semantic_half_life)s AS float8) > 1000
+               THEN CAST(0.0 AS float8)
+             ELSE power(CAST(0.5 AS float8),
+                        GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
+                                                                                                WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                                                                                  THEN GREATEST(n.created_at, n.last_seen_at)
+                                                                                                ELSE n.created_at
+                                                                                              END) AS float8),
+                                 0.0) / CAST(%(semantic_half_life)s AS float8))
+           END AS recency,
+           COALESCE(n.importance,
+                    CAST(0.5 AS float8)) AS importance,
+           LEAST(CAST(1.0 AS float8),
+                 log(CAST(n.access_count + 1 AS float8)) / log(CAST(101.0 AS float8))) AS popularity,
+           CAST(0.0 AS float8) AS entity,
+           n.distance,
+           CAST(NULL AS text[]) AS matched,
+           CAST(NULL AS text[]) AS entities,
+           json_build_object('metadata',
+                             n.metadata,
+                             'importance',
+                             n.importance,
+                             'access_count',
+                             n.access_count,
+                             'last_accessed_at',
+                             n.last_accessed_at,
+                             'embedding_model',
+                             n.embedding_model,
+                             'thread_id',
+                             n.thread_id,
+                             'position',
+                             n.position,
+                             'namespace',
+                             n.namespace,
+                             'inverse_distance',
+                             CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
+                             'dense_relevance',
+                             LEAST(CAST(1.0 AS float8),
+                                   GREATEST(CAST(0.0 AS float8),
+                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))) AS details,
+           CAST(NULL AS bigint[]) AS newer
+    FROM turns AS n
+  )
+
+-- the candidates of every source
+SELECT source,
+       item,
+       id,
+       content,
+       kind,
+       created_at,
+       relevance,
+       recency,
+       importance,
+       popularity,
+       entity,
+       distance,
+       matched,
+       entities,
+       CAST(details AS text) AS details,
+       newer,
+       CAST(NULL AS bigint) AS hit_id,
+       CAST(NULL AS integer) AS "offset"
+FROM semantic_versions
+
+UNION ALL
+
+SELECT source,
+       item,
+       id,
+       content,
+       kind,
+       created_at,
+       relevance,
+       recency,
+       importance,
+       popularity,
+       entity,
+       distance,
+       matched,
+       entities,
+       CAST(details AS text) AS details,
+       newer,
+       hit_id,
+       "offset"
+FROM context
