@@ -29,6 +29,7 @@ semantic_nearest AS MATERIALIZED (
            m.thread_id,
            m.position,
            m.namespace,
+           m.key,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -116,6 +117,7 @@ mem_fetched AS MATERIALIZED (
                                     m.thread_id,
                                     m.position,
                                     m.namespace,
+                                    m.key,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -186,6 +188,7 @@ mem_matched AS MATERIALIZED (
                               r.thread_id,
                               r.position,
                               r.namespace,
+                              r.key,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -356,6 +359,8 @@ semantic AS (
                              n.position,
                              'namespace',
                              n.namespace,
+                             'key',
+                             n.key,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
@@ -1074,6 +1079,7 @@ told_before AS (
            x.thread_id,
            x.position,
            x.namespace,
+           x.key,
            x.last_seen_at,
            x.distance,
            lag(x.created_at, 1, x.hit_at) OVER w - x.created_at AS gap
@@ -1093,6 +1099,7 @@ told_before AS (
                                           m.thread_id,
                                           m.position,
                                           m.namespace,
+                                          m.key,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -1150,6 +1157,7 @@ told_after AS (
            x.thread_id,
            x.position,
            x.namespace,
+           x.key,
            x.last_seen_at,
            x.distance,
            x.created_at - lag(x.created_at, 1, x.hit_at) OVER w AS gap
@@ -1169,6 +1177,7 @@ told_after AS (
                                           m.thread_id,
                                           m.position,
                                           m.namespace,
+                                          m.key,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -1241,6 +1250,7 @@ turns AS (
            m.thread_id,
            m.position,
            m.namespace,
+           m.key,
            m.last_seen_at,
            m.embedding <-> %(query_vector)s AS distance
     FROM context_hits AS h
@@ -1286,6 +1296,7 @@ turns AS (
            thread_id,
            position,
            namespace,
+           key,
            last_seen_at,
            distance
     FROM told
@@ -1346,6 +1357,8 @@ context AS (
                              n.position,
                              'namespace',
                              n.namespace,
+                             'key',
+                             n.key,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

@@ -24,6 +24,7 @@ semantic_nearest AS MATERIALIZED (
            m.thread_id,
            m.position,
            m.namespace,
+           m.key,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -97,6 +98,7 @@ mem_fetched AS MATERIALIZED (
                                     m.thread_id,
                                     m.position,
                                     m.namespace,
+                                    m.key,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -163,6 +165,7 @@ mem_matched AS MATERIALIZED (
                               r.thread_id,
                               r.position,
                               r.namespace,
+                              r.key,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -323,6 +326,8 @@ semantic AS (
                              n.position,
                              'namespace',
                              n.namespace,
+                             'key',
+                             n.key,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

@@ -23,6 +23,7 @@ semantic_nearest AS MATERIALIZED (
            m.thread_id,
            m.position,
            m.namespace,
+           m.key,
            m.last_seen_at,
            m.search_vector,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -99,6 +100,7 @@ mem_fetched AS MATERIALIZED (
                                     m.thread_id,
                                     m.position,
                                     m.namespace,
+                                    m.key,
                                     m.last_seen_at,
                                     m.search_vector,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
@@ -166,6 +168,7 @@ mem_matched AS MATERIALIZED (
                               r.thread_id,
                               r.position,
                               r.namespace,
+                              r.key,
                               r.last_seen_at,
                               r.search_vector,
                               r.distance
@@ -325,6 +328,8 @@ semantic AS (
                              n.position,
                              'namespace',
                              n.namespace,
+                             'key',
+                             n.key,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
@@ -539,6 +544,7 @@ told_before AS (
            x.thread_id,
            x.position,
            x.namespace,
+           x.key,
            x.last_seen_at,
            x.distance,
            lag(x.created_at, 1, x.hit_at) OVER w - x.created_at AS gap
@@ -558,6 +564,7 @@ told_before AS (
                                           m.thread_id,
                                           m.position,
                                           m.namespace,
+                                          m.key,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -601,6 +608,7 @@ told_after AS (
            x.thread_id,
            x.position,
            x.namespace,
+           x.key,
            x.last_seen_at,
            x.distance,
            x.created_at - lag(x.created_at, 1, x.hit_at) OVER w AS gap
@@ -620,6 +628,7 @@ told_after AS (
                                           m.thread_id,
                                           m.position,
                                           m.namespace,
+                                          m.key,
                                           m.last_seen_at,
                                           m.embedding <-> %(query_vector)s AS distance
                                    FROM retrieval.memories AS m
@@ -678,6 +687,7 @@ turns AS (
            m.thread_id,
            m.position,
            m.namespace,
+           m.key,
            m.last_seen_at,
            m.embedding <-> %(query_vector)s AS distance
     FROM context_hits AS h
@@ -712,6 +722,7 @@ turns AS (
            thread_id,
            position,
            namespace,
+           key,
            last_seen_at,
            distance
     FROM told
@@ -772,6 +783,8 @@ context AS (
                              n.position,
                              'namespace',
                              n.namespace,
+                             'key',
+                             n.key,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

@@ -24,6 +24,7 @@ semantic_nearest AS MATERIALIZED (
            m.thread_id,
            m.position,
            m.namespace,
+           m.key,
            m.last_seen_at,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
     FROM retrieval.memories AS m
@@ -90,6 +91,8 @@ semantic AS (
                              n.position,
                              'namespace',
                              n.namespace,
+                             'key',
+                             n.key,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',

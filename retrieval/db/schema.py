@@ -164,6 +164,9 @@ def _memories(metadata: MetaData, embedding: Embedding, text_search_config: str)
         ),
         # Its scope below the tenant, a path of names (revision 0018; {}: the tenant's top).
         Column("namespace", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+        # A name for it within its namespace (revision 0019): a new memory under a live key
+        # supersedes the memory that holds it.
+        Column("key", Text, nullable=True),
         PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
         *time_ranges(MEMORIES),
         CheckConstraint(
@@ -171,6 +174,7 @@ def _memories(metadata: MetaData, embedding: Embedding, text_search_config: str)
             "AND array_position(namespace, '') IS NULL",
             name="memories_namespace_names",
         ),
+        CheckConstraint("key <> ''", name="memories_key_named"),
         CheckConstraint("seen_count >= 1", name="memories_seen_count_positive"),
         Index(
             "memories_live_key",
@@ -215,6 +219,13 @@ def _memories(metadata: MetaData, embedding: Embedding, text_search_config: str)
         gin("memories_metadata_idx", "tenant_id", "metadata", ops="jsonb_path_ops"),
         # A namespace prefix's rows: those whose names contain its names (revision 0018).
         Index("memories_namespace_idx", "tenant_id", "namespace", postgresql_using="gin"),
+        Index(
+            "memories_tenant_key_idx",
+            "tenant_id",
+            "key",
+            "namespace",
+            postgresql_where=text("key IS NOT NULL"),
+        ),
         embedding.index("memories_embedding_hnsw_idx"),
     )
 

@@ -37,6 +37,8 @@ COLUMNS = (
            "`created_at` (after now when `created_at` is not given)"),
     Column(("namespace",), "memory", "its scope below the tenant, a path of names: a JSON list "
            "(`[\"users\", \"u1\"]`), or `users;u1` in CSV; default: the tenant's top"),
+    Column(("key",), "memory", "its name within its namespace: a memory stored under the key of a "
+           "live memory of the namespace supersedes it"),
     Column(("ref",), "decision, memory", "a label that later lines of the file can name (a "
            "tool call's `decision_ref`, a memory's `supersedes_ref`)"),
     Column(("supersedes_ref", "supersedes"), "memory", "the `ref` (or a list of them) of "

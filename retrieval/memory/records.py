@@ -41,6 +41,9 @@ class MemoryInput:
     # Its scope below the tenant, a path of names such as ("users", "u1", "preferences"): a
     # retrieve given a namespace reads that one and those below it. Default: the tenant's top.
     namespace: Sequence[str] | None = None
+    # A name for it within its namespace: a new memory under the key of a live memory of the
+    # namespace supersedes that memory (retired, kept in its history). Never a copy.
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Memory:
     retired_at: datetime | None = None
     superseded_by: int | None = None
     namespace: tuple[str, ...] = ()  # its scope below the tenant (): the tenant's top
+    key: str | None = None  # its name within its namespace
 
     def live_at(self, moment: datetime) -> bool:
         """Whether the memory took part in retrieval at ``moment``."""

@@ -17,8 +17,8 @@ from retrieval.memory.validation import ValidMemory
 
 def never_a_copy(memory: ValidMemory) -> bool:
     """Whether ``memory`` is a row of its own whatever it repeats: a message without a thread
-    (a turn of its session) or a version stored retired (history)."""
-    return untold(memory) is not None or memory.retired_at is not None
+    (a turn of its session), a version stored retired (history) or a memory with a key."""
+    return untold(memory) is not None or memory.retired_at is not None or memory.key is not None
 
 
 class RowFields:
@@ -69,6 +69,7 @@ class RowFields:
             memory.position,
             expires_at,
             list(memory.namespace),
+            memory.key,
             distinct,
             seen,
             last_seen,

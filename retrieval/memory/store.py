@@ -145,6 +145,7 @@ class MemoryStore:
         expires_at: datetime | None = None,
         supersedes: int | Sequence[int] | None = None,
         namespace: Sequence[str] | None = None,
+        key: str | None = None,
     ) -> int:
         """Store one memory and return its id (see
         :class:`~retrieval.memory.records.MemoryInput`).
@@ -158,7 +159,9 @@ class MemoryStore:
         ``created_at`` and kept for :meth:`history`. ``expires_at`` ends its life (default:
         its kind's lifetime in the settings, if any; it must be later than ``created_at``, or
         than now when that is not given). ``namespace`` places it in a scope below the tenant (a
-        path of names such as ``("users", "u1")``; default: the tenant's top).
+        path of names such as ``("users", "u1")``; default: the tenant's top). ``key`` names it
+        within its namespace: a live memory of the namespace under the same key is superseded
+        by it (as with ``supersedes``), and it is never a copy of another memory.
         """
         item = MemoryInput(
             text=text,
@@ -175,6 +178,7 @@ class MemoryStore:
             expires_at=expires_at,
             supersedes=supersedes,
             namespace=namespace,
+            key=key,
         )
         with self._traced("retrieval.remember") as written, self.batch() as batch:
             return written(batch.write_memories([valid_memory(item, self._limits)]))[0]

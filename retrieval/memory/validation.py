@@ -69,6 +69,7 @@ class ValidMemory(NamedTuple):
     # A version stored already retired, with no newer version (a line of an export).
     retired_at: datetime | None = None
     namespace: tuple[str, ...] = ()
+    key: str | None = None
 
 
 class ValidDecision(NamedTuple):
@@ -121,6 +122,7 @@ def valid_memory(
         expires_at=check.expiry(item.expires_at, created_at),
         supersedes=check.ids("supersedes", item.supersedes),
         namespace=check.namespace(item.namespace),
+        key=check.optional_key(item.key),
     )
 
 
@@ -316,6 +318,14 @@ class _Checker:
                 "a memory must live for some time",
             )
         return expires_at
+
+    def optional_key(self, value: object) -> str | None:
+        # A key is kept exactly as given (not stripped): it names an item.
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.fail("key", f"must be a non-empty string, got {value!r:.40}")
+        return self.text("key", value, MAX_NAME_CHARS, allow_blank=True)
 
     def namespace(self, value: object) -> tuple[str, ...]:
         try:

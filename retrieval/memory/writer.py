@@ -33,6 +33,7 @@ from retrieval.memory.copies import (
     stored_rows,
 )
 from retrieval.memory.get_and_forget import Lookup
+from retrieval.memory.keys import with_keyed_versions
 from retrieval.memory.records import MemoryInput, StoredIds
 from retrieval.memory.row_fields import RowFields, never_a_copy
 from retrieval.memory.supersede import check_superseded, retire_alone, retire_superseded
@@ -125,10 +126,13 @@ class Writer:
         """
         if not memories:
             return StoredIds()
-        if any(memory.supersedes for memory in memories):
+        keyed = any(memory.key is not None for memory in memories)
+        if keyed or any(memory.supersedes for memory in memories):
             # The statistics lock before the row locks of what is superseded: the order
             # forget takes them in (retrieval.db.statistics_lock).
             _lock_statistics(connection, self.schema, memories)
+        if keyed:
+            memories = with_keyed_versions(connection, self.schema, memories)
         targets = check_superseded(connection, self.schema, memories)
         # Distinct rows: every memory with collapsing off, else those never a copy.
         alone: list[int] = []

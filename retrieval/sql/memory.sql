@@ -410,3 +410,18 @@ WHERE m.tenant_id = %(tenant_id)s AND cardinality(m.namespace) > 0
             m.namespace[cardinality(m.namespace) - cardinality(%(suffix)s::text[]) + p.i])
 ORDER BY 1
 LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: keyed_live
+-- A tenant's memories under some keys that are not retired, with their namespaces and whether
+-- they have expired, locked until the transaction ends (a new version retires them).
+SELECT id, key, namespace, coalesce(expires_at <= now(), false) AS expired
+FROM {schema}.memories
+WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[]) AND retired_at IS NULL
+ORDER BY id
+FOR UPDATE
+
+-- name: retire_at_expiry
+-- Expired memories retired at their expiry (they ended then: for reads nothing changes), with
+-- no newer version.
+UPDATE {schema}.memories SET retired_at = expires_at
+WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[]) AND retired_at IS NULL

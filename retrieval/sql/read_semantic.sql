@@ -201,7 +201,7 @@ COALESCE(n.importance, {neutral}::float8) AS importance,
 'metadata', n.metadata, 'importance', n.importance,
                'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
                'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
-               'position', n.position, 'namespace', n.namespace,
+               'position', n.position, 'namespace', n.namespace, 'key', n.key,
                'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
                'dense_relevance', {dense}
 

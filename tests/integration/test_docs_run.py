@@ -28,7 +28,7 @@ FRAGMENTS = {
         "a server, it runs until its client leaves",
     ],
 }
-RUN_PAGES = ["README.md", "docs/api.md", "docs/observability.md"]
+RUN_PAGES = ["README.md", "docs/api.md", "docs/langgraph.md", "docs/observability.md"]
 
 
 def test_each_block_is_run_here_or_a_named_fragment() -> None:
@@ -47,7 +47,8 @@ def test_each_block_is_run_here_or_a_named_fragment() -> None:
 
 # The modules each extra brings (pyproject.toml's optional dependencies).
 EXTRA_MODULES = {
-    "langchain": ("langchain_core", "retrieval.integrations.langchain"),
+    "langchain": ("retrieval.integrations.langchain",),
+    "langgraph": ("langgraph", "retrieval.integrations.langgraph"),
     "llamaindex": ("llama_index", "retrieval.integrations.llamaindex"),
     "mcp": ("mcp", "retrieval.integrations.mcp_server"),
     "otel": ("opentelemetry",),
@@ -133,6 +134,20 @@ def test_the_api_page_runs_as_written_twice(newcomer: dict[str, str], tmp_path: 
     # and the past reads as it stood.
     assert values["copy"] and values["near"] and values["versions"]
     assert values["then"] == "Staging runs PostgreSQL 17."
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_server
+def test_the_langgraph_page_runs_a_graph_that_recalls_what_it_stored(
+    newcomer: dict[str, str], tmp_path: Path
+) -> None:
+    _upgrade(newcomer, tmp_path)
+    values = _run(
+        "docs/langgraph.md", newcomer, tmp_path,
+        recalled="result['recalled']", reply="result['messages'][-1].content",
+    )  # fmt: skip
+    assert values["recalled"][0] == "I moved to Lyon last spring."
+    assert values["reply"] == "In Lyon."
 
 
 class _Collector(BaseHTTPRequestHandler):

@@ -143,6 +143,7 @@ def test_the_writer_sends_its_rows_in_the_declared_order() -> None:
         "position": 3,
         "expires_at": memory.expires_at,
         "namespace": ["users", "u1"],
+        "key": None,
         "distinct_copy": True,
         "seen_count": 1,
         "last_seen_at": None,

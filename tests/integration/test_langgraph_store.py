@@ -1,0 +1,164 @@
+"""LangGraph's store on the library, on a real PostgreSQL: items put, got, searched (by the
+hybrid search with a query, listed without), filtered, listed by namespace, deleted, kept over
+time, expired by TTL, one tenant each (docs/langgraph.md's graph runs in test_docs_run)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from langgraph.store.base import (
+    GetOp,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
+
+from retrieval.errors import ValidationError
+from retrieval.integrations.langgraph import RetrievalStore
+from retrieval.memory.store import MemoryStore
+
+
+@pytest.fixture
+def lg(store: MemoryStore) -> Iterator[RetrievalStore]:
+    with RetrievalStore(store, tenant_id="acme", index={"fields": ["text"]}) as made:
+        yield made
+
+
+def test_put_get_and_a_value_kept_exactly(lg: RetrievalStore) -> None:
+    value = {"text": "Prefers dark mode", "n": 1.5, "tags": ["ui", None], "nested": {"a": True}}
+    lg.put(("users", "u1"), "prefs", value)
+    item = lg.get(("users", "u1"), "prefs")
+    assert item is not None and item.value == value and item.key == "prefs"
+    assert item.namespace == ("users", "u1") and item.created_at == item.updated_at
+    assert lg.get(("users", "u1"), "missing") is None
+    assert lg.get(("users",), "prefs") is None  # a namespace is matched whole
+
+
+def test_a_put_of_an_existing_key_keeps_its_history(lg: RetrievalStore) -> None:
+    lg.put(("users", "u1"), "prefs", {"text": "Prefers dark mode"})
+    first = lg.get(("users", "u1"), "prefs")
+    time.sleep(0.01)
+    lg.put(("users", "u1"), "prefs", {"text": "Prefers light mode"})
+    second = lg.get(("users", "u1"), "prefs")
+    assert first is not None and second is not None
+    assert second.value == {"text": "Prefers light mode"}
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    found = lg.search(("users",), query="which mode does the user prefer?")
+    assert [item.value["text"] for item in found] == ["Prefers light mode"]
+    memory_id = lg.store.similar("Prefers light mode", tenant_id="acme")[0].memory.id
+    versions = lg.store.history(memory_id, tenant_id="acme")
+    assert [v.memory.content for v in versions] == ["Prefers dark mode", "Prefers light mode"]
+    lg.delete(("users", "u1"), "prefs")  # every version goes
+    assert lg.get(("users", "u1"), "prefs") is None
+    assert lg.store.get_memory(memory_id, tenant_id="acme") is None
+    assert lg.store.get_memory(versions[0].memory.id, tenant_id="acme") is None
+
+
+def test_search_ranks_by_the_hybrid_relevance_within_the_prefix_and_filter(
+    lg: RetrievalStore,
+) -> None:
+    notes = {
+        ("users", "u1", "memories"): [
+            ("m1", "The user plays tennis on Sundays", "hobby"),
+            ("m2", "The user is allergic to peanuts", "health"),
+            ("m3", "The user's favourite sport is football", "hobby"),
+        ],
+        ("users", "u2", "memories"): [("m1", "The user plays the violin", "hobby")],
+    }
+    for namespace, rows in notes.items():
+        for key, text, kind in rows:
+            lg.put(namespace, key, {"text": text, "kind": kind, "year": 2026})
+    found = lg.search(("users", "u1"), query="What sports does the user play?", limit=2)
+    assert [item.key for item in found] == ["m1", "m3"] or [item.key for item in found] == [
+        "m3",
+        "m1",
+    ]
+    assert all(0.0 <= (item.score or 0.0) <= 1.0 for item in found)
+    assert found[0].score is not None and found[1].score is not None
+    assert found[0].score >= found[1].score
+    filtered = lg.search(("users",), query="sport", filter={"kind": "health"})
+    assert [item.value["text"] for item in filtered] == ["The user is allergic to peanuts"]
+    compared = lg.search(("users",), filter={"year": {"$gte": 2026}, "kind": {"$ne": "health"}})
+    assert len(compared) == 3 and all(item.score is None for item in compared)
+    assert [item.key for item in lg.search(("users", "u2"))] == ["m1"]
+    page = lg.search(("users",), query="sport", limit=2, offset=2)
+    everything = lg.search(("users",), query="sport", limit=4)
+    assert [i.key for i in page] == [i.key for i in everything[2:]]
+
+
+def test_list_namespaces_by_prefix_suffix_and_depth(lg: RetrievalStore) -> None:
+    for namespace in [("test", "documents", "public"), ("test", "documents", "private"),
+                      ("test", "images", "public"), ("prod", "documents", "public")]:  # fmt: skip
+        lg.put(namespace, "k", {"text": "/".join(namespace)})
+    assert len(lg.list_namespaces()) == 4
+    assert lg.list_namespaces(max_depth=2) == [
+        ("prod", "documents"),
+        ("test", "documents"),
+        ("test", "images"),
+    ]
+    assert lg.list_namespaces(suffix=("public",)) == [
+        ("prod", "documents", "public"),
+        ("test", "documents", "public"),
+        ("test", "images", "public"),
+    ]
+    assert lg.list_namespaces(prefix=("test", "*", "public")) == [
+        ("test", "documents", "public"),
+        ("test", "images", "public"),
+    ]
+    batched = lg.batch([
+        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("prod",)),)),
+        PutOp(("prod", "x"), "k", {"text": "new"}),
+        GetOp(("prod", "x"), "k"),
+        SearchOp(("prod",), limit=10),
+    ])  # fmt: skip
+    assert batched[0] == [("prod", "documents", "public")] and batched[1] is None
+    assert batched[2] is not None and batched[2].value == {"text": "new"}
+    assert {item.key for item in batched[3]} == {"k"} and len(batched[3]) == 2
+
+
+def test_ttl_expires_items_and_a_read_refreshes_them(store: MemoryStore) -> None:
+    ttl = {"default_ttl": 2 / 60, "refresh_on_read": True}
+    with RetrievalStore(store, tenant_id="acme", ttl=ttl) as lg:  # type: ignore[arg-type]
+        lg.put(("cache",), "kept", {"text": "read often"})
+        lg.put(("cache",), "left", {"text": "never read"})
+        lg.put(("cache",), "forever", {"text": "no ttl"}, ttl=None)
+        for _ in range(3):
+            time.sleep(0.8)
+            assert lg.get(("cache",), "kept") is not None  # each read starts the 2 s again
+        assert lg.get(("cache",), "left") is None  # expired: not read
+        assert lg.get(("cache",), "forever") is not None
+        assert lg.sweep_ttl() == 1
+        assert {item.key for item in lg.search(("cache",))} == {"kept", "forever"}
+
+
+def test_one_tenant_per_store_and_bad_operations(store: MemoryStore) -> None:
+    with (
+        RetrievalStore(store, tenant_id="a") as alice,
+        RetrievalStore(store, tenant_id="b") as bob,
+    ):
+        alice.put(("notes",), "k", {"text": "Alice's secret"})
+        assert bob.get(("notes",), "k") is None
+        assert bob.search(("notes",), query="secret") == []
+        assert bob.list_namespaces() == []
+        with pytest.raises(ValidationError, match="at least one name"):
+            alice.batch([PutOp((), "k", {"text": "x"})])
+        with pytest.raises(ValidationError, match="filter key"):
+            alice.search(("notes",), filter={"$or": [{"a": 1}]})
+        with pytest.raises(ValueError, match="dims"):
+            RetrievalStore(store, tenant_id="a", index={"dims": 3, "fields": ["text"]})
+
+
+def test_abatch_and_the_async_methods(lg: RetrievalStore) -> None:
+    async def scenario() -> list[str]:
+        await lg.aput(("users", "u1"), "a", {"text": "Speaks French"})
+        await lg.aput(("users", "u1"), "b", {"text": "Lives in Lyon"})
+        item = await lg.aget(("users", "u1"), "a")
+        assert item is not None and item.value == {"text": "Speaks French"}
+        found = await lg.asearch(("users",), query="Which city does the user live in?")
+        return [one.key for one in found]
+
+    assert asyncio.run(scenario())[0] == "b"

@@ -1,0 +1,66 @@
+"""A memory's key, on a real PostgreSQL: a memory remembered under the key of a live memory of
+its namespace supersedes it (history kept), a key is never a copy, an expired key is retired at
+its expiry, and a batch names each key once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from retrieval.errors import ValidationError
+from retrieval.memory.store import MemoryStore
+
+WHEN = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def test_a_new_memory_under_a_key_supersedes_the_one_that_holds_it(store: MemoryStore) -> None:
+    first = store.remember("Theme: dark.", tenant_id="acme", namespace=["u1"], key="theme",
+                           created_at=WHEN)  # fmt: skip
+    other = store.remember("Theme: dark.", tenant_id="acme", namespace=["u2"], key="theme",
+                           created_at=WHEN)  # fmt: skip
+    second = store.remember("Theme: light.", tenant_id="acme", namespace=["u1"], key="theme",
+                            created_at=WHEN + timedelta(hours=1))  # fmt: skip
+    old = store.get_memory(first, tenant_id="acme")
+    assert old is not None and old.superseded_by == second and old.key == "theme"
+    assert [version.memory.id for version in store.history(second, tenant_id="acme")] == [
+        first,
+        second,
+    ]
+    kept = store.get_memory(other, tenant_id="acme")
+    assert kept is not None and kept.retired_at is None  # another namespace's key
+
+
+def test_a_keyed_memory_is_never_a_copy(store: MemoryStore) -> None:
+    a = store.remember("Likes tea.", tenant_id="acme", namespace=["u1"], key="a")
+    b = store.remember("Likes tea.", tenant_id="acme", namespace=["u1"], key="b")
+    plain = store.remember("Likes tea.", tenant_id="acme", namespace=["u1"])
+    assert len({a, b, plain}) == 3
+    again = store.remember("Likes tea.", tenant_id="acme", namespace=["u1"], key="a")
+    assert again not in (a, b, plain)
+    old = store.get_memory(a, tenant_id="acme")
+    assert old is not None and old.superseded_by == again
+
+
+def test_an_expired_key_is_retired_at_its_expiry(store: MemoryStore) -> None:
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    gone = store.remember("Session token abc.", tenant_id="acme", key="token", expires_at=soon)
+    import time
+
+    time.sleep(1.2)
+    fresh = store.remember("Session token def.", tenant_id="acme", key="token")
+    old = store.get_memory(gone, tenant_id="acme")
+    assert old is not None and old.retired_at == soon and old.superseded_by is None
+    assert fresh != gone
+
+
+def test_a_batch_names_each_key_once_and_bad_keys_are_refused(store: MemoryStore) -> None:
+    with pytest.raises(ValidationError, match="both name key 'k'"):
+        store.remember_many([
+            {"text": "one", "tenant_id": "acme", "key": "k"},
+            {"text": "two", "tenant_id": "acme", "key": "k"},
+        ])  # fmt: skip
+    for bad in ("", 7):
+        with pytest.raises(ValidationError, match="key: must be a non-empty string"):
+            store.remember("x", tenant_id="acme", key=bad)  # type: ignore[arg-type]
+    assert store.namespaces(tenant_id="acme") == []
