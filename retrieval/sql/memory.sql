@@ -210,10 +210,10 @@ SELECT (SELECT count(*) FROM removed_cache),
 -- {columns}, {values}, {arrays} and {names}: the fields sent as arrays (retrieval.memory.fields).
 INSERT INTO {schema}.memories (tenant_id, {columns}, embedding)
 SELECT c.tenant_id, {values}, c.embedding
-FROM unnest({arrays}, %(keys)b::bytea[]) WITH ORDINALITY AS s ({names}, key, sent)
+FROM unnest({arrays}, %(keys)b::bytea[]) WITH ORDINALITY AS s ({names}, cache_key, sent)
 CROSS JOIN LATERAL (
     SELECT c.tenant_id, c.embedding FROM {schema}.embedding_cache AS c
-    WHERE c.tenant_id = %(tenant_id)s AND c.key = s.key
+    WHERE c.tenant_id = %(tenant_id)s AND c.key = s.cache_key
 ) AS c
 {refresh_copies}
 

@@ -209,9 +209,9 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
     now = datetime.now(UTC)
     key = cache_key(store.cache.embedder.model_id, "kept")
     gone = cache_key(store.cache.embedder.model_id, "forgotten meanwhile")
-    # MEMORY_FIELDS (the last five: no expiry, no namespace, a distinct copy, told once) and
-    # the cache key
-    fields = ("fact", b"\x01{}", None, now, "m", None, None, None, [], True, 1, None)
+    # MEMORY_FIELDS (the last six: no expiry, no namespace, no key, a distinct copy, told
+    # once) and the cache key
+    fields = ("fact", b"\x01{}", None, now, "m", None, None, None, [], None, True, 1, None)
     rows = [
         ("t1", 9_001, "kept", *fields, key),
         ("t1", 9_002, "forgotten meanwhile", *fields, gone),
