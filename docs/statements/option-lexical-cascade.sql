@@ -510,6 +510,7 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
+           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -538,6 +539,8 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
+                                  AND o.key IS NULL
+                                  AND n.key IS NULL
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
     WHERE CASE
             WHEN d.similarity >= CAST(%(version_similarity)s AS float8)

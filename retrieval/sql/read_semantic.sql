@@ -239,10 +239,10 @@ semantic AS (
 
 -- name: mem_facts
 -- The most relevant memory candidates that state facts (every kind but conversation turns),
--- %(version_candidates)s of them, with their namespaces, vectors and lexemes (read again by the
--- primary key) and when they were last told by the call's moment.
+-- %(version_candidates)s of them, with their namespaces, keys, vectors and lexemes (read again by
+-- the primary key) and when they were last told by the call's moment.
 mem_facts AS MATERIALIZED (
-    SELECT s.id, s.kind, m.namespace, {told_at} AS told_at, m.embedding,
+    SELECT s.id, s.kind, m.namespace, m.key, {told_at} AS told_at, m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
     FROM (
         SELECT id, kind FROM semantic WHERE kind <> '{message}'
@@ -253,7 +253,7 @@ mem_facts AS MATERIALIZED (
 
 -- name: mem_newer
 -- Each fact's newer versions among the candidates, newest first: of its kind and namespace, told
--- after it, and either near in meaning (cosine similarity %(version_similarity)s or more) or the same
+-- after it, neither under a key (a key's versions are its own), and either near in meaning (cosine similarity %(version_similarity)s or more) or the same
 -- sentence with another value (similarity {words_similarity} or more, and sharing
 -- %(version_shared_words)s of their lexemes).
 mem_newer AS MATERIALIZED (
@@ -261,6 +261,7 @@ mem_newer AS MATERIALIZED (
     FROM mem_facts AS o
     JOIN mem_facts AS n
       ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
+     AND o.key IS NULL AND n.key IS NULL
     CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
     WHERE CASE
         WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
