@@ -167,8 +167,7 @@ def test_abatch_and_the_async_methods(lg: RetrievalStore) -> None:
 def test_items_under_other_keys_are_not_taken_for_versions(lg: RetrievalStore) -> None:
     # Whole values as JSON read alike; only a put of the same key makes a newer version.
     with RetrievalStore(lg.store, tenant_id="acme") as whole:
-        for key, value in [("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
-                           ("doc2", {"text": "red car", "color": "red", "score": 3.0})]:  # fmt: skip
-            whole.put(("test",), key, value)
+        whole.put(("test",), "doc1", {"text": "red apple", "color": "red", "score": 4.5})
+        whole.put(("test",), "doc2", {"text": "red car", "color": "red", "score": 3.0})
         found = whole.search(("test",), query="apple", filter={"color": "red"})
     assert [item.key for item in found] == ["doc1", "doc2"]
