@@ -191,6 +191,21 @@ def test_search_says_which_newer_version_may_replace_a_result(
     assert note is not None
 
 
+def test_search_takes_a_namespace_and_a_memory_shows_its_namespace_and_key(
+    client: TestClient, store: MemoryStore
+) -> None:
+    mine = store.remember("The user likes the dark theme.", tenant_id="scoped",
+                          namespace=["users", "u1"], key="theme")  # fmt: skip
+    store.remember("The user likes the light theme.", tenant_id="scoped", namespace=["users", "u2"])
+    html = _ok(client, "/tenants/scoped/search?q=theme&namespace=users/u1")
+    assert len(Elements(html).having("data-final")) == 1 and "in users / u1" in html
+    assert "light theme" not in html
+    assert _ok(client, "/tenants/scoped/search?q=theme").count("data-final=") == 2
+    assert client.get("/tenants/scoped/search?q=theme&namespace=users//u1").status_code == 400
+    page = _ok(client, f"/tenants/scoped/memories/{mine}")
+    assert "users / u1" in page and "data-key" in page and "theme</dd>" in page
+
+
 def test_search_takes_mode_as_of_and_limit(client: TestClient) -> None:
     everything = _ok(client, "/tenants/acme/search?q=invoice+search+slow&limit=20")
     assert "· message</span>" in everything
