@@ -3,14 +3,17 @@
 A memory remembered under a key supersedes the live memory of its tenant and namespace that
 holds that key: the new one is the key's current version, the old one is retired at the new
 one's time and kept for its history (:mod:`retrieval.memory.supersede`). A memory under an
-expired key is retired at its expiry instead (it ended then). Writers of one tenant's keys
-queue on the tenant's statistics lock, which every write of superseding memories takes first.
+expired key is retired at its expiry instead (it ended then). Writers of one tenant's keys queue
+on the tenant's statistics lock, which every write of superseding memories takes first; of two
+concurrent writers of a key, the one that commits last holds it (its memory, told now, is
+stamped after the other's).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection
 
@@ -21,6 +24,8 @@ from retrieval.memory.validation import ValidMemory
 
 # (tenant, namespace, key)
 _Place = tuple[str, tuple[str, ...], str]
+# PostgreSQL's time resolution.
+_TICK = timedelta(microseconds=1)
 
 
 def with_keyed_versions(
@@ -43,6 +48,7 @@ def with_keyed_versions(
             )
         wanted[place] = index
     held: dict[_Place, list[int]] = defaultdict(list)
+    latest: dict[_Place, datetime] = {}
     for tenant in sorted({tenant for tenant, _, _ in wanted}):
         keys = sorted({key for owner, _, key in wanted if owner == tenant})
         bind_tenant(connection, schema, tenant)
@@ -58,12 +64,19 @@ def with_keyed_versions(
             )
         for row in rows:
             if not row.expired:
-                held[(tenant, tuple(row.namespace), row.key)].append(int(row.id))
+                place = (tenant, tuple(row.namespace), row.key)
+                held[place].append(int(row.id))
+                if row.created_at >= row.now:  # stored by a writer that began after this one
+                    latest[place] = max(latest.get(place, row.created_at), row.created_at)
     result = list(memories)
     for place, index in wanted.items():
-        older = [one for one in held.get(place, []) if one not in result[index].supersedes]
+        memory = result[index]
+        older = [one for one in held.get(place, []) if one not in memory.supersedes]
         if older:
-            result[index] = result[index]._replace(
-                supersedes=result[index].supersedes + tuple(older)
-            )
+            memory = memory._replace(supersedes=memory.supersedes + tuple(older))
+        if memory.created_at is None and place in latest:
+            # A concurrent put of the key committed first, stamped after this transaction
+            # began: this one, told now, comes after it.
+            memory = memory._replace(created_at=latest[place] + _TICK)
+        result[index] = memory
     return result

@@ -412,9 +412,11 @@ ORDER BY 1
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: keyed_live
--- A tenant's memories under some keys that are not retired, with their namespaces and whether
--- they have expired, locked until the transaction ends (a new version retires them).
-SELECT id, key, namespace, coalesce(expires_at <= now(), false) AS expired
+-- A tenant's memories under some keys that are not retired, with their namespaces, whether they
+-- have expired and when they were stored, and the transaction's time, locked until the
+-- transaction ends (a new version retires them).
+SELECT id, key, namespace, coalesce(expires_at <= now(), false) AS expired, created_at,
+       now() AS now
 FROM {schema}.memories
 WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[]) AND retired_at IS NULL
 ORDER BY id

@@ -4,6 +4,7 @@ its expiry, and a batch names each key once."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -64,3 +65,47 @@ def test_a_batch_names_each_key_once_and_bad_keys_are_refused(store: MemoryStore
         with pytest.raises(ValidationError, match="key: must be a non-empty string"):
             store.remember("x", tenant_id="acme", key=bad)  # type: ignore[arg-type]
     assert store.namespaces(tenant_id="acme") == []
+
+
+def test_concurrent_writers_of_one_key_leave_one_live_memory(store: MemoryStore) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(writer: int) -> None:
+        for turn in range(15):
+            store.remember(f"Theme {writer}-{turn}.", tenant_id="acme", namespace=["u1"],
+                           key="theme")  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        list(pool.map(write, range(3)))
+    live = store.similar("Theme", tenant_id="acme", limit=50, threshold=0.0)
+    assert len(live) == 1  # every other version retired by the next
+    versions = store.history(live[0].memory.id, tenant_id="acme")
+    assert len(versions) == 45
+    assert all(a.valid_until == b.valid_from for a, b in itertools.pairwise(versions))
+
+
+def test_a_put_that_began_first_and_commits_last_holds_the_key(store: MemoryStore) -> None:
+    import threading
+
+    from sqlalchemy import text
+
+    began, stored = threading.Event(), threading.Event()
+
+    def late_committer() -> None:
+        with store.batch() as batch:  # its transaction's time is fixed before the other's
+            batch.connection.execute(text("SELECT now()"))
+            began.set()
+            stored.wait(10)
+            batch.remember_many([{"text": "Theme: light.", "tenant_id": "acme", "key": "theme"}])
+
+    thread = threading.Thread(target=late_committer)
+    thread.start()
+    began.wait(10)
+    first = store.remember("Theme: dark.", tenant_id="acme", key="theme")
+    stored.set()
+    thread.join(10)
+    old = store.get_memory(first, tenant_id="acme")
+    assert old is not None and old.superseded_by is not None
+    newer = store.get_memory(old.superseded_by, tenant_id="acme")
+    assert newer is not None and newer.content == "Theme: light." and newer.retired_at is None
+    assert newer.created_at > old.created_at
