@@ -350,7 +350,9 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
                     )
                 ]
             )
-            near = await tools.store.similar(text, tenant_id=tenant, exclude=list(stored))
+            near = await tools.store.similar(
+                text, tenant_id=tenant, exclude=list(stored), namespace=namespace or ()
+            )
         return {
             "id": stored[0],
             "duplicate": stored.duplicates > 0,

@@ -41,9 +41,11 @@ def similar_memories(
     limit: int,
     threshold: float,
     exclude: Sequence[int] = (),
+    namespace: tuple[str, ...] | None = None,
 ) -> list[SimilarMemory]:
-    """The live memories of ``tenant_id`` (of ``kind``, if given) whose cosine similarity to
-    ``text`` is at least ``threshold``, most similar first, at most ``limit``."""
+    """The live memories of ``tenant_id`` (of ``kind`` and in ``namespace`` exactly, if given)
+    whose cosine similarity to ``text`` is at least ``threshold``, most similar first, at most
+    ``limit``."""
     vector = cache.embed(connection, tenant_id, [text], store=False)[0]
     pool = max(_MIN_POOL, 4 * limit)
     bind_tenant(connection, schema, tenant_id)
@@ -57,6 +59,7 @@ def similar_memories(
             "tenant_id": tenant_id,
             "vector": np.asarray(vector, dtype=np.float32),
             "kind": kind,
+            "namespace": None if namespace is None else list(namespace),
             "exclude": list(exclude),
             "pool": pool,
             "threshold": threshold,

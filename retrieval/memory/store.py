@@ -382,20 +382,23 @@ class MemoryStore:
         limit: int = 5,
         threshold: float | None = None,
         exclude: Sequence[int] = (),
+        namespace: Sequence[str] | None = None,
     ) -> list[SimilarMemory]:
         """Live memories of ``tenant_id`` close to ``text``: near duplicates for the caller to
         judge (a paraphrase to leave, an older value to supersede), most similar first.
 
         Those whose cosine similarity to ``text`` is at least ``threshold`` (default: the
-        calibrated ``config.similar_threshold``), of ``kind`` if given, at most ``limit``, none
-        of ``exclude`` (ids). A memory retired or expired by now is never shown; one whose
-        correction is dated later is, until then (as :meth:`HybridRetriever.retrieve
+        calibrated ``config.similar_threshold``), of ``kind`` and in ``namespace`` (exactly:
+        ``()`` the tenant's top) if given, at most ``limit``, none of ``exclude`` (ids). A
+        memory retired or expired by now is never shown; one whose correction is dated later
+        is, until then (as :meth:`HybridRetriever.retrieve
         <retrieval.search.retriever.HybridRetriever.retrieve>` without ``as_of`` sees it).
         """
         check_tenant(tenant_id)
         limit = arguments.count("limit", limit, maximum=arguments.MAX_SIMILAR)
         kind = None if kind is None else known_kind(kind, self._limits)
         exclude = arguments.row_ids("exclude", exclude)
+        scope = None if namespace is None else arguments.namespace("namespace", namespace)
         if threshold is None:
             threshold = self.config.similar_threshold
         threshold = arguments.unit_number("threshold", threshold)
@@ -413,6 +416,7 @@ class MemoryStore:
                 limit=limit,
                 threshold=threshold,
                 exclude=exclude,
+                namespace=scope,
             )
 
     def similarity(

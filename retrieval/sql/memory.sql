@@ -366,8 +366,9 @@ CROSS JOIN LATERAL (
 ) AS p
 
 -- name: similar
--- A tenant's live memories nearest a vector by L2 on the HNSW graph (iterating until the pool
--- is full), with their cosine similarity; those at or above the threshold, most similar first.
+-- A tenant's live memories (of a kind, of a namespace, when given) nearest a vector by L2 on the
+-- HNSW graph (iterating until the pool is full), with their cosine similarity; those at or
+-- above the threshold, most similar first.
 -- Live as a search without as_of sees them: neither retired nor expired by now (a memory whose
 -- correction is dated later is live until then).
 SELECT n.id, n.similarity FROM (
@@ -377,6 +378,7 @@ SELECT n.id, n.similarity FROM (
     WHERE m.tenant_id = %(tenant_id)s AND (m.retired_at IS NULL OR m.retired_at > now())
       AND (m.expires_at IS NULL OR m.expires_at > now())
       AND (%(kind)s::text IS NULL OR m.kind = %(kind)s::text)
+      AND (%(namespace)s::text[] IS NULL OR m.namespace = %(namespace)s::text[])
       AND m.id <> ALL(%(exclude)s::bigint[])
     ORDER BY distance
     LIMIT %(pool)s

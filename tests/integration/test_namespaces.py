@@ -228,3 +228,13 @@ def test_a_role_bound_by_row_level_security_reads_and_forgets_by_namespace(
 def _preferences_of_another_tenant(store: MemoryStore) -> None:
     for text in ("The user prefers tabs.", "The user prefers spaces."):
         store.remember(text, tenant_id="beta", namespace=["users", "u1"])
+
+
+def test_near_duplicates_are_looked_for_in_one_namespace_when_asked(store: MemoryStore) -> None:
+    mine = store.remember("The user prefers dark mode.", tenant_id="acme", namespace=["u1"])
+    other = store.remember("The user prefers dark mode!", tenant_id="acme", namespace=["u2"])
+    near = store.similar("The user prefers the dark mode.", tenant_id="acme", namespace=["u1"])
+    assert [one.memory.id for one in near] == [mine]
+    everywhere = store.similar("The user prefers the dark mode.", tenant_id="acme")
+    assert {one.memory.id for one in everywhere} == {mine, other}
+    assert store.similar("The user prefers dark mode.", tenant_id="acme", namespace=()) == []
