@@ -41,6 +41,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="its scope below the tenant: names joined by /, such as users/u1 (default: none)",
     )
     remember.add_argument(
+        "--key",
+        help="a name for it in its namespace: a later memory under the same key supersedes it",
+    )
+    remember.add_argument(
         "--supersedes",
         type=int,
         action="append",
@@ -125,6 +129,7 @@ def _remember(args: argparse.Namespace, database: Database) -> int:
             created_at=args.created_at,
             expires_at=args.expires_at,
             namespace=args.namespace,
+            key=args.key,
             **options,
         ),
     )

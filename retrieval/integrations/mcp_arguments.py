@@ -39,6 +39,10 @@ Names = Annotated[list[Text] | None, Strict()]
 STORED_NAMESPACE = Field(
     description='its scope, a path of names such as ["projects", "apollo"] (default: none)'
 )
+MEMORY_KEY = Field(
+    description='a name for it in its namespace, such as "theme": a later memory under the '
+    "same key replaces it (the older is kept in its history)"
+)
 SEARCHED_NAMESPACE = Field(
     description="only memories in this namespace or below it, such as "
     '["projects", "apollo"] (no decisions, tool calls or documents then)'

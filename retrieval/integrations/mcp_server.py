@@ -30,6 +30,7 @@ from starlette.routing import Route
 from retrieval.aio import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.arguments import MAX_SERVED_EVENTS, MAX_SERVED_RESULTS
 from retrieval.integrations.mcp_arguments import (
+    MEMORY_KEY,
     SEARCHED_NAMESPACE,
     STORED_NAMESPACE,
     Count,
@@ -326,6 +327,7 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
             Field(description="when it stops being true, ISO 8601 with a time zone"),
         ] = None,
         namespace: Annotated[Names, STORED_NAMESPACE] = None,
+        key: Annotated[Text | None, MEMORY_KEY] = None,
     ) -> dict[str, Any]:
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
         that worked, a conclusion). Returns its id, whether it was already stored (a
@@ -347,6 +349,7 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
                         supersedes=supersedes,
                         expires_at=expires_at,
                         namespace=namespace,
+                        key=key,
                     )
                 ]
             )

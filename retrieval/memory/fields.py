@@ -71,7 +71,7 @@ MEMORY = (
         exported=True,
         tool=True,
     ),
-    Field("key", "text", "key", array="memory_keys", candidate=True, exported=True),
+    Field("key", "text", "key", array="memory_keys", candidate=True, exported=True, tool=True),
     Field("distinct_copy", "bool", array="distinct_copy", read=False),
     Field("seen_count", "int4", array="seen_count"),
     Field("last_seen_at", "timestamptz", array="last_seen_at", candidate=True),

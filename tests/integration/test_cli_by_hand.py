@@ -246,3 +246,29 @@ def test_the_timeline_marks_a_version_as_it_stood_then(
     assert main([*show, "--json"]) == 0
     events = json.loads(capsys.readouterr().out)
     assert all("T" in event["created_at"] for event in events)
+
+
+def test_namespaces_and_keys_through_the_cli(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--database-url", database.url]
+    say = [*url, "remember", "--tenant", "acme", "--namespace", "users/u1"]
+    assert main([*say, "The user likes the dark theme.", "--key", "theme"]) == 0
+    first = int(capsys.readouterr().out.strip())
+    assert main([*say, "The user likes the light theme.", "--key", "theme"]) == 0
+    second = int(capsys.readouterr().out.strip())
+    assert main([*url, "remember", "--tenant", "acme", "--namespace", '["u/2"]',
+                 "Another user likes the blue theme."]) == 0  # fmt: skip
+    capsys.readouterr()
+    search = [*url, "search", "theme", "--tenant", "acme", "--json"]
+    assert main([*search, "--namespace", "users"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [r["metadata"]["id"] for r in found["results"]] == [second] and first != second
+    with pytest.raises(SystemExit):
+        main([*search, "--namespace", "users//u1"])
+    assert "not a namespace" in capsys.readouterr().err
+    assert main([*url, "forget", "--tenant", "acme", "--namespace", "users"]) == 0
+    assert "2 memories" in capsys.readouterr().out
+    assert main([*search]) == 0
+    left = json.loads(capsys.readouterr().out)
+    assert [r["content"] for r in left["results"]] == ["Another user likes the blue theme."]

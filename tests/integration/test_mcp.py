@@ -296,6 +296,15 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
             assert "namespace" in _error(
                 await alice.call_tool("search_memory", {"query": "x", "namespace": "vault"})
             )
+            keyed = {"text": "Tenant a's vault code is 3333", "namespace": ["vault"], "key": "code"}
+            first = _data(await alice.call_tool("remember", keyed))
+            newer = {**keyed, "text": "Tenant a's vault code is 3333!"}
+            second = _data(await alice.call_tool("remember", newer))
+            inside = _data(await alice.call_tool(
+                "search_memory", {"query": "vault code", "namespace": ["vault"]}
+            ))  # fmt: skip
+            assert first["id"] not in [r["id"] for r in inside["results"]]
+            assert second["id"] in [r["id"] for r in inside["results"]]
         async with _session(url, tokens["b"]) as bob:
             found = _data(await bob.call_tool("search_memory", {"query": "launch code"}))
             assert found["results"] == []
@@ -318,6 +327,8 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
         ("a", "Tenant a's launch code is 0000"),
         ("a", "Tenant a's other code is 1111"),
         ("a", "Tenant a's vault code is 2222"),
+        ("a", "Tenant a's vault code is 3333"),
+        ("a", "Tenant a's vault code is 3333!"),
         ("b", "Tenant b's note"),
     ]
 

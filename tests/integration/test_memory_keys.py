@@ -5,7 +5,9 @@ its expiry, and a batch names each key once."""
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +111,25 @@ def test_a_put_that_began_first_and_commits_last_holds_the_key(store: MemoryStor
     newer = store.get_memory(old.superseded_by, tenant_id="acme")
     assert newer is not None and newer.content == "Theme: light." and newer.retired_at is None
     assert newer.created_at > old.created_at
+
+
+def test_a_keyed_chain_is_exported_and_ingested_back(store: MemoryStore, tmp_path: Path) -> None:
+    from retrieval.memory.export import export_records
+    from retrieval.memory.file_ingest import ingest, read_file
+
+    store.remember("Theme: dark.", tenant_id="acme", namespace=["u1"], key="theme",
+                   created_at=WHEN)  # fmt: skip
+    store.remember("Theme: light.", tenant_id="acme", namespace=["u1"], key="theme",
+                   created_at=WHEN + timedelta(hours=1))  # fmt: skip
+    lines = list(export_records(store, "acme"))
+    assert [line.get("key") for line in lines] == ["theme", "theme"]
+    path = tmp_path / "acme.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(store, read_file(path, store, tenant_id="copy", override_tenant=True))
+    again = list(export_records(store, "copy"))
+    keep = ("text", "key", "namespace", "created_at")
+    assert [{k: line.get(k) for k in keep} for line in again] == [
+        {k: line.get(k) for k in keep} for line in lines
+    ]
+    live = store.similar("Theme", tenant_id="copy", threshold=0.0)
+    assert [one.memory.content for one in live] == ["Theme: light."]
