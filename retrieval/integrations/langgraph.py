@@ -54,6 +54,7 @@ from retrieval.arguments import MAX_RESULTS, check_tenant
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ConfigurationError, ValidationError
+from retrieval.memory.namespaces import IN_NAMESPACE
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
@@ -232,7 +233,7 @@ class RetrievalStore(BaseStore):
             "offset": op.offset,
         }
         if op.namespace_prefix:
-            conditions.append(statement("read_metadata.namespace", alias="m").strip())
+            conditions.append(IN_NAMESPACE)
             params["namespace"] = list(op.namespace_prefix)
         if checked is not None:
             conditions += metadata_conditions(checked.operators, "m.metadata")
@@ -270,23 +271,27 @@ class RetrievalStore(BaseStore):
         )
 
     def _put_all(self, puts: Sequence[PutOp]) -> None:
-        # The last put of each (namespace, key) wins, as in LangGraph's stores; deletes erase
-        # every version; the rest is written in one batch.
+        # The last put of each (namespace, key) wins, as in LangGraph's stores. The writes go
+        # in one batch, which checks them all first; the deletes (every version of their
+        # items) only after it, so that a bad put leaves the store as it was.
         last = {(op.namespace, op.key): op for op in puts}
         writes: list[MemoryInput] = []
+        deleted: set[tuple[tuple[str, ...], str]] = set()
         for (namespace, key), op in last.items():
             _check_namespace(namespace)
             if op.value is None:
-                self._delete(namespace, key)
-                continue
-            if not isinstance(op.value, dict):
+                deleted.add((namespace, key))
+            elif isinstance(op.value, dict):
+                writes.append(self._memory(op))
+            else:
                 raise ValidationError(
                     f"the value of {key!r} must be a dict, got {type(op.value).__name__}",
                     field="value",
                 )
-            writes.append(self._memory(op))
         if writes:
             self.store.remember_many(writes)
+        if deleted:
+            self._delete(deleted)
 
     def _memory(self, op: PutOp) -> MemoryInput:
         value = dict(op.value or {})
@@ -304,15 +309,16 @@ class RetrievalStore(BaseStore):
             else datetime.now(UTC) + timedelta(minutes=float(minutes)),
         )
 
-    def _delete(self, namespace: tuple[str, ...], key: str) -> None:
+    def _delete(self, items: set[tuple[tuple[str, ...], str]]) -> None:
+        # Every version of the items at ``items`` (namespace, key), in one forget.
         with self.store.engine.begin() as connection:
             bind_tenant(connection, self.store.schema, self.tenant_id)
-            ids = execute(
+            rows = execute(
                 connection,
                 statement("langgraph.versions", self.store.schema),
-                {"tenant_id": self.tenant_id, "key": key, "namespace": list(namespace)},
-            ).scalars()
-            versions = [int(one) for one in ids]
+                {"tenant_id": self.tenant_id, "keys": sorted({key for _, key in items})},
+            ).all()
+        versions = [int(row.id) for row in rows if (tuple(row.namespace), row.key) in items]
         if versions:
             self.store.forget(tenant_id=self.tenant_id, memory_ids=versions)
 

@@ -36,9 +36,10 @@ FROM {schema}.memories AS m
 WHERE m.tenant_id = %(tenant_id)s AND m.id = ANY(%(ids)s::bigint[])
 
 -- name: versions
--- Every version of the item under a key of a namespace, live or retired (a delete erases them).
-SELECT m.id FROM {schema}.memories AS m
-WHERE m.tenant_id = %(tenant_id)s AND m.key = %(key)s AND m.namespace = %(namespace)s::text[]
+-- Every version, live or retired, of the items under some keys (in any namespace: the caller
+-- keeps those of the namespaces it deletes from), with their keys and namespaces.
+SELECT m.id, m.key, m.namespace FROM {schema}.memories AS m
+WHERE m.tenant_id = %(tenant_id)s AND m.key = ANY(%(keys)s::text[])
 
 -- name: refresh
 -- Items read, their time to live started again: the time between when they were last told
