@@ -2,7 +2,7 @@
 
 The corpus, the 300 test claims and their judgments (``../shared/data/scifact``); the read
 benchmark's tenant of 100,000 memories, decisions and tool calls (``bench_one``, made by
-``retrieve.py``, read by ``read_anatomy.py``, ``embedded_memory.py``, ``retrieve_ab.py``,
+``retrieve.py``, read by ``embedded_memory.py``, ``retrieve_ab.py``,
 ``row_security.py`` and ``load.py``); the documents benchmark's 100,000 chunks
 (``bench_docs``); BEIR's evaluation of a run (nDCG@10, recall@10 and @100); and the timed loop
 of ``retrieve()`` calls the read benchmarks report.

@@ -121,8 +121,8 @@ class Writer:
 
         All new texts of the batch go to the model in one call (one for its messages without
         a thread, one for the others): its batches are sorted by length, so one call pads
-        least. (Overlapping the model with the database was measured
-        and lost: on two cores both are CPU-bound; see benchmarks/README.md, ingest-overlap.)
+        least. (Overlapping the model with the database was measured and lost: on two cores
+        both are CPU-bound; see benchmarks/README.md, the retired ingest-overlap.)
         """
         if not memories:
             return StoredIds()
