@@ -67,10 +67,13 @@ class Patch:
         several_only: bool = False,
         rewrite: Callable[[str], str] | None = None,
         speaker: float | None = None,
+        spread: tuple[int, int, float] | None = None,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
         self.speaker = speaker  # added to the final score of a turn said by the one named
+        # (n, s, y): when the n leading hits lie in s sessions or more, the lift is scaled by y
+        self.spread = spread
 
 
 @contextmanager
@@ -98,6 +101,11 @@ def patched(patch: Patch | None) -> Iterator[None]:
         if patch.margin is not None and chosen:
             best = max(hit.relevance for hit in chosen)
             chosen = [hit for hit in chosen if hit.relevance >= best - patch.margin]
+        if patch.spread is not None:
+            n, sessions, scale = patch.spread
+            threads = {json.loads(hit.details).get("thread_id") for hit in list(hits)[:n]}
+            if len(threads) >= sessions:
+                options["lift"] = options["lift"] * scale
         ids = {hit.id for hit in chosen}  # the turns around the hits that still lift
         options["rows"] = [row for row in options["rows"] if row[0] in ids]
         return lift(chosen, candidates, **options)
@@ -244,6 +252,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "the hypothetical frame taken out": ({}, Patch(rewrite=lambda q: HYPOTHETICAL.sub("", q))),
     "the named speaker's turns +0.05": ({}, Patch(speaker=0.05)),
     "the named speaker's turns +0.1": ({}, Patch(speaker=0.1)),
+    "3 leading hits in 3 sessions: no lift": ({}, Patch(spread=(3, 3, 0.0))),
+    "3 leading hits in 2+ sessions: no lift": ({}, Patch(spread=(3, 2, 0.0))),
+    "5 leading hits in 4+ sessions: no lift": ({}, Patch(spread=(5, 4, 0.0))),
+    "5 leading hits in 3+ sessions: lift 0.8x": ({}, Patch(spread=(5, 3, 0.8))),
     "a pool of 80": ({"candidate_pool": 80}, None),
     "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
     "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
