@@ -68,12 +68,14 @@ class Patch:
         rewrite: Callable[[str], str] | None = None,
         speaker: float | None = None,
         spread: tuple[int, int, float] | None = None,
+        agreed: int = 0,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
         self.speaker = speaker  # added to the final score of a turn said by the one named
         # (n, s, y): when the n leading hits lie in s sessions or more, the lift is scaled by y
         self.spread = spread
+        self.agreed = agreed  # the bonus only when most of the best ``agreed`` results are theirs
 
 
 @contextmanager
@@ -112,7 +114,8 @@ def patched(patch: Patch | None) -> Iterator[None]:
 
     def chosen_results(scored: Mapping[str, Sequence[Any]], config: Any) -> Any:
         if patch.speaker is not None:
-            scored = {name: _named_speaker(asked.get("query", ""), results, patch.speaker)
+            scored = {name: _named_speaker(asked.get("query", ""), results, patch.speaker,
+                                           agreed=patch.agreed)
                       for name, results in scored.items()}  # fmt: skip
             if patch.cap is None and patch.penalty is None:
                 return select(scored, config)
@@ -185,7 +188,9 @@ def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) 
 SPEAKER = re.compile(r'^(\w+)(?: said, "|: )')
 
 
-def _named_speaker(query: str, results: Sequence[Any], bonus: float) -> list[Any]:
+def _named_speaker(
+    query: str, results: Sequence[Any], bonus: float, *, agreed: int = 0
+) -> list[Any]:
     # The turns said by the one speaker the question names (a speaker: a name opening a turn
     # of the candidates, 'NAME said, "' or 'NAME: '), their final score raised by ``bonus``.
     said = {
@@ -196,6 +201,12 @@ def _named_speaker(query: str, results: Sequence[Any], bonus: float) -> list[Any
     named = {name for name in said.values() if re.search(rf"\b{re.escape(name)}\b", query)}
     if len(named) != 1:
         return list(results)
+    if agreed and results:
+        from retrieval.search.rank import ranking
+
+        best = sorted(results, key=ranking.rank_key)[:agreed]
+        if 2 * sum(said.get(r.identity) in named for r in best) <= len(best):
+            return list(results)
     return [
         r._replace(final_score=min(1.0, r.final_score + bonus))
         if said.get(r.identity) in named
@@ -252,6 +263,17 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "the hypothetical frame taken out": ({}, Patch(rewrite=lambda q: HYPOTHETICAL.sub("", q))),
     "the named speaker's turns +0.05": ({}, Patch(speaker=0.05)),
     "the named speaker's turns +0.1": ({}, Patch(speaker=0.1)),
+    "the named speaker's turns +0.05 if the best is theirs": ({}, Patch(speaker=0.05, agreed=1)),
+    "the named speaker's turns +0.1 if the best is theirs": ({}, Patch(speaker=0.1, agreed=1)),
+    "the named speaker's turns +0.03 if the best is theirs": ({}, Patch(speaker=0.03, agreed=1)),
+    "the named speaker's turns +0.07 if the best is theirs": ({}, Patch(speaker=0.07, agreed=1)),
+    "the named speaker's turns +0.05 if 2 of the best 3 are": ({}, Patch(speaker=0.05, agreed=3)),
+    "the named speaker's turns +0.1 if 2 of the best 3 are": ({}, Patch(speaker=0.1, agreed=3)),
+    "no named speaker (speaker_weight 0)": ({"speaker_weight": 0.0}, None),
+    "speaker_weight 0.05": ({"speaker_weight": 0.05}, None),
+    "speaker_weight 0.08": ({"speaker_weight": 0.08}, None),
+    "speaker_weight 0.12": ({"speaker_weight": 0.12}, None),
+    "speaker_weight 0.15": ({"speaker_weight": 0.15}, None),
     "3 leading hits in 3 sessions: no lift": ({}, Patch(spread=(3, 3, 0.0))),
     "3 leading hits in 2+ sessions: no lift": ({}, Patch(spread=(3, 2, 0.0))),
     "5 leading hits in 4+ sessions: no lift": ({}, Patch(spread=(5, 4, 0.0))),

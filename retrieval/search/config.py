@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
@@ -23,6 +21,7 @@ from retrieval.memory.config import (
     SESSION_GAP_HELP,
     SESSION_GAP_RANGE,
 )
+from retrieval.search.expansions import expansions_at
 from retrieval.search.modes import DEFAULT_MODES, Mode
 from retrieval.search.scoring import DEFAULT_MIN_KEYWORD_LENGTH, DEFAULT_STOP_WORDS
 from retrieval.settings import (
@@ -69,6 +68,9 @@ DEFAULT_CONTEXT_FOCUS = 5.0
 # outside the named window (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TIME_WEIGHT = 0.2
 DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
+# The turns of the person a query names weigh 0.1 when the three leading ones are theirs
+# (docs/decisions/0027-the-person-a-question-names.md).
+DEFAULT_SPEAKER_WEIGHT = 0.1
 # The query words a keyword channel reads at most (benchmarks/README.md, long-queries).
 DEFAULT_MAX_QUERY_WORDS = 32
 # A decision or tool call matching fewer of a query's keywords is no result (decision 0023).
@@ -150,26 +152,6 @@ class SourceConfig:
     def weights(self) -> dict[str, float]:
         """The non-zero weights by signal name."""
         return {name: getattr(self, name) for name in SIGNALS if getattr(self, name)}
-
-
-def load_expansions(path: Path) -> dict[str, str]:
-    """An expansion map from a JSON object of strings (``{"UAV": "unmanned aerial vehicle"}``),
-    for :attr:`RetrievalConfig.query_expansions` (see :mod:`retrieval.search.prepare.query`)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigurationError(f"cannot read the expansion map {path}: {error}") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in data.items()
-    ):
-        raise ConfigurationError(
-            f'{path} must hold a JSON object of strings, like {{"UAV": "unmanned aerial vehicle"}}'
-        )
-    return dict(data)
-
-
-def _expansions(raw: str) -> dict[str, str]:
-    return load_expansions(Path(raw).expanduser())
 
 
 @configurable
@@ -305,7 +287,7 @@ class RetrievalConfig:
         help="Path of a JSON object of expansions applied to the lexical channels (BM25, "
         'episodic and working-state keywords), e.g. {"UAV": "unmanned aerial vehicle"}.',
         default_factory=dict,
-        parse=_expansions,
+        parse=expansions_at,
     )
     lexical_match: LexicalMatch | None = setting(
         None,
@@ -373,6 +355,13 @@ class RetrievalConfig:
         env="RETRIEVAL_TIME_WEIGHT",
         help="Weight of how well a result's date fits a time the query names (on 1 February "
         "2023, in June, last week), taken from the source's other weights; 0 turns it off.",
+        within=UNIT,
+    )
+    speaker_weight: float = setting(
+        DEFAULT_SPEAKER_WEIGHT,
+        env="RETRIEVAL_SPEAKER_WEIGHT",
+        help="Weight of a turn said by the one person the query names, taken from the other "
+        "weights, when the three leading results are all that person's; 0 turns it off.",
         within=UNIT,
     )
     time_half_life_days: float = setting(

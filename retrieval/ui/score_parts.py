@@ -20,6 +20,7 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("popularity", "popularity", "#76a5af"),
     ("entity", "entity overlap", "#a61c00"),
     ("time", "fits the time asked about", "#bf9000"),
+    ("speaker", "said by the person asked about", "#45818e"),
 )
 LABELS = {name: label for name, label, _ in PARTS}
 COLOURS = {name: colour for name, _, colour in PARTS}

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import ConfigurationError
-from retrieval.search.config import RetrievalConfig, load_expansions
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.expansions import load_expansions
 from retrieval.search.prepare.query import clean, expand
 
 UAV = {"UAV": "unmanned aerial vehicle", "ML": "machine learning"}

@@ -10,7 +10,16 @@ from pathlib import Path
 SEARCH = Path(__file__).resolve().parents[2] / "retrieval" / "search"
 STAGES = ("prepare", "plan", "statement", "read", "rank", "present")
 # The modules the stages share (the vocabulary of a read), and those above the pipeline.
-SHARED = ("config", "modes", "results", "scoring", "lexical_match", "candidate", "knowledge")
+SHARED = (
+    "config",
+    "expansions",
+    "modes",
+    "results",
+    "scoring",
+    "lexical_match",
+    "candidate",
+    "knowledge",
+)
 ABOVE = ("retriever", "agent_context", "context", "timeline", "evaluation", "reference_scores")
 
 

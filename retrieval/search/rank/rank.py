@@ -13,6 +13,7 @@ from retrieval.search.candidate import Candidate
 from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.rank import ranking
 from retrieval.search.rank.context_lift import context_candidates
+from retrieval.search.rank.named_speaker import favour_named_speaker
 from retrieval.search.rank.versions import newer_versions_first
 from retrieval.search.rank.working_state import LexicalOption, score_working_state
 from retrieval.search.read.reader import Read
@@ -40,6 +41,12 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
             distance = window.distance_days(candidate.created_at)
             extra = {"time": scoring.time_fit(distance, config.time_half_life_days)}
         scored[source].append(ranking.scored_candidate(candidate, weights[source], extra))
+    if "semantic" in scored:
+        scored["semantic"] = list(
+            favour_named_speaker(
+                call.query.text, scored["semantic"], weights["semantic"], config.speaker_weight
+            )
+        )
     if config.newer_versions_first and "semantic" in scored:
         scored["semantic"] = newer_versions_first(scored["semantic"], config.threshold("semantic"))
     if call.working_state is not None and config.working_state.enabled:
