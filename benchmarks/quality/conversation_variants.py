@@ -69,6 +69,7 @@ class Patch:
         speaker: float | None = None,
         spread: tuple[int, int, float] | None = None,
         agreed: int = 0,
+        agreement: tuple[int, int] | None = None,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
@@ -76,6 +77,8 @@ class Patch:
         # (n, s, y): when the n leading hits lie in s sessions or more, the lift is scaled by y
         self.spread = spread
         self.agreed = agreed  # the bonus only when most of the best ``agreed`` results are theirs
+        # (n, m): the product's speaker signal when m of the n leading turns are the person's
+        self.agreement = agreement
 
 
 @contextmanager
@@ -84,8 +87,8 @@ def patched(patch: Patch | None) -> Iterator[None]:
     (``context_candidates``) and selection (``ranking.select``), the query it ranks for, and
     the query ``retrieve()`` is given."""
     from retrieval.search import retriever as module
+    from retrieval.search.rank import named_speaker, ranking
     from retrieval.search.rank import rank as stage
-    from retrieval.search.rank import ranking
 
     if patch is None:
         yield
@@ -140,6 +143,9 @@ def patched(patch: Patch | None) -> Iterator[None]:
         text = patch.rewrite(query) if patch.rewrite is not None else query
         return retrieve(self, text or query, **options)
 
+    agreement = named_speaker._LEADING, named_speaker._AGREEING
+    if patch.agreement is not None:
+        named_speaker._LEADING, named_speaker._AGREEING = patch.agreement
     stage.context_candidates = hits_that_lift
     if patch.cap is not None or patch.penalty is not None or patch.speaker is not None:
         ranking.select = chosen_results  # type: ignore[assignment]
@@ -148,6 +154,7 @@ def patched(patch: Patch | None) -> Iterator[None]:
     try:
         yield
     finally:
+        named_speaker._LEADING, named_speaker._AGREEING = agreement
         stage.context_candidates = lift
         ranking.select = select  # type: ignore[assignment]
         module.rank = rank
@@ -239,6 +246,7 @@ def _own(scored: Any) -> Any:
 
 
 EVERY_HIT = {"context_focus": 0.0}  # 0012's lift, on which the patched variants act
+NO_SPEAKER = {"speaker_weight": 0.0}
 VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "defaults (a hit lifts by its lead, power 5)": ({}, None),
     "every hit lifts alike (context_focus 0)": (EVERY_HIT, None),
@@ -261,19 +269,26 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),
     "the hypothetical frame taken out": ({}, Patch(rewrite=lambda q: HYPOTHETICAL.sub("", q))),
-    "the named speaker's turns +0.05": ({}, Patch(speaker=0.05)),
-    "the named speaker's turns +0.1": ({}, Patch(speaker=0.1)),
-    "the named speaker's turns +0.05 if the best is theirs": ({}, Patch(speaker=0.05, agreed=1)),
-    "the named speaker's turns +0.1 if the best is theirs": ({}, Patch(speaker=0.1, agreed=1)),
-    "the named speaker's turns +0.03 if the best is theirs": ({}, Patch(speaker=0.03, agreed=1)),
-    "the named speaker's turns +0.07 if the best is theirs": ({}, Patch(speaker=0.07, agreed=1)),
-    "the named speaker's turns +0.05 if 2 of the best 3 are": ({}, Patch(speaker=0.05, agreed=3)),
-    "the named speaker's turns +0.1 if 2 of the best 3 are": ({}, Patch(speaker=0.1, agreed=3)),
-    "no named speaker (speaker_weight 0)": ({"speaker_weight": 0.0}, None),
-    "speaker_weight 0.05": ({"speaker_weight": 0.05}, None),
-    "speaker_weight 0.08": ({"speaker_weight": 0.08}, None),
-    "speaker_weight 0.12": ({"speaker_weight": 0.12}, None),
-    "speaker_weight 0.15": ({"speaker_weight": 0.15}, None),
+    # The named speaker: first as a bonus added to the final score (the product's signal off),
+    # then the product's signal by its weight and agreement (m of the n leading turns).
+    "the named speaker's turns +0.05": (NO_SPEAKER, Patch(speaker=0.05)),
+    "the named speaker's turns +0.1": (NO_SPEAKER, Patch(speaker=0.1)),
+    "speaker +0.03 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.03, agreed=1)),
+    "speaker +0.05 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.05, agreed=1)),
+    "speaker +0.07 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.07, agreed=1)),
+    "speaker +0.1 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.1, agreed=1)),
+    "speaker +0.05 if 2 of the best 3 are": (NO_SPEAKER, Patch(speaker=0.05, agreed=3)),
+    "speaker +0.1 if 2 of the best 3 are": (NO_SPEAKER, Patch(speaker=0.1, agreed=3)),
+    "no named speaker (speaker_weight 0)": (NO_SPEAKER, None),
+    **{
+        f"speaker_weight {w}, {m} of {n} leading": ({"speaker_weight": w}, Patch(agreement=(n, m)))
+        for n, m, w in (
+            (3, 2, 0.05), (3, 2, 0.08), (3, 2, 0.12), (3, 2, 0.15), (1, 1, 0.08), (2, 2, 0.08),
+            (2, 2, 0.12), (3, 3, 0.05), (3, 3, 0.08), (3, 3, 0.1), (3, 3, 0.12), (3, 3, 0.15),
+            (3, 3, 0.2),
+            (5, 3, 0.08), (5, 4, 0.08), (5, 4, 0.15),
+        )
+    },
     "3 leading hits in 3 sessions: no lift": ({}, Patch(spread=(3, 3, 0.0))),
     "3 leading hits in 2+ sessions: no lift": ({}, Patch(spread=(3, 2, 0.0))),
     "5 leading hits in 4+ sessions: no lift": ({}, Patch(spread=(5, 4, 0.0))),
