@@ -1,4 +1,5 @@
-"""What every benchmark shares: the machine, the commit, percentiles, and one result format.
+"""What every benchmark shares: the machine, the commit, a call timed, percentiles, and one
+result format.
 
 A benchmark writes ``benchmarks/results/<benchmark>.json`` (or ``--json PATH``) as
 ``{benchmark, date, git_commit, machine, settings, results}``: the current figures, which
@@ -19,9 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -122,6 +124,13 @@ def write_result(
         path.write_text(json.dumps(record, indent=2, default=str) + "\n")
         print(f"written to {path}")
     return record
+
+
+def timed_ms(call: Callable[..., T], *args: Any, **options: Any) -> tuple[T, float]:
+    """What ``call(*args, **options)`` returns, and the milliseconds it took."""
+    began = time.perf_counter()
+    result = call(*args, **options)
+    return result, (time.perf_counter() - began) * 1000
 
 
 def timed_passes(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import percentiles
+from _common import percentiles, timed_ms
 from sqlalchemy import Engine, text
 
 from retrieval.db.config import DatabaseConfig
@@ -194,9 +194,10 @@ def latency(
         for _ in range(runs):
             times = []
             for query in queries:
-                started = time.perf_counter()
-                response = retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-                times.append((time.perf_counter() - started) * 1000)
+                response, elapsed = timed_ms(
+                    retriever.retrieve, query, tenant_id=TENANT, as_of=AS_OF
+                )
+                times.append(elapsed)
                 diagnostics.append(response.diagnostics)
             per_run.append(percentiles(times))
         with_access = []
@@ -207,9 +208,9 @@ def latency(
             for query in queries[:50]:
                 recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
             for query in queries:
-                started = time.perf_counter()
-                recording.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-                with_access.append((time.perf_counter() - started) * 1000)
+                with_access.append(
+                    timed_ms(recording.retrieve, query, tenant_id=TENANT, as_of=AS_OF)[1]
+                )
             recording.close()
     candidates = {
         name: statistics.mean(d.sources[name].candidates for d in diagnostics)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, summary_ms, write_result
+from _common import add_output, summary_ms, timed_ms, write_result
 from _mcp_fairness import measure
 from _scifact import read_queries, sentence_memories
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -123,9 +123,7 @@ async def _measure(
 
 
 def _retrieve(retriever: HybridRetriever, query: str) -> float:
-    started = time.perf_counter()
-    retriever.retrieve(query, tenant_id=TENANT)
-    return (time.perf_counter() - started) * 1000
+    return timed_ms(retriever.retrieve, query, tenant_id=TENANT)[1]
 
 
 async def _echo(session: ClientSession, query: str) -> float:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, claim_timing, recall, write_result
+from _common import add_output, claim_timing, recall, timed_ms, write_result
 from _scifact import (
     AS_OF,
     OURS,
@@ -106,9 +105,8 @@ def main() -> None:
                     search(index, setting)  # warm, and the tenant's size learnt
                     runs = []
                     for _ in range(args.passes):
-                        began = time.perf_counter()
-                        got = search(index, setting)
-                        runs.append((time.perf_counter() - began) * 1000)
+                        got, elapsed = timed_ms(search, index, setting)
+                        runs.append(elapsed)
                     found[setting].append(got)
                     times[setting].append(runs)
 

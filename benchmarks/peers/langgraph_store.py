@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, percentiles, write_result
+from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import CORPUS, DATA, abstract_text, evaluate, read_qrels
 from _server import add_data_dir, embedded
 from langgraph.store.base import BaseStore, PutOp
@@ -107,16 +107,13 @@ def _measured(
     run: dict[str, list[tuple[str, float]]] = {}
     cold: list[float] = []
     for claim_id, claim in claims.items():
-        began = time.perf_counter()
-        found = store.search(NAMESPACE, query=claim, limit=10)
-        cold.append((time.perf_counter() - began) * 1000)
+        found, elapsed = timed_ms(store.search, NAMESPACE, query=claim, limit=10)
+        cold.append(elapsed)
         run[claim_id] = [(item.value["doc"], float(item.score or 0.0)) for item in found]
     warm: dict[str, list[float]] = {claim_id: [] for claim_id in claims}
     for _ in range(args.passes):
         for claim_id, claim in claims.items():
-            began = time.perf_counter()
-            store.search(NAMESPACE, query=claim, limit=10)
-            warm[claim_id].append((time.perf_counter() - began) * 1000)
+            warm[claim_id].append(timed_ms(store.search, NAMESPACE, query=claim, limit=10)[1])
     quality = evaluate(run, qrels)
     warm_summary = percentiles([statistics.median(times) for times in warm.values()])
     cold_summary = percentiles(cold)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, write_result
+from _common import add_output, timed_ms, write_result
 from _scifact import abstract_text, evaluate, read_qrels
 from _server import add_data_dir, embedded
 from sqlalchemy import text
@@ -100,9 +100,8 @@ def main() -> None:
             ("ts_rank_plain", lambda q: ts_rank(engine, q, "ts_rank")),
             ("dense", lambda q: dense(documents, q)),
         ):
-            begin = time.perf_counter()
-            ranking = search(query)
-            timings[name].append((time.perf_counter() - begin) * 1000)
+            ranking, elapsed = timed_ms(search, query)
+            timings[name].append(elapsed)
             channels[name][query_id] = [(doc_of[chunk], score) for chunk, score in ranking]
 
     fusions: dict[str, Callable[[Ranking, Ranking], Ranking]] = {

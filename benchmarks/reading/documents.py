@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, percentiles, write_result
+from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import DATA, DOCUMENTS, TENANT, documents_only, latency, read_queries, stored_chunks
 from _server import add_data_dir, embedded
 from sqlalchemy import Engine, text
@@ -197,9 +197,7 @@ def by_tier(store: MemoryStore, queries: Sequence[str], config: RetrievalConfig)
         for query in queries:  # query vectors cached, connection warm
             retriever.retrieve(query, tenant_id=TENANT)
         for query in queries:
-            started = time.perf_counter()
-            response = retriever.retrieve(query, tenant_id=TENANT)
-            elapsed = (time.perf_counter() - started) * 1000
+            response, elapsed = timed_ms(retriever.retrieve, query, tenant_id=TENANT)
             tier = str(response[0].metadata["bm25_tier"]) if len(response) else "none"
             times.setdefault(tier, []).append(elapsed)
     return {

@@ -22,12 +22,11 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, write_result
+from _common import add_output, timed_ms, write_result
 
 HERE = Path(__file__).resolve().parent
 
@@ -118,9 +117,7 @@ def one_round(data_dir: Path, size: str, queries: int) -> dict[str, Any]:
             retriever.retrieve(claim, tenant_id=TENANT, as_of=as_of)
         times = []
         for claim in claims:
-            started = time.perf_counter()
-            retriever.retrieve(claim, tenant_id=TENANT, as_of=as_of)
-            times.append((time.perf_counter() - started) * 1000)
+            times.append(timed_ms(retriever.retrieve, claim, tenant_id=TENANT, as_of=as_of)[1])
         retriever.close()
         times.sort()
         measured[name] = {

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, percentiles, write_result
+from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import (
     AS_OF,
     cached_vectors,
@@ -231,9 +231,7 @@ def _measured(
     times: list[list[float]] = [[] for _ in claims]
     for _ in range(passes):
         for index in range(len(claims)):
-            began = time.perf_counter()
-            call(index)
-            times[index].append((time.perf_counter() - began) * 1000)
+            times[index].append(timed_ms(call, index)[1])
     summary = percentiles([statistics.median(claim) for claim in times])
     overlap = [len(set(ids) & want) / 10 for ids, want in zip(found, exact, strict=True)]
     return {

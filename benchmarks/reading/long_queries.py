@@ -26,14 +26,13 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import add_output, write_result
+from _common import add_output, timed_ms, write_result
 from _scifact import read_queries, scifact_sentences, sentence_memories
 from sqlalchemy import text
 
@@ -97,9 +96,7 @@ def _queries(rows: int) -> dict[str, str]:
 def _median_ms(call: Callable[[], object], runs: int) -> float:
     times = []
     for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
+        times.append(timed_ms(call)[1])
     return statistics.median(times)
 
 

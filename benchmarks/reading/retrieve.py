@@ -44,7 +44,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, parts_variant, percentiles, write_result
+from _common import add_output, parts_variant, percentiles, timed_ms, write_result
 from _scifact import AS_OF, ONE, SPREAD, TENANT, count, latency, load, load_corpus, noisy_copies
 from _server import add_data_dir, embedded
 from pgvector.psycopg import register_vector
@@ -287,9 +287,8 @@ def _clients(
         start.wait()
         for call in range(index, calls, clients):
             query = queries[call % len(queries)]
-            began = time.perf_counter()
-            got = answer(query)
-            times[index].append((time.perf_counter() - began) * 1000)
+            got, elapsed = timed_ms(answer, query)
+            times[index].append(elapsed)
             mismatches[index] += got != alone[query]
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]

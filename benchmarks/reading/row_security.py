@@ -32,7 +32,7 @@ from psycopg import sql
 from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import add_output, percentiles, write_result
+from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import AS_OF, TENANT, count, load, load_corpus, noisy_copies
 from _server import add_data_dir, embedded
 
@@ -134,9 +134,9 @@ def read_ab(
         for i, query in enumerate(queries):
             order = list(retrievers) if (i + run) % 2 == 0 else list(reversed(retrievers))
             for name in order:
-                started = time.perf_counter()
-                retrievers[name].retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-                times[name].append((time.perf_counter() - started) * 1000)
+                times[name].append(
+                    timed_ms(retrievers[name].retrieve, query, tenant_id=TENANT, as_of=AS_OF)[1]
+                )
         for name in retrievers:
             per_run[name].append(percentiles(times[name]))
     for retriever in retrievers.values():

@@ -42,7 +42,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import ROOT, add_output, percentiles, write_result
+from _common import ROOT, add_output, percentiles, timed_ms, write_result
 from _scifact import AS_OF, TOOLS, Corpus, load_corpus, noisy_copies
 from pgvector.psycopg import register_vector
 from sqlalchemy import Engine
@@ -133,9 +133,11 @@ def latency(
         for _ in range(runs):
             times = []
             for n, query in enumerate(queries):
-                started = time.perf_counter()
-                retriever.retrieve(query, tenant_id=tenant_of(n % tenants), as_of=AS_OF)
-                times.append((time.perf_counter() - started) * 1000)
+                times.append(
+                    timed_ms(
+                        retriever.retrieve, query, tenant_id=tenant_of(n % tenants), as_of=AS_OF
+                    )[1]
+                )
             per_run.append(percentiles(times))
     return {
         "runs": per_run,
@@ -182,9 +184,7 @@ def floor(url: str, vectors: np.ndarray, runs: int, tenants: int) -> dict[str, A
         for _ in range(runs):
             times = []
             for n in range(len(vectors)):
-                started = time.perf_counter()
-                once(n)
-                times.append((time.perf_counter() - started) * 1000)
+                times.append(timed_ms(once, n)[1])
             per_run.append(percentiles(times))
     return {"p50_ms": statistics.median(run["p50"] for run in per_run)}
 

@@ -47,7 +47,7 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, percentiles, write_result
+from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import AS_OF, KINDS, TOOLS, cached_vectors, load_corpus, memory_vectors, shapes
 from sqlalchemy import Engine, text
 
@@ -326,9 +326,7 @@ def _latency(
         for _ in range(runs):
             times = []
             for query in queries:
-                began = time.perf_counter()
-                retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
-                times.append((time.perf_counter() - began) * 1000)
+                times.append(timed_ms(retriever.retrieve, query, tenant_id=tenant, as_of=AS_OF)[1])
             per_run.append(percentiles(times))
     return {
         "p50_ms": statistics.median(r["p50"] for r in per_run),

@@ -19,23 +19,20 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, write_result
+from _common import add_output, timed_ms, write_result
 from _scifact import CORPUS, read_queries
 
 from retrieval.embedding.models import SentenceTransformerEmbedder
 
 
 def _embed_ms(embedder: SentenceTransformerEmbedder, texts: list[str]) -> float:
-    started = time.perf_counter()
-    embedder.embed(texts)
-    return (time.perf_counter() - started) * 1000
+    return timed_ms(embedder.embed, texts)[1]
 
 
 def main() -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
-from _common import add_output, summary_ms, write_result
+from _common import add_output, summary_ms, timed_ms, write_result
 from _server import add_database_url, reached
 from sqlalchemy import text
 
@@ -112,9 +111,7 @@ def _writes(
 def _median_ms(write: Callable[[int], object], count: int) -> float:
     times = []
     for i in range(count):
-        began = time.perf_counter()
-        write(i)
-        times.append((time.perf_counter() - began) * 1000)
+        times.append(timed_ms(write, i)[1])
     return summary_ms(times)["p50_ms"]
 
 

@@ -26,7 +26,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _common import add_output, percentiles, write_result
+from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import DATA, abstract_text, cached_vectors, dense_alone, evaluate, shapes
 from sqlalchemy import Engine, text
 
@@ -233,9 +232,9 @@ def _interleaved(
     for run in range(runs):
         for index, claim in enumerate(claims):
             for name in order if (index + run) % 2 == 0 else order[::-1]:
-                began = time.perf_counter()
-                retrievers[name].retrieve(claim, tenant_id=TENANT, as_of=AS_OF)
-                times[name].append((time.perf_counter() - began) * 1000)
+                times[name].append(
+                    timed_ms(retrievers[name].retrieve, claim, tenant_id=TENANT, as_of=AS_OF)[1]
+                )
     for retriever in retrievers.values():
         retriever.close()
     return {name: percentiles(values) for name, values in times.items()}
