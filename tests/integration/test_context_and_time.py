@@ -15,8 +15,8 @@ from retrieval.memory.config import WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.results import RetrievalResponse
 from retrieval.search.retriever import HybridRetriever
+from tests.score_contract import check_contract
 
 AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 MAY = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
@@ -42,15 +42,6 @@ def retriever(store: MemoryStore) -> Iterator[HybridRetriever]:
     config = RetrievalConfig(record_access=False)
     with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
         yield retriever
-
-
-def _check_contract(response: RetrievalResponse) -> None:
-    for result in response:
-        signals, weights = result.metadata["signals"], result.metadata["weights"]
-        assert math.isclose(sum(weights.values()), 1.0, abs_tol=1e-9)
-        total = sum(weight * signals[name] for name, weight in weights.items())
-        assert math.isclose(result.final_score, min(1.0, total), abs_tol=1e-9)
-        assert all(0.0 <= signals[name] <= 1.0 for name in weights)
 
 
 def test_the_answer_next_to_a_matching_question_is_lifted_into_the_results(
@@ -81,7 +72,7 @@ def test_the_answer_next_to_a_matching_question_is_lifted_into_the_results(
         assert by["own_relevance"] < result.relevance_score
         assert abs(result.metadata["position"] - parent.metadata["position"]) == abs(by["offset"])
     assert ids[3] in found  # "Riverside, ...": the answer, which its own words barely match
-    _check_contract(response)
+    check_contract(response)
     # Off, the answer comes only by its own relevance, and nothing says it was lifted.
     off = retriever.retrieve(
         question, tenant_id="acme", as_of=AS_OF, limit=3,
@@ -181,7 +172,7 @@ def test_a_time_named_in_the_query_is_preferred(
     best = response.results[0]
     assert best.metadata["weights"]["time"] == pytest.approx(0.2)
     assert best.metadata["signals"]["time"] == 1.0
-    _check_contract(response)
+    check_contract(response)
 
 
 @pytest.mark.parametrize(

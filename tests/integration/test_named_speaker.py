@@ -5,7 +5,6 @@ question whose leading turns are another's, naming two, or nobody, is scored as 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -17,6 +16,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.retriever import HybridRetriever
+from tests.score_contract import check_contract
 
 AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 MAY = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
@@ -53,17 +53,6 @@ def chat(store: MemoryStore) -> Iterator[HybridRetriever]:
         yield retriever
 
 
-def _check_contract(response: RetrievalResponse) -> None:
-    for result in response:
-        signals, weights = result.metadata["signals"], result.metadata["weights"]
-        assert math.isclose(sum(weights.values()), 1.0, abs_tol=1e-9)
-        total = sum(weight * signals[name] for name, weight in weights.items())
-        assert math.isclose(result.final_score, total, abs_tol=1e-9)
-        parts = result.metadata["parts"]
-        assert math.isclose(sum(p["value"] for p in parts.values()), result.final_score)
-        assert 0.0 <= result.final_score <= 1.0
-
-
 def _order(response: RetrievalResponse) -> list[str]:
     return [result.content for result in response]
 
@@ -72,7 +61,7 @@ def test_the_named_persons_turns_rank_first_and_say_why(chat: HybridRetriever) -
     off = replace(chat.config, speaker_weight=0.0)
     before = chat.retrieve(QUESTION, tenant_id="acme", as_of=AS_OF, config=off, limit=6)
     after = chat.retrieve(QUESTION, tenant_id="acme", as_of=AS_OF, limit=6)
-    _check_contract(after)
+    check_contract(after)
     assert all("speaker" not in r.metadata["weights"] for r in before)
     own = {r.content: r.final_score for r in before}
     for result in after:
