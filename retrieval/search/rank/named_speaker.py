@@ -31,13 +31,13 @@ _LEADING, _AGREEING = 3, 3  # the 3 leading results are all the named person's
 
 def favour_named_speaker(
     query: str,
-    scored: Sequence[ranking.Scored],
+    scored: list[ranking.Scored],
     weights: Mapping[str, float],
     weight: float,
-) -> Sequence[ranking.Scored]:
-    """``scored`` (a call's semantic results, scored with ``weights``) scored again with the
-    ``speaker`` signal weighted ``weight`` when the query names the speaker of most of the
-    leading turns; else ``scored`` as it is."""
+) -> list[ranking.Scored]:
+    """``scored`` (a call's semantic results, scored with ``weights``), the turns of the one
+    speaker the query names scored again with the ``speaker`` signal weighted ``weight`` when
+    the leading turns are all theirs; else ``scored`` itself."""
     if weight <= 0.0 or not scored:
         return scored
     said = _speakers(scored)

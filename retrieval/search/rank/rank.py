@@ -42,10 +42,8 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
             extra = {"time": scoring.time_fit(distance, config.time_half_life_days)}
         scored[source].append(ranking.scored_candidate(candidate, weights[source], extra))
     if "semantic" in scored:
-        scored["semantic"] = list(
-            favour_named_speaker(
-                call.query.text, scored["semantic"], weights["semantic"], config.speaker_weight
-            )
+        scored["semantic"] = favour_named_speaker(
+            call.query.text, scored["semantic"], weights["semantic"], config.speaker_weight
         )
     if config.newer_versions_first and "semantic" in scored:
         scored["semantic"] = newer_versions_first(scored["semantic"], config.threshold("semantic"))
