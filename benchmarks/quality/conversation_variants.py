@@ -70,6 +70,7 @@ class Patch:
         spread: tuple[int, int, float] | None = None,
         agreed: int = 0,
         agreement: tuple[int, int] | None = None,
+        feedback: tuple[int, float] | None = None,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
@@ -79,6 +80,9 @@ class Patch:
         self.agreed = agreed  # the bonus only when most of the best ``agreed`` results are theirs
         # (n, m): the product's speaker signal when m of the n leading turns are the person's
         self.agreement = agreement
+        # (n, a): a second read whose vector is the query's plus a times the mean of the n
+        # leading semantic results' stored vectors (normalised), its results returned
+        self.feedback = feedback
 
 
 @contextmanager
@@ -141,7 +145,14 @@ def patched(patch: Patch | None) -> Iterator[None]:
 
     def rewritten(self: Any, query: str, **options: Any) -> Any:
         text = patch.rewrite(query) if patch.rewrite is not None else query
-        return retrieve(self, text or query, **options)
+        if patch.feedback is None:
+            return retrieve(self, text or query, **options)
+        first = retrieve(self, text or query, **options)
+        leading, weight = patch.feedback
+        ids = [r.metadata["id"] for r in first if r.source == "semantic"][:leading]
+        if not ids:
+            return first
+        return _read_again(self, retrieve, query, options, _stored_vectors(self, ids), weight)
 
     agreement = named_speaker._LEADING, named_speaker._AGREEING
     if patch.agreement is not None:
@@ -222,6 +233,40 @@ def _named_speaker(
     ]
 
 
+def _stored_vectors(retriever: Any, ids: Sequence[str]) -> Any:
+    import numpy as np
+    from sqlalchemy import text
+
+    engine = retriever._vectors.engine
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text(f"SELECT embedding::text FROM {SCHEMA}.memories WHERE id::text = ANY(:ids)"),
+            {"ids": list(ids)},
+        ).scalars()
+        return np.array([json.loads(row) for row in rows], dtype=np.float32)
+
+
+def _read_again(
+    retriever: Any, retrieve: Any, query: str, options: Any, vectors: Any, weight: float
+) -> Any:
+    # ``retrieve`` once more, the query's vector moved towards the mean of ``vectors``.
+    import numpy as np
+
+    vectors_of = retriever._vectors
+    with_vector = vectors_of.with_vector
+
+    def moved(call: Any) -> Any:
+        call = with_vector(call)
+        vector = call.vector + weight * vectors.mean(axis=0)
+        return replace(call, vector=(vector / np.linalg.norm(vector)).astype(np.float32))
+
+    vectors_of.with_vector = moved
+    try:
+        return retrieve(retriever, query, **options)
+    finally:
+        del vectors_of.with_vector
+
+
 def _lifted(scored: Any) -> bool:
     return scored.candidate is not None and '"lifted_by"' in scored.candidate.details
 
@@ -293,6 +338,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "3 leading hits in 2+ sessions: no lift": ({}, Patch(spread=(3, 2, 0.0))),
     "5 leading hits in 4+ sessions: no lift": ({}, Patch(spread=(5, 4, 0.0))),
     "5 leading hits in 3+ sessions: lift 0.8x": ({}, Patch(spread=(5, 3, 0.8))),
+    "feedback: the best 3 hits, 0.2": ({}, Patch(feedback=(3, 0.2))),
+    "feedback: the best 3 hits, 0.35": ({}, Patch(feedback=(3, 0.35))),
+    "feedback: the best 3 hits, 0.5": ({}, Patch(feedback=(3, 0.5))),
+    "feedback: the best hit, 0.35": ({}, Patch(feedback=(1, 0.35))),
     "a pool of 80": ({"candidate_pool": 80}, None),
     "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
     "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
