@@ -240,7 +240,10 @@ def _stored_vectors(retriever: Any, ids: Sequence[str]) -> Any:
     engine = retriever._vectors.engine
     with engine.connect() as connection:
         rows = connection.execute(
-            text(f"SELECT embedding::text FROM {SCHEMA}.memories WHERE id::text = ANY(:ids)"),
+            text(
+                f"SELECT embedding::text FROM {SCHEMA}.memories"
+                " WHERE id = ANY(CAST(:ids AS bigint[]))"
+            ),
             {"ids": list(ids)},
         ).scalars()
         return np.array([json.loads(row) for row in rows], dtype=np.float32)
