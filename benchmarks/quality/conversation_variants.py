@@ -10,8 +10,13 @@ every question is asked at k = 5 and 10 through ``retrieve()``, counted at an eq
 Reports R@5 / R@10 overall, by category, and of the questions whose evidence lies in several
 sessions.
 
+``--as-messages`` stores each turn as the short messages people send in a chat: one per
+sentence (and one for a shared photo), each ``NAME: text`` as ``retrieval ingest`` stores a
+transcript's line, in the turn's session and order; the budget is then k messages read, and a
+question's evidence turn counts as found when one of its messages is among them.
+
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--json PATH]
+       [--as-messages] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,7 +36,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _comm
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # conversation_eval's loading
 from _common import add_output, write_result
 from _server import add_data_dir, embedded
-from conversation_eval import CATEGORIES, SCHEMA, Dialogue, first_turns, load, store_dialogues
+from conversation_eval import (
+    CATEGORIES,
+    SCHEMA,
+    Dialogue,
+    Turn,
+    first_turns,
+    load,
+    store_dialogues,
+)
 
 KS = (5, 10)
 # Questions that ask for several things, and a question's hypothetical frame.
@@ -351,11 +364,36 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
 }  # fmt: skip
 
 
+SAID = re.compile(r'^(\w+) said, "(.*)"(?: and shared (.*))?$', re.DOTALL)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def as_messages(dialogue: Dialogue) -> Dialogue:
+    """``dialogue`` with each turn split into the messages of a chat: a sentence each (and one
+    for a shared photo), ``NAME: text``, the turn's id kept in each."""
+    turns, position = [], 0
+    for turn in dialogue.turns:
+        said = SAID.match(turn.text)
+        if said is None:
+            raise ValueError(f"not a LoCoMo turn: {turn.text[:60]}")
+        speaker, text, photo = said.groups()
+        parts = [part for part in SENTENCE_END.split(text.strip()) if part]
+        parts += [f"[a photo: {photo}]"] if photo else []
+        if position and turn.position == 0:
+            position = 0  # a new session
+        for part in parts:
+            turns.append(Turn(turn.dia_id, f"{speaker}: {part}", turn.created_at, turn.thread,
+                              position))  # fmt: skip
+            position += 1
+    return replace(dialogue, turns=tuple(turns))
+
+
 def evaluate(
-    store: Any, dialogues: Sequence[Dialogue], change: Mapping[str, Any]
+    store: Any, dialogues: Sequence[Dialogue], change: Mapping[str, Any], *, messages: bool = False
 ) -> dict[str, Any]:
     """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
-    whose evidence lies in several sessions."""
+    whose evidence lies in several sessions (``messages``: at a budget of k messages, each
+    naming its turn)."""
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
@@ -371,14 +409,9 @@ def evaluate(
                     response = retriever.retrieve(
                         question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of, limit=k
                     )
-                    read = first_turns(
-                        (
-                            r.metadata["metadata"]["dia_id"]
-                            for r in response
-                            if r.source == "semantic"
-                        ),
-                        k,
-                    )
+                    turns = [r.metadata["metadata"]["dia_id"] for r in response
+                             if r.source == "semantic"]  # fmt: skip
+                    read = list(dict.fromkeys(turns[:k])) if messages else first_turns(turns, k)
                     recall = len(set(read) & set(question.evidence)) / len(question.evidence)
                     for group in groups:
                         recalls[group][k].append(recall)
@@ -394,12 +427,19 @@ def main() -> None:
     parser.add_argument("data", type=Path, help="locomo-dev.json, or the folder holding it")
     add_data_dir(parser)
     parser.add_argument("--only", nargs="*", help="run only the variants named (default: all)")
+    parser.add_argument(
+        "--as-messages",
+        action="store_true",
+        help="store each turn as a chat's messages, a sentence each (NAME: text), read k of them",
+    )
     add_output(parser)
     args = parser.parse_args()
     from retrieval.db.migrate import MigrationSettings
     from retrieval.memory.store import MemoryStore
 
     dialogues = load(args.data)
+    if args.as_messages:
+        dialogues = [as_messages(dialogue) for dialogue in dialogues]
     schema = MigrationSettings(schema=SCHEMA, embedding_dim=384)
     engine = embedded(args.data_dir, schema, prefix="rtv-variants-").engine
     store = MemoryStore(engine, schema=SCHEMA)
@@ -410,7 +450,7 @@ def main() -> None:
         if args.only and name not in args.only:
             continue
         with patched(patch):
-            results[name] = found = evaluate(store, dialogues, change)
+            results[name] = found = evaluate(store, dialogues, change, messages=args.as_messages)
         by = " | ".join(
             f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
         )
