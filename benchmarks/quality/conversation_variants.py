@@ -47,6 +47,7 @@ from conversation_eval import (
 )
 
 KS = (5, 10)
+ADVERSARIAL = 5  # questions that name the other speaker on purpose (none in real chats)
 # Questions that ask for several things, and a question's hypothetical frame.
 SEVERAL = re.compile(
     r"\b(all|both|in common|kinds? of|types? of|how many|ever|some)\b"
@@ -326,6 +327,9 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "focus 5, at most 4 lifted turns": ({}, Patch(cap=4)),
     "focus 5, context_window 3": ({"context_window": 3}, None),
     "focus 5, context_lift 0.9": ({"context_lift": 0.9}, None),
+    "context_lift 0.75": ({"context_lift": 0.75}, None),
+    "context_lift 0.6": ({"context_lift": 0.6}, None),
+    "context_window 1": ({"context_window": 1}, None),
     "several asked: a session's n-th result 0.8^n": ({}, Patch(penalty=0.8, several_only=True)),
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),
@@ -405,6 +409,7 @@ def evaluate(
             for question in dialogue.questions:
                 several = len({session_of[turn] for turn in question.evidence}) > 1
                 groups = ["all", CATEGORIES[question.category]] + (["several"] if several else [])
+                groups += ["not adversarial"] if question.category != ADVERSARIAL else []
                 for k in KS:
                     response = retriever.retrieve(
                         question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of, limit=k
@@ -445,7 +450,8 @@ def main() -> None:
     store = MemoryStore(engine, schema=SCHEMA)
     store_dialogues(store, dialogues)
     results: dict[str, Any] = {}
-    print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values()) + " | several R@10 |")
+    print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
+          + " | several R@10 | not adversarial |")  # fmt: skip
     for name, (change, patch) in VARIANTS.items():
         if args.only and name not in args.only:
             continue
@@ -454,8 +460,10 @@ def main() -> None:
         by = " | ".join(
             f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
         )
+        answerable = found["not adversarial"]
         print(f"| {name} | {found['all']['recall@5']:.1f} | {found['all']['recall@10']:.1f} | "
-              f"{by} | {found['several']['recall@10']:.1f} |", flush=True)  # fmt: skip
+              f"{by} | {found['several']['recall@10']:.1f} | {answerable['recall@5']:.1f}"
+              f" / {answerable['recall@10']:.1f} |", flush=True)  # fmt: skip
     engine.dispose()
     write_result("conversation-variants", results, args)
 
