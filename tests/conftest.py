@@ -146,11 +146,15 @@ def embedder() -> SentenceTransformerEmbedder:
 
 
 class CountingEmbedder:
-    """A real embedder that also records which texts it was asked to embed."""
+    """A real embedder that also records which texts it was asked to embed.
 
-    def __init__(self, inner: Embedder) -> None:
+    The model's vector of a text is kept for the test session (``seen``), so the many tests
+    that store the same sample embed it once: every vector is still the real model's."""
+
+    def __init__(self, inner: Embedder, seen: dict[str, Vectors] | None = None) -> None:
         self.inner = inner
         self.embedded: list[str] = []
+        self.seen: dict[str, Vectors] = {} if seen is None else seen
 
     @property
     def model_id(self) -> str:
@@ -162,12 +166,25 @@ class CountingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.embedded.extend(texts)
-        return self.inner.embed(texts)
+        new = list(dict.fromkeys(text for text in texts if text not in self.seen))
+        if new:
+            self.seen.update(zip(new, self.inner.embed(new), strict=True))
+        if not texts:
+            return self.inner.embed(texts)
+        return np.stack([self.seen[text] for text in texts])
+
+
+@pytest.fixture(scope="session")
+def vectors_seen() -> dict[str, Vectors]:
+    """The model's vectors of the texts the session's tests embedded, by text."""
+    return {}
 
 
 @pytest.fixture
-def counting_embedder(embedder: SentenceTransformerEmbedder) -> CountingEmbedder:
-    return CountingEmbedder(embedder)
+def counting_embedder(
+    embedder: SentenceTransformerEmbedder, vectors_seen: dict[str, Vectors]
+) -> CountingEmbedder:
+    return CountingEmbedder(embedder, vectors_seen)
 
 
 @pytest.fixture
