@@ -85,6 +85,7 @@ class Patch:
         agreed: int = 0,
         agreement: tuple[int, int] | None = None,
         feedback: tuple[int, float] | None = None,
+        other_speaker: bool = False,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
@@ -97,6 +98,7 @@ class Patch:
         # (n, a): a second read whose vector is the query's plus a times the mean of the n
         # leading semantic results' stored vectors (normalised), its results returned
         self.feedback = feedback
+        self.other_speaker = other_speaker  # a hit lifts only the turns another person said
 
 
 @contextmanager
@@ -131,6 +133,11 @@ def patched(patch: Patch | None) -> Iterator[None]:
                 options["lift"] = options["lift"] * scale
         ids = {hit.id for hit in chosen}  # the turns around the hits that still lift
         options["rows"] = [row for row in options["rows"] if row[0] in ids]
+        if patch.other_speaker:
+            said = {hit.id: _speaker(hit.content) for hit in hits}
+            options["rows"] = [
+                row for row in options["rows"] if _speaker(row[5]) != said.get(row[0])
+            ]
         return lift(chosen, candidates, **options)
 
     def chosen_results(scored: Mapping[str, Sequence[Any]], config: Any) -> Any:
@@ -284,6 +291,11 @@ def _read_again(
         del vectors_of.with_vector
 
 
+def _speaker(content: str) -> str | None:
+    match = SPEAKER.match(content)
+    return match[1] if match else None
+
+
 def _lifted(scored: Any) -> bool:
     return scored.candidate is not None and '"lifted_by"' in scored.candidate.details
 
@@ -330,6 +342,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "context_lift 0.75": ({"context_lift": 0.75}, None),
     "context_lift 0.6": ({"context_lift": 0.6}, None),
     "context_window 1": ({"context_window": 1}, None),
+    "a hit lifts the other person's turns only": ({}, Patch(other_speaker=True)),
     "several asked: a session's n-th result 0.8^n": ({}, Patch(penalty=0.8, several_only=True)),
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),
@@ -393,11 +406,16 @@ def as_messages(dialogue: Dialogue) -> Dialogue:
 
 
 def evaluate(
-    store: Any, dialogues: Sequence[Dialogue], change: Mapping[str, Any], *, messages: bool = False
+    store: Any,
+    dialogues: Sequence[Dialogue],
+    change: Mapping[str, Any],
+    *,
+    messages: bool = False,
+    turn_budget: bool = False,
 ) -> dict[str, Any]:
     """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
     whose evidence lies in several sessions (``messages``: at a budget of k messages, each
-    naming its turn)."""
+    naming its turn; with ``turn_budget``, at k distinct turns read from 3k messages)."""
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
@@ -411,12 +429,14 @@ def evaluate(
                 groups = ["all", CATEGORIES[question.category]] + (["several"] if several else [])
                 groups += ["not adversarial"] if question.category != ADVERSARIAL else []
                 for k in KS:
+                    limit = 3 * k if turn_budget else k
                     response = retriever.retrieve(
-                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of, limit=k
+                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of, limit=limit
                     )
                     turns = [r.metadata["metadata"]["dia_id"] for r in response
                              if r.source == "semantic"]  # fmt: skip
-                    read = list(dict.fromkeys(turns[:k])) if messages else first_turns(turns, k)
+                    whole = messages and not turn_budget
+                    read = list(dict.fromkeys(turns[:k])) if whole else first_turns(turns, k)
                     recall = len(set(read) & set(question.evidence)) / len(question.evidence)
                     for group in groups:
                         recalls[group][k].append(recall)
@@ -437,6 +457,11 @@ def main() -> None:
         action="store_true",
         help="store each turn as a chat's messages, a sentence each (NAME: text), read k of them",
     )
+    parser.add_argument(
+        "--turn-budget",
+        action="store_true",
+        help="with --as-messages: read messages until k distinct turns are read (of 3k asked)",
+    )
     add_output(parser)
     args = parser.parse_args()
     from retrieval.db.migrate import MigrationSettings
@@ -456,7 +481,9 @@ def main() -> None:
         if args.only and name not in args.only:
             continue
         with patched(patch):
-            results[name] = found = evaluate(store, dialogues, change, messages=args.as_messages)
+            results[name] = found = evaluate(
+                store, dialogues, change, messages=args.as_messages, turn_budget=args.turn_budget
+            )
         by = " | ".join(
             f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
         )
