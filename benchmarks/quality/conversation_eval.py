@@ -354,6 +354,7 @@ READ_ABLATIONS: dict[str, dict[str, Any]] = {
     "no named speaker (speaker_weight 0)": {"speaker_weight": 0.0},
     "speaker_weight 0.03": {"speaker_weight": 0.03},
     "speaker_weight 0.1": {"speaker_weight": 0.1},
+    "a hit lifts its own run too (context_own_run)": {"context_own_run": True},
 }
 TURN_CONTEXT_ABLATIONS = (0.0, 0.5)
 

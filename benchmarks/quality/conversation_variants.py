@@ -86,7 +86,6 @@ class Patch:
         agreement: tuple[int, int] | None = None,
         feedback: tuple[int, float] | None = None,
         other_speaker: bool = False,
-        own_run: bool = False,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
@@ -100,9 +99,6 @@ class Patch:
         # leading semantic results' stored vectors (normalised), its results returned
         self.feedback = feedback
         self.other_speaker = other_speaker  # a hit lifts only the turns another person said
-        # a hit does not lift its own run: the messages its speaker sent around it, with no
-        # other person's between
-        self.own_run = own_run
 
 
 @contextmanager
@@ -142,8 +138,6 @@ def patched(patch: Patch | None) -> Iterator[None]:
             options["rows"] = [
                 row for row in options["rows"] if _speaker(row[5]) != said.get(row[0])
             ]
-        if patch.own_run:
-            options["rows"] = _outside_own_runs(hits, options["rows"])
         return lift(chosen, candidates, **options)
 
     def chosen_results(scored: Mapping[str, Sequence[Any]], config: Any) -> Any:
@@ -297,24 +291,6 @@ def _read_again(
         del vectors_of.with_vector
 
 
-def _outside_own_runs(hits: Sequence[Any], rows: Sequence[Any]) -> list[Any]:
-    # The rows (hit id, offset, a turn's columns) that are not in their hit's own run.
-    said = {(hit.id, 0): _speaker(hit.content) for hit in hits}
-    said |= {(row[0], row[1]): _speaker(row[5]) for row in rows}
-
-    def in_run(hit_id: Any, offset: int) -> bool:
-        speaker = said.get((hit_id, 0))
-        if speaker is None:
-            return False
-        step = 1 if offset > 0 else -1
-        return all(
-            said.get((hit_id, between), speaker) == speaker
-            for between in range(step, offset + step, step)
-        )
-
-    return [row for row in rows if not in_run(row[0], row[1])]
-
-
 def _speaker(content: str) -> str | None:
     match = SPEAKER.match(content)
     return match[1] if match else None
@@ -367,7 +343,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "context_lift 0.6": ({"context_lift": 0.6}, None),
     "context_window 1": ({"context_window": 1}, None),
     "a hit lifts the other person's turns only": ({}, Patch(other_speaker=True)),
-    "a hit lifts no message of its own run": ({}, Patch(own_run=True)),
+    "a hit lifts its own run too (context_own_run)": ({"context_own_run": True}, None),
     "several asked: a session's n-th result 0.8^n": ({}, Patch(penalty=0.8, several_only=True)),
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),

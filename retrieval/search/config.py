@@ -344,6 +344,12 @@ class RetrievalConfig:
         "leave their places to other sessions' evidence (0: every hit lifts alike).",
         within=Within(0.0, 100.0),
     )
+    context_own_run: bool = setting(
+        False,
+        env="RETRIEVAL_CONTEXT_OWN_RUN",
+        help="Whether a turn lifts its own run too: the messages its speaker sent around it "
+        "with no other person's between (false: it lifts the others' turns and those past them).",
+    )
     session_gap_minutes: float = setting(
         DEFAULT_SESSION_GAP_MINUTES,
         env="RETRIEVAL_SESSION_GAP_MINUTES",

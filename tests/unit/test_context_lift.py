@@ -1,5 +1,6 @@
 """How far a hit lifts its neighbours: its relevance times its lead over the best hit to the
-power ``focus``, times ``lift`` per position away; which hits have neighbours at all."""
+power ``focus``, times ``lift`` per position away; which hits have neighbours at all; which
+turns are a hit's own run (its speaker's messages around it, no one else's between)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ def _candidate(
     thread: str | None = "s1",
     position: int | None = 0,
     kind: str = "message",
+    text: str | None = None,
 ) -> Candidate:
     details = json.dumps({"thread_id": thread, "position": position})
-    return Candidate("semantic", "memory", memory_id, f"turn {memory_id}", kind, AT, relevance,
+    content = text if text is not None else f"turn {memory_id}"
+    return Candidate("semantic", "memory", memory_id, content, kind, AT, relevance,
                      0.5, 0.5, 0.0, 0.0, 1.0, None, None, details)  # fmt: skip
 
 
@@ -74,3 +77,41 @@ def test_which_hits_have_neighbours(
     where = place(hit, untold)
     found = None if where is None else ([hit.id], [where[0]], [where[1]])
     assert found == asked
+
+
+def test_a_hit_lifts_the_others_turns_and_those_past_them_not_its_own_run() -> None:
+    # Maria typed one thought as three messages; John answered; Maria went on.
+    hit = _candidate(3, 0.8, text="Maria: I love sports.")
+    around = {
+        1: _candidate(1, 0.1, text="Maria: Guess what."),
+        2: _candidate(2, 0.1, text="Maria: Tennis is one of my passions."),
+        4: _candidate(4, 0.1, text="John: Since when?"),
+        5: _candidate(5, 0.1, text="Maria: Since I was ten."),
+    }
+    rows = turns({3: [(turn_id - 3, turn) for turn_id, turn in around.items()]})
+    options: dict[str, Any] = {"lift": 0.85, "rows": rows, "placed": {3}, "focus": 5.0}
+    assert set(context_candidates([hit], {}, **options, own_run=False)) == {4, 5}
+    assert set(context_candidates([hit], {}, **options)) == {1, 2, 4, 5}
+    # The others' turns and those past them are lifted as before.
+    lifted = context_candidates([hit], {}, **options, own_run=False)
+    assert math.isclose(lifted[5].relevance, 0.8 * 0.85**2)
+
+
+@pytest.mark.parametrize(
+    ("hit_text", "kind", "lifted"),
+    [
+        ("I love sports.", "message", {1, 2}),  # no speaker named: no run known
+        ("Maria: I love sports.", "fact", {1, 2}),  # not a message
+        ('Maria said, "I love sports."', "message", {2}),  # a narrated turn has a speaker
+    ],
+)
+def test_a_run_is_known_only_for_messages_that_name_their_speaker(
+    hit_text: str, kind: str, lifted: set[int]
+) -> None:
+    hit = _candidate(3, 0.8, text=hit_text, kind=kind)
+    rows = turns({3: [
+        (-1, _candidate(1, 0.1, text='Maria said, "Guess what."', kind=kind)),
+        (1, _candidate(2, 0.1, text="John: Since when?", kind=kind)),
+    ]})  # fmt: skip
+    found = context_candidates([hit], {}, lift=0.85, rows=rows, placed={3}, own_run=False)
+    assert set(found) == lifted

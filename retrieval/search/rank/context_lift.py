@@ -13,7 +13,11 @@ the larger of their own (the calibrated dense relevance of their text) and the h
 The turn after a question that matched is likely its answer; but only a hit that leads lifts
 its neighbours far: the neighbours of a hit that trails the best one would take the places of
 other sessions' evidence, which a question asking for several things ("what are all the ...",
-"what do A and B have in common") needs. They are then scored like every candidate (the
+"what do A and B have in common") needs. With ``own_run`` false (the default,
+``context_own_run``), a hit does not lift its own run: the messages its speaker sent around it
+with no other person's between (:mod:`retrieval.search.rank.speakers`), most often the rest of
+one thought typed as several messages; it lifts the turns of the others around it and the turns
+past them. They are then scored like every candidate (the
 source's weights, threshold, limits), so a neighbour takes a place in the results only where it
 outranks the candidate it would displace: within the caller's budget, not beside it. A
 candidate that is also a neighbour keeps the larger relevance. ``metadata["lifted_by"]`` names
@@ -26,7 +30,9 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.candidate import Candidate
+from retrieval.search.rank.speakers import speaker_of
 
 Rows = Sequence[tuple[Any, ...]]
 
@@ -39,6 +45,7 @@ def context_candidates(
     rows: Rows,
     placed: Collection[int],
     focus: float = 0.0,
+    own_run: bool = True,
 ) -> dict[int, Candidate]:
     """The context turns of ``hits`` (semantic candidates, best first) as candidates, by id,
     each with its lifted relevance; ``candidates`` are the call's semantic candidates by id
@@ -46,10 +53,13 @@ def context_candidates(
     ``focus`` is the power of a hit's relevance over the best hit's that scales its lift;
     ``placed`` are the ids of the hits with a place in a conversation
     (:func:`~retrieval.search.candidate.place`), and ``rows`` the turns the read stage found
-    around them: ``hit_id, offset``, then a candidate's columns."""
+    around them: ``hit_id, offset``, then a candidate's columns; ``own_run`` false leaves out
+    the turns of each hit's own run."""
     threaded = [hit for hit in hits if hit.id in placed]
     if lift <= 0.0 or not threaded:
         return {}
+    if not own_run:
+        rows = _outside_own_runs(threaded, rows)
     best = max(hit.relevance for hit in hits)
     share = {hit.id: _lead(hit.relevance, best, focus) for hit in threaded}
     lifted: dict[int, Candidate] = {}
@@ -71,3 +81,27 @@ def _lead(relevance: float, best: float, focus: float) -> float:
     if focus <= 0.0 or best <= 0.0:
         return relevance
     return float(relevance * (relevance / best) ** focus)
+
+
+def _outside_own_runs(hits: Sequence[Candidate], rows: Rows) -> list[tuple[Any, ...]]:
+    """``rows`` less the turns in their hit's own run: said by the hit's speaker, with every
+    turn between them said by that speaker too (a turn the read did not return breaks no run)."""
+    said = {(hit.id, 0): _speaker(hit) for hit in hits}
+    for hit_id, offset, *columns in rows:
+        said[hit_id, offset] = _speaker(Candidate(*columns))
+
+    def in_own_run(hit_id: int, offset: int) -> bool:
+        speaker = said.get((hit_id, 0))
+        if speaker is None or offset == 0:
+            return False
+        step = 1 if offset > 0 else -1
+        return all(
+            said.get((hit_id, between), speaker) == speaker
+            for between in range(step, offset + step, step)
+        )
+
+    return [tuple(row) for row in rows if not in_own_run(row[0], row[1])]
+
+
+def _speaker(turn: Candidate) -> str | None:
+    return speaker_of(turn.content) if turn.kind == MESSAGE_KIND else None

@@ -22,10 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.rank import ranking
+from retrieval.search.rank.speakers import speaker_of
 
 SPEAKER = "speaker"
-# The name a turn opens with: "Maria: ..." or 'Maria said, "..."'.
-_OPENING = re.compile(r'(\w[\w\'-]{0,39})(?:: | said, ")')
 _LEADING, _AGREEING = 3, 3  # the 3 leading results are all the named person's
 
 
@@ -69,9 +68,9 @@ def _speakers(scored: Sequence[ranking.Scored]) -> dict[int, str]:
     for result in scored:
         candidate = result.candidate
         if candidate is not None and candidate.kind == MESSAGE_KIND:
-            opening = _OPENING.match(candidate.content)
-            if opening is not None:
-                said[result.identity] = opening[1]
+            speaker = speaker_of(candidate.content)
+            if speaker is not None:
+                said[result.identity] = speaker
     return said
 
 

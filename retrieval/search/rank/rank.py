@@ -77,6 +77,7 @@ def _lifted(plan: ReadPlan, read: Read) -> list[Candidate]:
         rows=read.turns,
         focus=config.context_focus,
         placed=read.placed,
+        own_run=config.context_own_run,
     )
     if not lifted:
         return read.candidates
