@@ -13,10 +13,12 @@ sessions.
 ``--as-messages`` stores each turn as the short messages people send in a chat: one per
 sentence (and one for a shared photo), each ``NAME: text`` as ``retrieval ingest`` stores a
 transcript's line, in the turn's session and order; the budget is then k messages read, and a
-question's evidence turn counts as found when one of its messages is among them.
+question's evidence turn counts as found when one of its messages is among them
+(``--turn-budget``: messages are read until k distinct turns are, of 3k asked). The group "not
+adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--as-messages] [--json PATH]
+       [--as-messages [--turn-budget]] [--json PATH]
 """
 
 from __future__ import annotations
