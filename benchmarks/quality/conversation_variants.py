@@ -344,6 +344,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "context_lift 0.75": ({"context_lift": 0.75}, None),
     "context_lift 0.6": ({"context_lift": 0.6}, None),
     "context_window 1": ({"context_window": 1}, None),
+    "context_window 3": ({"context_window": 3}, None),
+    "context_window 4": ({"context_window": 4}, None),
     "a hit lifts the other person's turns only": ({}, Patch(other_speaker=True)),
     "a hit lifts its own run too (context_own_run)": ({"context_own_run": True}, None),
     "several asked: a session's n-th result 0.8^n": ({}, Patch(penalty=0.8, several_only=True)),
