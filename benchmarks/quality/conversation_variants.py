@@ -18,7 +18,7 @@ question's evidence turn counts as found when one of its messages is among them
 adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--as-messages [--turn-budget]] [--json PATH]
+       [--as-messages [--turn-budget]] [--turn-context W] [--json PATH]
 """
 
 from __future__ import annotations
@@ -463,6 +463,11 @@ def main() -> None:
         help="store each turn as a chat's messages, a sentence each (NAME: text), read k of them",
     )
     parser.add_argument(
+        "--turn-context",
+        type=float,
+        help="store the turns with this turn context (default: the write defaults')",
+    )
+    parser.add_argument(
         "--turn-budget",
         action="store_true",
         help="with --as-messages: read messages until k distinct turns are read (of 3k asked)",
@@ -470,6 +475,7 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
     from retrieval.db.migrate import MigrationSettings
+    from retrieval.memory.config import WriteConfig
     from retrieval.memory.store import MemoryStore
 
     dialogues = load(args.data)
@@ -477,7 +483,10 @@ def main() -> None:
         dialogues = [as_messages(dialogue) for dialogue in dialogues]
     schema = MigrationSettings(schema=SCHEMA, embedding_dim=384)
     engine = embedded(args.data_dir, schema, prefix="rtv-variants-").engine
-    store = MemoryStore(engine, schema=SCHEMA)
+    write = WriteConfig.from_env()
+    if args.turn_context is not None:
+        write = replace(write, turn_context=args.turn_context)
+    store = MemoryStore(engine, schema=SCHEMA, config=write)
     store_dialogues(store, dialogues)
     results: dict[str, Any] = {}
     print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
