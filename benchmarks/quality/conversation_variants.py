@@ -48,6 +48,8 @@ from conversation_eval import (
     store_dialogues,
 )
 
+from retrieval.search.rank.speakers import speaker_of
+
 KS = (5, 10)
 ADVERSARIAL = 5  # questions that name the other speaker on purpose (none in real chats)
 # Questions that ask for several things, and a question's hypothetical frame.
@@ -136,9 +138,9 @@ def patched(patch: Patch | None) -> Iterator[None]:
         ids = {hit.id for hit in chosen}  # the turns around the hits that still lift
         options["rows"] = [row for row in options["rows"] if row[0] in ids]
         if patch.other_speaker:
-            said = {hit.id: _speaker(hit.content) for hit in hits}
+            said = {hit.id: speaker_of(hit.content) for hit in hits}
             options["rows"] = [
-                row for row in options["rows"] if _speaker(row[5]) != said.get(row[0])
+                row for row in options["rows"] if speaker_of(row[5]) != said.get(row[0])
             ]
         return lift(chosen, candidates, **options)
 
@@ -226,18 +228,15 @@ def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) 
     return chosen
 
 
-SPEAKER = re.compile(r'^(\w+)(?: said, "|: )')
-
-
 def _named_speaker(
     query: str, results: Sequence[Any], bonus: float, *, agreed: int = 0
 ) -> list[Any]:
     # The turns said by the one speaker the question names (a speaker: a name opening a turn
     # of the candidates, 'NAME said, "' or 'NAME: '), their final score raised by ``bonus``.
     said = {
-        r.identity: m[1]
+        r.identity: name
         for r in results
-        if r.candidate and (m := SPEAKER.match(r.candidate.content))
+        if r.candidate and (name := speaker_of(r.candidate.content))
     }
     named = {name for name in said.values() if re.search(rf"\b{re.escape(name)}\b", query)}
     if len(named) != 1:
@@ -256,7 +255,7 @@ def _named_speaker(
     ]
 
 
-def _stored_vectors(retriever: Any, ids: Sequence[str]) -> Any:
+def _stored_vectors(retriever: Any, ids: Sequence[int]) -> Any:
     import numpy as np
     from sqlalchemy import text
 
@@ -291,11 +290,6 @@ def _read_again(
         return retrieve(retriever, query, **options)
     finally:
         del vectors_of.with_vector
-
-
-def _speaker(content: str) -> str | None:
-    match = SPEAKER.match(content)
-    return match[1] if match else None
 
 
 def _lifted(scored: Any) -> bool:

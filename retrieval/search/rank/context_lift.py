@@ -30,9 +30,8 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.candidate import Candidate
-from retrieval.search.rank.speakers import speaker_of
+from retrieval.search.rank.speakers import message_speaker
 
 Rows = Sequence[tuple[Any, ...]]
 
@@ -83,12 +82,12 @@ def _lead(relevance: float, best: float, focus: float) -> float:
     return float(relevance * (relevance / best) ** focus)
 
 
-def _outside_own_runs(hits: Sequence[Candidate], rows: Rows) -> list[tuple[Any, ...]]:
+def _outside_own_runs(hits: Sequence[Candidate], rows: Rows) -> Rows:
     """``rows`` less the turns in their hit's own run: said by the hit's speaker, with every
     turn between them said by that speaker too (a turn the read did not return breaks no run)."""
-    said = {(hit.id, 0): _speaker(hit) for hit in hits}
+    said = {(hit.id, 0): message_speaker(hit) for hit in hits}
     for hit_id, offset, *columns in rows:
-        said[hit_id, offset] = _speaker(Candidate(*columns))
+        said[hit_id, offset] = message_speaker(Candidate(*columns))
 
     def in_own_run(hit_id: int, offset: int) -> bool:
         speaker = said.get((hit_id, 0))
@@ -100,8 +99,4 @@ def _outside_own_runs(hits: Sequence[Candidate], rows: Rows) -> list[tuple[Any, 
             for between in range(step, offset + step, step)
         )
 
-    return [tuple(row) for row in rows if not in_own_run(row[0], row[1])]
-
-
-def _speaker(turn: Candidate) -> str | None:
-    return speaker_of(turn.content) if turn.kind == MESSAGE_KIND else None
+    return [row for row in rows if not in_own_run(row[0], row[1])]

@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.rank import ranking
-from retrieval.search.rank.speakers import speaker_of
+from retrieval.search.rank.speakers import message_speaker
 
 SPEAKER = "speaker"
 _LEADING, _AGREEING = 3, 3  # the 3 leading results are all the named person's
@@ -66,11 +65,9 @@ def _speakers(scored: Sequence[ranking.Scored]) -> dict[int, str]:
     # The speaker of each turn among the results, by identity.
     said: dict[int, str] = {}
     for result in scored:
-        candidate = result.candidate
-        if candidate is not None and candidate.kind == MESSAGE_KIND:
-            speaker = speaker_of(candidate.content)
-            if speaker is not None:
-                said[result.identity] = speaker
+        speaker = None if result.candidate is None else message_speaker(result.candidate)
+        if speaker is not None:
+            said[result.identity] = speaker
     return said
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+from retrieval.memory.kinds import MESSAGE_KIND
+from retrieval.search.candidate import Candidate
+
 # The name a turn opens with: "Maria: ..." or 'Maria said, "...'.
 _OPENING = re.compile(r'(\w[\w\'-]{0,39})(?:: | said, ")')
 
@@ -19,3 +22,8 @@ def speaker_of(content: str) -> str | None:
     """The name ``content`` opens with as its speaker's, or ``None``."""
     opening = _OPENING.match(content)
     return opening[1] if opening is not None else None
+
+
+def message_speaker(turn: Candidate) -> str | None:
+    """The speaker of ``turn`` when it is a message (:func:`speaker_of`), else ``None``."""
+    return speaker_of(turn.content) if turn.kind == MESSAGE_KIND else None
