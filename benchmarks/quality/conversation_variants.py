@@ -18,7 +18,10 @@ question's evidence turn counts as found when one of its messages is among them
 adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--as-messages [--turn-budget]] [--turn-context W] [--json PATH]
+       [--as-messages [--turn-budget]] [--turn-context W] [--context-before-run] [--json PATH]
+
+``--context-before-run`` stores each turn with the context of the turn before its run (the
+nearest earlier turn of its thread said by someone else) instead of the turn just before it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -404,6 +407,41 @@ def as_messages(dialogue: Dialogue) -> Dialogue:
     return replace(dialogue, turns=tuple(turns))
 
 
+@contextmanager
+def context_before_run() -> Iterator[None]:
+    """The writer embeds a turn with the turn before its run: the nearest earlier turn of its
+    thread said by someone else (the batch's turns; the turn just before when no speaker)."""
+    from retrieval.memory import writer
+
+    original = writer.previous_texts
+
+    def before_run(connection: Any, schema: str, places: Any, batch: Any) -> Any:
+        found = original(connection, schema, places, batch)
+        for index, place in enumerate(places):
+            if place is None or index not in found:
+                continue
+            tenant, thread, position = place
+            speaker = speaker_of(batch.get(place, ""))
+            earlier = position - 1
+            while speaker is not None and earlier > 0:
+                text = batch.get((tenant, thread, earlier))
+                if text is None or speaker_of(text) != speaker:
+                    break
+                earlier -= 1
+            text = batch.get((tenant, thread, earlier))
+            if text is not None and (speaker is None or speaker_of(text) != speaker):
+                found[index] = text
+            elif speaker is not None:
+                del found[index]  # the thread opens with this run: no one else before it
+        return found
+
+    writer.previous_texts = before_run  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        writer.previous_texts = original  # type: ignore[assignment]
+
+
 def evaluate(
     store: Any,
     dialogues: Sequence[Dialogue],
@@ -466,6 +504,11 @@ def main() -> None:
         action="store_true",
         help="with --as-messages: read messages until k distinct turns are read (of 3k asked)",
     )
+    parser.add_argument(
+        "--context-before-run",
+        action="store_true",
+        help="embed each turn with the turn before its run (said by someone else)",
+    )
     add_output(parser)
     args = parser.parse_args()
     from retrieval.db.migrate import MigrationSettings
@@ -481,7 +524,8 @@ def main() -> None:
     if args.turn_context is not None:
         write = replace(write, turn_context=args.turn_context)
     store = MemoryStore(engine, schema=SCHEMA, config=write)
-    store_dialogues(store, dialogues)
+    with context_before_run() if args.context_before_run else nullcontext():
+        store_dialogues(store, dialogues)
     results: dict[str, Any] = {}
     print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
           + " | several R@10 | not adversarial |")  # fmt: skip
