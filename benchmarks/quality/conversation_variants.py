@@ -511,6 +511,10 @@ def main() -> None:
     )
     add_output(parser)
     args = parser.parse_args()
+    unknown = sorted(set(args.only or ()) - set(VARIANTS))
+    if unknown:
+        parser.error(f"no variant named {', '.join(map(repr, unknown))}; the variants: "
+                     + "; ".join(map(repr, VARIANTS)))  # fmt: skip
     from retrieval.db.migrate import MigrationSettings
     from retrieval.memory.config import WriteConfig
     from retrieval.memory.store import MemoryStore
