@@ -51,7 +51,7 @@ from conversation_eval import (
     store_dialogues,
 )
 
-from retrieval.search.rank.speakers import speaker_of
+from retrieval.memory.speakers import speaker_of
 
 KS = (5, 10)
 ADVERSARIAL = 5  # questions that name the other speaker on purpose (none in real chats)

@@ -27,7 +27,14 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.embedding.cache import EmbeddingCache, cache_key
 from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.memory.turn_context import Mixing, Told, in_context, previous_messages
+from retrieval.memory.speakers import speaker_of_kind
+from retrieval.memory.turn_context import (
+    RUN_REACH,
+    Mixing,
+    Told,
+    in_context,
+    previous_messages,
+)
 
 
 def erase_cached_texts(
@@ -71,21 +78,47 @@ def unmix_next_turns(
     threads: Sequence[str],
     positions: Sequence[int],
 ) -> int:
-    """Give the turns after the forgotten turns at (``threads``, ``positions``) their own
-    text's vector; return how many. A turn embedded by another model than the cache's is left
-    (``retrieval reembed`` makes it again)."""
+    """Give the turns after the forgotten turns at (``threads``, ``positions``), each with the
+    rest of its run (the messages of the same speaker that follow it,
+    :func:`~retrieval.memory.turn_context.turn_before_run`), their own text's vector; return
+    how many. A turn embedded by another model than the cache's is left (``retrieval reembed``
+    makes it again)."""
     if not threads:
         return 0
-    params = {"tenant_id": tenant_id, "threads": list(threads), "positions": list(positions)}
-    rows = execute(connection, statement("memory.turns_after", schema), params).all()
-    rows = [row for row in rows if row.embedding_model == cache.embedder.model_id]
-    if not rows:
+    params = {
+        "tenant_id": tenant_id,
+        "threads": list(threads),
+        "positions": list(positions),
+        "reach": RUN_REACH,
+    }
+    after = {
+        (row.thread_id, row.position): row
+        for row in execute(connection, statement("memory.turns_after", schema), params)
+    }
+    rows = {}
+    for thread, position in zip(threads, positions, strict=True):
+        first = after.get((thread, position + 1))
+        if first is None:
+            continue
+        speaker = speaker_of_kind(first.kind, first.content)
+        for later in range(position + 1, position + 1 + RUN_REACH):
+            row = after.get((thread, later))
+            if row is None or (
+                later > position + 1
+                and (speaker is None or speaker_of_kind(row.kind, row.content) != speaker)
+            ):
+                break
+            rows[row.id] = row
+    mixed = [
+        row for _, row in sorted(rows.items()) if row.embedding_model == cache.embedder.model_id
+    ]
+    if not mixed:
         return 0
-    vectors = cache.embed(connection, tenant_id, [row.content for row in rows])
+    vectors = cache.embed(connection, tenant_id, [row.content for row in mixed])
     update = statement("memory.set_embedding", schema)
-    for row, vector in zip(rows, vectors, strict=True):
+    for row, vector in zip(mixed, vectors, strict=True):
         execute(connection, update, {"tenant_id": tenant_id, "id": row.id, "embedding": vector})
-    return len(rows)
+    return len(mixed)
 
 
 def unmix_next_messages(

@@ -32,6 +32,7 @@ from retrieval.memory.turn_context import (
     in_context,
     previous_messages,
     previous_texts,
+    said,
 )
 
 
@@ -95,7 +96,7 @@ def reembed(
                 told = None
                 if thread_id is None and kind == MESSAGE_KIND:
                     told = Told(row_tenant, created_at, content, row_id)
-                by_tenant[row_tenant].append(_Row(row_id, content, place, told))
+                by_tenant[row_tenant].append(_Row(row_id, content, kind, place, told))
             for row_tenant, items in by_tenant.items():
                 vectors = _vectors(store, batch.connection, row_tenant, items)
                 bind_tenant(batch.connection, store.schema, row_tenant)
@@ -127,6 +128,7 @@ class _Row(NamedTuple):
 
     id: int
     content: str
+    kind: str
     place: Place | None
     told: Told | None
 
@@ -143,7 +145,7 @@ def _vectors(
     weight = store.config.turn_context
     before: dict[int, str] = {}
     if weight > 0:
-        batch = {item.place: item.content for item in items if item.place is not None}
+        batch = {i.place: said(i.kind, i.content) for i in items if i.place is not None}
         places = [item.place for item in items]
         before = previous_texts(connection, store.schema, places, batch)
         gap = timedelta(minutes=store.config.session_gap_minutes)

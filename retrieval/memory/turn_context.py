@@ -22,7 +22,7 @@ docs/decisions/0017-lift-from-the-leading-hits.md.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -33,9 +33,13 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
 from retrieval.memory.kinds import MESSAGE_KIND
+from retrieval.memory.speakers import speaker_of_kind
 from retrieval.memory.validation import ValidMemory
 
 Place = tuple[str, str, int]  # (tenant, thread, position)
+
+# The most turns a message's run is followed back through to the turn before it.
+RUN_REACH = 20
 
 
 class Mixing(NamedTuple):
@@ -119,37 +123,83 @@ def previous_messages(
     return found
 
 
+class Said(NamedTuple):
+    """A turn's text and its speaker when it is a message that names one (else None)."""
+
+    text: str
+    speaker: str | None
+
+
+def said(kind: str, text: str) -> Said:
+    """``text`` of a memory of ``kind`` with its speaker (:mod:`retrieval.memory.speakers`)."""
+    return Said(text, speaker_of_kind(kind, text))
+
+
+def turn_before_run(
+    place: Place, speaker: str | None, turn_at: Callable[[Place], Said | None]
+) -> tuple[str | None, Place | None]:
+    """The text of the turn before the run of ``speaker`` that the turn at ``place`` ends (the
+    turn just before it when ``speaker`` is None), and None or the first earlier place
+    ``turn_at`` does not know (the walk stopped there; ``turn_at`` gives None for a place it
+    does not know or that holds no turn). A run reaches back at most :data:`RUN_REACH` turns;
+    a missing turn ends the walk."""
+    tenant, thread, position = place
+    for earlier in range(position - 1, max(position - 1 - RUN_REACH, -1), -1):
+        turn = turn_at((tenant, thread, earlier))
+        if turn is None:
+            return None, (tenant, thread, earlier)
+        if speaker is None or turn.speaker != speaker:
+            return turn.text, None
+    return None, None
+
+
 def previous_texts(
     connection: Connection,
     schema: str,
     places: Sequence[Place | None],
-    batch: Mapping[Place, str],
+    batch: Mapping[Place, Said],
 ) -> dict[int, str]:
-    """The text of the turn before each place that has one, by the place's index: from
-    ``batch`` (the texts of the batch being written, by place), else from the stored memories
-    (one statement per tenant)."""
-    before = {
-        index: (place[0], place[1], place[2] - 1)
-        for index, place in enumerate(places)
-        if place is not None and place[2] > 0
-    }
+    """The text of the turn before each place's run (:func:`turn_before_run`) that has one, by
+    the place's index: from ``batch`` (the turns of the batch being written, by place, each
+    place of ``places`` among them), else from the stored memories (one statement per tenant
+    for the places the batch does not hold)."""
+    found: dict[int, str] = {}
     wanted: dict[str, set[tuple[str, int]]] = defaultdict(set)
-    for tenant, thread, position in before.values():
-        if (tenant, thread, position) not in batch:
-            wanted[tenant].add((thread, position))
-    stored: dict[Place, str] = {}
+    walks: dict[int, Place] = {}
+    for index, place in enumerate(places):
+        if place is None or place[2] == 0:
+            continue
+        speaker = batch[place].speaker
+        text, stopped = turn_before_run(place, speaker, batch.get)
+        if text is not None:
+            found[index] = text
+        elif stopped is not None:  # the rest of the walk is in the stored turns
+            walks[index] = place
+            tenant, thread, position = stopped
+            reach = 1 if speaker is None else position - (place[2] - 1 - RUN_REACH)
+            wanted[tenant].update((thread, position - step) for step in range(reach))
+    stored: dict[Place, Said] = {}
     query = statement("memory.turns_at", schema)
     for tenant, turns in sorted(wanted.items()):
         bind_tenant(connection, schema, tenant)
-        threads, positions = zip(*sorted(turns), strict=True)
+        threads, positions = zip(*sorted(t for t in turns if t[1] >= 0), strict=True)
         rows = execute(
             connection,
             query,
             {"tenant_id": tenant, "threads": list(threads), "positions": list(positions)},
         )
-        stored.update(((tenant, thread, position), text) for thread, position, text in rows)
-    texts = {index: batch.get(place, stored.get(place)) for index, place in before.items()}
-    return {index: text for index, text in texts.items() if text is not None}
+        stored.update(
+            ((tenant, row.thread_id, row.position), said(row.kind, row.content)) for row in rows
+        )
+
+    def turn_at(place: Place) -> Said | None:
+        return batch.get(place) or stored.get(place)
+
+    for index, place in walks.items():
+        text, _ = turn_before_run(place, batch[place].speaker, turn_at)
+        if text is not None:
+            found[index] = text
+    return dict(sorted(found.items()))
 
 
 def in_context(own: Vectors, previous: Vectors, weight: float) -> Vectors:

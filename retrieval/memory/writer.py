@@ -43,6 +43,7 @@ from retrieval.memory.turn_context import (
     in_context,
     previous_messages,
     previous_texts,
+    said,
     untold,
 )
 from retrieval.memory.validation import (
@@ -328,7 +329,7 @@ class Writer:
                 return None
             return (memory.tenant_id, memory.thread_id, memory.position)
 
-        batch = {p: m.text for m in memories if (p := place(m)) is not None}
+        batch = {p: said(m.kind, m.text) for m in memories if (p := place(m)) is not None}
         places = [place(memories[row]) for row in needing]
         found = previous_texts(connection, self.schema, places, batch)
         previous = {needing[index]: text for index, text in found.items()}

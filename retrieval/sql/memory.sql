@@ -155,12 +155,13 @@ FROM unnest(%(texts)s::text[]) WITH ORDINALITY AS t(content, n)
 ORDER BY t.n
 
 -- name: turns_after
--- The turns that follow the given (thread, position) places of a tenant's threads, with the
--- model of their vectors.
-SELECT m.id, m.content, m.embedding_model
+-- The turns within %(reach)s places after the given (thread, position) places of a tenant's
+-- threads, with their kinds and the model of their vectors.
+SELECT DISTINCT m.thread_id, m.position, m.id, m.content, m.kind, m.embedding_model
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
-  ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position + 1
+  ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id
+ AND m.position BETWEEN p.position + 1 AND p.position + %(reach)s
 
 -- name: messages_after
 -- The tenant's messages without a thread told after each removed one (%(times)s, %(ids)s) and
@@ -340,9 +341,9 @@ SELECT key, item, row_id FROM {schema}.ingest_keys
 WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[])
 
 -- name: turns_at
--- The texts of a tenant's memories at the given (thread, position) places, but those that
--- have expired (a new turn does not take the share of one that forget(expired) will remove).
-SELECT m.thread_id, m.position, m.content
+-- The texts and kinds of a tenant's memories at the given (thread, position) places, but those
+-- that have expired (a new turn does not take the share of one that forget(expired) will remove).
+SELECT m.thread_id, m.position, m.content, m.kind
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position

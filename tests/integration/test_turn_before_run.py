@@ -1,0 +1,141 @@
+"""A message that continues its speaker's run is embedded with the turn before the run: the
+nearest earlier turn of its thread said by someone else (or a turn of no known speaker). In
+one batch, across batches, through `reembed`; forgetting a turn gives the run after it its
+own vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from retrieval.memory.records import MemoryInput
+from retrieval.memory.reembed import reembed
+from retrieval.memory.store import MemoryStore
+from retrieval.memory.turn_context import RUN_REACH, Said, turn_before_run
+from tests.conftest import CountingEmbedder, PgDatabase
+from tests.turn_vectors import close, mixed, own_vector, stored_vectors
+
+CHAT = [
+    "Ana: Did the migration finish last night?",
+    "Bo: It did.",
+    "Bo: Ten seconds in the end.",
+    "Bo: I raised the lock timeout first.",
+    "Ana: Great, then the index build can run tonight.",
+]
+
+
+def _turn(body: str, position: int, *, thread: str = "chat", **fields: object) -> MemoryInput:
+    fields.setdefault("kind", "message")
+    return MemoryInput(text=body, tenant_id="acme", thread_id=thread, position=position,
+                       **fields)  # type: ignore[arg-type]  # fmt: skip
+
+
+def _own(embedder: CountingEmbedder, bodies: list[str]) -> list[np.typing.NDArray[np.float32]]:
+    return [own_vector(embedder, body) for body in bodies]
+
+
+def test_each_message_of_a_run_takes_the_turn_before_the_run(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    ids = store.remember_many(_turn(body, n) for n, body in enumerate(CHAT))
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, ids)
+    assert close(stored[0], own[0])
+    for n in (1, 2, 3):  # Bo's three messages: each with Ana's question
+        assert close(stored[n], mixed(own[n], own[0]))
+    assert close(stored[4], mixed(own[4], own[3]))  # Ana's reply: Bo's last message
+
+
+def test_a_run_is_followed_back_through_stored_turns(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    store.remember_many([_turn(CHAT[0], 0), _turn(CHAT[1], 1)])
+    (second,) = store.remember_many([_turn(CHAT[2], 2)])  # the run's start is stored
+    (third,) = store.remember_many([_turn(CHAT[3], 3)])  # two of the run are stored
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, [second, third])
+    assert close(stored[0], mixed(own[2], own[0]))
+    assert close(stored[1], mixed(own[3], own[0]))
+
+
+def test_turns_of_no_known_speaker_take_the_turn_just_before(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    bodies = [CHAT[0], CHAT[1], "Bo: Ten seconds in the end.", "It went through."]
+    ids = store.remember_many(
+        [
+            _turn(bodies[0], 0),
+            _turn(bodies[1], 1),
+            _turn(bodies[2], 2, kind="event"),  # not a message: no speaker; takes Bo's message
+            _turn(bodies[3], 3),  # a message that names no one: the note before it
+        ]
+    )
+    own = _own(counting_embedder, bodies)
+    stored = stored_vectors(database, ids)
+    assert close(stored[2], mixed(own[2], own[1]))
+    assert close(stored[3], mixed(own[3], own[2]))
+
+
+def test_a_run_that_opens_its_thread_or_follows_a_missing_turn_has_no_context(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    opening = store.remember_many(_turn(body, n, thread="t1") for n, body in enumerate(CHAT[1:3]))
+    gap = store.remember_many([_turn(CHAT[0], 0, thread="t2"), _turn(CHAT[2], 2, thread="t2"),
+                               _turn(CHAT[3], 3, thread="t2")])  # fmt: skip
+    own = _own(counting_embedder, CHAT)
+    first, second = stored_vectors(database, opening)
+    assert close(first, own[1]) and close(second, own[2])
+    _, after_gap, run = stored_vectors(database, gap)
+    assert close(after_gap, own[2]) and close(run, own[3])  # position 1 was never written
+
+
+def test_a_run_longer_than_the_reach_has_no_context() -> None:
+    turns = {("acme", "chat", 0): Said("Ana: Hello?", "Ana")}
+    turns |= {("acme", "chat", n): Said(f"Bo: line {n}", "Bo") for n in range(1, RUN_REACH + 3)}
+    within = ("acme", "chat", RUN_REACH)
+    assert turn_before_run(within, "Bo", turns.get) == ("Ana: Hello?", None)
+    beyond = ("acme", "chat", RUN_REACH + 1)
+    assert turn_before_run(beyond, "Bo", turns.get) == (None, None)
+    del turns[("acme", "chat", 3)]  # the walk stops where a turn is not known
+    assert turn_before_run(within, "Bo", turns.get) == (None, ("acme", "chat", 3))
+    assert turn_before_run(within, None, turns.get) == (f"Bo: line {RUN_REACH - 1}", None)
+
+
+def test_reembed_takes_the_turn_before_the_run_as_a_write_does(
+    database: PgDatabase, counting_embedder: CountingEmbedder
+) -> None:
+    rng = np.random.default_rng(5)
+    old = MemoryStore(database.engine, embedder=counting_embedder)
+    ids = old.remember_many(
+        _turn(body, n, embedding=rng.normal(size=384).astype(np.float32),
+              embedding_model="old-model-v1")
+        for n, body in enumerate(CHAT)
+    )  # fmt: skip
+    store = MemoryStore(database.engine, embedder=counting_embedder)
+    assert reembed(store, batch_size=2).updated == len(CHAT)  # runs span the batches
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, ids)
+    assert [close(stored[n], mixed(own[n], own[0])) for n in (1, 2, 3)] == [True] * 3
+    assert close(stored[4], mixed(own[4], own[3]))
+
+
+def test_forgetting_the_turn_before_a_run_gives_the_whole_run_its_own_vectors(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    ids = store.remember_many(_turn(body, n) for n, body in enumerate(CHAT))
+    store.forget(tenant_id="acme", memory_ids=[ids[0]])
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, ids[1:])
+    assert [close(vector, own[n]) for n, vector in enumerate(stored[:3], start=1)] == [True] * 3
+    assert close(stored[3], mixed(own[4], own[3]))  # Ana's reply holds no share of the question
+
+
+def test_forgetting_a_message_within_a_run_leaves_the_turns_before_it(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    ids = store.remember_many(_turn(body, n) for n, body in enumerate(CHAT))
+    store.forget(tenant_id="acme", memory_ids=[ids[2]])
+    own = _own(counting_embedder, CHAT)
+    first, rest, reply = stored_vectors(database, [ids[1], ids[3], ids[4]])
+    assert close(first, mixed(own[1], own[0]))  # before the forgotten one: as it was
+    assert close(rest, own[3])  # after it: as a write would make it now (a missing turn)
+    assert close(reply, mixed(own[4], own[3]))
