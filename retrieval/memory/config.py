@@ -17,8 +17,8 @@ DEFAULT_MAX_TEXT_CHARS = 32_000
 DEFAULT_CACHE_ENTRIES = 10_000
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_MAX_ENTITIES = 256
-# A conversation turn is embedded with 0.3 of its previous turn's vector
-# (docs/decisions/0012-conversation-context-and-time.md).
+# A conversation turn is embedded with 0.3 of its previous turn's vector (the turn before its
+# run for a message; docs/decisions/0012-conversation-context-and-time.md, 0029).
 DEFAULT_TURN_CONTEXT = 0.3
 # Messages without a thread are one session while less than 30 minutes pass between them (for
 # the turn context here, for the lift in retrieval.search; docs/decisions/0017-lift-from-the-
@@ -115,7 +115,8 @@ class WriteConfig:
         DEFAULT_TURN_CONTEXT,
         env="RETRIEVAL_TURN_CONTEXT",
         help="Share of the previous turn's vector in a conversation turn's stored vector (a "
-        "memory with thread_id and position, embedded by the store); 0 turns it off.",
+        "memory with thread_id and position, embedded by the store; for a message that "
+        "continues its speaker's run, the turn before the run); 0 turns it off.",
         within=UNIT,
     )
     session_gap_minutes: float = setting(

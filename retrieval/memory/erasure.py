@@ -9,25 +9,30 @@ that forgot drops it too; another process's LRU holds it until it is evicted or 
 ends (docs/privacy.md).
 
 A turn of a thread is stored with a share of the previous turn's vector
-(:mod:`retrieval.memory.turn_context`): when a turn is forgotten, the turn after it has no
-previous turn any more, and is given its own text's vector, in the same transaction. A message
+(:mod:`retrieval.memory.turn_context`; a message that continues its speaker's run, with the
+turn before the run): when a turn is forgotten, the turn after it and the rest of that turn's
+run have no turn before them any more, and are given their own texts' vectors, in the same
+transaction. A message
 without a thread is stored with a share of the message told before it in its session (inferred
-from time): when one is forgotten, every message told after it within the session gap (retired
-ones too: any of them may have taken its share) is made again with the message now before it,
-in the same transaction. The gap is the store's setting at the time of ``forget``.
+from time, or of the message before its run): when one is forgotten, every message told after
+it within the session gap (retired ones too: any of them may have taken its share), and the
+rest of the run of the first of them, is made again with the message now before it (or its
+run), in the same transaction. The gap is the store's setting at the time of ``forget``.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection
 
 from retrieval.db.queries import execute, statement
 from retrieval.embedding.cache import EmbeddingCache, cache_key
 from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.memory.speakers import speaker_of_kind
+from retrieval.memory.speakers import speaker_of, speaker_of_kind
 from retrieval.memory.turn_context import (
     RUN_REACH,
     Mixing,
@@ -130,25 +135,38 @@ def unmix_next_messages(
     times: Sequence[datetime],
     mixing: Mixing,
 ) -> int:
-    """Make again, each with the message now told before it, the vectors of the messages
-    without a thread told after the forgotten ones (``ids``, told at ``times``) within the
-    session gap; return how many. A message embedded by another model than the cache's is
-    left (``retrieval reembed`` makes it again)."""
-    if not ids or mixing.session_gap.total_seconds() <= 0:
+    """Make again, each with the message now told before it (or before its run), the vectors
+    of the messages without a thread that may hold a share of the forgotten ones (``ids``,
+    told at ``times``): those told after one within the session gap, and the rest of the run
+    of the first of them (:func:`_runs_after`); return how many. A message embedded by another
+    model than the cache's is left (``retrieval reembed`` makes it again)."""
+    gap = mixing.session_gap
+    if not ids or gap.total_seconds() <= 0:
         return 0
     params = {
         "tenant_id": tenant_id,
         "kind": MESSAGE_KIND,
         "times": list(times),
         "ids": list(ids),
-        "gap": mixing.session_gap,
+        "gap": gap,
+        "reach": RUN_REACH,
     }
-    rows = execute(connection, statement("memory.messages_after", schema), params).all()
+    after = defaultdict(list)
+    for row in execute(connection, statement("memory.messages_after", schema), params):
+        after[row.ordinal].append(row)
+    chosen = {
+        row.id: row
+        for ordinal, told_at in enumerate(times, start=1)
+        for row in _runs_after(told_at, after[ordinal], gap)
+    }
+    rows = [
+        row for _, row in sorted(chosen.items(), key=lambda item: (item[1].created_at, item[0]))
+    ]
     rows = [row for row in rows if row.embedding_model == cache.embedder.model_id]
     if not rows:
         return 0
     told = [Told(tenant_id, row.created_at, row.content, row.id) for row in rows]
-    before = previous_messages(connection, schema, told, mixing.session_gap)
+    before = previous_messages(connection, schema, told, gap)
     previous_of = {index: len(rows) + order for order, index in enumerate(sorted(before))}
     texts = [row.content for row in rows] + [before[index] for index in sorted(before)]
     vectors = cache.embed(connection, tenant_id, texts)
@@ -159,3 +177,20 @@ def unmix_next_messages(
             vector = in_context(vector, vectors[previous_of[index]], mixing.weight)
         execute(connection, update, {"tenant_id": tenant_id, "id": row.id, "embedding": vector})
     return len(rows)
+
+
+def _runs_after(told_at: datetime, later: Sequence[Any], gap: timedelta) -> list[Any]:
+    """Of the messages told after a forgotten one at ``told_at`` (in the order told), those
+    whose vectors may hold its share: every one told within ``gap`` of it, and the run of the
+    first one's speaker that goes on past that, each told within ``gap`` of the one before, at
+    most :data:`RUN_REACH` long."""
+    chosen: list[Any] = []
+    speaker = speaker_of(later[0].content) if later else None
+    previous, in_run = told_at, speaker is not None
+    for count, row in enumerate(later):
+        in_run = in_run and count < RUN_REACH and speaker_of(row.content) == speaker
+        if row.created_at - previous > gap or not (in_run or row.created_at - told_at <= gap):
+            break
+        chosen.append(row)
+        previous = row.created_at
+    return chosen

@@ -1,4 +1,4 @@
-"""A conversation turn embedded with the turn before it.
+"""A conversation turn embedded with the turn before it (before its run, for a message).
 
 "Ten seconds, and it went through." says little on its own; after "Did you raise the lock
 timeout?" it answers a question about the migration. A memory that is a turn of a thread
@@ -7,22 +7,28 @@ timeout?" it answers a question about the migration. A memory that is a turn of 
     normalize(vector(text) + context_weight * vector(previous turn's text))
 
 where the previous turn is the memory of the same tenant and thread at ``position - 1``: in
-the same batch, or already stored. A message (kind ``message``) stored without a thread is a
-turn of a session inferred from time: its previous turn is the message without a thread of its
-tenant told just before it (by ``created_at``, then the order written), when at most the
-session gap (``RETRIEVAL_SESSION_GAP_MINUTES``, 30) passed between them. Each text's own vector
-still comes from (and goes to) the embedding cache; only the memory's stored vector mixes the
-two. A turn with no previous turn (the first of its thread or session, or one written before
-its predecessor), another memory without a thread, and a memory whose vector the caller gives
-keep their own vector. ``context_weight`` 0 turns it off (``RETRIEVAL_TURN_CONTEXT``). See
-docs/decisions/0012-conversation-context-and-time.md and
-docs/decisions/0017-lift-from-the-leading-hits.md.
+the same batch, or already stored. A message that continues its speaker's run (``Bo: ...``
+after ``Bo: ...``, :mod:`retrieval.memory.speakers`) takes the turn before the run instead:
+the nearest earlier turn of the thread said by someone else or by no named speaker, at most
+:data:`RUN_REACH` back ("It did." and "Ten seconds in the end." both answer the question
+asked before them). A message (kind ``message``) stored without a thread is a turn of a
+session inferred from time: its previous turn is the message without a thread of its tenant
+told just before it (by ``created_at``, then the order written), or before its run, each
+told at most the session gap (``RETRIEVAL_SESSION_GAP_MINUTES``, 30) before the next. Each
+text's own vector still comes from (and goes to) the embedding cache; only the memory's
+stored vector mixes the two. A turn with no previous turn (the first of its thread or
+session, or one written before its predecessor), another memory without a thread, and a
+memory whose vector the caller gives keep their own vector. ``context_weight`` 0 turns it off
+(``RETRIEVAL_TURN_CONTEXT``). See
+docs/decisions/0012-conversation-context-and-time.md,
+docs/decisions/0017-lift-from-the-leading-hits.md and
+docs/decisions/0029-the-turn-before-a-run.md.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -33,7 +39,7 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
 from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.memory.speakers import speaker_of_kind
+from retrieval.memory.speakers import speaker_of, speaker_of_kind
 from retrieval.memory.validation import ValidMemory
 
 Place = tuple[str, str, int]  # (tenant, thread, position)
@@ -71,6 +77,34 @@ def untold(memory: ValidMemory) -> Told | None:
     return Told(memory.tenant_id, memory.created_at, memory.text)
 
 
+class _Walk(NamedTuple):
+    """A message's way back through its speaker's run: the context found, or none (``done``:
+    the run is longer than its reach); else the run's earliest message reached (its time,
+    ``at``, and the message) and how many more messages may be looked at."""
+
+    text: str | None
+    done: bool
+    at: datetime
+    first: Told
+    left: int
+
+
+def _walk_back(
+    walk: _Walk, speaker: str | None, earlier: Iterable[tuple[datetime, Told]], gap: timedelta
+) -> _Walk:
+    """``walk`` continued through ``earlier`` (the messages told before its run, latest
+    first): the first one said by someone else (any one when ``speaker`` is None) told at most
+    ``gap`` before the next, at most ``walk.left`` of them looked at."""
+    at, first, left = walk.at, walk.first, walk.left
+    for told_at, message in earlier:
+        if left <= 0 or at - told_at > gap:  # the stored messages may hold one in between
+            break
+        if speaker is None or speaker_of(message.text) != speaker:
+            return _Walk(message.text, True, at, first, left)
+        at, first, left = told_at, message, left - 1
+    return _Walk(None, left <= 0, at, first, left)
+
+
 def previous_messages(
     connection: Connection,
     schema: str,
@@ -78,11 +112,13 @@ def previous_messages(
     gap: timedelta,
 ) -> dict[int, str]:
     """The text of the message told before each of ``messages`` (None where an item is not a
-    message without a thread) in its session, by index: for a new message, the new one before
-    it in the batch (by ``created_at``, then the batch's order), else the latest stored that
-    is live and has not expired, when at most ``gap`` passed between them (one statement per
-    tenant for those the batch has none for; a stored message, re-embedded, always takes the
-    stored one before it)."""
+    message without a thread) in its session, by index, or before its speaker's run of
+    messages for one that continues it (:mod:`retrieval.memory.speakers`; at most
+    :data:`RUN_REACH` looked at): for a new message, the new ones before it in the batch (by
+    ``created_at``, then the batch's order), then the latest stored that are live and have
+    not expired, each told at most ``gap`` before the next (one statement per tenant for those
+    the batch does not settle; a stored message, re-embedded, always takes the stored ones
+    before it)."""
     if gap <= timedelta(0):
         return {}
     now = datetime.now(UTC)
@@ -93,21 +129,23 @@ def previous_messages(
             order = -1 if message.id is None else message.id
             by_tenant[message.tenant_id].append((told_at, order, index, message))
     found: dict[int, str] = {}
-    unmatched: dict[str, list[int]] = defaultdict(list)
+    unsettled: dict[str, list[tuple[int, _Walk]]] = defaultdict(list)
     for tenant, told in by_tenant.items():
         told.sort(key=lambda entry: entry[:3])
         new = [entry for entry in told if entry[3].id is None]
-        earlier_of = {entry[2]: earlier for earlier, entry in zip([None, *new], new, strict=False)}
-        for told_at, _, index, _ in told:
-            earlier = earlier_of.get(index)
-            if earlier is not None and told_at - earlier[0] <= gap:
-                found[index] = earlier[3].text
-            else:
-                unmatched[tenant].append(index)
+        place_of = {entry[2]: place for place, entry in enumerate(new)}
+        for told_at, _, index, message in told:
+            walk = _Walk(None, False, told_at, message, RUN_REACH)
+            if index in place_of:  # a new message: the batch's new ones before it first
+                before = [(entry[0], entry[3]) for entry in reversed(new[: place_of[index]])]
+                walk = _walk_back(walk, speaker_of(message.text), before, gap)
+            if walk.text is not None:
+                found[index] = walk.text
+            elif not walk.done:
+                unsettled[tenant].append((index, walk))
     query = statement("memory.messages_before", schema)
-    for tenant, indexes in sorted(unmatched.items()):
+    for tenant, walks in sorted(unsettled.items()):
         bind_tenant(connection, schema, tenant)
-        asked = [message for index in indexes if (message := messages[index]) is not None]
         rows = execute(
             connection,
             query,
@@ -115,11 +153,21 @@ def previous_messages(
                 "tenant_id": tenant,
                 "kind": MESSAGE_KIND,
                 "gap": gap,
-                "times": [message.created_at for message in asked],
-                "ids": [message.id for message in asked],
+                "times": [walk.first.created_at for _, walk in walks],
+                "ids": [walk.first.id for _, walk in walks],
+                "reaches": [
+                    walk.left if speaker_of(walk.first.text) is not None else 1 for _, walk in walks
+                ],
             },
         )
-        found.update((indexes[ordinal - 1], text) for ordinal, text in rows)
+        earlier: dict[int, list[tuple[datetime, Told]]] = defaultdict(list)
+        for ordinal, text, created_at in rows:
+            earlier[ordinal].append((created_at, Told(tenant, created_at, text)))
+        for ordinal, (index, walk) in enumerate(walks, start=1):
+            speaker = speaker_of(messages[index].text)  # type: ignore[union-attr]
+            text = _walk_back(walk, speaker, earlier[ordinal], gap).text
+            if text is not None:
+                found[index] = text
     return found
 
 

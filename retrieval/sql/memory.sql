@@ -164,15 +164,24 @@ JOIN {schema}.memories AS m
  AND m.position BETWEEN p.position + 1 AND p.position + %(reach)s
 
 -- name: messages_after
--- The tenant's messages without a thread told after each removed one (%(times)s, %(ids)s) and
--- at most %(gap)s later: those whose vectors may hold its share (retired ones too), with the
--- model of their vectors.
-SELECT DISTINCT m.id, m.content, m.created_at, m.embedding_model
-FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) AS t(at, id)
-JOIN {schema}.memories AS m
-  ON m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
- AND (m.created_at, m.id) > (t.at, t.id) AND m.created_at <= t.at + %(gap)s
-ORDER BY m.created_at, m.id
+-- The tenant's messages without a thread told after each removed one (%(times)s, %(ids)s) that
+-- may hold its share (retired ones too): those told at most %(gap)s later, and the first
+-- %(reach)s after it (a run of one speaker that goes on past the gap), with the model of their
+-- vectors: rows of (ordinal, ...), each removed one's in the order told.
+SELECT t.ordinal, m.id, m.content, m.created_at, m.embedding_model
+FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) WITH ORDINALITY AS t(at, id, ordinal)
+CROSS JOIN LATERAL (
+    (SELECT m.id, m.content, m.created_at, m.embedding_model FROM {schema}.memories AS m
+     WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
+       AND (m.created_at, m.id) > (t.at, t.id) AND m.created_at <= t.at + %(gap)s)
+    UNION
+    (SELECT m.id, m.content, m.created_at, m.embedding_model FROM {schema}.memories AS m
+     WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
+       AND (m.created_at, m.id) > (t.at, t.id)
+     ORDER BY m.created_at, m.id
+     LIMIT %(reach)s)
+) AS m
+ORDER BY t.ordinal, m.created_at, m.id
 
 -- name: set_embedding
 UPDATE {schema}.memories SET embedding = %(embedding)s
@@ -350,21 +359,25 @@ JOIN {schema}.memories AS m
  AND (m.expires_at IS NULL OR m.expires_at > now())
 
 -- name: messages_before
--- For each time of %(times)s (NULL: now) and stored id of %(ids)s (NULL: a message not yet
--- stored), the text of the tenant's latest live message without a thread told before it, at
--- most %(gap)s earlier, that was live then and has not expired since: rows of (ordinal, text).
-SELECT t.ordinal, p.content
-FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) WITH ORDINALITY AS t(at, id, ordinal)
+-- For each time of %(times)s (NULL: now), stored id of %(ids)s (NULL: a message not yet
+-- stored) and count of %(reaches)s, the texts of the tenant's latest live messages without a
+-- thread told before it, at most that many, none more than that many gaps (%(gap)s) earlier,
+-- that were live then and have not expired since: rows of (ordinal, text, created_at), the
+-- latest first.
+SELECT t.ordinal, p.content, p.created_at
+FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[], %(reaches)s::int[])
+     WITH ORDINALITY AS t(at, id, reach, ordinal)
 CROSS JOIN LATERAL (
-    SELECT m.content FROM {schema}.memories AS m
+    SELECT m.content, m.created_at, m.id FROM {schema}.memories AS m
     WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
       AND m.retired_at IS NULL
       AND (m.expires_at IS NULL OR m.expires_at > greatest(now(), t.at))
       AND (m.created_at, m.id) < (coalesce(t.at, now()), coalesce(t.id, 9223372036854775807))
-      AND m.created_at >= coalesce(t.at, now()) - %(gap)s
+      AND m.created_at >= coalesce(t.at, now()) - %(gap)s * t.reach
     ORDER BY m.created_at DESC, m.id DESC
-    LIMIT 1
+    LIMIT t.reach
 ) AS p
+ORDER BY t.ordinal, p.created_at DESC, p.id DESC
 
 -- name: similar
 -- A tenant's live memories (of a kind, of a namespace, when given) nearest a vector by L2 on the

@@ -30,6 +30,7 @@ CHAT = [
     'Bo said, "Riverside, two streets from the old bakery."',
     'Ana said, "Sounds lovely. Coffee there next week?"',
 ]
+BETWEEN = 'Bo said, "Oh, and the movers were late."'
 
 
 def _message(
@@ -74,12 +75,12 @@ def test_a_message_written_later_takes_the_stored_one_before_it(
     # stored), or at a time of its own (the stored one told just before that time).
     (now_first,) = store.remember_many([_message(CHAT[2], None)])
     (now_second,) = store.remember_many([_message(CHAT[3], None)])
-    (between,) = store.remember_many([_message(CHAT[4], 0.5)])
-    own = {body: own_vector(counting_embedder, body) for body in CHAT}
+    (between,) = store.remember_many([_message(BETWEEN, 0.5)])
+    own = {body: own_vector(counting_embedder, body) for body in [*CHAT, BETWEEN]}
     stored = stored_vectors(database, [now_first, now_second, between])
     assert close(stored[0], own[CHAT[2]])  # months after May: a session of its own
     assert close(stored[1], mixed(own[CHAT[3]], own[CHAT[2]]))
-    assert close(stored[2], mixed(own[CHAT[4]], own[CHAT[0]]))
+    assert close(stored[2], mixed(own[BETWEEN], own[CHAT[0]]))
 
 
 def test_a_session_gap_of_zero_keeps_each_message_its_own_vector(

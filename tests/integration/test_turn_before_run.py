@@ -1,9 +1,11 @@
 """A message that continues its speaker's run is embedded with the turn before the run: the
-nearest earlier turn of its thread said by someone else (or a turn of no known speaker). In
-one batch, across batches, through `reembed`; forgetting a turn gives the run after it its
-own vectors."""
+nearest earlier turn of its thread said by someone else (or a turn of no known speaker); a
+message without a thread, the message of another told before the run in its session. In one
+batch, across batches, through `reembed`; forgetting a turn makes the run after it again."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -139,3 +141,56 @@ def test_forgetting_a_message_within_a_run_leaves_the_turns_before_it(
     assert close(first, mixed(own[1], own[0]))  # before the forgotten one: as it was
     assert close(rest, own[3])  # after it: as a write would make it now (a missing turn)
     assert close(reply, mixed(own[4], own[3]))
+
+
+# -- messages without a thread: runs within a session inferred from time --------------------
+
+MAY = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
+TOLD = [0, 1, 20, 38, 50]  # minutes: Bo's last message 38 after Ana's question, 18 after his
+
+
+def _told(body: str, minutes: float) -> MemoryInput:
+    return MemoryInput(text=body, tenant_id="acme", kind="message",
+                       created_at=MAY + timedelta(minutes=minutes))  # fmt: skip
+
+
+def test_a_message_without_a_thread_takes_the_one_told_before_its_run(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    together = store.remember_many(_told(body, at) for body, at in zip(CHAT, TOLD, strict=True))
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, together)
+    # Bo's last message is 38 minutes after Ana's question, each of his within 30 of the last.
+    assert [close(stored[n], mixed(own[n], own[0])) for n in (1, 2, 3)] == [True] * 3
+    assert close(stored[4], mixed(own[4], own[3]))
+    # One message a call, as an agent writes them: the run followed back through stored ones.
+    store.forget(tenant_id="acme", everything=True)
+    alone = [store.remember_many([_told(body, at)])[0] for body, at in zip(CHAT, TOLD, strict=True)]
+    assert [close(a, b) for a, b in zip(stored_vectors(database, alone), stored, strict=True)] == [
+        True
+    ] * len(CHAT)
+
+
+def test_a_run_ends_at_a_pause_longer_than_the_gap(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    ids = store.remember_many(
+        _told(body, at) for body, at in zip(CHAT[:3], [0, 1, 40], strict=True)
+    )
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, ids)
+    assert close(stored[1], mixed(own[1], own[0]))
+    assert close(stored[2], own[2])  # 39 minutes after Bo's first: a session of its own
+
+
+def test_forgetting_the_message_before_a_run_makes_the_whole_run_again(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    ids = store.remember_many(_told(body, at) for body, at in zip(CHAT, TOLD, strict=True))
+    store.forget(tenant_id="acme", memory_ids=[ids[0]])
+    own = _own(counting_embedder, CHAT)
+    stored = stored_vectors(database, ids[1:])
+    # Bo's messages have no one before them now, the last one too (beyond the gap of the
+    # forgotten question, within his run); Ana's reply still takes Bo's last message.
+    assert [close(vector, own[n]) for n, vector in enumerate(stored[:3], start=1)] == [True] * 3
+    assert close(stored[3], mixed(own[4], own[3]))
