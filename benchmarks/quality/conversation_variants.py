@@ -18,10 +18,12 @@ question's evidence turn counts as found when one of its messages is among them
 adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--as-messages [--turn-budget]] [--turn-context W] [--context-before-run] [--json PATH]
+       [--as-messages [--turn-budget]] [--turn-context W] [--context-just-before]
+       [--without-threads] [--json PATH]
 
-``--context-before-run`` stores each turn with the context of the turn before its run (the
-nearest earlier turn of its thread said by someone else) instead of the turn just before it.
+``--context-just-before`` stores each turn with the context of the turn just before it, not
+the turn before its speaker's run (the writer before that rule); ``--without-threads`` stores
+the turns without thread and position (sessions inferred from time).
 """
 
 from __future__ import annotations
@@ -408,38 +410,20 @@ def as_messages(dialogue: Dialogue) -> Dialogue:
 
 
 @contextmanager
-def context_before_run() -> Iterator[None]:
-    """The writer embeds a turn with the turn before its run: the nearest earlier turn of its
-    thread said by someone else (the batch's turns; the turn just before when no speaker)."""
-    from retrieval.memory import writer
+def context_just_before() -> Iterator[None]:
+    """The writer embeds every turn with the turn just before it, as before it followed a
+    message's run back (no text has a speaker while writing)."""
+    from retrieval.memory import turn_context
 
-    original = writer.previous_texts
-
-    def before_run(connection: Any, schema: str, places: Any, batch: Any) -> Any:
-        found = original(connection, schema, places, batch)
-        for index, place in enumerate(places):
-            if place is None or index not in found:
-                continue
-            tenant, thread, position = place
-            speaker = speaker_of(batch.get(place, ""))
-            earlier = position - 1
-            while speaker is not None and earlier > 0:
-                text = batch.get((tenant, thread, earlier))
-                if text is None or speaker_of(text) != speaker:
-                    break
-                earlier -= 1
-            text = batch.get((tenant, thread, earlier))
-            if text is not None and (speaker is None or speaker_of(text) != speaker):
-                found[index] = text
-            elif speaker is not None:
-                del found[index]  # the thread opens with this run: no one else before it
-        return found
-
-    writer.previous_texts = before_run  # type: ignore[assignment]
+    names = ("speaker_of", "speaker_of_kind")
+    originals = [getattr(turn_context, name) for name in names]
+    for name in names:
+        setattr(turn_context, name, lambda *_: None)
     try:
         yield
     finally:
-        writer.previous_texts = original  # type: ignore[assignment]
+        for name, original in zip(names, originals, strict=True):
+            setattr(turn_context, name, original)
 
 
 def evaluate(
@@ -505,9 +489,14 @@ def main() -> None:
         help="with --as-messages: read messages until k distinct turns are read (of 3k asked)",
     )
     parser.add_argument(
-        "--context-before-run",
+        "--context-just-before",
         action="store_true",
-        help="embed each turn with the turn before its run (said by someone else)",
+        help="embed each turn with the turn just before it, not the turn before its run",
+    )
+    parser.add_argument(
+        "--without-threads",
+        action="store_true",
+        help="store the turns without thread and position (sessions inferred from time)",
     )
     add_output(parser)
     args = parser.parse_args()
@@ -528,8 +517,14 @@ def main() -> None:
     if args.turn_context is not None:
         write = replace(write, turn_context=args.turn_context)
     store = MemoryStore(engine, schema=SCHEMA, config=write)
-    with context_before_run() if args.context_before_run else nullcontext():
-        store_dialogues(store, dialogues)
+    stored = dialogues
+    if args.without_threads:  # the sessions kept for the questions' groups
+        stored = [
+            replace(d, turns=tuple(replace(t, thread=None, position=None) for t in d.turns))
+            for d in dialogues
+        ]
+    with context_just_before() if args.context_just_before else nullcontext():
+        store_dialogues(store, stored)
     results: dict[str, Any] = {}
     print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
           + " | several R@10 | not adversarial |")  # fmt: skip
