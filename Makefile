@@ -31,10 +31,13 @@ statements: $(INSTALLED)
 install: $(INSTALLED)
 
 # constraints.txt pins the CPU build of PyTorch so pip never pulls a multi-GB CUDA build.
+# --no-compile: Python compiles a module when it is first imported, so the install does not
+# compile the many files of PyTorch and the frameworks that nothing imports (a third of the
+# install's time, docs/development.md).
 $(INSTALLED): pyproject.toml constraints.txt
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11) and "retrieval needs Python 3.11 or newer" or 0)'
 	test -x $(PYTHON) || python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	$(PYTHON) -m pip install --quiet --no-compile --constraint constraints.txt --editable '.[dev]'
 	touch $@
 
 clean:
