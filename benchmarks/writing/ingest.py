@@ -22,9 +22,10 @@
    episodic word index's triggers (revision 0007) against the same with them disabled, and
    against the same without the vocabulary's index on tenant and token (revision 0009).
 6. ``--parts turns`` (not in the default set): the short texts as conversation turns (threads
-   of 20, each with its ``thread_id`` and ``position``) written with the model, then again
-   with every vector in the cache (a new store), each with the default turn context (every
-   turn embedded with the one before it) against ``WriteConfig(turn_context=0)``, interleaved.
+   of 20, each with its ``thread_id`` and ``position``, two speakers in runs of three
+   messages) written with the model, then again with every vector in the cache (a new store),
+   each with the default turn context (every turn embedded with the turn before its run)
+   against ``WriteConfig(turn_context=0)``, interleaved.
 7. ``--parts collapse`` (not in the default set): the bulk ingest of part 1 (no HNSW index)
    with copies collapsing (the default) against ``collapse_duplicates=False``, interleaved, and
    the same rows again when every one is a copy of a live memory.
@@ -411,9 +412,11 @@ def _turns(
     engine: Engine, embedder: SentenceTransformerEmbedder, texts: list[str], runs: int
 ) -> dict[str, Any]:
     """Conversation turns with the default turn context against none, new then cached."""
+    # Two speakers taking turns of three messages each: every message but a run's first is
+    # embedded with the turn before its run.
     turns = [
-        MemoryInput(text=t, tenant_id="turns", kind="message", thread_id=f"s{i // 20}",
-                    position=i % 20)
+        MemoryInput(text=f"{('Ana', 'Bo')[i // 3 % 2]}: {t}", tenant_id="turns", kind="message",
+                    thread_id=f"s{i // 20}", position=i % 20)
         for i, t in enumerate(texts)
     ]  # fmt: skip
     embedder.embed(texts[:16])  # load the model outside the timings
@@ -431,7 +434,8 @@ def _turns(
                 began = time.perf_counter()
                 store.remember_many(turns)
                 rates[case][stage].append(len(turns) / (time.perf_counter() - began))
-                assert store.cache_stats.embedded == (len(set(texts)) if stage == "new" else 0)
+                distinct = len({turn.text for turn in turns})
+                assert store.cache_stats.embedded == (distinct if stage == "new" else 0)
     return {
         stage: _summary(len(turns), rates["context"][stage], rates["none"][stage], "turns/s",
                         "turn_context 0")
