@@ -137,7 +137,7 @@ def previous_messages(
         for told_at, _, index, message in told:
             walk = _Walk(None, False, told_at, message, RUN_REACH)
             if index in place_of:  # a new message: the batch's new ones before it first
-                before = [(entry[0], entry[3]) for entry in reversed(new[: place_of[index]])]
+                before = ((new[j][0], new[j][3]) for j in range(place_of[index] - 1, -1, -1))
                 walk = _walk_back(walk, speaker_of(message.text), before, gap)
             if walk.text is not None:
                 found[index] = walk.text
