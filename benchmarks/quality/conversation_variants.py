@@ -426,6 +426,40 @@ def context_just_before() -> Iterator[None]:
             setattr(turn_context, name, original)
 
 
+@contextmanager
+def context_other_run(most: int = 5) -> Iterator[None]:
+    """The writer embeds a message with the whole run before its own (the other speaker's
+    messages up to ``most``, as one text), not only that run's last message: an experiment
+    on the messages of a batch."""
+    from retrieval.memory import turn_context
+
+    original = turn_context.turn_before_run
+
+    def whole_run(place: Any, speaker: Any, turn_at: Any) -> Any:
+        text, stopped = original(place, speaker, turn_at)
+        if text is None:
+            return text, stopped
+        tenant, thread, position = place
+        earlier = position - 1
+        while (turn := turn_at((tenant, thread, earlier))) is not None and turn.text != text:
+            earlier -= 1  # the turn the walk found
+        other = turn.speaker if turn is not None else None
+        texts = [text]
+        while other is not None and len(texts) < most:
+            earlier -= 1
+            turn = turn_at((tenant, thread, earlier)) if earlier >= 0 else None
+            if turn is None or turn.speaker != other:
+                break
+            texts.append(turn.text)
+        return "\n".join(reversed(texts)), stopped
+
+    turn_context.turn_before_run = whole_run
+    try:
+        yield
+    finally:
+        turn_context.turn_before_run = original
+
+
 def evaluate(
     store: Any,
     dialogues: Sequence[Dialogue],
@@ -494,6 +528,11 @@ def main() -> None:
         help="embed each turn with the turn just before it, not the turn before its run",
     )
     parser.add_argument(
+        "--context-other-run",
+        action="store_true",
+        help="embed each message with the whole run before its own (up to 5 messages, one text)",
+    )
+    parser.add_argument(
         "--without-threads",
         action="store_true",
         help="store the turns without thread and position (sessions inferred from time)",
@@ -523,7 +562,10 @@ def main() -> None:
             replace(d, turns=tuple(replace(t, thread=None, position=None) for t in d.turns))
             for d in dialogues
         ]
-    with context_just_before() if args.context_just_before else nullcontext():
+    with (
+        context_just_before() if args.context_just_before else nullcontext(),
+        context_other_run() if args.context_other_run else nullcontext(),
+    ):
         store_dialogues(store, stored)
     results: dict[str, Any] = {}
     print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
