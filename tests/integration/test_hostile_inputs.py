@@ -5,7 +5,7 @@ message), and the database is left exactly as it was."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -19,13 +19,15 @@ from retrieval.cli.commands import main
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
+from retrieval.embedding.models import SentenceTransformerEmbedder, Vectors
 from retrieval.errors import ConfigurationError, DatabaseError, ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.file_ingest import read_file
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
-from tests.conftest import PgDatabase
+from tests.conftest import CountingEmbedder, PgDatabase, copy_of_template
+from tests.harness import PgServer
 
 # Every table a write can touch: a refused input changes none of them.
 TABLES = (
@@ -389,6 +391,33 @@ def ctx(database: PgDatabase, store: MemoryStore, tmp_path: Path) -> Ctx:
     return Ctx(store, retriever, DocumentStore(store), tmp_path, database.url, memory_id)
 
 
+@pytest.fixture(scope="module")
+def shared_database(pg_server: PgServer, template_database: str) -> Iterator[PgDatabase]:
+    """One database for every hostile input of this module: each is refused before it writes,
+    and each test compares the tables before and after its own call."""
+    with copy_of_template(pg_server, template_database) as database:
+        yield database
+
+
+@pytest.fixture(scope="module")
+def shared_ctx(
+    shared_database: PgDatabase,
+    embedder: SentenceTransformerEmbedder,
+    vectors_seen: dict[str, Vectors],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Ctx]:
+    counting = CountingEmbedder(embedder, vectors_seen)
+    store = MemoryStore(shared_database.engine, schema="retrieval", embedder=counting)
+    memory_id = store.remember(
+        "The deploy key lives in the vault.",
+        tenant_id="acme",
+        created_at=datetime(2026, 11, 1, tzinfo=UTC),
+    )
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        yield Ctx(store, retriever, DocumentStore(store), tmp_path_factory.mktemp("hostile"),
+                  shared_database.url, memory_id)  # fmt: skip
+
+
 def test_the_table_holds_at_least_forty_inputs() -> None:
     assert len(PYTHON) + len(CLI) >= 40
 
@@ -398,8 +427,9 @@ def test_the_table_holds_at_least_forty_inputs() -> None:
     [pytest.param(call, error, message, id=name) for name, call, error, message in PYTHON],
 )
 def test_a_hostile_python_input_is_refused_and_nothing_changes(
-    database: PgDatabase, ctx: Ctx, call: Call, error: type[Exception], message: str
+    shared_database: PgDatabase, shared_ctx: Ctx, call: Call, error: type[Exception], message: str
 ) -> None:
+    database, ctx = shared_database, shared_ctx
     before = _snapshot(database)
     with pytest.raises(error, match=message) as raised:
         call(ctx)
@@ -413,12 +443,13 @@ def test_a_hostile_python_input_is_refused_and_nothing_changes(
     ("argv", "message"), [pytest.param(argv, message, id=name) for name, argv, message in CLI]
 )
 def test_a_hostile_cli_input_exits_1_with_the_reason_and_nothing_changes(
-    database: PgDatabase,
-    ctx: Ctx,
+    shared_database: PgDatabase,
+    shared_ctx: Ctx,
     capsys: pytest.CaptureFixture[str],
     argv: Callable[[Ctx], list[str]],
     message: str,
 ) -> None:
+    database, ctx = shared_database, shared_ctx
     before = _snapshot(database)
     capsys.readouterr()
     try:
