@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Connection, text
 
+from retrieval.memory.records import DecisionInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.results import RetrievalResponse
@@ -173,22 +174,27 @@ WORDS = ["migration", "timeout", "database", "deploy", "rollback", "billing", "i
 
 @pytest.fixture
 def spread(store: MemoryStore) -> MemoryStore:
-    # 400 decisions and 200 tool calls over 60 days, each holding a random subset of WORDS.
+    # 400 decisions and 200 tool calls over 60 days, each holding a random subset of WORDS,
+    # written in two batches.
     rng = random.Random(11)
+    decisions = []
     for index in range(400):
         held = rng.sample(WORDS, rng.choice([1, 1, 1, 2, 2, 3, 4, 6, 8]))
-        store.record_decision(
+        decisions.append(DecisionInput(
             tenant_id="acme", task_id=f"t{index % 7}", action_type="plan",
             content=f"step {index}: " + " and ".join(held), status="done",
             created_at=AS_OF - timedelta(hours=rng.uniform(-2.0, 60 * 24.0)),
-        )  # fmt: skip
+        ))  # fmt: skip
+    calls = []
     for _ in range(200):
         held = rng.sample(WORDS, rng.choice([1, 1, 2, 3, 5]))
-        store.record_tool_call(
+        calls.append(ToolCallInput(
             tenant_id="acme", decision_id=None, tool_name="search",
             params={"terms": held}, result=None,
             created_at=AS_OF - timedelta(hours=rng.uniform(0.0, 60 * 24.0)),
-        )  # fmt: skip
+        ))  # fmt: skip
+    store.record_decisions(decisions)
+    store.record_tool_calls(calls)
     return store
 
 
