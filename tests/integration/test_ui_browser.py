@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.integrations.mcp_tokens import new_token, token_hash
@@ -49,10 +50,13 @@ def _chromium() -> str | None:
 
 
 CHROMIUM = _chromium()
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no Chromium installed (apt-get install chromium, or set RETRIEVAL_CHROMIUM)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium installed (apt-get install chromium, or set RETRIEVAL_CHROMIUM)",
+    ),
+    pytest.mark.asyncio(loop_scope="module"),  # the loop the module's browser runs on
+]
 
 
 class LiveInspector:
@@ -113,15 +117,23 @@ def inspector(ui_database: tuple[PgDatabase, Stored]) -> Iterator[LiveInspector]
     live.stop()
 
 
-@pytest.fixture
-async def page() -> AsyncIterator[Any]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Any]:
+    """One Chromium for the module's tests (each test has a context of its own)."""
     async with playwright_api.async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
+        launched = await playwright.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
         )
-        context = await browser.new_context(viewport={"width": 1100, "height": 900})
-        yield await context.new_page()
-        await browser.close()
+        yield launched
+        await launched.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Any) -> AsyncIterator[Any]:
+    """A page in a fresh browser context: no cookie or storage of another test."""
+    context = await browser.new_context(viewport={"width": 1100, "height": 900})
+    yield await context.new_page()
+    await context.close()
 
 
 async def test_search_draws_bars_as_wide_as_the_scores(
