@@ -12,12 +12,11 @@ A turn of a thread is stored with a share of the previous turn's vector
 (:mod:`retrieval.memory.turn_context`; a message that continues its speaker's run, with the
 turn before the run): when a turn is forgotten, the turn after it and the rest of that turn's
 run have no turn before them any more, and are given their own texts' vectors, in the same
-transaction. A message
-without a thread is stored with a share of the message told before it in its session (inferred
-from time, or of the message before its run): when one is forgotten, every message told after
-it within the session gap (retired ones too: any of them may have taken its share), and the
-rest of the run of the first of them, is made again with the message now before it (or its
-run), in the same transaction. The gap is the store's setting at the time of ``forget``.
+transaction. A message without a thread is stored with a share of the message told before it
+in its session (inferred from time), or before its run: when one is forgotten, every message
+told after it within the session gap (retired ones too: any of them may have taken its share),
+and the rest of the run of the first of them, is made again with the message now before it (or
+its run), in the same transaction. The gap is the store's setting at the time of ``forget``.
 """
 
 from __future__ import annotations
