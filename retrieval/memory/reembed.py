@@ -4,8 +4,9 @@ Rows whose ``embedding_model`` differs from the store's embedder are re-embedded
 embedding cache) and updated in batches of one transaction each. An interrupted run loses at
 most the batch in flight: running it again picks up the rows still on the old model.
 A model of another dimension needs a migration instead (docs/schema.md, "Changing the
-embedding model"). A conversation turn is re-embedded in the context of its previous turn, as
-the store embeds it when written (retrieval.memory.turn_context).
+embedding model"). A conversation turn is re-embedded in the context of its previous turn (the
+turn before its run, for a message), as the store embeds it when written
+(retrieval.memory.turn_context).
 """
 
 from __future__ import annotations

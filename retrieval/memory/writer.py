@@ -318,9 +318,9 @@ class Writer:
     def _previous_turns(
         self, connection: Connection, memories: Sequence[ValidMemory], needing: Sequence[int]
     ) -> dict[int, str]:
-        """The previous turn's text of each row to embed that is a turn of a thread, or a
-        message without one in a session inferred from time, and has one (in the batch or
-        stored), by row; none when turn context is off."""
+        """The previous turn's text (the turn before its run, for a message) of each row to
+        embed that is a turn of a thread, or a message without one in a session inferred from
+        time, and has one (in the batch or stored), by row; none when turn context is off."""
         if self.mixing.weight <= 0.0:
             return {}
 
