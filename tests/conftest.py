@@ -114,8 +114,9 @@ def template_database(pg_server: PgServer) -> Iterator[str]:
 def copy_of_template(server: PgServer, template: str) -> Iterator[PgDatabase]:
     """A migrated database copied from ``template``, dropped on exit."""
     key = (server.admin_url, template)
-    copies = _copies_ahead.get(key) or _copies_ahead.setdefault(key, _CopiesAhead(server, template))
-    name = copies.take()
+    if key not in _copies_ahead:
+        _copies_ahead[key] = _CopiesAhead(server, template)
+    name = _copies_ahead[key].take()
     engine = engine_for(server, name)
     try:
         yield PgDatabase(name=name, engine=engine, server=server, settings=SETTINGS)

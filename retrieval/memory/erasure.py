@@ -104,13 +104,11 @@ def unmix_next_turns(
         first = after.get((thread, position + 1))
         if first is None:
             continue
+        rows[first.id] = first
         speaker = speaker_of_kind(first.kind, first.content)
-        for later in range(position + 1, position + 1 + RUN_REACH):
+        for later in range(position + 2, position + 1 + RUN_REACH):  # the rest of its run
             row = after.get((thread, later))
-            if row is None or (
-                later > position + 1
-                and (speaker is None or speaker_of_kind(row.kind, row.content) != speaker)
-            ):
+            if speaker is None or row is None or speaker_of_kind(row.kind, row.content) != speaker:
                 break
             rows[row.id] = row
     mixed = [
@@ -158,9 +156,7 @@ def unmix_next_messages(
         for ordinal, told_at in enumerate(times, start=1)
         for row in _runs_after(told_at, after[ordinal], gap)
     }
-    rows = [
-        row for _, row in sorted(chosen.items(), key=lambda item: (item[1].created_at, item[0]))
-    ]
+    rows = sorted(chosen.values(), key=lambda row: (row.created_at, row.id))
     rows = [row for row in rows if row.embedding_model == cache.embedder.model_id]
     if not rows:
         return 0

@@ -129,20 +129,21 @@ def previous_messages(
             order = -1 if message.id is None else message.id
             by_tenant[message.tenant_id].append((told_at, order, index, message))
     found: dict[int, str] = {}
-    unsettled: dict[str, list[tuple[int, _Walk]]] = defaultdict(list)
+    unsettled: dict[str, list[tuple[int, str | None, _Walk]]] = defaultdict(list)
     for tenant, told in by_tenant.items():
         told.sort(key=lambda entry: entry[:3])
         new = [entry for entry in told if entry[3].id is None]
         place_of = {entry[2]: place for place, entry in enumerate(new)}
         for told_at, _, index, message in told:
+            speaker = speaker_of(message.text)
             walk = _Walk(None, False, told_at, message, RUN_REACH)
             if index in place_of:  # a new message: the batch's new ones before it first
                 before = ((new[j][0], new[j][3]) for j in range(place_of[index] - 1, -1, -1))
-                walk = _walk_back(walk, speaker_of(message.text), before, gap)
+                walk = _walk_back(walk, speaker, before, gap)
             if walk.text is not None:
                 found[index] = walk.text
             elif not walk.done:
-                unsettled[tenant].append((index, walk))
+                unsettled[tenant].append((index, speaker, walk))
     query = statement("memory.messages_before", schema)
     for tenant, walks in sorted(unsettled.items()):
         bind_tenant(connection, schema, tenant)
@@ -153,18 +154,15 @@ def previous_messages(
                 "tenant_id": tenant,
                 "kind": MESSAGE_KIND,
                 "gap": gap,
-                "times": [walk.first.created_at for _, walk in walks],
-                "ids": [walk.first.id for _, walk in walks],
-                "reaches": [
-                    walk.left if speaker_of(walk.first.text) is not None else 1 for _, walk in walks
-                ],
+                "times": [walk.first.created_at for _, _, walk in walks],
+                "ids": [walk.first.id for _, _, walk in walks],
+                "reaches": [walk.left if speaker is not None else 1 for _, speaker, walk in walks],
             },
         )
         earlier: dict[int, list[tuple[datetime, Told]]] = defaultdict(list)
         for ordinal, text, created_at in rows:
             earlier[ordinal].append((created_at, Told(tenant, created_at, text)))
-        for ordinal, (index, walk) in enumerate(walks, start=1):
-            speaker = speaker_of(messages[index].text)  # type: ignore[union-attr]
+        for ordinal, (index, speaker, walk) in enumerate(walks, start=1):
             text = _walk_back(walk, speaker, earlier[ordinal], gap).text
             if text is not None:
                 found[index] = text
