@@ -436,9 +436,10 @@ def context_other_run(most: int = 5) -> Iterator[None]:
     original = turn_context.turn_before_run
 
     def whole_run(place: Any, speaker: Any, turn_at: Any) -> Any:
-        text, stopped = original(place, speaker, turn_at)
-        if text is None:
-            return text, stopped
+        before, stopped = original(place, speaker, turn_at)
+        if before is None:
+            return before, stopped
+        text = before.text
         tenant, thread, position = place
         earlier = position - 1
         while (turn := turn_at((tenant, thread, earlier))) is not None and turn.text != text:
@@ -451,46 +452,13 @@ def context_other_run(most: int = 5) -> Iterator[None]:
             if turn is None or turn.speaker != other:
                 break
             texts.append(turn.text)
-        return "\n".join(reversed(texts)), stopped
+        return before._replace(text="\n".join(reversed(texts))), stopped
 
     turn_context.turn_before_run = whole_run
     try:
         yield
     finally:
         turn_context.turn_before_run = original
-
-
-def store_with_run_weight(store: Any, dialogues: Sequence[Dialogue], weight: float) -> None:
-    """``store_dialogues`` with the vectors given: each turn's ``normalize(own + w * context)``
-    as the writer makes it (the turn before its run), but ``weight`` for a message that
-    continues its speaker's run and the write defaults' weight for every other turn; an
-    experiment on threads stored whole."""
-    from retrieval.memory.config import DEFAULT_TURN_CONTEXT
-    from retrieval.memory.records import MemoryInput
-    from retrieval.memory.turn_context import Said, in_context, turn_before_run
-
-    for dialogue in dialogues:
-        store.forget(tenant_id=dialogue.tenant, everything=True)
-        texts = [turn.text for turn in dialogue.turns]
-        own = dict(zip(texts, store.embedder.embed(texts), strict=True))
-        places = {(dialogue.tenant, turn.thread, turn.position):
-                  Said(turn.text, speaker_of(turn.text)) for turn in dialogue.turns}  # fmt: skip
-        items = []
-        for place, turn in zip(places, dialogue.turns, strict=True):
-            context, _ = turn_before_run(place, places[place].speaker, places.get)
-            vector = own[turn.text]
-            if context is not None:
-                before = places.get((place[0], place[1], place[2] - 1))
-                continues = before is not None and before.speaker == places[place].speaker
-                share = weight if continues and before.speaker is not None else DEFAULT_TURN_CONTEXT
-                vector = in_context(vector, own[context], share)
-            items.append(MemoryInput(
-                text=turn.text, tenant_id=dialogue.tenant, kind="message",
-                metadata={"dia_id": turn.dia_id, "session": turn.thread},
-                created_at=turn.created_at, thread_id=turn.thread, position=turn.position,
-                embedding=vector, embedding_model=store.embedder.model_id,
-            ))  # fmt: skip
-        store.remember_many(items)
 
 
 def evaluate(
@@ -568,7 +536,8 @@ def main() -> None:
     parser.add_argument(
         "--run-weight",
         type=float,
-        help="an experiment: this turn context for the messages that continue a run only",
+        help="store the messages that continue a run with this share of the turn before it "
+        "(run_turn_context; default: the write defaults')",
     )
     parser.add_argument(
         "--without-threads",
@@ -593,6 +562,8 @@ def main() -> None:
     write = WriteConfig.from_env()
     if args.turn_context is not None:
         write = replace(write, turn_context=args.turn_context)
+    if args.run_weight is not None:
+        write = replace(write, run_turn_context=args.run_weight)
     store = MemoryStore(engine, schema=SCHEMA, config=write)
     stored = dialogues
     if args.without_threads:  # the sessions kept for the questions' groups
@@ -604,10 +575,7 @@ def main() -> None:
         context_just_before() if args.context_just_before else nullcontext(),
         context_other_run() if args.context_other_run else nullcontext(),
     ):
-        if args.run_weight is not None:
-            store_with_run_weight(store, stored, args.run_weight)
-        else:
-            store_dialogues(store, stored)
+        store_dialogues(store, stored)
     results: dict[str, Any] = {}
     print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
           + " | several R@10 | not adversarial |")  # fmt: skip

@@ -20,6 +20,8 @@ DEFAULT_MAX_ENTITIES = 256
 # A conversation turn is embedded with 0.3 of its previous turn's vector (the turn before its
 # run for a message; docs/decisions/0012-conversation-context-and-time.md, 0029).
 DEFAULT_TURN_CONTEXT = 0.3
+# A message that continues its speaker's run takes 0.5 of the turn before the run (0029).
+DEFAULT_RUN_TURN_CONTEXT = 0.5
 # Messages without a thread are one session while less than 30 minutes pass between them (for
 # the turn context here, for the lift in retrieval.search; docs/decisions/0017-lift-from-the-
 # leading-hits.md).
@@ -115,8 +117,16 @@ class WriteConfig:
         DEFAULT_TURN_CONTEXT,
         env="RETRIEVAL_TURN_CONTEXT",
         help="Share of the previous turn's vector in a conversation turn's stored vector (a "
-        "memory with thread_id and position, embedded by the store; for a message that "
-        "continues its speaker's run, the turn before the run); 0 turns it off.",
+        "memory with thread_id and position, or a message in a session inferred from time, "
+        "embedded by the store); 0 with run_turn_context 0 turns it off.",
+        within=UNIT,
+    )
+    run_turn_context: float = setting(
+        DEFAULT_RUN_TURN_CONTEXT,
+        env="RETRIEVAL_RUN_TURN_CONTEXT",
+        help="Share of the turn before the run in the stored vector of a message that "
+        "continues its speaker's run ('Bo: ...' after 'Bo: ...'; often a fragment that "
+        "answers that turn), instead of turn_context.",
         within=UNIT,
     )
     session_gap_minutes: float = setting(

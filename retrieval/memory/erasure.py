@@ -161,15 +161,16 @@ def unmix_next_messages(
     if not rows:
         return 0
     told = [Told(tenant_id, row.created_at, row.content, row.id) for row in rows]
-    before = previous_messages(connection, schema, told, gap)
+    found = previous_messages(connection, schema, told, gap)
+    before = {index: turn for index, turn in found.items() if mixing.share(turn) > 0}
     previous_of = {index: len(rows) + order for order, index in enumerate(sorted(before))}
-    texts = [row.content for row in rows] + [before[index] for index in sorted(before)]
+    texts = [row.content for row in rows] + [before[index].text for index in sorted(before)]
     vectors = cache.embed(connection, tenant_id, texts)
     update = statement("memory.set_embedding", schema)
     for index, row in enumerate(rows):
         vector = vectors[index]
         if index in previous_of:
-            vector = in_context(vector, vectors[previous_of[index]], mixing.weight)
+            vector = in_context(vector, vectors[previous_of[index]], mixing.share(before[index]))
         execute(connection, update, {"tenant_id": tenant_id, "id": row.id, "embedding": vector})
     return len(rows)
 

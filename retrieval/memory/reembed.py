@@ -15,7 +15,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import NamedTuple
 
 from pgvector import Vector
@@ -28,9 +27,11 @@ from retrieval.errors import translate_database_errors
 from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.turn_context import (
+    Before,
     Place,
     Told,
     in_context,
+    mixing_of,
     previous_messages,
     previous_texts,
     said,
@@ -143,19 +144,19 @@ def _vectors(
     """The new vectors of one tenant's rows: a turn's with its previous turn's, as the store
     writes it."""
     texts = [item.content for item in items]
-    weight = store.config.turn_context
-    before: dict[int, str] = {}
-    if weight > 0:
+    mixing = mixing_of(store.config)
+    before: dict[int, Before] = {}
+    if mixing.on:
         batch = {i.place: said(i.kind, i.content) for i in items if i.place is not None}
         places = [item.place for item in items]
         before = previous_texts(connection, store.schema, places, batch)
-        gap = timedelta(minutes=store.config.session_gap_minutes)
-        told = previous_messages(connection, store.schema, [item.told for item in items], gap)
-        before = dict(sorted((before | told).items()))
-    vectors = store.cache.embed(
-        connection, tenant_id, texts + list(before.values()), uncounted=len(before)
-    )
+        told = previous_messages(
+            connection, store.schema, [item.told for item in items], mixing.session_gap
+        )
+        before = {i: turn for i, turn in sorted((before | told).items()) if mixing.share(turn)}
+    contexts = [turn.text for turn in before.values()]
+    vectors = store.cache.embed(connection, tenant_id, texts + contexts, uncounted=len(before))
     own = vectors[: len(texts)].copy()
-    for offset, index in enumerate(before):
-        own[index] = in_context(own[index], vectors[len(texts) + offset], weight)
+    for offset, (index, turn) in enumerate(before.items()):
+        own[index] = in_context(own[index], vectors[len(texts) + offset], mixing.share(turn))
     return own

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ from retrieval.memory.records import (
     ToolCallInput,
 )
 from retrieval.memory.similar import similar_memories
-from retrieval.memory.turn_context import Mixing
+from retrieval.memory.turn_context import mixing_of
 from retrieval.memory.validation import (
     Limits,
     known_kind,
@@ -97,8 +97,7 @@ class MemoryStore:
             max_entities=self.config.max_entities,
             max_json_bytes=self.config.max_metadata_bytes,
         )
-        session_gap = timedelta(minutes=self.config.session_gap_minutes)
-        self._lookup = Lookup(schema, self.cache, Mixing(self.config.turn_context, session_gap))
+        self._lookup = Lookup(schema, self.cache, mixing_of(self.config))
         self._episodic = EpisodicWriter(schema, self._lookup)
         self._writer = Writer(
             schema,

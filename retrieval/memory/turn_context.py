@@ -18,8 +18,10 @@ told at most the session gap (``RETRIEVAL_SESSION_GAP_MINUTES``, 30) before the 
 text's own vector still comes from (and goes to) the embedding cache; only the memory's
 stored vector mixes the two. A turn with no previous turn (the first of its thread or
 session, or one written before its predecessor), another memory without a thread, and a
-memory whose vector the caller gives keep their own vector. ``context_weight`` 0 turns it off
-(``RETRIEVAL_TURN_CONTEXT``). See
+memory whose vector the caller gives keep their own vector. ``context_weight`` is
+``RETRIEVAL_TURN_CONTEXT`` (0.3) for a turn, ``RETRIEVAL_RUN_TURN_CONTEXT`` (0.5) for a
+message that continues its speaker's run: such a message is most often a fragment ("It
+did."), and takes more of the turn it answers. Both 0 turn it off. See
 docs/decisions/0012-conversation-context-and-time.md,
 docs/decisions/0017-lift-from-the-leading-hits.md and
 docs/decisions/0029-the-turn-before-a-run.md.
@@ -38,6 +40,7 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
+from retrieval.memory.config import WriteConfig
 from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.speakers import speaker_of, speaker_of_kind
 from retrieval.memory.validation import ValidMemory
@@ -48,15 +51,40 @@ Place = tuple[str, str, int]  # (tenant, thread, position)
 RUN_REACH = 20
 
 
+class Before(NamedTuple):
+    """The turn a turn is embedded with: its text, and whether the turn continues its
+    speaker's run (then ``text`` is the turn before the run)."""
+
+    text: str
+    run: bool = False
+
+
 class Mixing(NamedTuple):
-    """How turns are embedded: the previous turn's share of a turn's vector (0: none), and
-    the longest pause within a session of messages without a thread (0: no such sessions)."""
+    """How turns are embedded: the previous turn's share of a turn's vector (0: none), the
+    longest pause within a session of messages without a thread (0: no such sessions), and
+    the share of the turn before the run in the vector of a message that continues it."""
 
     weight: float = 0.0
     session_gap: timedelta = timedelta(0)
+    run_weight: float = 0.0
+
+    @property
+    def on(self) -> bool:
+        """Whether any turn takes a share of another."""
+        return self.weight > 0 or self.run_weight > 0
+
+    def share(self, before: Before) -> float:
+        """The share of ``before`` in the vector of the turn it comes before."""
+        return self.run_weight if before.run else self.weight
 
 
 NO_MIXING = Mixing()
+
+
+def mixing_of(config: WriteConfig) -> Mixing:
+    """How a store of ``config`` embeds turns."""
+    gap = timedelta(minutes=config.session_gap_minutes)
+    return Mixing(config.turn_context, gap, config.run_turn_context)
 
 
 class Told(NamedTuple):
@@ -80,9 +108,10 @@ def untold(memory: ValidMemory) -> Told | None:
 class _Walk(NamedTuple):
     """A message's way back through its speaker's run: the context found, or none (``done``:
     the run is longer than its reach); else the run's earliest message reached (its time,
-    ``at``, and the message) and how many more messages may be looked at."""
+    ``at``, and the message) and how many more messages may be looked at (:data:`RUN_REACH`
+    less those of the run passed)."""
 
-    text: str | None
+    before: Before | None
     done: bool
     at: datetime
     first: Told
@@ -100,7 +129,7 @@ def _walk_back(
         if left <= 0 or at - told_at > gap:  # the stored messages may hold one in between
             break
         if speaker is None or speaker_of(message.text) != speaker:
-            return _Walk(message.text, True, at, first, left)
+            return _Walk(Before(message.text, left < RUN_REACH), True, at, first, left)
         at, first, left = told_at, message, left - 1
     return _Walk(None, left <= 0, at, first, left)
 
@@ -110,8 +139,8 @@ def previous_messages(
     schema: str,
     messages: Sequence[Told | None],
     gap: timedelta,
-) -> dict[int, str]:
-    """The text of the message told before each of ``messages`` (None where an item is not a
+) -> dict[int, Before]:
+    """The message told before each of ``messages`` (None where an item is not a
     message without a thread) in its session, by index, or before its speaker's run of
     messages for one that continues it (:mod:`retrieval.memory.speakers`; at most
     :data:`RUN_REACH` looked at): for a new message, the new ones before it in the batch (by
@@ -128,7 +157,7 @@ def previous_messages(
             told_at = message.created_at or now
             order = -1 if message.id is None else message.id
             by_tenant[message.tenant_id].append((told_at, order, index, message))
-    found: dict[int, str] = {}
+    found: dict[int, Before] = {}
     unsettled: dict[str, list[tuple[int, str | None, _Walk]]] = defaultdict(list)
     for tenant, told in by_tenant.items():
         told.sort(key=lambda entry: entry[:3])
@@ -140,8 +169,8 @@ def previous_messages(
             if index in place_of:  # a new message: the batch's new ones before it first
                 before = ((new[j][0], new[j][3]) for j in range(place_of[index] - 1, -1, -1))
                 walk = _walk_back(walk, speaker, before, gap)
-            if walk.text is not None:
-                found[index] = walk.text
+            if walk.before is not None:
+                found[index] = walk.before
             elif not walk.done:
                 unsettled[tenant].append((index, speaker, walk))
     query = statement("memory.messages_before", schema)
@@ -163,9 +192,9 @@ def previous_messages(
         for ordinal, text, created_at in rows:
             earlier[ordinal].append((created_at, Told(tenant, created_at, text)))
         for ordinal, (index, speaker, walk) in enumerate(walks, start=1):
-            text = _walk_back(walk, speaker, earlier[ordinal], gap).text
-            if text is not None:
-                found[index] = text
+            turn = _walk_back(walk, speaker, earlier[ordinal], gap).before
+            if turn is not None:
+                found[index] = turn
     return found
 
 
@@ -183,9 +212,9 @@ def said(kind: str, text: str) -> Said:
 
 def turn_before_run(
     place: Place, speaker: str | None, turn_at: Callable[[Place], Said | None]
-) -> tuple[str | None, Place | None]:
-    """The text of the turn before the run of ``speaker`` that the turn at ``place`` ends (the
-    turn just before it when ``speaker`` is None), and None or the first earlier place
+) -> tuple[Before | None, Place | None]:
+    """The turn before the run of ``speaker`` that the turn at ``place`` ends (the turn just
+    before it when ``speaker`` is None), and None or the first earlier place
     ``turn_at`` does not know (the walk stopped there; ``turn_at`` gives None for a place it
     does not know or that holds no turn). A run reaches back at most :data:`RUN_REACH` turns;
     a missing turn ends the walk."""
@@ -195,7 +224,7 @@ def turn_before_run(
         if turn is None:
             return None, (tenant, thread, earlier)
         if speaker is None or turn.speaker != speaker:
-            return turn.text, None
+            return Before(turn.text, earlier < position - 1), None
     return None, None
 
 
@@ -204,21 +233,21 @@ def previous_texts(
     schema: str,
     places: Sequence[Place | None],
     batch: Mapping[Place, Said],
-) -> dict[int, str]:
-    """The text of the turn before each place's run (:func:`turn_before_run`) that has one, by
+) -> dict[int, Before]:
+    """The turn before each place's run (:func:`turn_before_run`) that has one, by
     the place's index: from ``batch`` (the turns of the batch being written, by place, each
     place of ``places`` among them), else from the stored memories (one statement per tenant
     for the places the batch does not hold)."""
-    found: dict[int, str] = {}
+    found: dict[int, Before] = {}
     wanted: dict[str, set[tuple[str, int]]] = defaultdict(set)
     walks: dict[int, Place] = {}
     for index, place in enumerate(places):
         if place is None or place[2] == 0:
             continue
         speaker = batch[place].speaker
-        text, stopped = turn_before_run(place, speaker, batch.get)
-        if text is not None:
-            found[index] = text
+        before, stopped = turn_before_run(place, speaker, batch.get)
+        if before is not None:
+            found[index] = before
         elif stopped is not None:  # the rest of the walk is in the stored turns
             walks[index] = place
             tenant, thread, position = stopped
@@ -242,9 +271,9 @@ def previous_texts(
         return batch.get(place) or stored.get(place)
 
     for index, place in walks.items():
-        text, _ = turn_before_run(place, batch[place].speaker, turn_at)
-        if text is not None:
-            found[index] = text
+        before, _ = turn_before_run(place, batch[place].speaker, turn_at)
+        if before is not None:
+            found[index] = before
     return dict(sorted(found.items()))
 
 

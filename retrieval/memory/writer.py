@@ -39,6 +39,7 @@ from retrieval.memory.row_fields import RowFields, never_a_copy
 from retrieval.memory.supersede import check_superseded, retire_alone, retire_superseded
 from retrieval.memory.text_key import TextKeys
 from retrieval.memory.turn_context import (
+    Before,
     Place,
     in_context,
     previous_messages,
@@ -180,7 +181,7 @@ class Writer:
         needing = [row for row, memory in enumerate(memories) if memory.embedding is None]
         before = self._previous_turns(connection, memories, needing)
         items = [(memories[row].tenant_id, memories[row].text) for row in needing]
-        items += [(memories[row].tenant_id, text) for row, text in before.items()]
+        items += [(memories[row].tenant_id, turn.text) for row, turn in before.items()]
         # Turns in context need both vectors in hand (their own and the previous turn's, which
         # another process or store may have cached): their batch reads the cached ones. A batch
         # with none joins the cache table in SQL instead (retrieval.memory.cached_memories).
@@ -211,7 +212,7 @@ class Writer:
             def vector_of(row: int) -> Vectors:
                 if row in previous_of:
                     own, previous = plan.found[entry_of[row]], plan.found[previous_of[row]]
-                    return in_context(own, previous, self.mixing.weight)
+                    return in_context(own, previous, self.mixing.share(before[row]))
                 if row in entry_of:
                     return plan.found[entry_of[row]]
                 embedding = memories[row].embedding
@@ -317,11 +318,11 @@ class Writer:
 
     def _previous_turns(
         self, connection: Connection, memories: Sequence[ValidMemory], needing: Sequence[int]
-    ) -> dict[int, str]:
-        """The previous turn's text (the turn before its run, for a message) of each row to
-        embed that is a turn of a thread, or a message without one in a session inferred from
-        time, and has one (in the batch or stored), by row; none when turn context is off."""
-        if self.mixing.weight <= 0.0:
+    ) -> dict[int, Before]:
+        """The previous turn (the turn before its run, for a message) of each row to embed
+        that is a turn of a thread, or a message without one in a session inferred from time,
+        and has one (in the batch or stored) with a share above 0, by row."""
+        if not self.mixing.on:
             return {}
 
         def place(memory: ValidMemory) -> Place | None:
@@ -332,7 +333,7 @@ class Writer:
         batch = {p: said(m.kind, m.text) for m in memories if (p := place(m)) is not None}
         places = [place(memories[row]) for row in needing]
         found = previous_texts(connection, self.schema, places, batch)
-        previous = {needing[index]: text for index, text in found.items()}
+        previous = {needing[index]: turn for index, turn in found.items()}
         told = previous_messages(
             connection,
             self.schema,
@@ -340,8 +341,8 @@ class Writer:
             self.mixing.session_gap,
         )
         wanted = set(needing)
-        previous.update((row, text) for row, text in told.items() if row in wanted)
-        return dict(sorted(previous.items()))
+        previous.update((row, turn) for row, turn in told.items() if row in wanted)
+        return {row: turn for row, turn in sorted(previous.items()) if self.mixing.share(turn) > 0}
 
     def memories_streamed(
         self, connection: Connection, items: Sequence[MemoryInput], limits: Limits

@@ -1,18 +1,23 @@
 """A message that continues its speaker's run is embedded with the turn before the run: the
 nearest earlier turn of its thread said by someone else (or a turn of no known speaker); a
-message without a thread, the message of another told before the run in its session. In one
-batch, across batches, through `reembed`; forgetting a turn makes the run after it again."""
+message without a thread, the message of another told before the run in its session. Its
+share is WriteConfig.run_turn_context (the first message of a run, like any turn, takes
+turn_context of the turn just before it). In one batch, across batches, through `reembed`;
+forgetting a turn makes the run after it again."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 
+from retrieval.errors import ConfigurationError
+from retrieval.memory.config import DEFAULT_RUN_TURN_CONTEXT, DEFAULT_TURN_CONTEXT, WriteConfig
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.reembed import reembed
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.turn_context import RUN_REACH, Said, turn_before_run
+from retrieval.memory.turn_context import RUN_REACH, Before, Said, turn_before_run
 from tests.conftest import CountingEmbedder, PgDatabase
 from tests.turn_vectors import close, mixed, own_vector, stored_vectors
 
@@ -23,6 +28,7 @@ CHAT = [
     "Bo: I raised the lock timeout first.",
     "Ana: Great, then the index build can run tonight.",
 ]
+RUN = DEFAULT_RUN_TURN_CONTEXT  # the share of the turn before the run in a run's later messages
 
 
 def _turn(body: str, position: int, *, thread: str = "chat", **fields: object) -> MemoryInput:
@@ -42,8 +48,9 @@ def test_each_message_of_a_run_takes_the_turn_before_the_run(
     own = _own(counting_embedder, CHAT)
     stored = stored_vectors(database, ids)
     assert close(stored[0], own[0])
-    for n in (1, 2, 3):  # Bo's three messages: each with Ana's question
-        assert close(stored[n], mixed(own[n], own[0]))
+    assert close(stored[1], mixed(own[1], own[0]))  # Bo's first message answers Ana's question
+    for n in (2, 3):  # Bo's next two continue his run: each with Ana's question, a larger share
+        assert close(stored[n], mixed(own[n], own[0], RUN))
     assert close(stored[4], mixed(own[4], own[3]))  # Ana's reply: Bo's last message
 
 
@@ -55,8 +62,8 @@ def test_a_run_is_followed_back_through_stored_turns(
     (third,) = store.remember_many([_turn(CHAT[3], 3)])  # two of the run are stored
     own = _own(counting_embedder, CHAT)
     stored = stored_vectors(database, [second, third])
-    assert close(stored[0], mixed(own[2], own[0]))
-    assert close(stored[1], mixed(own[3], own[0]))
+    assert close(stored[0], mixed(own[2], own[0], RUN))
+    assert close(stored[1], mixed(own[3], own[0], RUN))
 
 
 def test_turns_of_no_known_speaker_take_the_turn_just_before(
@@ -94,12 +101,14 @@ def test_a_run_longer_than_the_reach_has_no_context() -> None:
     turns = {("acme", "chat", 0): Said("Ana: Hello?", "Ana")}
     turns |= {("acme", "chat", n): Said(f"Bo: line {n}", "Bo") for n in range(1, RUN_REACH + 3)}
     within = ("acme", "chat", RUN_REACH)
-    assert turn_before_run(within, "Bo", turns.get) == ("Ana: Hello?", None)
+    assert turn_before_run(within, "Bo", turns.get) == (Before("Ana: Hello?", run=True), None)
+    assert turn_before_run(("acme", "chat", 1), "Bo", turns.get) == (Before("Ana: Hello?"), None)
     beyond = ("acme", "chat", RUN_REACH + 1)
     assert turn_before_run(beyond, "Bo", turns.get) == (None, None)
     del turns[("acme", "chat", 3)]  # the walk stops where a turn is not known
     assert turn_before_run(within, "Bo", turns.get) == (None, ("acme", "chat", 3))
-    assert turn_before_run(within, None, turns.get) == (f"Bo: line {RUN_REACH - 1}", None)
+    just_before = Before(f"Bo: line {RUN_REACH - 1}")
+    assert turn_before_run(within, None, turns.get) == (just_before, None)
 
 
 def test_reembed_takes_the_turn_before_the_run_as_a_write_does(
@@ -116,7 +125,8 @@ def test_reembed_takes_the_turn_before_the_run_as_a_write_does(
     assert reembed(store, batch_size=2).updated == len(CHAT)  # runs span the batches
     own = _own(counting_embedder, CHAT)
     stored = stored_vectors(database, ids)
-    assert [close(stored[n], mixed(own[n], own[0])) for n in (1, 2, 3)] == [True] * 3
+    shares = {1: DEFAULT_TURN_CONTEXT, 2: RUN, 3: RUN}
+    assert [close(stored[n], mixed(own[n], own[0], w)) for n, w in shares.items()] == [True] * 3
     assert close(stored[4], mixed(own[4], own[3]))
 
 
@@ -161,7 +171,8 @@ def test_a_message_without_a_thread_takes_the_one_told_before_its_run(
     own = _own(counting_embedder, CHAT)
     stored = stored_vectors(database, together)
     # Bo's last message is 38 minutes after Ana's question, each of his within 30 of the last.
-    assert [close(stored[n], mixed(own[n], own[0])) for n in (1, 2, 3)] == [True] * 3
+    shares = {1: DEFAULT_TURN_CONTEXT, 2: RUN, 3: RUN}
+    assert [close(stored[n], mixed(own[n], own[0], w)) for n, w in shares.items()] == [True] * 3
     assert close(stored[4], mixed(own[4], own[3]))
     # One message a call, as an agent writes them: the run followed back through stored ones.
     store.forget(tenant_id="acme", everything=True)
@@ -194,3 +205,48 @@ def test_forgetting_the_message_before_a_run_makes_the_whole_run_again(
     # forgotten question, within his run); Ana's reply still takes Bo's last message.
     assert [close(vector, own[n]) for n, vector in enumerate(stored[:3], start=1)] == [True] * 3
     assert close(stored[3], mixed(own[4], own[3]))
+
+
+def test_forgetting_a_message_between_gives_the_run_after_it_its_share_again(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    bodies = [CHAT[0], "Cy: I was asleep.", CHAT[1], CHAT[2]]
+    ids = store.remember_many(
+        _told(body, at) for body, at in zip(bodies, [0, 1, 2, 3], strict=True)
+    )
+    store.forget(tenant_id="acme", memory_ids=[ids[1]])
+    own = _own(counting_embedder, bodies)
+    first, second = stored_vectors(database, ids[2:])
+    assert close(first, mixed(own[2], own[0]))  # Bo's first message now answers Ana's question
+    assert close(second, mixed(own[3], own[0], RUN))  # his second continues his run
+
+
+# -- the run's share is a setting of its own ----------------------------------------------------
+
+
+def test_the_run_share_is_set_apart_from_the_turn_share(
+    database: PgDatabase, counting_embedder: CountingEmbedder
+) -> None:
+    own = _own(counting_embedder, CHAT)
+    for turn_share, run_share in ((0.0, 0.5), (0.3, 0.3), (0.0, 0.0)):
+        config = WriteConfig(turn_context=turn_share, run_turn_context=run_share)
+        store = MemoryStore(database.engine, embedder=counting_embedder, config=config)
+        store.forget(tenant_id="acme", everything=True)
+        stored = stored_vectors(
+            database, store.remember_many(_turn(b, n) for n, b in enumerate(CHAT))
+        )
+        turn, run = turn_share, run_share
+        expected = [own[0], mixed(own[1], own[0], turn), mixed(own[2], own[0], run),
+                    mixed(own[3], own[0], run), mixed(own[4], own[3], turn)]  # fmt: skip
+        assert [close(a, b) for a, b in zip(stored, expected, strict=True)] == [True] * len(CHAT)
+
+
+def test_the_run_share_comes_from_the_environment_and_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert WriteConfig().run_turn_context == DEFAULT_RUN_TURN_CONTEXT == 0.5
+    monkeypatch.setenv("RETRIEVAL_RUN_TURN_CONTEXT", "0.3")
+    assert WriteConfig.from_env().run_turn_context == 0.3
+    for bad in (-0.1, 1.5, True, "0.5"):
+        with pytest.raises(ConfigurationError, match="run_turn_context must be a number in"):
+            WriteConfig(run_turn_context=bad)  # type: ignore[arg-type]
