@@ -18,12 +18,15 @@ question's evidence turn counts as found when one of its messages is among them
 adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--as-messages [--turn-budget]] [--turn-context W] [--context-just-before]
-       [--without-threads] [--json PATH]
+       [--as-messages [--turn-budget]] [--turn-context W] [--run-weight W]
+       [--context-just-before | --context-other-run] [--without-threads] [--json PATH]
 
+``--turn-context`` and ``--run-weight`` store the turns with those shares of the turn before
+(``turn_context``; ``run_turn_context``, for a message that continues its speaker's run);
 ``--context-just-before`` stores each turn with the context of the turn just before it, not
-the turn before its speaker's run (the writer before that rule); ``--without-threads`` stores
-the turns without thread and position (sessions inferred from time).
+the turn before its speaker's run (the writer before that rule); ``--context-other-run``, with
+the other speaker's whole run before it; ``--without-threads`` stores the turns without thread
+and position (sessions inferred from time).
 """
 
 from __future__ import annotations
