@@ -252,17 +252,17 @@ def _export(plan: OnnxPlan, target: Path) -> None:
 
         # The export is announced in one line: no loader's progress bar in the middle of it.
         shown = transformers_logging.is_progress_bar_enabled()
-        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        transformers_logging.disable_progress_bar()
         try:
             model = AutoModel.from_pretrained(
                 str(plan.directory), attn_implementation="eager", local_files_only=True
             )
         finally:
             if shown:
-                transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+                transformers_logging.enable_progress_bar()
         model.eval()
 
-        class LastHiddenState(torch.nn.Module):
+        class LastHiddenState(torch.nn.Module):  # type: ignore[misc]  # torch is Any to mypy
             # The token vectors from positional inputs: what the exporter traces.
             def __init__(self) -> None:
                 super().__init__()
