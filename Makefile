@@ -9,7 +9,7 @@ demo: $(INSTALLED)
 	$(VENV)/bin/retrieval demo
 	@echo 'To use the retrieval command in this shell: . $(VENV)/bin/activate'
 
-# The type check runs beside the tests: they wait on servers and processes about half the time
+# The type check runs beside the tests: they wait on servers and processes much of the time
 # (docs/development.md). Either one failing fails the run.
 test: lint
 	$(MAKE) --no-print-directory -j2 typecheck pytest
