@@ -20,7 +20,8 @@ DEFAULT_MAX_ENTITIES = 256
 # A conversation turn is embedded with 0.3 of its previous turn's vector (the turn before its
 # run for a message; docs/decisions/0012-conversation-context-and-time.md, 0029).
 DEFAULT_TURN_CONTEXT = 0.3
-# A message that continues its speaker's run takes 0.5 of the turn before the run (0029).
+# A message that continues its speaker's run takes 0.5 of the turn before the run
+# (docs/decisions/0030-a-larger-share-for-a-run.md).
 DEFAULT_RUN_TURN_CONTEXT = 0.5
 # Messages without a thread are one session while less than 30 minutes pass between them (for
 # the turn context here, for the lift in retrieval.search; docs/decisions/0017-lift-from-the-

@@ -23,8 +23,9 @@ memory whose vector the caller gives keep their own vector. ``context_weight`` i
 message that continues its speaker's run: such a message is most often a fragment ("It
 did."), and takes more of the turn it answers. Both 0 turn it off. See
 docs/decisions/0012-conversation-context-and-time.md,
-docs/decisions/0017-lift-from-the-leading-hits.md and
-docs/decisions/0029-the-turn-before-a-run.md.
+docs/decisions/0017-lift-from-the-leading-hits.md,
+docs/decisions/0029-the-turn-before-a-run.md and
+docs/decisions/0030-a-larger-share-for-a-run.md.
 """
 
 from __future__ import annotations
