@@ -19,14 +19,16 @@ adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
        [--as-messages [--turn-budget]] [--turn-context W] [--run-weight W]
-       [--context-just-before | --context-other-run] [--without-threads] [--json PATH]
+       [--context-just-before | --context-other-run | --own-previous W] [--without-threads]
+       [--json PATH]
 
 ``--turn-context`` and ``--run-weight`` store the turns with those shares of the turn before
 (``turn_context``; ``run_turn_context``, for a message that continues its speaker's run);
 ``--context-just-before`` stores each turn with the context of the turn just before it, not
 the turn before its speaker's run (the writer before that rule); ``--context-other-run``, with
-the other speaker's whole run before it; ``--without-threads`` stores the turns without thread
-and position (sessions inferred from time).
+the other speaker's whole run before it; ``--own-previous``, plus a share of a run's own
+previous message (an experiment, vectors given); ``--without-threads`` stores the turns
+without thread and position (sessions inferred from time).
 """
 
 from __future__ import annotations
@@ -464,6 +466,42 @@ def context_other_run(most: int = 5) -> Iterator[None]:
         turn_context.turn_before_run = original
 
 
+def store_with_own_previous(store: Any, dialogues: Sequence[Dialogue], share: float) -> None:
+    """``store_dialogues`` with the vectors given: each turn's vector as the writer makes it,
+    plus, for a message that continues its speaker's run, ``share`` of its own previous
+    message (the run's topic besides the turn it answers); an experiment on threads stored
+    whole."""
+    import numpy as np
+
+    from retrieval.memory.records import MemoryInput
+    from retrieval.memory.turn_context import Said, mixing_of, turn_before_run
+
+    mixing = mixing_of(store.config)
+    for dialogue in dialogues:
+        store.forget(tenant_id=dialogue.tenant, everything=True)
+        texts = [turn.text for turn in dialogue.turns]
+        own = dict(zip(texts, store.embedder.embed(texts), strict=True))
+        places = {(dialogue.tenant, turn.thread, turn.position):
+                  Said(turn.text, speaker_of(turn.text)) for turn in dialogue.turns}  # fmt: skip
+        items = []
+        for place, turn in zip(places, dialogue.turns, strict=True):
+            before, _ = turn_before_run(place, places[place].speaker, places.get)
+            vector = own[turn.text]
+            if before is not None:
+                vector = vector + mixing.share(before) * own[before.text]
+                if before.run:
+                    previous = places[(place[0], place[1], place[2] - 1)]
+                    vector = vector + share * own[previous.text]
+                vector = vector / float(np.linalg.norm(vector))
+            items.append(MemoryInput(
+                text=turn.text, tenant_id=dialogue.tenant, kind="message",
+                metadata={"dia_id": turn.dia_id, "session": turn.thread},
+                created_at=turn.created_at, thread_id=turn.thread, position=turn.position,
+                embedding=vector.astype(np.float32), embedding_model=store.embedder.model_id,
+            ))  # fmt: skip
+        store.remember_many(items)
+
+
 def evaluate(
     store: Any,
     dialogues: Sequence[Dialogue],
@@ -543,6 +581,12 @@ def main() -> None:
         "(run_turn_context; default: the write defaults')",
     )
     parser.add_argument(
+        "--own-previous",
+        type=float,
+        help="an experiment: a message that continues its run also takes this share of its "
+        "own previous message (vectors given; threads only)",
+    )
+    parser.add_argument(
         "--without-threads",
         action="store_true",
         help="store the turns without thread and position (sessions inferred from time)",
@@ -578,7 +622,10 @@ def main() -> None:
         context_just_before() if args.context_just_before else nullcontext(),
         context_other_run() if args.context_other_run else nullcontext(),
     ):
-        store_dialogues(store, stored)
+        if args.own_previous is not None:
+            store_with_own_previous(store, stored, args.own_previous)
+        else:
+            store_dialogues(store, stored)
     results: dict[str, Any] = {}
     print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
           + " | several R@10 | not adversarial |")  # fmt: skip
