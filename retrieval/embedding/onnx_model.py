@@ -111,29 +111,32 @@ class OnnxSentenceModel:
         self._inputs = {item.name for item in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(plan.directory / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=plan.max_length)
-        self._tokenizer.enable_padding(
-            pad_id=self._tokenizer.token_to_id(_pad_token(plan.directory)) or 0
-        )
+        self._tokenizer.no_padding()  # each batch is padded to its own longest text
+        self._pad_id = self._tokenizer.token_to_id(_pad_token(plan.directory)) or 0
         self.dim = plan.hidden
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """Unit-length (or, without Normalize, raw) mean-pooled vectors of ``texts``, in order;
-        batches of similar lengths, as sentence-transformers makes them."""
-        order = np.argsort([-len(text) for text in texts], kind="stable")
+        """Unit-length (or, without Normalize, raw) mean-pooled vectors of ``texts``, in order,
+        in batches of similar lengths (:func:`length_batches`)."""
+        encodings = self._tokenizer.encode_batch(texts)
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            chosen = order[start : start + batch_size]
-            vectors[chosen] = self._batch([texts[i] for i in chosen])
+        for chosen in length_batches([len(e.ids) for e in encodings], batch_size):
+            vectors[chosen] = self._batch([encodings[i] for i in chosen])
             embedded(len(chosen))
         return vectors
 
-    def _batch(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _batch(self, encodings: list[Any]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            size = len(encoding.ids)
+            ids[row, :size], mask[row, :size] = encoding.ids, encoding.attention_mask
+            types[row, :size] = encoding.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            feeds["token_type_ids"] = types
         hidden = self._session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
@@ -141,6 +144,21 @@ class OnnxSentenceModel:
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         result: np.ndarray[Any, np.dtype[np.float32]] = pooled.astype(np.float32)
         return result
+
+
+def length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """The indexes of texts of ``lengths`` (in tokens) in batches, longest first: each holds at
+    most ``batch_size`` texts, and none shorter than half its longest, so that padding to the
+    longest never more than doubles a text (one batch of 64 that mixed a few texts of 256
+    tokens with short ones padded them all to 256; benchmarks/writing/mixed_lengths.py)."""
+    batches: list[list[int]] = []
+    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        batch = batches[-1] if batches else None
+        if batch is None or len(batch) == batch_size or 2 * lengths[index] < lengths[batch[0]]:
+            batches.append([index])
+        else:
+            batch.append(index)
+    return batches
 
 
 def default_cache_dir() -> Path:
