@@ -42,10 +42,13 @@ def _texts() -> list[str]:
     return [*titles, *claims, *long_texts, "", "x", "Größenordnung 数据库 база данных"]
 
 
-def _embed(embedder: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray[Any, Any]:
-    """``texts`` embedded in two calls, those past the model's 256 tokens apart: a batch is
-    padded to its longest text, and one batch of both would pad every title to 256 tokens
-    (the same vectors, several times the time)."""
+def _embed_by_torch(
+    embedder: SentenceTransformerEmbedder, texts: list[str]
+) -> np.ndarray[Any, Any]:
+    """``texts`` embedded by sentence-transformers in two calls, those past the model's 256
+    tokens apart: its batches of 64 are padded to their longest text, and one of both would
+    pad every title to 256 tokens (the same vectors, several times the time). The ONNX
+    embedder cuts its batches by length itself (``length_batches``)."""
     long = [len(text) > 1000 for text in texts]
     vectors = np.empty((len(texts), 384), dtype=np.float32)
     for wanted in (False, True):
@@ -56,10 +59,10 @@ def _embed(embedder: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarra
 
 def test_onnx_and_pytorch_give_the_same_vectors(embedder: SentenceTransformerEmbedder) -> None:
     texts = _texts()
-    onnx = _embed(embedder, texts)
+    onnx = embedder.embed(texts)  # one call: titles, claims and long texts mixed
     assert embedder.backend == "onnx"
     torch = SentenceTransformerEmbedder(backend="torch")
-    reference = _embed(torch, texts)
+    reference = _embed_by_torch(torch, texts)
     assert torch.backend == "torch"
     cosine = (onnx * reference).sum(axis=1)
     assert cosine.min() >= 0.999, texts[int(cosine.argmin())]
@@ -101,7 +104,7 @@ def test_the_int8_model_is_made_once_quietly_and_gives_vectors_close_to_the_mode
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     texts = _texts()
-    reference = _embed(embedder, texts)
+    reference = embedder.embed(texts)
     plan = onnx_support(default_model_path())
     assert isinstance(plan, OnnxPlan)
     exported = exported_model(plan, default_cache_dir())
@@ -114,7 +117,7 @@ def test_the_int8_model_is_made_once_quietly_and_gives_vectors_close_to_the_mode
     handlers, filters = list(root.handlers), list(root.filters)
     int8 = SentenceTransformerEmbedder(backend="onnx-int8")
     with caplog.at_level(logging.INFO):
-        vectors = _embed(int8, texts)
+        vectors = int8.embed(texts)
     said = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
     assert len(said) == 1 and said[0].startswith("quantizing"), said
     assert root.handlers == handlers and root.filters == filters  # the app's logging as it was
