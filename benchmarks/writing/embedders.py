@@ -5,10 +5,10 @@ cosine similarity of the two backends' vectors for SciFact's 5,183 titles and ``
 whole abstracts (long ones truncated to 256 tokens by both). Speed, paired so that both see
 the same machine at the same moment (this machine's speed swings by 3x from one minute to the
 next): each of the 300 claims embedded alone by one backend then the other (the order
-alternating), and batches of 64 texts of similar length (as both make them) alternately, for
-titles and for abstracts. Reports p50 of single queries, the sum and the median per-batch ratio
-of the batches, and the time to load each model (the first ONNX load exports the model once:
-run the script twice to see the load from the cache).
+alternating), and calls of 64 texts of similar length alternately (each backend batches them
+its own way), for titles and for abstracts. Reports p50 of single queries, the sum and the
+median per-batch ratio of the batches, and the time to load each model (the first ONNX load
+exports the model once: run the script twice to see the load from the cache).
 
 Usage: python benchmarks/writing/embedders.py [--abstracts 1000] [--rounds 2]
 """
