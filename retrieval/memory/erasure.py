@@ -161,8 +161,7 @@ def unmix_next_messages(
     if not rows:
         return 0
     told = [Told(tenant_id, row.created_at, row.content, row.id) for row in rows]
-    found = previous_messages(connection, schema, told, gap)
-    before = {index: turn for index, turn in found.items() if mixing.share(turn) > 0}
+    before = mixing.shared(previous_messages(connection, schema, told, gap))
     previous_of = {index: len(rows) + order for order, index in enumerate(sorted(before))}
     texts = [row.content for row in rows] + [before[index].text for index in sorted(before)]
     vectors = cache.embed(connection, tenant_id, texts)

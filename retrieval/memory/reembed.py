@@ -153,7 +153,7 @@ def _vectors(
         told = previous_messages(
             connection, store.schema, [item.told for item in items], mixing.session_gap
         )
-        before = {i: turn for i, turn in sorted((before | told).items()) if mixing.share(turn) > 0}
+        before = mixing.shared(before | told)
     contexts = [turn.text for turn in before.values()]
     vectors = store.cache.embed(connection, tenant_id, texts + contexts, uncounted=len(before))
     own = vectors[: len(texts)].copy()

@@ -78,6 +78,11 @@ class Mixing(NamedTuple):
         """The share of ``before`` in the vector of the turn it comes before."""
         return self.run_weight if before.run else self.weight
 
+    def shared(self, found: Mapping[int, Before]) -> dict[int, Before]:
+        """Of ``found`` (the turn before each of some turns, by index), those whose share is
+        above 0, in the order of their indexes."""
+        return {index: turn for index, turn in sorted(found.items()) if self.share(turn) > 0}
+
 
 NO_MIXING = Mixing()
 

@@ -342,7 +342,7 @@ class Writer:
         )
         wanted = set(needing)
         previous.update((row, turn) for row, turn in told.items() if row in wanted)
-        return {row: turn for row, turn in sorted(previous.items()) if self.mixing.share(turn) > 0}
+        return self.mixing.shared(previous)
 
     def memories_streamed(
         self, connection: Connection, items: Sequence[MemoryInput], limits: Limits
