@@ -52,7 +52,8 @@ from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
-from retrieval.search.config import DEFAULT_EF_SEARCH, RetrievalConfig
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.defaults import DEFAULT_EF_SEARCH
 from retrieval.search.retriever import HybridRetriever
 
 PEER_EF_SEARCH = (10, 20, 40, 80, 160, 320, 640)

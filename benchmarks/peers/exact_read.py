@@ -48,7 +48,7 @@ from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
-from retrieval.search.config import DEFAULT_EF_SEARCH
+from retrieval.search.defaults import DEFAULT_EF_SEARCH
 from retrieval.search.plan.exact_read import reads_exactly
 from retrieval.search.retriever import HybridRetriever
 

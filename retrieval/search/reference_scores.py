@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from retrieval.search.config import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from retrieval.search.defaults import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from retrieval.search.scoring import cascade, fuse_max, keyword_fraction
 
 _LOG10_101 = math.log10(101)

@@ -12,6 +12,7 @@ STAGES = ("prepare", "plan", "statement", "read", "rank", "present")
 # The modules the stages share (the vocabulary of a read), and those above the pipeline.
 SHARED = (
     "config",
+    "defaults",
     "expansions",
     "modes",
     "results",
