@@ -385,6 +385,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "feedback: the best 3 hits, 0.5": ({}, Patch(feedback=(3, 0.5))),
     "feedback: the best hit, 0.35": ({}, Patch(feedback=(1, 0.35))),
     "a pool of 80": ({"candidate_pool": 80}, None),
+    "questions do not yield (question_discount 0)": ({"question_discount": 0.0}, None),
+    "question_discount 0.2": ({"question_discount": 0.2}, None),
+    "question_discount 0.4": ({"question_discount": 0.4}, None),
+    "question_discount 1 (a question scores the threshold)": ({"question_discount": 1.0}, None),
     "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
     "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
 }  # fmt: skip

@@ -23,6 +23,17 @@ def speaker_of(content: str) -> str | None:
     return opening[1] if opening is not None else None
 
 
+def said_text(content: str) -> str:
+    """What ``content`` says without the speaker's name it opens with (and, for a narrated
+    turn, without its closing quote): ``content`` itself when it names no speaker."""
+    opening = _OPENING.match(content)
+    if opening is None:
+        return content
+    said = content[opening.end() :]
+    narrated = opening[0].endswith('"') and said.rstrip().endswith('"')
+    return said.rstrip()[:-1] if narrated else said
+
+
 def speaker_of_kind(kind: str, content: str) -> str | None:
     """The speaker of a memory of ``kind`` when it is a message (:func:`speaker_of`), else
     ``None``."""

@@ -37,6 +37,7 @@ from retrieval.search.defaults import (
     DEFAULT_MAX_QUERY_WORDS,
     DEFAULT_MEMORY_BM25_ROWS,
     DEFAULT_MIN_FINAL_SCORE,
+    DEFAULT_QUESTION_DISCOUNT,
     DEFAULT_SPEAKER_WEIGHT,
     DEFAULT_TIME_HALF_LIFE_DAYS,
     DEFAULT_TIME_WEIGHT,
@@ -346,6 +347,13 @@ class RetrievalConfig:
         env="RETRIEVAL_SPEAKER_WEIGHT",
         help="Weight of a turn said by the one person the query names, taken from the other "
         "weights, when the three leading results are all that person's; 0 turns it off.",
+        within=UNIT,
+    )
+    question_discount: float = setting(
+        DEFAULT_QUESTION_DISCOUNT,
+        env="RETRIEVAL_QUESTION_DISCOUNT",
+        help="Share of its final score a conversation turn loses when every sentence of it is "
+        "a question (it holds no answer), never under the threshold; 0 turns it off.",
         within=UNIT,
     )
     time_half_life_days: float = setting(

@@ -35,6 +35,9 @@ DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
 # The turns of the person a query names weigh 0.1 when the three leading ones are theirs
 # (docs/decisions/0027-the-person-a-question-names.md).
 DEFAULT_SPEAKER_WEIGHT = 0.1
+# A conversation turn that only asks keeps 0.7 of its final score, so that the turns that tell
+# rank above it (docs/decisions/0032-a-question-yields-to-the-answers.md).
+DEFAULT_QUESTION_DISCOUNT = 0.3
 # The query words a keyword channel reads at most (benchmarks/README.md, long-queries).
 DEFAULT_MAX_QUERY_WORDS = 32
 # A decision or tool call matching fewer of a query's keywords is no result (decision 0023).

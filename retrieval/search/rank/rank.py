@@ -2,8 +2,12 @@
 
 The turns around the leading hits lifted (:mod:`~retrieval.search.rank.context_lift`), each
 candidate scored by its source's weights (and, when the query names a time, by how well its date
-fits it), the caller's working state scored (:mod:`~retrieval.search.rank.working_state`), then
-the thresholds, the ranking and the limits (:mod:`~retrieval.search.rank.ranking`).
+fits it), the turns of the person the query names scored again
+(:mod:`~retrieval.search.rank.named_speaker`), the turns that only ask scaled down
+(:mod:`~retrieval.search.rank.questions`), older versions of a fact capped under the newer
+(:mod:`~retrieval.search.rank.versions`), the caller's working state scored
+(:mod:`~retrieval.search.rank.working_state`), then the thresholds, the ranking and the limits
+(:mod:`~retrieval.search.rank.ranking`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.rank import ranking
 from retrieval.search.rank.context_lift import context_candidates
 from retrieval.search.rank.named_speaker import favour_named_speaker
+from retrieval.search.rank.questions import questions_yield
 from retrieval.search.rank.versions import newer_versions_first
 from retrieval.search.rank.working_state import LexicalOption, score_working_state
 from retrieval.search.read.reader import Read
@@ -44,6 +49,9 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
     if "semantic" in scored:
         scored["semantic"] = favour_named_speaker(
             call.query.text, scored["semantic"], weights["semantic"], config.speaker_weight
+        )
+        scored["semantic"] = questions_yield(
+            scored["semantic"], config.question_discount, config.threshold("semantic")
         )
     if config.newer_versions_first and "semantic" in scored:
         scored["semantic"] = newer_versions_first(scored["semantic"], config.threshold("semantic"))

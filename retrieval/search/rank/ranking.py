@@ -53,6 +53,7 @@ class Scored(NamedTuple):
     result: RetrievalResult | None = None
     signals: Mapping[str, float] | None = None  # the candidate's, and the call's own (time)
     outdated: Outdated | None = None  # a newer version of it among the candidates
+    asks: float | None = None  # its final score before it yielded as a turn that only asks
 
     def to_result(self) -> RetrievalResult:
         """The :class:`RetrievalResult` this record stands for."""
@@ -60,7 +61,7 @@ class Scored(NamedTuple):
             return self.result
         assert self.candidate is not None and self.weights is not None
         return to_result(
-            self.candidate, self.weights, self.final_score, self.signals, self.outdated
+            self.candidate, self.weights, self.final_score, self.signals, self.outdated, self.asks
         )
 
 
@@ -119,10 +120,13 @@ def to_result(
     final: float,
     signals: Mapping[str, float] | None = None,
     outdated: Outdated | None = None,
+    asks: float | None = None,
 ) -> RetrievalResult:
     """The result of a database candidate, with its ``final`` score from ``weights`` over
     ``signals`` (default: the candidate's own), capped under a newer version's when
-    ``outdated`` says so (its ``possibly_outdated_by`` evidence and ``outdated`` part).
+    ``outdated`` says so (its ``possibly_outdated_by`` evidence and ``outdated`` part), scaled
+    down from ``asks`` when it is a turn that only asks (its ``only_asks`` evidence and
+    ``question`` part).
 
     ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
     that only returned candidates pay for decoding it.
@@ -152,6 +156,11 @@ def to_result(
         if final < outdated.own_final:
             cap = final - outdated.own_final
             metadata["parts"]["outdated"] = {"weight": 1.0, "signal": cap, "value": cap}
+    if asks is not None:
+        metadata["only_asks"] = {"own_final_score": asks}
+        if final < asks:
+            cut = final - asks
+            metadata["parts"]["question"] = {"weight": 1.0, "signal": cut, "value": cut}
     return RetrievalResult(
         content=candidate.content,
         source=candidate.source,

@@ -1,0 +1,60 @@
+"""A turn that only asks yields to the turns that tell.
+
+A question said in a chat ("What sports do you play?") holds no answer, yet a question asked
+of the memory is nearest in meaning to other questions: among a conversation's messages they
+take the places of the turns that answer. The answer keeps what the question asked, as its
+turn context (:mod:`retrieval.memory.turn_context`), and a question that is a hit still lifts
+the turns around it (:mod:`retrieval.search.rank.context_lift`), the answer among them.
+
+So a conversation turn (a memory of kind ``message``) whose every sentence is a question has
+its final score scaled by ``1 - question_discount``, never under the threshold it passed: it
+ranks below the turns that tell and stays retrievable. Its result carries the discount as a
+part of its score (``question``, negative: the parts still add up to the final score) and its
+score before it (``only_asks``)
+(docs/decisions/0032-a-question-yields-to-the-answers.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from retrieval.memory.kinds import MESSAGE_KIND
+from retrieval.memory.speakers import said_text
+from retrieval.search.rank.ranking import Scored
+
+# A sentence ends at ., ! or ? and the spaces after it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# What may close a question after its mark: quotes and brackets.
+_CLOSING = re.compile(r"[\s\"')\]\u201d\u2019]+$")
+_WORD = re.compile(r"\w")
+
+
+def only_asks(text: str) -> bool:
+    """Whether every sentence of ``text`` (a turn's words, without its speaker) that holds a
+    word is a question: "How was it? Did the kids like it?" asks only; "Wow! How was it?"
+    tells too."""
+    sentences = [part for part in _SENTENCE_END.split(text) if _WORD.search(part)]
+    return bool(sentences) and all(_CLOSING.sub("", part).endswith("?") for part in sentences)
+
+
+def questions_yield(scored: Sequence[Scored], discount: float, threshold: float) -> list[Scored]:
+    """``scored`` (a call's semantic results) with each conversation turn that only asks and
+    reaches ``threshold`` scored ``1 - discount`` of its final score, at least ``threshold``."""
+    if discount <= 0.0:
+        return list(scored)
+    kept = 1.0 - discount
+    yielded: list[Scored] = []
+    for result in scored:
+        candidate = result.candidate
+        if (
+            candidate is None
+            or candidate.kind != MESSAGE_KIND
+            or result.final_score < threshold
+            or not only_asks(said_text(candidate.content))
+        ):
+            yielded.append(result)
+            continue
+        final = max(threshold, result.final_score * kept)
+        yielded.append(result._replace(final_score=final, asks=result.final_score))
+    return yielded
