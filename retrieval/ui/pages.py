@@ -42,6 +42,7 @@ from retrieval.ui.score_parts import (
     lift_label,
     outdated_label,
     part_numbers,
+    question_label,
     score_parts,
 )
 
@@ -51,7 +52,7 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 @dataclass(frozen=True)
 class ShownResult:
     """A result as the search page shows it: its parts, their numbers, how its relevance was
-    fused and which turn lifted it, in words."""
+    fused, which turn lifted it and what ranked it lower, in words."""
 
     result: RetrievalResult
     parts: list[Part]
@@ -59,6 +60,7 @@ class ShownResult:
     fusion: str | None
     lifted: str | None
     outdated: str | None = None
+    asks: str | None = None
 
 
 BAR_WIDTH = 320  # pixels of a final score of 1
@@ -299,6 +301,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
                 fusion_note(result, config.bm25_weight),
                 lift_label(result.metadata),
                 outdated_label(result.metadata),
+                question_label(result.metadata),
             )
             for result, split in rows
         ]

@@ -26,6 +26,8 @@ LABELS = {name: label for name, label, _ in PARTS}
 COLOURS = {name: colour for name, _, colour in PARTS}
 TIMES = "\N{MULTIPLICATION SIGN}"
 _ORDER = {name: place for place, (name, _, _) in enumerate(PARTS)}
+# The parts that take from a final score, drawn as the other parts scaled down.
+_CUTS = ("outdated", "question")
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,11 @@ class Part:
 def score_parts(result: RetrievalResult) -> list[Part]:
     """The non-zero weighted parts of ``result``'s final score, in :data:`PARTS` order, as
     the ranking recorded them (``metadata["parts"]``). A result capped under a newer version
-    of its fact (``outdated``, :mod:`retrieval.search.rank.versions`) has its parts scaled to
-    its final score, so that they still add up to it."""
+    of its fact (``outdated``, :mod:`retrieval.search.rank.versions`) or scaled down as a turn
+    that only asks (``question``, :mod:`retrieval.search.rank.questions`) has its parts scaled
+    to its final score, so that they still add up to it."""
     recorded: Mapping[str, Mapping[str, float]] = result.metadata.get("parts") or {}
-    cap = float((recorded.get("outdated") or {}).get("value", 0.0))
+    cap = sum(float((recorded.get(name) or {}).get("value", 0.0)) for name in _CUTS)
     own = result.final_score - cap
     scale = result.final_score / own if cap < 0.0 and own > 0.0 else 1.0
     parts = [
@@ -79,6 +82,19 @@ def outdated_label(metadata: Mapping[str, object]) -> str | None:
         own = float(newer.get("own_final_score", 0.0))
         label += f": ranked under it, its score {own:.3f} capped to {own + outdated['value']:.3f}"
     return label
+
+
+def question_label(metadata: Mapping[str, object]) -> str | None:
+    """Why a turn that only asks ranks under the turns that tell, in words ("a question, not
+    an answer: its score 0.512 scaled to 0.358"), or None when it is not one."""
+    asked = metadata.get("only_asks")
+    if not isinstance(asked, Mapping):
+        return None
+    own = float(asked.get("own_final_score", 0.0))
+    parts = metadata.get("parts")
+    cut = parts.get("question") if isinstance(parts, Mapping) else None
+    scaled = own + float(cut["value"]) if isinstance(cut, Mapping) else own
+    return f"a question, not an answer: its score {own:.3f} scaled to {scaled:.3f}"
 
 
 @dataclass(frozen=True)
