@@ -355,6 +355,7 @@ READ_ABLATIONS: dict[str, dict[str, Any]] = {
     "speaker_weight 0.03": {"speaker_weight": 0.03},
     "speaker_weight 0.1": {"speaker_weight": 0.1},
     "a hit lifts its own run too (context_own_run)": {"context_own_run": True},
+    "questions do not yield (question_discount 0)": {"question_discount": 0.0},
 }
 TURN_CONTEXT_ABLATIONS = (0.0, 0.5)
 
