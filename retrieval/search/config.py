@@ -352,8 +352,9 @@ class RetrievalConfig:
     question_discount: float = setting(
         DEFAULT_QUESTION_DISCOUNT,
         env="RETRIEVAL_QUESTION_DISCOUNT",
-        help="Share of its final score a conversation turn loses when every sentence of it is "
-        "a question (it holds no answer), never under the threshold; 0 turns it off.",
+        help="Share of its final score a conversation turn loses when it only asks (a question, "
+        "besides reactions of at most five words such as 'Wow, that looks great!'), never under "
+        "the threshold; 0 turns it off.",
         within=UNIT,
     )
     time_half_life_days: float = setting(

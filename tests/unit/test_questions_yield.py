@@ -43,14 +43,18 @@ def _scored(
         ("How was it? Did the kids like it?", True),
         ("How was it? 😊", True),  # a part with no word is no sentence
         ("Did she say “really?”", True),
-        ("Wow! How was it?", False),
+        ("Wow! How was it?", True),  # a reaction and a question
+        ("Wow, that looks great! What did you paint?", True),
+        ("I got the job in Berlin last week! Can you believe it?", False),  # news, not a reaction
+        ("Nice. How was it?", False),  # only an exclamation is taken for a reaction
+        ("Wow!", False),  # a reaction alone asks nothing
         ("I play tennis on Tuesdays.", False),
         ("Tennis? I love it.", False),
         ("", False),
         ("?", False),
     ],
 )
-def test_a_turn_only_asks_when_every_sentence_is_a_question(text: str, asks: bool) -> None:
+def test_a_turn_only_asks_when_it_asks_beside_reactions_at_most(text: str, asks: bool) -> None:
     assert only_asks(text) is asks
 
 

@@ -6,8 +6,10 @@ take the places of the turns that answer. The answer keeps what the question ask
 turn context (:mod:`retrieval.memory.turn_context`), and a question that is a hit still lifts
 the turns around it (:mod:`retrieval.search.rank.context_lift`), the answer among them.
 
-So a conversation turn (a memory of kind ``message``) whose every sentence is a question has
-its final score scaled by ``1 - question_discount``, never under the threshold it passed: it
+So a conversation turn (a memory of kind ``message``) that only asks (it holds a question,
+and each of its other sentences is a reaction: an exclamation of at most five words, "Wow!",
+"That looks great!") has its final score scaled by ``1 - question_discount``, never under the
+threshold it passed: it
 ranks below the turns that tell and stays retrievable. Its result carries the discount as a
 part of its score (``question``, negative: the parts still add up to the final score) and its
 score before it (``only_asks``)
@@ -27,15 +29,27 @@ from retrieval.search.rank.ranking import Scored
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # What may close a question after its mark: quotes and brackets.
 _CLOSING = re.compile(r"[\s\"')\]\u201d\u2019]+$")
-_WORD = re.compile(r"\w")
+_WORD = re.compile(r"\w+")
+# An exclamation of at most this many words is a reaction to what the other person said.
+REACTION_WORDS = 5
 
 
 def only_asks(text: str) -> bool:
-    """Whether every sentence of ``text`` (a turn's words, without its speaker) that holds a
-    word is a question: "How was it? Did the kids like it?" asks only; "Wow! How was it?"
-    tells too."""
-    sentences = [part for part in _SENTENCE_END.split(text) if _WORD.search(part)]
-    return bool(sentences) and all(_CLOSING.sub("", part).endswith("?") for part in sentences)
+    """Whether ``text`` (a turn's words, without its speaker) asks and tells nothing: it holds
+    a question, and each of its other sentences that holds a word is a reaction (an
+    exclamation of at most :data:`REACTION_WORDS` words). "Wow, that looks great! How was
+    it?" only asks; "I got the job in Berlin last week! Can you believe it?" tells too."""
+    asked = False
+    for sentence in _SENTENCE_END.split(text):
+        words = _WORD.findall(sentence)
+        if not words:
+            continue
+        closed = _CLOSING.sub("", sentence)
+        if closed.endswith("?"):
+            asked = True
+        elif not (closed.endswith("!") and len(words) <= REACTION_WORDS):
+            return False
+    return asked
 
 
 def questions_yield(scored: Sequence[Scored], discount: float, threshold: float) -> list[Scored]:
