@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from retrieval.cli.commands import main
 from retrieval.integrations.mcp_tokens import TokenTable, new_token, token_hash
+from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
@@ -189,6 +190,26 @@ def test_search_says_which_newer_version_may_replace_a_result(
     parts = Elements(bars[1]).having("data-part")
     assert sum(float(p["data-value"] or "nan") for p in parts) == pytest.approx(final, abs=2e-6)
     assert note is not None
+
+
+def test_search_says_why_a_question_ranks_under_the_answer(
+    client: TestClient, store: MemoryStore
+) -> None:
+    turns = ["Sam: What sports do you play these days?", "Alex: Tennis is one of my passions."]
+    store.remember_many(
+        MemoryInput(text=text, tenant_id="chat", kind="message", thread_id="s1", position=n,
+                    created_at=datetime(2026, 5, 8, 13, n, tzinfo=UTC))
+        for n, text in enumerate(turns)
+    )  # fmt: skip
+    html = _ok(client, "/tenants/chat/search?q=What+sports+does+Alex+play")
+    page = Elements(html)
+    assert html.index("Tennis is one of my passions.") < html.index("What sports do you play")
+    (note,) = page.having("data-asks")
+    assert "a question, not an answer" in html and note is not None
+    bars = html.split("data-result=")[1:]
+    final = float(page.having("data-final")[1]["data-final"] or "nan")  # the question's bar
+    parts = Elements(bars[1]).having("data-part")
+    assert sum(float(p["data-value"] or "nan") for p in parts) == pytest.approx(final, abs=2e-6)
 
 
 def test_search_takes_a_namespace_and_a_memory_shows_its_namespace_and_key(
