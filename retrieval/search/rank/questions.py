@@ -9,10 +9,9 @@ the turns around it (:mod:`retrieval.search.rank.context_lift`), the answer amon
 So a conversation turn (a memory of kind ``message``) that only asks (it holds a question,
 and each of its other sentences is a reaction: an exclamation of at most five words, "Wow!",
 "That looks great!") has its final score scaled by ``1 - question_discount``, never under the
-threshold it passed: it
-ranks below the turns that tell and stays retrievable. Its result carries the discount as a
-part of its score (``question``, negative: the parts still add up to the final score) and its
-score before it (``only_asks``)
+threshold it passed: it ranks below the turns that tell and stays retrievable. Its result
+carries the discount as a part of its score (``question``, negative: the parts still add up to
+the final score) and its score before it (``only_asks``)
 (docs/decisions/0032-a-question-yields-to-the-answers.md).
 """
 
@@ -27,7 +26,7 @@ from retrieval.search.rank.ranking import Scored
 
 # A sentence ends at ., ! or ? and the spaces after it.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-# What may close a question after its mark: quotes and brackets.
+# What may close a sentence after its mark: spaces, quotes and brackets.
 _CLOSING = re.compile(r"[\s\"')\]\u201d\u2019]+$")
 _WORD = re.compile(r"\w+")
 # An exclamation of at most this many words is a reaction to what the other person said.
