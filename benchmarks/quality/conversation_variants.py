@@ -41,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,8 @@ class Patch:
         agreement: tuple[int, int] | None = None,
         feedback: tuple[int, float] | None = None,
         other_speaker: bool = False,
+        asks: Callable[[str], bool] | None = None,
+        runs: int | None = None,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
@@ -113,6 +116,10 @@ class Patch:
         # leading semantic results' stored vectors (normalised), its results returned
         self.feedback = feedback
         self.other_speaker = other_speaker  # a hit lifts only the turns another person said
+        self.asks = asks  # which turns only ask (the rank stage's questions.only_asks)
+        # a hit's offset to a turn counted in runs (speaker changes), the turns up to this many
+        # runs away lifted (with a context_window that reads far enough)
+        self.runs = runs
 
 
 @contextmanager
@@ -121,7 +128,7 @@ def patched(patch: Patch | None) -> Iterator[None]:
     (``context_candidates``) and selection (``ranking.select``), the query it ranks for, and
     the query ``retrieve()`` is given."""
     from retrieval.search import retriever as module
-    from retrieval.search.rank import named_speaker, ranking
+    from retrieval.search.rank import named_speaker, questions, ranking
     from retrieval.search.rank import rank as stage
 
     if patch is None:
@@ -147,6 +154,8 @@ def patched(patch: Patch | None) -> Iterator[None]:
                 options["lift"] = options["lift"] * scale
         ids = {hit.id for hit in chosen}  # the turns around the hits that still lift
         options["rows"] = [row for row in options["rows"] if row[0] in ids]
+        if patch.runs is not None:
+            options["rows"] = _offsets_in_runs(chosen, options["rows"], patch.runs)
         if patch.other_speaker:
             said = {hit.id: speaker_of(hit.content) for hit in hits}
             options["rows"] = [
@@ -189,6 +198,9 @@ def patched(patch: Patch | None) -> Iterator[None]:
             return first
         return _read_again(self, retrieve, query, options, _stored_vectors(self, ids), weight)
 
+    only_asks = questions.only_asks
+    if patch.asks is not None:
+        questions.only_asks = patch.asks
     agreement = named_speaker._LEADING, named_speaker._AGREEING
     if patch.agreement is not None:
         named_speaker._LEADING, named_speaker._AGREEING = patch.agreement
@@ -200,11 +212,63 @@ def patched(patch: Patch | None) -> Iterator[None]:
     try:
         yield
     finally:
+        questions.only_asks = only_asks
         named_speaker._LEADING, named_speaker._AGREEING = agreement
         stage.context_candidates = lift
         ranking.select = select  # type: ignore[assignment]
         module.rank = rank
         module.HybridRetriever.retrieve = retrieve  # type: ignore[method-assign]
+
+
+def _offsets_in_runs(hits: Sequence[Any], rows: Sequence[Any], most: int) -> list[Any]:
+    # ``rows`` (hit id, offset, a turn's columns) with each offset counted in runs: the
+    # speaker changes between the hit and the turn (positions where a speaker is unknown).
+    from retrieval.search.candidate import Candidate
+    from retrieval.search.rank.speakers import message_speaker
+
+    said = {(hit.id, 0): message_speaker(hit) for hit in hits}
+    for hit_id, offset, *columns in rows:
+        said[hit_id, offset] = message_speaker(Candidate(*columns))
+    counted = []
+    for hit_id, offset, *columns in rows:
+        step = 1 if offset >= 0 else -1
+        spoken = [said.get((hit_id, at)) for at in range(0, offset + step, step)]
+        runs = abs(offset) if None in spoken else sum(a != b for a, b in pairwise(spoken))
+        if runs == 0 or runs <= most:  # a turn of the hit's own run is left as it was
+            counted.append((hit_id, step * runs if runs else offset, *columns))
+    return counted
+
+
+def _asks_beside_reactions(words: int, *, exclaimed: bool = True) -> Callable[[str], bool]:
+    # A turn only asks: a question, beside sentences of at most ``words`` words (exclamations
+    # only, with ``exclaimed``).
+    def asks(text: str) -> bool:
+        sentences = [s for s in SENTENCE_END.split(text) if re.search(r"\w", s)]
+        asked = [s for s in sentences if s.rstrip(" \"')").endswith("?")]
+        short = [
+            s for s in sentences
+            if s not in asked and len(re.findall(r"\w+", s)) <= words
+            and (s.rstrip(" \"')").endswith("!") or not exclaimed)
+        ]  # fmt: skip
+        return bool(asked) and len(asked) + len(short) == len(sentences)
+
+    return asks
+
+
+def _reactions_too(words: int) -> Callable[[str], bool]:
+    # The product's turns that only ask, and the turns of reactions alone (exclamations of at
+    # most ``words`` words).
+    from retrieval.search.rank.questions import only_asks
+
+    def asks(text: str) -> bool:
+        sentences = [s for s in SENTENCE_END.split(text) if re.search(r"\w", s)]
+        reactions = all(
+            s.rstrip(" \"')").endswith("!") and len(re.findall(r"\w+", s)) <= words
+            for s in sentences
+        )
+        return only_asks(text) or (bool(sentences) and reactions)
+
+    return asks
 
 
 def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) -> list[Any]:
@@ -389,6 +453,18 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "question_discount 0.2": ({"question_discount": 0.2}, None),
     "question_discount 0.4": ({"question_discount": 0.4}, None),
     "question_discount 1 (a question scores the threshold)": ({"question_discount": 1.0}, None),
+    "only questions ask (no reactions beside)": ({}, Patch(asks=_asks_beside_reactions(0))),
+    "a question beside reactions of 3 words": ({}, Patch(asks=_asks_beside_reactions(3))),
+    "a question beside reactions of 7 words": ({}, Patch(asks=_asks_beside_reactions(7))),
+    "a question beside any sentence of 5 words": (
+        {},
+        Patch(asks=_asks_beside_reactions(5, exclaimed=False)),
+    ),
+    "reactions alone yield too (5 words)": ({}, Patch(asks=_reactions_too(5))),
+    "reactions alone yield too (3 words)": ({}, Patch(asks=_reactions_too(3))),
+    "offsets in runs: 1 run, read 6": ({"context_window": 6}, Patch(runs=1)),
+    "offsets in runs: 2 runs, read 6": ({"context_window": 6}, Patch(runs=2)),
+    "offsets in runs: 2 runs, read 4": ({"context_window": 4}, Patch(runs=2)),
     "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
     "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
 }  # fmt: skip
