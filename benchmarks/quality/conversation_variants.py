@@ -19,7 +19,8 @@ adversarial" leaves out the questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
        [--as-messages [--turn-budget]] [--turn-context W] [--run-weight W]
-       [--context-just-before | --context-other-run | --own-previous W] [--without-threads]
+       [--context-just-before | --context-other-run | --own-previous W] [--question-share W]
+       [--without-threads]
        [--json PATH]
 
 ``--turn-context`` and ``--run-weight`` store the turns with those shares of the turn before
@@ -27,8 +28,9 @@ Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] 
 ``--context-just-before`` stores each turn with the context of the turn just before it, not
 the turn before its speaker's run (the writer before that rule); ``--context-other-run``, with
 the other speaker's whole run before it; ``--own-previous``, plus a share of a run's own
-previous message (an experiment, vectors given); ``--without-threads`` stores the turns
-without thread and position (sessions inferred from time).
+previous message (an experiment, vectors given); ``--question-share``, the turn after a turn
+that only asks with at least that share of it (an experiment); ``--without-threads`` stores
+the turns without thread and position (sessions inferred from time).
 """
 
 from __future__ import annotations
@@ -512,6 +514,27 @@ def context_just_before() -> Iterator[None]:
 
 
 @contextmanager
+def question_share(share: float) -> Iterator[None]:
+    """The writer embeds the turn after a turn that only asks with at least ``share`` of it
+    (the answer carrying more of the question)."""
+    from retrieval.memory import turn_context
+    from retrieval.memory.speakers import said_text
+    from retrieval.search.rank.questions import only_asks
+
+    share_of = turn_context.Mixing.share
+
+    def larger(self: Any, before: Any) -> float:
+        own = share_of(self, before)
+        return max(own, share) if only_asks(said_text(before.text)) else own
+
+    turn_context.Mixing.share = larger  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        turn_context.Mixing.share = share_of  # type: ignore[method-assign]
+
+
+@contextmanager
 def context_other_run(most: int = 5) -> Iterator[None]:
     """The writer embeds a message with the whole run before its own (the other speaker's
     messages up to ``most``, as one text), not only that run's last message: an experiment
@@ -667,6 +690,12 @@ def main() -> None:
         "own previous message (vectors given; threads only)",
     )
     parser.add_argument(
+        "--question-share",
+        type=float,
+        help="an experiment: the turn after a turn that only asks takes at least this share of "
+        "it (the answer carrying more of the question)",
+    )
+    parser.add_argument(
         "--without-threads",
         action="store_true",
         help="store the turns without thread and position (sessions inferred from time)",
@@ -701,6 +730,7 @@ def main() -> None:
     with (
         context_just_before() if args.context_just_before else nullcontext(),
         context_other_run() if args.context_other_run else nullcontext(),
+        question_share(args.question_share) if args.question_share is not None else nullcontext(),
     ):
         if args.own_previous is not None:
             store_with_own_previous(store, stored, args.own_previous)
