@@ -257,6 +257,26 @@ def _asks_beside_reactions(words: int, *, exclaimed: bool = True) -> Callable[[s
     return asks
 
 
+INTERROGATIVE = re.compile(
+    r"^(what|when|where|who|whose|why|how|which|do|does|did|are|is|was|were|can|could|would|"
+    r"will|should|have|has|had|any|anyone|anything)\b",
+    re.IGNORECASE,
+)
+
+
+def _unmarked_questions(text: str) -> bool:
+    # The product's turns that only ask, a sentence opening with a question's word and ending
+    # with no mark taken for a question too.
+    from retrieval.search.rank.questions import only_asks
+
+    sentences = [s for s in SENTENCE_END.split(text) if s]
+    fixed = " ".join(
+        s + "?" if INTERROGATIVE.match(s) and not s.rstrip(" \"')").endswith((".", "!", "?")) else s
+        for s in sentences
+    )
+    return only_asks(fixed)
+
+
 def _reactions_too(words: int) -> Callable[[str], bool]:
     # The product's turns that only ask, and the turns of reactions alone (exclamations of at
     # most ``words`` words).
@@ -463,6 +483,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
         Patch(asks=_asks_beside_reactions(5, exclaimed=False)),
     ),
     "reactions alone yield too (5 words)": ({}, Patch(asks=_reactions_too(5))),
+    "a question's words ask without a mark": ({}, Patch(asks=_unmarked_questions)),
     "reactions alone yield too (3 words)": ({}, Patch(asks=_reactions_too(3))),
     "offsets in runs: 1 run, read 6": ({"context_window": 6}, Patch(runs=1)),
     "offsets in runs: 2 runs, read 6": ({"context_window": 6}, Patch(runs=2)),
@@ -476,9 +497,10 @@ SAID = re.compile(r'^(\w+) said, "(.*)"(?: and shared (.*))?$', re.DOTALL)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def as_messages(dialogue: Dialogue) -> Dialogue:
+def as_messages(dialogue: Dialogue, *, question_marks: bool = True) -> Dialogue:
     """``dialogue`` with each turn split into the messages of a chat: a sentence each (and one
-    for a shared photo), ``NAME: text``, the turn's id kept in each."""
+    for a shared photo), ``NAME: text``, the turn's id kept in each; without ``question_marks``
+    a question's mark is left out, as people often leave it out in a chat."""
     turns, position = [], 0
     for turn in dialogue.turns:
         said = SAID.match(turn.text)
@@ -486,6 +508,8 @@ def as_messages(dialogue: Dialogue) -> Dialogue:
             raise ValueError(f"not a LoCoMo turn: {turn.text[:60]}")
         speaker, text, photo = said.groups()
         parts = [part for part in SENTENCE_END.split(text.strip()) if part]
+        if not question_marks:
+            parts = [part.rstrip("?") or part for part in parts]
         parts += [f"[a photo: {photo}]"] if photo else []
         if position and turn.position == 0:
             position = 0  # a new session
@@ -663,6 +687,11 @@ def main() -> None:
         help="store the turns with this turn context (default: the write defaults')",
     )
     parser.add_argument(
+        "--no-question-marks",
+        action="store_true",
+        help="with --as-messages: leave out each message's question mark, as chats often do",
+    )
+    parser.add_argument(
         "--turn-budget",
         action="store_true",
         help="with --as-messages: read messages until k distinct turns are read (of 3k asked)",
@@ -712,7 +741,8 @@ def main() -> None:
 
     dialogues = load(args.data)
     if args.as_messages:
-        dialogues = [as_messages(dialogue) for dialogue in dialogues]
+        marks = not args.no_question_marks
+        dialogues = [as_messages(dialogue, question_marks=marks) for dialogue in dialogues]
     schema = MigrationSettings(schema=SCHEMA, embedding_dim=384)
     engine = embedded(args.data_dir, schema, prefix="rtv-variants-").engine
     write = WriteConfig.from_env()
