@@ -264,17 +264,20 @@ INTERROGATIVE = re.compile(
 )
 
 
-def _unmarked_questions(text: str) -> bool:
+def _unmarked_questions() -> Callable[[str], bool]:
     # The product's turns that only ask, a sentence opening with a question's word and ending
     # with no mark taken for a question too.
     from retrieval.search.rank.questions import only_asks
 
-    sentences = [s for s in SENTENCE_END.split(text) if s]
-    fixed = " ".join(
-        s + "?" if INTERROGATIVE.match(s) and not s.rstrip(" \"')").endswith((".", "!", "?")) else s
-        for s in sentences
-    )
-    return only_asks(fixed)
+    def asks(text: str) -> bool:
+        sentences = [s for s in SENTENCE_END.split(text) if s]
+        return only_asks(" ".join(
+            s + "?" if INTERROGATIVE.match(s) and not s.rstrip(" \"')").endswith((".", "!", "?"))
+            else s
+            for s in sentences
+        ))  # fmt: skip
+
+    return asks
 
 
 def _reactions_too(words: int) -> Callable[[str], bool]:
@@ -483,7 +486,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
         Patch(asks=_asks_beside_reactions(5, exclaimed=False)),
     ),
     "reactions alone yield too (5 words)": ({}, Patch(asks=_reactions_too(5))),
-    "a question's words ask without a mark": ({}, Patch(asks=_unmarked_questions)),
+    "a question's words ask without a mark": ({}, Patch(asks=_unmarked_questions())),
     "reactions alone yield too (3 words)": ({}, Patch(asks=_reactions_too(3))),
     "offsets in runs: 1 run, read 6": ({"context_window": 6}, Patch(runs=1)),
     "offsets in runs: 2 runs, read 6": ({"context_window": 6}, Patch(runs=2)),
