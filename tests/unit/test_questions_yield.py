@@ -48,6 +48,12 @@ def _scored(
         ("I got the job in Berlin last week! Can you believe it?", False),  # news, not a reaction
         ("Nice. How was it?", False),  # only an exclamation is taken for a reaction
         ("Wow!", False),  # a reaction alone asks nothing
+        ("how was the trip", True),  # a chat's question without its mark
+        ("wow! did you go with the kids", True),
+        ("Have fun", False),  # an order, not a question
+        ("have you seen it", True),
+        ("What a day.", False),  # marked as told
+        ("what a day!", False),
         ("I play tennis on Tuesdays.", False),
         ("Tennis? I love it.", False),
         ("", False),

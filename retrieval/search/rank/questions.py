@@ -7,9 +7,10 @@ turn context (:mod:`retrieval.memory.turn_context`), and a question that is a hi
 the turns around it (:mod:`retrieval.search.rank.context_lift`), the answer among them.
 
 So a conversation turn (a memory of kind ``message``) that only asks (it holds a question,
-and each of its other sentences is a reaction: an exclamation of at most five words, "Wow!",
-"That looks great!") has its final score scaled by ``1 - question_discount``, never under the
-threshold it passed: it ranks below the turns that tell and stays retrievable. Its result
+with its mark or opening as one does, and each of its other sentences is a reaction: an
+exclamation of at most five words, "Wow!", "That looks great!") has its final score scaled
+by ``1 - question_discount``, never under the threshold it passed: it ranks below the turns
+that tell and stays retrievable. Its result
 carries the discount as a part of its score (``question``, negative: the parts still add up to
 the final score) and its score before it (``only_asks``)
 (docs/decisions/0032-a-question-yields-to-the-answers.md).
@@ -31,20 +32,32 @@ _CLOSING = re.compile(r"[\s\"')\]\u201d\u2019]+$")
 _WORD = re.compile(r"\w+")
 # An exclamation of at most this many words is a reaction to what the other person said.
 REACTION_WORDS = 5
+# A sentence with no mark at its end that opens as a question does ("how was it", "did you
+# go"): people often leave the question mark out in a chat. A verb that also opens an order
+# ("Have fun", "Do it") asks only before a subject.
+_ASKING = re.compile(
+    r"(what|when|where|who|whose|why|how|which|anyone|anything)\b"
+    r"|(do|does|did|are|is|was|were|can|could|would|will|should|have|has|had)\s+"
+    r"(you|u|we|they|he|she|it|i|there|that|this|your|the|anyone|anything)\b",
+    re.IGNORECASE,
+)
+_MARKS = (".", "!", "?")
 
 
 def only_asks(text: str) -> bool:
     """Whether ``text`` (a turn's words, without its speaker) asks and tells nothing: it holds
-    a question, and each of its other sentences that holds a word is a reaction (an
-    exclamation of at most :data:`REACTION_WORDS` words). "Wow, that looks great! How was
-    it?" only asks; "I got the job in Berlin last week! Can you believe it?" tells too."""
+    a question (marked, or unmarked and opening as a question does: "how was it"), and each of
+    its other sentences that holds a word is a reaction (an exclamation of at most
+    :data:`REACTION_WORDS` words). "Wow, that looks great! How was it?" only asks; "I got the
+    job in Berlin last week! Can you believe it?" tells too."""
     asked = False
     for sentence in _SENTENCE_END.split(text):
         words = _WORD.findall(sentence)
         if not words:
             continue
         closed = _CLOSING.sub("", sentence)
-        if closed.endswith("?"):
+        unmarked = not closed.endswith(_MARKS) and _ASKING.match(closed.lstrip()) is not None
+        if closed.endswith("?") or unmarked:
             asked = True
         elif not (closed.endswith("!") and len(words) <= REACTION_WORDS):
             return False
