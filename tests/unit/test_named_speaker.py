@@ -4,30 +4,19 @@ and every other candidate keeps its score."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
-
 import pytest
 
-from retrieval.search.candidate import Candidate
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.rank import ranking
 from retrieval.search.rank.named_speaker import favour_named_speaker
 from retrieval.ui.score_parts import score_parts
+from tests.scored_turns import WEIGHTS, scored_memory
 
-WHEN = datetime(2026, 7, 1, tzinfo=UTC)
-WEIGHTS = {"relevance": 0.8, "recency": 0.2}
 CONFIG = RetrievalConfig(min_final_score=0.0)
 
 
 def _turn(turn_id: int, text: str, relevance: float, kind: str = "message") -> ranking.Scored:
-    candidate = Candidate(
-        source="semantic", item="memory", id=turn_id, content=text, kind=kind,
-        created_at=WHEN, relevance=relevance, recency=0.5, importance=0.5, popularity=0.0,
-        entity=0.0, distance=0.5, matched=None, entities=None,
-        details=json.dumps({"metadata": {}}),
-    )  # fmt: skip
-    return ranking.scored_candidate(candidate, WEIGHTS)
+    return scored_memory(turn_id, text, relevance, kind=kind)
 
 
 def _order(scored: list[ranking.Scored] | tuple[ranking.Scored, ...]) -> list[int]:

@@ -3,31 +3,25 @@ capped under them, still returned, and naming the newest."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from retrieval.integrations.records import result_record
-from retrieval.search.candidate import Candidate
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.rank import ranking
 from retrieval.search.rank.versions import VERSION_MARGIN, newer_versions_first
 from retrieval.ui.score_parts import outdated_label, score_parts
+from tests.scored_turns import WHEN, scored_memory
 
-WHEN = datetime(2026, 7, 1, tzinfo=UTC)
-WEIGHTS = {"relevance": 0.8, "recency": 0.2}
 CONFIG = RetrievalConfig(min_final_score=0.25)
 
 
 def _scored(memory_id: int, relevance: float, newer: list[int] | None = None) -> ranking.Scored:
-    candidate = Candidate(
-        source="semantic", item="memory", id=memory_id, content=f"version {memory_id}",
-        kind="fact", created_at=WHEN - timedelta(days=memory_id), relevance=relevance,
-        recency=0.5, importance=0.5, popularity=0.0, entity=0.0, distance=0.4, matched=None,
-        entities=None, details=json.dumps({"metadata": {}}), newer=newer,
+    return scored_memory(
+        memory_id, f"version {memory_id}", relevance, kind="fact",
+        created_at=WHEN - timedelta(days=memory_id), distance=0.4, newer=newer,
     )  # fmt: skip
-    return ranking.scored_candidate(candidate, WEIGHTS)
 
 
 def _ranked(scored: list[ranking.Scored]) -> list[int]:

@@ -4,36 +4,25 @@ the threshold it passed, the cut recorded as a part; other turns and other kinds
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from retrieval.integrations.records import result_record
 from retrieval.memory.speakers import said_text
-from retrieval.search.candidate import Candidate
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.rank import ranking
 from retrieval.search.rank.questions import only_asks, questions_yield
 from retrieval.ui.score_parts import question_label, score_parts
+from tests.scored_turns import scored_memory
 
-WHEN = datetime(2026, 7, 1, tzinfo=UTC)
-WEIGHTS = {"relevance": 0.8, "recency": 0.2}
 THRESHOLD = 0.25
 
 
 def _scored(
     memory_id: int, content: str, relevance: float, kind: str = "message"
 ) -> ranking.Scored:
-    candidate = Candidate(
-        source="semantic", item="memory", id=memory_id, content=content, kind=kind,
-        created_at=WHEN, relevance=relevance, recency=0.5, importance=0.5, popularity=0.0,
-        entity=0.0, distance=0.4, matched=None, entities=None,
-        details=json.dumps({"metadata": {}}),
-    )  # fmt: skip
-    return ranking.scored_candidate(candidate, WEIGHTS)
+    return scored_memory(memory_id, content, relevance, kind=kind, distance=0.4)
 
 
 @pytest.mark.parametrize(

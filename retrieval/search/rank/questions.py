@@ -10,10 +10,9 @@ So a conversation turn (a memory of kind ``message``) that only asks (it holds a
 with its mark or opening as one does, and each of its other sentences is a reaction: an
 exclamation of at most five words, "Wow!", "That looks great!") has its final score scaled
 by ``1 - question_discount``, never under the threshold it passed: it ranks below the turns
-that tell and stays retrievable. Its result
-carries the discount as a part of its score (``question``, negative: the parts still add up to
-the final score) and its score before it (``only_asks``)
-(docs/decisions/0032-a-question-yields-to-the-answers.md).
+that tell and stays retrievable. Its result carries the discount as a part of its score
+(``question``, negative: the parts still add up to the final score) and its score before it
+(``only_asks``) (docs/decisions/0032-a-question-yields-to-the-answers.md).
 """
 
 from __future__ import annotations

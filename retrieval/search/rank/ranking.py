@@ -153,14 +153,10 @@ def to_result(
             "id": outdated.by,
             "own_final_score": outdated.own_final,
         }
-        if final < outdated.own_final:
-            cap = final - outdated.own_final
-            metadata["parts"]["outdated"] = {"weight": 1.0, "signal": cap, "value": cap}
+        _cut(metadata["parts"], "outdated", final, outdated.own_final)
     if asks is not None:
         metadata["only_asks"] = {"own_final_score": asks}
-        if final < asks:
-            cut = final - asks
-            metadata["parts"]["question"] = {"weight": 1.0, "signal": cut, "value": cut}
+        _cut(metadata["parts"], "question", final, asks)
     return RetrievalResult(
         content=candidate.content,
         source=candidate.source,
@@ -169,6 +165,12 @@ def to_result(
         final_score=final,
         metadata=metadata,
     )
+
+
+def _cut(parts: dict[str, dict[str, float]], name: str, final: float, own: float) -> None:
+    # What took a result's score from ``own`` down to ``final``, as a negative part ``name``.
+    if final < own:
+        parts[name] = {"weight": 1.0, "signal": final - own, "value": final - own}
 
 
 def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]:
