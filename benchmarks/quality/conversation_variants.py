@@ -428,6 +428,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "at most 4 lifted turns": (EVERY_HIT, Patch(cap=4)),
     "a thread's n-th result scaled 0.9^n": (EVERY_HIT, Patch(penalty=0.9)),
     "lifted turns scaled 0.8^n per thread": (EVERY_HIT, Patch(penalty=0.8, lifted_only=True)),
+    "context_focus 1": ({"context_focus": 1.0}, None),
+    "context_focus 2": ({"context_focus": 2.0}, None),
     "context_focus 3": ({"context_focus": 3.0}, None),
     "context_focus 10": ({"context_focus": 10.0}, None),
     "context_focus 20": ({"context_focus": 20.0}, None),
