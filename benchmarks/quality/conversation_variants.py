@@ -105,6 +105,7 @@ class Patch:
         other_speaker: bool = False,
         asks: Callable[[str], bool] | None = None,
         runs: int | None = None,
+        vector_text: Callable[[str], str] | None = None,
     ) -> None:
         self.top, self.margin, self.cap, self.penalty = top, margin, cap, penalty
         self.lifted_only, self.several_only, self.rewrite = lifted_only, several_only, rewrite
@@ -122,6 +123,7 @@ class Patch:
         # a hit's offset to a turn counted in runs (speaker changes), the turns up to this many
         # runs away lifted (with a context_window that reads far enough)
         self.runs = runs
+        self.vector_text = vector_text  # the text the query's vector is made of
 
 
 @contextmanager
@@ -130,6 +132,7 @@ def patched(patch: Patch | None) -> Iterator[None]:
     (``context_candidates``) and selection (``ranking.select``), the query it ranks for, and
     the query ``retrieve()`` is given."""
     from retrieval.search import retriever as module
+    from retrieval.search.prepare.query_vector import QueryVectors
     from retrieval.search.rank import named_speaker, questions, ranking
     from retrieval.search.rank import rank as stage
 
@@ -200,6 +203,17 @@ def patched(patch: Patch | None) -> Iterator[None]:
             return first
         return _read_again(self, retrieve, query, options, _stored_vectors(self, ids), weight)
 
+    with_vector = QueryVectors.with_vector
+
+    def vector_of(self: Any, call: Any) -> Any:
+        text = patch.vector_text(call.query.text) if patch.vector_text else call.query.text
+        if text == call.query.text or not text.strip():
+            return with_vector(self, call)
+        done = with_vector(self, replace(call, query=replace(call.query, text=text)))
+        return replace(done, query=call.query)
+
+    if patch.vector_text is not None:
+        QueryVectors.with_vector = vector_of  # type: ignore[method-assign]
     only_asks = questions.only_asks
     if patch.asks is not None:
         questions.only_asks = patch.asks
@@ -215,6 +229,7 @@ def patched(patch: Patch | None) -> Iterator[None]:
         yield
     finally:
         questions.only_asks = only_asks
+        QueryVectors.with_vector = with_vector  # type: ignore[method-assign]
         named_speaker._LEADING, named_speaker._AGREEING = agreement
         stage.context_candidates = lift
         ranking.select = select  # type: ignore[assignment]
@@ -414,6 +429,21 @@ def _own(scored: Any) -> Any:
     )
 
 
+SPEAKERS: set[str] = set()  # the dialogues' speakers, once loaded
+
+
+def _named_out(replacement: str, possessive: str) -> Callable[[str], str]:
+    # A query with the speakers it names taken out of the text its vector is made of (the
+    # named person's signal still reads the query as asked).
+    def taken_out(query: str) -> str:
+        for name in SPEAKERS:
+            query = re.sub(rf"\b{re.escape(name)}'s\b", possessive, query)
+            query = re.sub(rf"\b{re.escape(name)}\b", replacement, query)
+        return re.sub(r"\s+", " ", query).strip()
+
+    return taken_out
+
+
 EVERY_HIT = {"context_focus": 0.0}  # 0012's lift, on which the patched variants act
 NO_SPEAKER = {"speaker_weight": 0.0}
 VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
@@ -493,6 +523,11 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "offsets in runs: 1 run, read 6": ({"context_window": 6}, Patch(runs=1)),
     "offsets in runs: 2 runs, read 6": ({"context_window": 6}, Patch(runs=2)),
     "offsets in runs: 2 runs, read 4": ({"context_window": 4}, Patch(runs=2)),
+    "the named person out of the query's vector": ({}, Patch(vector_text=_named_out("", ""))),
+    "the named person as they in the query's vector": (
+        {},
+        Patch(vector_text=_named_out("they", "their")),
+    ),
     "bm25_weight 0.35": ({"bm25_weight": 0.35}, None),
     "bm25_weight 0.65": ({"bm25_weight": 0.65}, None),
 }  # fmt: skip
@@ -745,6 +780,9 @@ def main() -> None:
     from retrieval.memory.store import MemoryStore
 
     dialogues = load(args.data)
+    SPEAKERS.update(
+        name for dialogue in dialogues for turn in dialogue.turns if (name := speaker_of(turn.text))
+    )
     if args.as_messages:
         marks = not args.no_question_marks
         dialogues = [as_messages(dialogue, question_marks=marks) for dialogue in dialogues]
