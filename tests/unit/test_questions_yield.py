@@ -47,6 +47,14 @@ def _scored(
         ("Tennis? I love it.", False),
         ("", False),
         ("?", False),
+        # Chinese, Japanese and Arabic marks; a Chinese character counts as a word
+        ("太好了！你去哪了？", True),
+        ("我今天终于拿到了柏林的工作！你相信吗？", False),  # news, not a reaction
+        ("我去了北京。你呢？", False),
+        ("「本当？」", True),
+        ("ما هذا؟", True),
+        ("¡Qué bien! ¿Cuándo vuelves?", True),
+        ("Me mudé a Berlín. ¿Y tú?", False),
     ],
 )
 def test_a_turn_only_asks_when_it_asks_beside_reactions_at_most(text: str, asks: bool) -> None:

@@ -13,6 +13,9 @@ by ``1 - question_discount``, never under the threshold it passed: it ranks belo
 that tell and stays retrievable. Its result carries the discount as a part of its score
 (``question``, negative: the parts still add up to the final score) and its score before it
 (``only_asks``) (docs/decisions/0032-a-question-yields-to-the-answers.md).
+
+The marks are read in Latin, Chinese, Japanese and Arabic script (a Chinese or Japanese
+character counts as a word); a question without its mark is recognised in English only.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.speakers import said_text
 from retrieval.search.rank.ranking import Scored
 
-# A sentence ends at ., ! or ? and the spaces after it.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A sentence ends at its mark: ., ! or ? and the spaces after it; the full-width marks of
+# Chinese and Japanese (。！？), which need no space after them; the Arabic question mark (؟).
+_SENTENCE_END = re.compile(r"(?<=[.!?\u061f])\s+|(?<=[\u3002\uff01\uff1f\uff0e])\s*")
 # What may close a sentence after its mark: spaces, quotes and brackets.
-_CLOSING = re.compile(r"[\s\"')\]\u201d\u2019]+$")
-_WORD = re.compile(r"\w+")
+_CLOSING = re.compile(r"[\s\"')\]\u201d\u2019\u300d\u300f\uff09]+$")
+# A word: a Chinese character or a kana (those scripts put no space between words), else a run
+# of word characters.
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|\w+")
 # An exclamation of at most this many words is a reaction to what the other person said.
 REACTION_WORDS = 5
 # A sentence with no mark at its end that opens as a question does ("how was it", "did you
@@ -40,7 +46,9 @@ _ASKING = re.compile(
     r"(you|u|we|they|he|she|it|i|there|that|this|your|the|anyone|anything)\b",
     re.IGNORECASE,
 )
-_MARKS = (".", "!", "?")
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")
+_EXCLAMATION_MARKS = ("!", "\uff01")
+_MARKS = (".", "\u3002", "\uff0e", *_QUESTION_MARKS, *_EXCLAMATION_MARKS)
 
 
 def only_asks(text: str) -> bool:
@@ -56,9 +64,9 @@ def only_asks(text: str) -> bool:
             continue
         closed = _CLOSING.sub("", sentence)
         unmarked = not closed.endswith(_MARKS) and _ASKING.match(closed.lstrip()) is not None
-        if closed.endswith("?") or unmarked:
+        if closed.endswith(_QUESTION_MARKS) or unmarked:
             asked = True
-        elif not (closed.endswith("!") and len(words) <= REACTION_WORDS):
+        elif not (closed.endswith(_EXCLAMATION_MARKS) and len(words) <= REACTION_WORDS):
             return False
     return asked
 
