@@ -506,6 +506,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "feedback: the best 3 hits, 0.5": ({}, Patch(feedback=(3, 0.5))),
     "feedback: the best hit, 0.35": ({}, Patch(feedback=(1, 0.35))),
     "a pool of 80": ({"candidate_pool": 80}, None),
+    "a pool of 60": ({"candidate_pool": 60}, None),
+    "a pool of 120": ({"candidate_pool": 120}, None),
     "questions do not yield (question_discount 0)": ({"question_discount": 0.0}, None),
     "question_discount 0.2": ({"question_discount": 0.2}, None),
     "question_discount 0.4": ({"question_discount": 0.4}, None),
