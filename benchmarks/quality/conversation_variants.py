@@ -14,11 +14,13 @@ sessions.
 sentence (and one for a shared photo), each ``NAME: text`` as ``retrieval ingest`` stores a
 transcript's line, in the turn's session and order; the budget is then k messages read, and a
 question's evidence turn counts as found when one of its messages is among them
-(``--turn-budget``: messages are read until k distinct turns are, of 3k asked). The group "not
-adversarial" leaves out the questions that name the other speaker on purpose.
+(``--turn-budget``: messages are read until k distinct turns are, of 3k asked;
+``--strict-evidence``: a message that only asks or only reacts finds nothing, as in a chat
+whose evidence is labelled message by message). The group "not adversarial" leaves out the
+questions that name the other speaker on purpose.
 
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
-       [--as-messages [--turn-budget]] [--turn-context W] [--run-weight W]
+       [--as-messages [--turn-budget] [--strict-evidence]] [--turn-context W] [--run-weight W]
        [--context-just-before | --context-other-run | --own-previous W] [--question-share W]
        [--without-threads]
        [--json PATH]
@@ -309,6 +311,24 @@ def _reactions_too(words: int) -> Callable[[str], bool]:
         return only_asks(text) or (bool(sentences) and reactions)
 
     return asks
+
+
+def tells_nothing(content: str) -> bool:
+    """Whether a chat's message (``NAME: text``) can hold no evidence: it only asks (the
+    product's rule) or holds reactions alone, exclamations of at most three words ("Wow!",
+    "Hey Mel!", "That's great!"). In the proxy every message of an evidence turn carries the
+    turn's label, where a real chat labels the messages that tell."""
+    from retrieval.memory.speakers import said_text
+
+    return _reactions_too(3)(said_text(content))
+
+
+def _found_by(turns: Sequence[str], said: Sequence[str]) -> list[str]:
+    # The turns the messages read find: a message that tells nothing finds none of its own.
+    return [
+        f"nothing {n}" if tells_nothing(text) else turn
+        for n, (turn, text) in enumerate(zip(turns, said, strict=True))
+    ]
 
 
 def _greedy(results: Sequence[Any], limit: int, threshold: float, patch: Patch) -> list[Any]:
@@ -678,10 +698,13 @@ def evaluate(
     *,
     messages: bool = False,
     turn_budget: bool = False,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
     whose evidence lies in several sessions (``messages``: at a budget of k messages, each
-    naming its turn; with ``turn_budget``, at k distinct turns read from 3k messages)."""
+    naming its turn; with ``turn_budget``, at k distinct turns read from 3k messages; with
+    ``strict``, a message that only asks or only reacts finds no turn: see
+    :func:`tells_nothing`)."""
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
@@ -701,6 +724,9 @@ def evaluate(
                     )
                     turns = [r.metadata["metadata"]["dia_id"] for r in response
                              if r.source == "semantic"]  # fmt: skip
+                    if strict:  # a bare message takes its place in the budget, finding nothing
+                        said = [r.content for r in response if r.source == "semantic"]
+                        turns = _found_by(turns, said)
                     whole = messages and not turn_budget
                     read = list(dict.fromkeys(turns[:k])) if whole else first_turns(turns, k)
                     recall = len(set(read) & set(question.evidence)) / len(question.evidence)
@@ -771,6 +797,12 @@ def main() -> None:
         action="store_true",
         help="store the turns without thread and position (sessions inferred from time)",
     )
+    parser.add_argument(
+        "--strict-evidence",
+        action="store_true",
+        help="with --as-messages: a message that only asks or only reacts (exclamations of at "
+        "most 3 words) finds no turn, though it takes its place in the budget",
+    )
     add_output(parser)
     args = parser.parse_args()
     unknown = sorted(set(args.only or ()) - set(VARIANTS))
@@ -819,7 +851,12 @@ def main() -> None:
             continue
         with patched(patch):
             results[name] = found = evaluate(
-                store, dialogues, change, messages=args.as_messages, turn_budget=args.turn_budget
+                store,
+                dialogues,
+                change,
+                messages=args.as_messages,
+                turn_budget=args.turn_budget,
+                strict=args.strict_evidence,
             )
         by = " | ".join(
             f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
