@@ -22,7 +22,7 @@ questions that name the other speaker on purpose.
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
        [--as-messages [--turn-budget] [--strict-evidence]] [--turn-context W] [--run-weight W]
        [--context-just-before | --context-other-run | --own-previous W] [--question-share W]
-       [--without-threads]
+       [--without-threads] [--full-names]
        [--json PATH]
 
 ``--turn-context`` and ``--run-weight`` store the turns with those shares of the turn before
@@ -32,7 +32,8 @@ the turn before its speaker's run (the writer before that rule); ``--context-oth
 the other speaker's whole run before it; ``--own-previous``, plus a share of a run's own
 previous message (an experiment, vectors given); ``--question-share``, the turn after a turn
 that only asks with at least that share of it (an experiment); ``--without-threads`` stores
-the turns without thread and position (sessions inferred from time).
+the turns without thread and position (sessions inferred from time); ``--full-names`` writes
+each speaker with a family name, the questions naming the first name.
 """
 
 from __future__ import annotations
@@ -582,6 +583,25 @@ def as_messages(dialogue: Dialogue, *, question_marks: bool = True) -> Dialogue:
     return replace(dialogue, turns=tuple(turns))
 
 
+FAMILY_NAMES = ("Walker", "Okafor", "Lindqvist", "Moreau", "Tanaka", "Rossi", "Novak", "Silva")
+OPENING_NAME = re.compile(r'^(\w+)(?=: | said, ")')
+
+
+def with_full_names(dialogues: Sequence[Dialogue]) -> list[Dialogue]:
+    """``dialogues`` with each turn's speaker written with a family name ("Caroline Walker:
+    ...", as a chat's export names people), the questions as they were (naming the first
+    name)."""
+    names = sorted({speaker_of(turn.text) or "" for d in dialogues for turn in d.turns} - {""})
+    full = {name: f"{name} {FAMILY_NAMES[n % len(FAMILY_NAMES)]}" for n, name in enumerate(names)}
+    return [
+        replace(d, turns=tuple(
+            replace(t, text=OPENING_NAME.sub(lambda m: full.get(m[1], m[1]), t.text, count=1))
+            for t in d.turns
+        ))
+        for d in dialogues
+    ]  # fmt: skip
+
+
 @contextmanager
 def context_just_before() -> Iterator[None]:
     """The writer embeds every turn with the turn just before it, as before it followed a
@@ -803,6 +823,12 @@ def main() -> None:
         help="with --as-messages: a message that only asks or only reacts (exclamations of at "
         "most 3 words) finds no turn, though it takes its place in the budget",
     )
+    parser.add_argument(
+        "--full-names",
+        action="store_true",
+        help="store each speaker with a family name (Caroline Walker: ...), the questions "
+        "naming the first name, as a chat's export names people",
+    )
     add_output(parser)
     args = parser.parse_args()
     unknown = sorted(set(args.only or ()) - set(VARIANTS))
@@ -828,11 +854,11 @@ def main() -> None:
     if args.run_weight is not None:
         write = replace(write, run_turn_context=args.run_weight)
     store = MemoryStore(engine, schema=SCHEMA, config=write)
-    stored = dialogues
+    stored = with_full_names(dialogues) if args.full_names else dialogues
     if args.without_threads:  # the sessions kept for the questions' groups
         stored = [
             replace(d, turns=tuple(replace(t, thread=None, position=None) for t in d.turns))
-            for d in dialogues
+            for d in stored
         ]
     with (
         context_just_before() if args.context_just_before else nullcontext(),
