@@ -1,7 +1,9 @@
 """Who said a message: the name its text opens with.
 
 A chat's line is stored as ``Maria: text`` (``retrieval ingest`` of a transcript) and a
-narrated turn as ``Maria said, "text"``; a text that opens with neither has no known speaker.
+narrated turn as ``Maria said, "text"``; a name may have up to three words (``Maria Lopez:
+text``), and a query names that person in full or by the first or the last of them. A text
+that opens with neither has no known speaker.
 The writer reads it for the turn before a message's run (:mod:`retrieval.memory.turn_context`),
 the rank stage for the person a query names and for the run a hit belongs to
 (:mod:`retrieval.search.rank.speakers`).
@@ -13,20 +15,46 @@ import re
 
 from retrieval.memory.kinds import MESSAGE_KIND
 
-# The name a turn opens with: "Maria: ..." or 'Maria said, "...'.
-_OPENING = re.compile(r'(\w[\w\'-]{0,39})(?:: | said, ")')
+# The name a turn opens with: "Maria: ...", "Maria Lopez: ..." or 'Maria said, "...': a word,
+# then at most two more (a chat's export names people in full: "Mary Ann", "Jean-Luc Picard",
+# "Dr. Lee").
+_OPENING = re.compile(r'(\w[\w\'.-]*(?: \w[\w\'.-]*){0,2})(?:: | said, ")')
+_LONGEST_NAME = 40
+
+
+def _opening(content: str) -> re.Match[str] | None:
+    # The speaker's name and what follows it, when ``content`` opens with a name: at most
+    # 40 characters, its words after the first not in lower case ("Note to self: ..." names
+    # nobody).
+    opening = _OPENING.match(content)
+    if opening is None or len(opening[1]) > _LONGEST_NAME:
+        return None
+    if any(word[0].islower() for word in opening[1].split(" ")[1:]):
+        return None
+    return opening
 
 
 def speaker_of(content: str) -> str | None:
     """The name ``content`` opens with as its speaker's, or ``None``."""
-    opening = _OPENING.match(content)
+    opening = _opening(content)
     return opening[1] if opening is not None else None
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """The ways a text may name the speaker ``name``: in full, and, when it has several
+    words, by its first word and by its last ("Maria" or "Lopez" for "Maria Lopez"); a title
+    ("Dr.") names nobody alone."""
+    words = name.split(" ")
+    if len(words) == 1:
+        return (name,)
+    parts = [word for word in (words[0], words[-1]) if not word.endswith(".")]
+    return (name, *dict.fromkeys(parts))
 
 
 def said_text(content: str) -> str:
     """What ``content`` says without the speaker's name it opens with (and, for a narrated
     turn, without its closing quote): ``content`` itself when it names no speaker."""
-    opening = _OPENING.match(content)
+    opening = _opening(content)
     if opening is None:
         return content
     said = content[opening.end() :]

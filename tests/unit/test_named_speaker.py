@@ -86,3 +86,27 @@ def test_the_time_a_query_names_keeps_its_signal_when_rescored() -> None:
     marias = [r for r in again if r.identity != 3]
     assert all(r.weights is not None and r.weights["time"] == pytest.approx(0.18) for r in marias)
     assert _order(list(again)) == [1, 2, 5, 4, 3]
+
+
+# A chat's export names people in full; questions name them by first (or last) name.
+FULL_NAMES = [
+    _turn(1, "Maria Lopez: I joined a climbing gym.", 0.62),
+    _turn(2, "Maria Lopez: weekends are for the lake", 0.60),
+    _turn(5, "Maria Lopez: my knee is fine again", 0.595),
+    _turn(3, "Tom Berg: tennis is one of my passions", 0.59),
+    _turn(4, "Maria Lopez: tennis is one of my passions too", 0.58),
+]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["What sports does Maria play?", "What sports does Lopez play?", "Maria Lopez's sports?"],
+)
+def test_a_person_named_by_a_part_of_their_full_name_is_named(query: str) -> None:
+    again = favour_named_speaker(query, FULL_NAMES, WEIGHTS, 0.1)
+    assert _order(list(again)) == [1, 2, 5, 4, 3]
+
+
+def test_two_speakers_sharing_the_first_name_named_are_nobody() -> None:
+    shared = [*FULL_NAMES[:3], _turn(3, "Maria Berg: tennis is one of my passions", 0.59)]
+    assert favour_named_speaker("What does Maria play?", shared, WEIGHTS, 0.1) is shared

@@ -3,7 +3,8 @@
 A question about a person ("What sports does Maria play?") is mostly answered by what that
 person said, often in another session than the best hit. A message's speaker is the name its
 text opens with (``Maria: ...``, as a chat transcript is stored, or ``Maria said, "..."``); the
-query names a speaker when it holds that name as a word, in the same case. When exactly one
+query names a speaker when it holds that name as a word, in the same case (a name of several
+words, ``Maria Lopez``, in full or by its first or last word). When exactly one
 speaker among the call's semantic candidates is named, and the three leading ones are all that
 speaker's turns, each turn that person said is scored again with one more signal,
 ``speaker`` (1), weighted ``speaker_weight`` while the source's other weights are scaled by
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from retrieval.memory.speakers import name_words
 from retrieval.search.rank import ranking
 from retrieval.search.rank.speakers import message_speaker
 
@@ -72,4 +74,8 @@ def _speakers(scored: Sequence[ranking.Scored]) -> dict[int, str]:
 
 
 def _names(query: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query) is not None
+    # The query holds the name, or for a name of several words its first or last word.
+    return any(
+        re.search(rf"(?<!\w){re.escape(word)}(?!\w)", query) is not None
+        for word in name_words(name)
+    )

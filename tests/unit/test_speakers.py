@@ -1,0 +1,57 @@
+"""Who said a message (retrieval.memory.speakers): the name its text opens with, of one to
+three words, and the words by which a query may name that person."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.memory.speakers import name_words, said_text, speaker_of, speaker_of_kind
+
+
+@pytest.mark.parametrize(
+    ("content", "speaker", "said"),
+    [
+        ("Maria: I joined a climbing gym.", "Maria", "I joined a climbing gym."),
+        ('Maria said, "I joined a climbing gym."', "Maria", "I joined a climbing gym."),
+        ("Maria Lopez: hi", "Maria Lopez", "hi"),  # a chat's export names people in full
+        ('Maria Lopez said, "hi"', "Maria Lopez", "hi"),
+        ("Mary Ann Smith: hi", "Mary Ann Smith", "hi"),
+        ("Jean-Luc Picard: engage", "Jean-Luc Picard", "engage"),
+        ("Dr. Lee: take two", "Dr. Lee", "take two"),
+        ("O'Brien: on my way", "O'Brien", "on my way"),
+        ("王伟: 你好", "王伟", "你好"),
+        ("Maria: Tom: hi", "Maria", "Tom: hi"),  # the first name only
+        # no speaker: a phrase in lower case, four words, a name too long, no name at all
+        ("Note to self: buy milk", None, "Note to self: buy milk"),
+        ("I told him: no", None, "I told him: no"),
+        ("Anna Maria Lisa Rossi: hi", None, "Anna Maria Lisa Rossi: hi"),
+        (f"{'A' * 41}: hi", None, f"{'A' * 41}: hi"),
+        ("I joined a climbing gym.", None, "I joined a climbing gym."),
+        ("Maria:no space", None, "Maria:no space"),
+    ],
+)
+def test_the_speaker_is_the_name_a_message_opens_with(
+    content: str, speaker: str | None, said: str
+) -> None:
+    assert speaker_of(content) == speaker
+    assert said_text(content) == said
+
+
+def test_only_a_message_has_a_speaker() -> None:
+    assert speaker_of_kind("message", "Maria Lopez: hi") == "Maria Lopez"
+    assert speaker_of_kind("fact", "Maria Lopez: hi") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("Maria", ("Maria",)),
+        ("Maria Lopez", ("Maria Lopez", "Maria", "Lopez")),
+        ("Mary Ann Smith", ("Mary Ann Smith", "Mary", "Smith")),
+        ("Dr. Lee", ("Dr. Lee", "Lee")),  # a title names nobody alone
+    ],
+)
+def test_a_name_is_named_in_full_or_by_its_first_or_last_word(
+    name: str, words: tuple[str, ...]
+) -> None:
+    assert name_words(name) == words
