@@ -101,3 +101,26 @@ def test_a_question_whose_leading_turns_are_anothers_or_naming_two_or_nobody_is_
         (r.content, r.final_score) for r in before
     ]
     assert all("speaker" not in r.metadata["weights"] for r in after)
+
+
+def test_a_person_stored_by_full_name_is_named_by_first_name(store: MemoryStore) -> None:
+    # A chat's export names people in full; the question names Maria by her first name.
+    full = {"Maria:": "Maria Lopez:", "Tom:": "Tom Berg:"}
+    store.remember_many(
+        MemoryInput(
+            text=" ".join(full.get(word, word) for word in text.split(" ")), tenant_id="names",
+            kind="message", thread_id=f"s{number}-{position}", position=0,
+            created_at=MAY + timedelta(days=7 * number, minutes=position),
+        )
+        for number, turns in enumerate(SESSIONS)
+        for position, text in enumerate(turns)
+    )  # fmt: skip
+    config = RetrievalConfig(record_access=False)
+    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
+        response = retriever.retrieve(QUESTION, tenant_id="names", as_of=AS_OF, limit=6)
+    check_contract(response)
+    assert response.results
+    for result in response:
+        said_by_maria = result.content.startswith("Maria Lopez:")
+        assert ("speaker" in result.metadata["weights"]) is said_by_maria, result.content
+    assert _order(response)[0].startswith("Maria Lopez:")

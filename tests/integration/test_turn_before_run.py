@@ -54,6 +54,18 @@ def test_each_message_of_a_run_takes_the_turn_before_the_run(
     assert close(stored[4], mixed(own[4], own[3]))  # Ana's reply: Bo's last message
 
 
+def test_a_speaker_named_in_full_has_runs_too(
+    database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
+) -> None:
+    chat = [body.replace("Ana:", "Ana Silva:").replace("Bo:", "Bo Chen:") for body in CHAT]
+    ids = store.remember_many(_turn(body, n) for n, body in enumerate(chat))
+    own = _own(counting_embedder, chat)
+    stored = stored_vectors(database, ids)
+    assert close(stored[1], mixed(own[1], own[0]))
+    for n in (2, 3):  # Bo Chen's run takes Ana Silva's question
+        assert close(stored[n], mixed(own[n], own[0], RUN))
+
+
 def test_a_run_is_followed_back_through_stored_turns(
     database: PgDatabase, store: MemoryStore, counting_embedder: CountingEmbedder
 ) -> None:
