@@ -16,10 +16,12 @@ import re
 from retrieval.memory.kinds import MESSAGE_KIND
 
 # The name a turn opens with: "Maria: ...", "Maria Lopez: ..." or 'Maria said, "...': a word,
-# then at most two more (a chat's export names people in full: "Mary Ann", "Jean-Luc Picard",
-# "Dr. Lee").
-_OPENING = re.compile(r'(\w[\w\'.-]*(?: \w[\w\'.-]*){0,2})(?:: | said, ")')
+# then at most two more (a chat's export names people as the phone shows them: "Mary Ann",
+# "Jean-Luc Picard", "Dr. Lee", "Mum 🌸", "Maria (work)").
+_OPENING = re.compile(r'(\w[\w\'.-]*(?: (?![a-z\u00df-\u00ff])[^\s:]+){0,2})(?:: | said, ")')
 _LONGEST_NAME = 40
+# A word of a name a query may use alone: letters, with ' - or . inside ("Jean-Luc", "O'Brien").
+_WHOLE_WORD = re.compile(r"\w[\w'.-]*")
 
 
 def _opening(content: str) -> re.Match[str] | None:
@@ -43,11 +45,15 @@ def speaker_of(content: str) -> str | None:
 def name_words(name: str) -> tuple[str, ...]:
     """The ways a text may name the speaker ``name``: in full, and, when it has several
     words, by its first word and by its last ("Maria" or "Lopez" for "Maria Lopez"); a title
-    ("Dr.") names nobody alone."""
+    ("Dr.") or a word that is not a word ("🌸", "(work)") names nobody alone."""
     words = name.split(" ")
     if len(words) == 1:
         return (name,)
-    parts = [word for word in (words[0], words[-1]) if not word.endswith(".")]
+    parts = [
+        word
+        for word in (words[0], words[-1])
+        if _WHOLE_WORD.fullmatch(word) is not None and not word.endswith(".")
+    ]
     return (name, *dict.fromkeys(parts))
 
 

@@ -20,7 +20,10 @@ from retrieval.memory.speakers import name_words, said_text, speaker_of, speaker
         ("Dr. Lee: take two", "Dr. Lee", "take two"),
         ("O'Brien: on my way", "O'Brien", "on my way"),
         ("王伟: 你好", "王伟", "你好"),
+        ("Mum 🌸: dinner at 7?", "Mum 🌸", "dinner at 7?"),  # as a phone shows a contact
+        ("Maria (work): running late", "Maria (work)", "running late"),
         ("Maria: Tom: hi", "Maria", "Tom: hi"),  # the first name only
+        ('Maria said, "ok": fine', "Maria", 'ok": fine'),  # the shorter name that reads
         # no speaker: a phrase in lower case, four words, a name too long, no name at all
         ("Note to self: buy milk", None, "Note to self: buy milk"),
         ("I told him: no", None, "I told him: no"),
@@ -49,6 +52,8 @@ def test_only_a_message_has_a_speaker() -> None:
         ("Maria Lopez", ("Maria Lopez", "Maria", "Lopez")),
         ("Mary Ann Smith", ("Mary Ann Smith", "Mary", "Smith")),
         ("Dr. Lee", ("Dr. Lee", "Lee")),  # a title names nobody alone
+        ("Mum 🌸", ("Mum 🌸", "Mum")),
+        ("Maria (work)", ("Maria (work)", "Maria")),
     ],
 )
 def test_a_name_is_named_in_full_or_by_its_first_or_last_word(
