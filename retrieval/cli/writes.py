@@ -5,6 +5,7 @@ Lines or CSV file), ``retrieval reembed`` (every memory with the current model),
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from retrieval.cli.parsers import command
@@ -68,6 +69,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _ingest(args: argparse.Namespace, database: Database) -> int:
     """store memories, decisions, tool calls and chat transcripts from a JSON Lines or CSV file"""
     from retrieval.memory.file_ingest import ingest, read_file
+    from retrieval.memory.file_lines import unread_speakers
 
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     records = read_file(
@@ -77,6 +79,7 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
         file_format=args.format,
         override_tenant=args.override_tenant,
     )
+    _note_unread_speakers(unread_speakers(records))
     if args.defer_index:
         drop_vector_index(database.engine, store.schema)
     try:
@@ -104,6 +107,20 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
         )
     )
     return 0
+
+
+def _note_unread_speakers(unread: list[str]) -> None:
+    # Says which speakers' messages will have no known speaker, and how to name them.
+    if not unread:
+        return
+    shown = ", ".join(map(repr, unread[:5])) + (", ..." if len(unread) > 5 else "")
+    print(
+        f"note: {counted(len(unread), 'speaker')} not read as a name ({shown}): their messages "
+        "are stored, but the conversation rules (runs of messages, the person a question "
+        "names) do not know who said them; a name of one to three words, those after the "
+        "first not in lower case (Maria Lopez), is read (docs/api.md)",
+        file=sys.stderr,
+    )
 
 
 def _stats(args: argparse.Namespace, database: Database) -> int:

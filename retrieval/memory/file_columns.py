@@ -58,7 +58,8 @@ COLUMNS = (
            "text`, the speaker in its metadata, its session (default: the file's name) as its "
            "thread, and its position counted in file order after the turns its session already "
            "holds (unless given); `time` (or `created_at`) when it was said; `speaker` and "
-           "`text` are required"),
+           "`text` are required; a speaker of one to three words, those after the first not in "
+           "lower case (`Maria Lopez`), is read back as who said it (a note names the others)"),
 )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ validated before anything is written (:mod:`retrieval.memory.file_ingest` writes
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +25,9 @@ from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.file_formats import csv_rows, jsonl_rows
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.ingest_keys import ingest_key
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
+from retrieval.memory.speakers import speaker_of
 from retrieval.memory.store import MemoryStore
 from retrieval.memory.validation import (
     ValidDecision,
@@ -337,3 +341,19 @@ def _check_decisions(records: list[Record], store: MemoryStore, path: Path) -> N
                     "decision line of the file in decision_ref, or leave decision_id empty",
                     field="decision_id",
                 )
+
+
+def unread_speakers(records: Sequence[Record]) -> list[str]:
+    """The transcript speakers among ``records`` whose name the conversation rules cannot read
+    back from a message's text (:func:`retrieval.memory.speakers.speaker_of`: one to three
+    words, those after the first not in lower case), in the order they first speak: their
+    messages are stored as given, with no known speaker."""
+    unread: dict[str, None] = {}
+    for record in records:
+        valid = record.valid
+        if not isinstance(valid, ValidMemory) or valid.kind != MESSAGE_KIND:
+            continue
+        speaker = json.loads(valid.metadata_json).get("speaker")
+        if isinstance(speaker, str) and speaker_of(valid.text) != speaker:
+            unread[speaker] = None
+    return list(unread)

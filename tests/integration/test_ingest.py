@@ -117,6 +117,30 @@ def test_cli_ingest_prints_a_summary_and_stats_shows_it(
     assert lines["globex"] == ["2", "1", "1", "1", "2"]
 
 
+def test_cli_ingest_names_the_speakers_it_cannot_read_and_stores_them_all(
+    database: PgDatabase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript = tmp_path / "chat.jsonl"
+    speakers = ["Maria Lopez", "maria lopez", "Tom", "+44 7700 900123", "maria lopez"]
+    transcript.write_text(
+        "".join(
+            json.dumps({"speaker": who, "text": f"turn {n}", "session": "s1"}) + "\n"
+            for n, who in enumerate(speakers)
+        )
+    )
+    url = ["--database-url", database.url]
+    assert main([*url, "ingest", str(transcript), "--tenant", "acme"]) == 0
+    captured = capsys.readouterr()
+    assert "5 rows (5 memories" in captured.out
+    note = captured.err
+    assert "note: 2 speakers not read as a name ('maria lopez', '+44 7700 900123')" in note
+    assert "'Maria Lopez'" not in note and "'Tom'" not in note
+    # A transcript whose every speaker reads says nothing.
+    transcript.write_text(json.dumps({"speaker": "Ana", "text": "hi", "session": "s2"}) + "\n")
+    assert main([*url, "ingest", str(transcript), "--tenant", "acme"]) == 0
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_cli_ingest_exits_1_with_the_line_and_writes_nothing(
     database: PgDatabase, capsys: pytest.CaptureFixture[str]
 ) -> None:
