@@ -22,7 +22,7 @@ questions that name the other speaker on purpose.
 Usage: python benchmarks/quality/conversation_variants.py DATA [--data-dir DIR] [--only NAME ...]
        [--as-messages [--turn-budget] [--strict-evidence]] [--turn-context W] [--run-weight W]
        [--context-just-before | --context-other-run | --own-previous W] [--question-share W]
-       [--without-threads] [--full-names]
+       [--without-threads] [--full-names] [--lowercase-questions]
        [--json PATH]
 
 ``--turn-context`` and ``--run-weight`` store the turns with those shares of the turn before
@@ -829,6 +829,11 @@ def main() -> None:
         help="store each speaker with a family name (Caroline Walker: ...), the questions "
         "naming the first name, as a chat's export names people",
     )
+    parser.add_argument(
+        "--lowercase-questions",
+        action="store_true",
+        help="ask each question all in lower case, as people type to a chat",
+    )
     add_output(parser)
     args = parser.parse_args()
     unknown = sorted(set(args.only or ()) - set(VARIANTS))
@@ -840,6 +845,11 @@ def main() -> None:
     from retrieval.memory.store import MemoryStore
 
     dialogues = load(args.data)
+    if args.lowercase_questions:
+        dialogues = [
+            replace(d, questions=tuple(replace(q, text=q.text.lower()) for q in d.questions))
+            for d in dialogues
+        ]
     SPEAKERS.update(
         name for dialogue in dialogues for turn in dialogue.turns if (name := speaker_of(turn.text))
     )

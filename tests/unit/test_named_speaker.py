@@ -57,7 +57,7 @@ def test_the_named_speakers_turns_rise_when_the_leading_ones_are_theirs() -> Non
     [
         "What sports does Tom play?",  # Tom said none of the three leading turns
         "What do Maria and Tom play?",  # two speakers named
-        "What sports does maria play?",  # a name in another case is not the name
+        "What sports does maria play?",  # a name in another case is not the name...
         "What sports does Mariana play?",  # a name inside another word is not the name
         "What sports are played?",  # nobody named
     ],
@@ -110,3 +110,11 @@ def test_a_person_named_by_a_part_of_their_full_name_is_named(query: str) -> Non
 def test_two_speakers_sharing_the_first_name_named_are_nobody() -> None:
     shared = [*FULL_NAMES[:3], _turn(3, "Maria Berg: tennis is one of my passions", 0.59)]
     assert favour_named_speaker("What does Maria play?", shared, WEIGHTS, 0.1) is shared
+
+
+def test_a_query_typed_all_in_lower_case_names_in_any_case() -> None:
+    # ... unless the whole query is in lower case, as people type to a chat.
+    again = favour_named_speaker("what sports does maria play", TURNS, WEIGHTS, 0.1)
+    assert _order(list(again)) == [1, 2, 5, 4, 3]
+    again = favour_named_speaker("what sports does lopez play", FULL_NAMES, WEIGHTS, 0.1)
+    assert _order(list(again)) == [1, 2, 5, 4, 3]

@@ -3,8 +3,9 @@
 A question about a person ("What sports does Maria play?") is mostly answered by what that
 person said, often in another session than the best hit. A message's speaker is the name its
 text opens with (``Maria: ...``, as a chat transcript is stored, or ``Maria said, "..."``); the
-query names a speaker when it holds that name as a word, in the same case (a name of several
-words, ``Maria Lopez``, in full or by its first or last word). When exactly one
+query names a speaker when it holds that name as a word, in the same case, or in any case when
+the query is typed all in lower case (a name of several words, ``Maria Lopez``, in full or by
+its first or last word). When exactly one
 speaker among the call's semantic candidates is named, and the three leading ones are all that
 speaker's turns, each turn that person said is scored again with one more signal,
 ``speaker`` (1), weighted ``speaker_weight`` while the source's other weights are scaled by
@@ -74,8 +75,10 @@ def _speakers(scored: Sequence[ranking.Scored]) -> dict[int, str]:
 
 
 def _names(query: str, name: str) -> bool:
-    # The query holds the name, or for a name of several words its first or last word.
+    # The query holds the name, or for a name of several words its first or last word: in the
+    # name's case, or in any case when the query was typed all in lower case.
+    flags = 0 if any(character.isupper() for character in query) else re.IGNORECASE
     return any(
-        re.search(rf"(?<!\w){re.escape(word)}(?!\w)", query) is not None
+        re.search(rf"(?<!\w){re.escape(word)}(?!\w)", query, flags) is not None
         for word in name_words(name)
     )
