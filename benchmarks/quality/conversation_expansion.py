@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_output, write_result
 from _server import add_data_dir, embedded
-from conversation_eval import CATEGORIES, SCHEMA, Dialogue, first_turns, load, store_dialogues
-from conversation_variants import as_messages, asks_for_several
+from conversation_eval import SCHEMA, Dialogue, load, store_dialogues
+from conversation_variants import TABLE_HEAD, as_messages, asks_for_several, table_row
+from conversation_variants import evaluate as evaluate_variant
 
 from retrieval.memory.speakers import speaker_of
 
-ADVERSARIAL = 5
 WORD = re.compile(r"[A-Za-z][a-z]{3,}")
 STOP = frozenset((
     "what", "when", "where", "which", "whom", "whose", "does", "have", "been", "being", "with",
@@ -150,41 +150,22 @@ def expansions(
 def evaluate(
     store: Any, dialogues: Sequence[Dialogue], variant: Variant, *, messages: bool
 ) -> dict[str, Any]:
-    """R@5 / R@10 with ``variant``'s expansions, overall and by group."""
-    from retrieval.search.config import RetrievalConfig
-    from retrieval.search.retriever import HybridRetriever
-
+    """R@5 / R@10 with ``variant``'s expansions, overall and by group
+    (``conversation_variants.evaluate``, each question asked with its expansions)."""
     embedder = store.embedder
     general = general_vocabulary(embedder) if variant.vocabulary == "general" else None
-    config = RetrievalConfig(record_access=False)
-    recalls: dict[str, dict[int, list[float]]] = defaultdict(lambda: {5: [], 10: []})
-    with HybridRetriever.from_store(store, config=config) as retriever:
-        for dialogue in dialogues:
+    vocabularies: dict[str, tuple[Vocabulary, set[str]]] = {}
+
+    def asked(dialogue: Dialogue, question: str, config: Any) -> Any:
+        if dialogue.tenant not in vocabularies:
             names = {speaker_of(turn.text) or "" for turn in dialogue.turns} - {""}
-            vocabulary = general or tenant_vocabulary(dialogue, embedder, names)
-            session_of = {turn.dia_id: turn.thread for turn in dialogue.turns}
-            for question in dialogue.questions:
-                expanded = expansions(question.text, vocabulary, embedder, names, variant)
-                asked = replace(config, query_expansions=expanded) if expanded else config
-                several = len({session_of[turn] for turn in question.evidence}) > 1
-                groups = ["all", CATEGORIES[question.category]] + (["several"] if several else [])
-                groups += ["not adversarial"] if question.category != ADVERSARIAL else []
-                for k in (5, 10):
-                    response = retriever.retrieve(
-                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of,
-                        limit=k, config=asked,
-                    )  # fmt: skip
-                    turns = [r.metadata["metadata"]["dia_id"] for r in response
-                             if r.source == "semantic"]  # fmt: skip
-                    read = list(dict.fromkeys(turns[:k])) if messages else first_turns(turns, k)
-                    recall = len(set(read) & set(question.evidence)) / len(question.evidence)
-                    for group in groups:
-                        recalls[group][k].append(recall)
-    return {
-        group: {f"recall@{k}": round(100 * sum(v) / len(v), 1) for k, v in by_k.items()}
-        | {"questions": len(by_k[5])}
-        for group, by_k in recalls.items()
-    }
+            own = general or tenant_vocabulary(dialogue, embedder, names)
+            vocabularies[dialogue.tenant] = own, names
+        vocabulary, names = vocabularies[dialogue.tenant]
+        expanded = expansions(question, vocabulary, embedder, names, variant)
+        return replace(config, query_expansions=expanded) if expanded else config
+
+    return evaluate_variant(store, dialogues, {}, messages=messages, asked=asked)
 
 
 def main() -> None:
@@ -218,17 +199,12 @@ def main() -> None:
     store = MemoryStore(engine, schema=SCHEMA, config=WriteConfig.from_env())
     store_dialogues(store, dialogues)
     results: dict[str, Any] = {}
+    print(TABLE_HEAD)
     for variant in variants:
         results[variant.name] = found = evaluate(
             store, dialogues, variant, messages=args.as_messages
         )
-        by = " | ".join(
-            f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
-        )
-        answerable = found["not adversarial"]
-        print(f"| {variant.name} | {found['all']['recall@5']:.1f} | {found['all']['recall@10']:.1f}"
-              f" | {by} | {found['several']['recall@10']:.1f} | {answerable['recall@5']:.1f} / "
-              f"{answerable['recall@10']:.1f} |", flush=True)  # fmt: skip
+        print(table_row(variant.name, found), flush=True)
     engine.dispose()
     variant_name = "as-messages" if args.as_messages else None
     write_result("conversation-expansion", results, args, variant=variant_name)

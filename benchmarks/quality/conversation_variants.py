@@ -719,12 +719,14 @@ def evaluate(
     messages: bool = False,
     turn_budget: bool = False,
     strict: bool = False,
+    asked: Callable[[Dialogue, str, Any], Any] | None = None,
 ) -> dict[str, Any]:
     """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
     whose evidence lies in several sessions (``messages``: at a budget of k messages, each
     naming its turn; with ``turn_budget``, at k distinct turns read from 3k messages; with
     ``strict``, a message that only asks or only reacts finds no turn: see
-    :func:`tells_nothing`)."""
+    :func:`tells_nothing`; ``asked(dialogue, question, config)``: the configuration a question
+    is asked with, else the retriever's)."""
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
@@ -737,11 +739,15 @@ def evaluate(
                 several = len({session_of[turn] for turn in question.evidence}) > 1
                 groups = ["all", CATEGORIES[question.category]] + (["several"] if several else [])
                 groups += ["not adversarial"] if question.category != ADVERSARIAL else []
+                options = (
+                    {} if asked is None else {"config": asked(dialogue, question.text, config)}
+                )
                 for k in KS:
                     limit = 3 * k if turn_budget else k
                     response = retriever.retrieve(
-                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of, limit=limit
-                    )
+                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of,
+                        limit=limit, **options,
+                    )  # fmt: skip
                     turns = [r.metadata["metadata"]["dia_id"] for r in response
                              if r.source == "semantic"]  # fmt: skip
                     if strict:  # a bare message takes its place in the budget, finding nothing
@@ -880,8 +886,7 @@ def main() -> None:
         else:
             store_dialogues(store, stored)
     results: dict[str, Any] = {}
-    print("| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
-          + " | several R@10 | not adversarial |")  # fmt: skip
+    print(TABLE_HEAD)
     for name, (change, patch) in VARIANTS.items():
         if args.only and name not in args.only:
             continue
@@ -894,15 +899,26 @@ def main() -> None:
                 turn_budget=args.turn_budget,
                 strict=args.strict_evidence,
             )
-        by = " | ".join(
-            f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
-        )
-        answerable = found["not adversarial"]
-        print(f"| {name} | {found['all']['recall@5']:.1f} | {found['all']['recall@10']:.1f} | "
-              f"{by} | {found['several']['recall@10']:.1f} | {answerable['recall@5']:.1f}"
-              f" / {answerable['recall@10']:.1f} |", flush=True)  # fmt: skip
+        print(table_row(name, found), flush=True)
     engine.dispose()
     write_result("conversation-variants", results, args)
+
+
+TABLE_HEAD = (
+    "| variant | R@5 | R@10 | " + " | ".join(CATEGORIES.values())
+    + " | several R@10 | not adversarial |"
+)  # fmt: skip
+
+
+def table_row(name: str, found: Mapping[str, Any]) -> str:
+    """A line of the printed table: ``found`` (one variant's recall by group) as R@5 / R@10."""
+    by = " | ".join(
+        f"{found[c]['recall@5']:.1f} / {found[c]['recall@10']:.1f}" for c in CATEGORIES.values()
+    )
+    answerable = found["not adversarial"]
+    return (f"| {name} | {found['all']['recall@5']:.1f} | {found['all']['recall@10']:.1f} | "
+            f"{by} | {found['several']['recall@10']:.1f} | {answerable['recall@5']:.1f}"
+            f" / {answerable['recall@10']:.1f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,10 +18,12 @@ from retrieval.memory.kinds import MESSAGE_KIND
 # The name a turn opens with: "Maria: ...", "Maria Lopez: ..." or 'Maria said, "...': a word,
 # then at most two more (a chat's export names people as the phone shows them: "Mary Ann",
 # "Jean-Luc Picard", "Dr. Lee", "Mum 🌸", "Maria (work)").
-_OPENING = re.compile(r'(\w[\w\'.-]*(?: (?![a-z\u00df-\u00ff])[^\s:]+){0,2})(?:: | said, ")')
+# A name's first word, and a word of it a query may use alone: letters, with ' - or . inside
+# ("Jean-Luc", "O'Brien", "Dr.").
+_NAME_WORD = r"\w[\w'.-]*"
+_OPENING = re.compile(rf'({_NAME_WORD}(?: (?![a-z\u00df-\u00ff])[^\s:]+){{0,2}})(?:: | said, ")')
+_WHOLE_WORD = re.compile(_NAME_WORD)
 _LONGEST_NAME = 40
-# A word of a name a query may use alone: letters, with ' - or . inside ("Jean-Luc", "O'Brien").
-_WHOLE_WORD = re.compile(r"\w[\w'.-]*")
 
 
 def _opening(content: str) -> re.Match[str] | None:

@@ -44,7 +44,9 @@ def favour_named_speaker(
     said = _speakers(scored)
     if not said:
         return scored
-    named = {name for name in set(said.values()) if _names(query, name)}
+    # A query typed all in lower case names a speaker in any case.
+    case = 0 if any(character.isupper() for character in query) else re.IGNORECASE
+    named = {name for name in set(said.values()) if _names(query, name, case)}
     if len(named) != 1:
         return scored
     (name,) = named
@@ -74,11 +76,10 @@ def _speakers(scored: Sequence[ranking.Scored]) -> dict[int, str]:
     return said
 
 
-def _names(query: str, name: str) -> bool:
-    # The query holds the name, or for a name of several words its first or last word: in the
-    # name's case, or in any case when the query was typed all in lower case.
-    flags = 0 if any(character.isupper() for character in query) else re.IGNORECASE
+def _names(query: str, name: str, case: int) -> bool:
+    # The query holds the name, or for a name of several words its first or last word (``case``:
+    # 0, or re.IGNORECASE).
     return any(
-        re.search(rf"(?<!\w){re.escape(word)}(?!\w)", query, flags) is not None
+        re.search(rf"(?<!\w){re.escape(word)}(?!\w)", query, case) is not None
         for word in name_words(name)
     )
