@@ -14,12 +14,15 @@ letters), taken from one of two vocabularies:
 
 ``--gate several`` expands only the questions that ask for several things (the rule of
 ``conversation_variants.asks_for_several``: "all", "both", "in common", "kinds of", a plural
-after what / which). The dialogues are stored as ``conversation_eval.py`` stores them (or as a
-chat's messages, ``--as-messages``); R@5 / R@10 at an equal budget, by category, the
-questions with evidence in several sessions, and the questions that are not adversarial.
+after what / which). ``ADDS_ONLY`` (a scale in (0, 1]) reads each expanded question twice: the
+plain read's results keep their places and scores, and the results only the expanded read finds
+join them at that scale times their score. The dialogues are stored as ``conversation_eval.py``
+stores them (or as a chat's messages, ``--as-messages``); R@5 / R@10 at an equal budget, by
+category, the questions with evidence in several sessions, and the questions that are not
+adversarial.
 
 Usage: python benchmarks/quality/conversation_expansion.py DATA [--as-messages]
-       [--variant NAME:VOCABULARY:WORDS:THRESHOLD:GATE ...] [--json PATH]
+       [--variant NAME:VOCABULARY:WORDS:THRESHOLD:GATE[:ADDS_ONLY] ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -68,13 +71,15 @@ class Variant:
     words: int
     threshold: float
     gate: str
+    adds_only: float = 0.0
 
     @classmethod
     def parse(cls, text: str) -> Variant:
-        name, vocabulary, words, threshold, gate = text.split(":")
+        name, vocabulary, words, threshold, gate, *adds = text.split(":")
         if vocabulary not in ("tenant", "general") or gate not in ("all", "several"):
             raise argparse.ArgumentTypeError(f"not a variant: {text}")
-        return cls(name, vocabulary, int(words), float(threshold), gate)
+        adds_only = float(adds[0]) if adds else 0.0
+        return cls(name, vocabulary, int(words), float(threshold), gate, adds_only)
 
 
 DEFAULT_VARIANTS = (
@@ -165,7 +170,30 @@ def evaluate(
         expanded = expansions(question, vocabulary, embedder, names, variant)
         return replace(config, query_expansions=expanded) if expanded else config
 
-    return evaluate_variant(store, dialogues, {}, messages=messages, asked=asked)
+    def read(retriever: Any, question: str, **options: Any) -> Any:
+        return added(retriever, question, variant.adds_only, **options)
+
+    reader = read if variant.adds_only else None
+    return evaluate_variant(store, dialogues, {}, messages=messages, asked=asked, read=reader)
+
+
+def added(retriever: Any, question: str, scale: float, **options: Any) -> list[Any]:
+    """The question's results read without its expansions, with the results only the expanded
+    read finds added at ``scale`` times their score: the expansion adds candidates and never
+    moves the plain read's."""
+    expanded = options.pop("config", None)
+    plain = retriever.retrieve(question, **options)
+    if expanded is None:
+        return list(plain)
+    seen = {result.metadata["id"] for result in plain}
+    more = [
+        (scale * result.final_score, result)
+        for result in retriever.retrieve(question, config=expanded, **options)
+        if result.metadata["id"] not in seen
+    ]
+    ranked = [(result.final_score, result) for result in plain] + more
+    ranked.sort(key=lambda pair: -pair[0])
+    return [result for _, result in ranked[: options["limit"]]]
 
 
 def main() -> None:
@@ -181,8 +209,9 @@ def main() -> None:
         "--variant",
         action="append",
         type=Variant.parse,
-        help="NAME:VOCABULARY:WORDS:THRESHOLD:GATE (vocabulary tenant or general, gate all or "
-        "several); repeat it (default: no expansion and three ways to expand)",
+        help="NAME:VOCABULARY:WORDS:THRESHOLD:GATE[:ADDS_ONLY] (vocabulary tenant or general, "
+        "gate all or several; ADDS_ONLY a scale: the expanded read only adds results, at that "
+        "scale times their score); repeat it (default: no expansion and three ways to expand)",
     )
     add_output(parser)
     args = parser.parse_args()

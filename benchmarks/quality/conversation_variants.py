@@ -711,6 +711,10 @@ def store_with_own_previous(store: Any, dialogues: Sequence[Dialogue], share: fl
         store.remember_many(items)
 
 
+def _retrieve(retriever: Any, question: str, **options: Any) -> Any:
+    return retriever.retrieve(question, **options)
+
+
 def evaluate(
     store: Any,
     dialogues: Sequence[Dialogue],
@@ -720,13 +724,15 @@ def evaluate(
     turn_budget: bool = False,
     strict: bool = False,
     asked: Callable[[Dialogue, str, Any], Any] | None = None,
+    read: Callable[..., Sequence[Any]] | None = None,
 ) -> dict[str, Any]:
     """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
     whose evidence lies in several sessions (``messages``: at a budget of k messages, each
     naming its turn; with ``turn_budget``, at k distinct turns read from 3k messages; with
     ``strict``, a message that only asks or only reacts finds no turn: see
     :func:`tells_nothing`; ``asked(dialogue, question, config)``: the configuration a question
-    is asked with, else the retriever's)."""
+    is asked with, else the retriever's; ``read(retriever, question, **options)``: the results
+    a question gets, else ``retriever.retrieve``'s)."""
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
 
@@ -744,9 +750,9 @@ def evaluate(
                 )
                 for k in KS:
                     limit = 3 * k if turn_budget else k
-                    response = retriever.retrieve(
-                        question.text, tenant_id=dialogue.tenant, as_of=dialogue.as_of,
-                        limit=limit, **options,
+                    response = (read or _retrieve)(
+                        retriever, question.text, tenant_id=dialogue.tenant,
+                        as_of=dialogue.as_of, limit=limit, **options,
                     )  # fmt: skip
                     turns = [r.metadata["metadata"]["dia_id"] for r in response
                              if r.source == "semantic"]  # fmt: skip
