@@ -174,7 +174,7 @@ def evaluate(
         return added(retriever, question, variant.adds_only, **options)
 
     reader = read if variant.adds_only else None
-    return evaluate_variant(store, dialogues, {}, messages=messages, asked=asked, read=reader)
+    return evaluate_variant(store, dialogues, {}, messages=messages, asked=asked, reader=reader)
 
 
 def added(retriever: Any, question: str, scale: float, **options: Any) -> list[Any]:

@@ -724,14 +724,14 @@ def evaluate(
     turn_budget: bool = False,
     strict: bool = False,
     asked: Callable[[Dialogue, str, Any], Any] | None = None,
-    read: Callable[..., Sequence[Any]] | None = None,
+    reader: Callable[..., Sequence[Any]] | None = None,
 ) -> dict[str, Any]:
     """R@5 / R@10 of the defaults with ``change``, overall, by category and for the questions
     whose evidence lies in several sessions (``messages``: at a budget of k messages, each
     naming its turn; with ``turn_budget``, at k distinct turns read from 3k messages; with
     ``strict``, a message that only asks or only reacts finds no turn: see
     :func:`tells_nothing`; ``asked(dialogue, question, config)``: the configuration a question
-    is asked with, else the retriever's; ``read(retriever, question, **options)``: the results
+    is asked with, else the retriever's; ``reader(retriever, question, **options)``: the results
     a question gets, else ``retriever.retrieve``'s)."""
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import HybridRetriever
@@ -750,7 +750,7 @@ def evaluate(
                 )
                 for k in KS:
                     limit = 3 * k if turn_budget else k
-                    response = (read or _retrieve)(
+                    response = (reader or _retrieve)(
                         retriever, question.text, tenant_id=dialogue.tenant,
                         as_of=dialogue.as_of, limit=limit, **options,
                     )  # fmt: skip
