@@ -79,6 +79,8 @@ class Variant:
         if vocabulary not in ("tenant", "general") or gate not in ("all", "several"):
             raise argparse.ArgumentTypeError(f"not a variant: {text}")
         adds_only = float(adds[0]) if adds else 0.0
+        if not 0.0 <= adds_only <= 1.0:
+            raise argparse.ArgumentTypeError(f"ADDS_ONLY is a scale in [0, 1]: {text}")
         return cls(name, vocabulary, int(words), float(threshold), gate, adds_only)
 
 
