@@ -14,12 +14,12 @@ letters), taken from one of two vocabularies:
 
 ``--gate several`` expands only the questions that ask for several things (the rule of
 ``conversation_variants.asks_for_several``: "all", "both", "in common", "kinds of", a plural
-after what / which). ``ADDS_ONLY`` (a scale in (0, 1]) reads each expanded question twice: the
-plain read's results keep their places and scores, and the results only the expanded read finds
-join them at that scale times their score. The dialogues are stored as ``conversation_eval.py``
-stores them (or as a chat's messages, ``--as-messages``); R@5 / R@10 at an equal budget, by
-category, the questions with evidence in several sessions, and the questions that are not
-adversarial.
+after what / which). ``ADDS_ONLY`` (a scale in [0, 1], 0 off) reads each expanded question
+twice: the plain read's results keep their places and scores, and the results only the expanded
+read finds join them at that scale times their score. The dialogues are stored as
+``conversation_eval.py`` stores them (or as a chat's messages, ``--as-messages``); R@5 / R@10 at
+an equal budget, by category, the questions with evidence in several sessions, and the
+questions that are not adversarial.
 
 Usage: python benchmarks/quality/conversation_expansion.py DATA [--as-messages]
        [--variant NAME:VOCABULARY:WORDS:THRESHOLD:GATE[:ADDS_ONLY] ...] [--json PATH]
