@@ -608,7 +608,7 @@ def context_just_before() -> Iterator[None]:
     message's run back (no text has a speaker while writing)."""
     from retrieval.memory import turn_context
 
-    names = ("speaker_of", "speaker_of_kind")
+    names = ("speaker_of",)
     originals = [getattr(turn_context, name) for name in names]
     for name in names:
         setattr(turn_context, name, lambda *_: None)

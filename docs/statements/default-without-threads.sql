@@ -3,8 +3,8 @@
 --        context_window, dense_span_squared, dense_weight, dense_zero_squared, fusion, known_at,
 --        max_distance, memory_bm25_rows, message_kind, query_text, query_vector, rrf_k,
 --        semantic_candidates, semantic_half_life, session_gap, tenant_id, untold_sessions,
---        version_candidates, version_shared_words, version_similarity, weight_entity,
---        weight_importance, weight_popularity, weight_recency, weight_relevance
+--        update_similarity, version_candidates, version_shared_words, version_similarity,
+--        weight_entity, weight_importance, weight_popularity, weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -407,7 +407,8 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
@@ -427,39 +428,42 @@ mem_facts AS MATERIALIZED (
            END AS told_at,
            m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM (SELECT id,
-                 kind
-          FROM semantic
-          WHERE kind <> 'message'
-          ORDER BY relevance DESC,
-                   id
-          LIMIT %(version_candidates)s) AS s
+    FROM semantic AS s
          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
                                            AND m.id = s.id
+    WHERE NOT(m.kind = 'message'
+           OR (m.thread_id IS NOT NULL
+           AND m.position IS NOT NULL))
+    ORDER BY s.relevance DESC,
+             s.id
+    LIMIT %(version_candidates)s
   ),
 
--- mem_newer: each fact's newer versions among them (same kind, near vectors or words)
---   binds: version_shared_words, version_similarity
+-- mem_newer: each fact's possible newer versions among them, marked near or not
+--   binds: update_similarity, version_shared_words, version_similarity
 mem_newer AS MATERIALIZED (
     SELECT o.id,
            array_agg(n.id ORDER BY n.told_at DESC,
-                                   n.id DESC) AS newer
+                                   n.id DESC) AS newer,
+           array_agg(p.near ORDER BY n.told_at DESC,
+                                     n.id DESC) AS newer_near
     FROM mem_facts AS o
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND o.key IS NULL
-                                  AND n.key IS NULL
+                                  AND (o.key IS NULL
+                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
-    WHERE CASE
-            WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
-              THEN TRUE
-            WHEN d.similarity >= CAST(0.5 AS float8)
-              THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
-                    FROM unnest(o.lexemes) AS x
-                    WHERE x = ANY(n.lexemes))
-            ELSE FALSE
-          END
+         CROSS JOIN LATERAL (SELECT CASE
+                                      WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
+                                        THEN TRUE
+                                      WHEN d.similarity >= CAST(0.5 AS float8)
+                                        THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+                                              FROM unnest(o.lexemes) AS x
+                                              WHERE x = ANY(n.lexemes))
+                                      ELSE FALSE
+                                    END AS near) AS p
+    WHERE d.similarity >= CAST(%(update_similarity)s AS float8)
     GROUP BY o.id
   ),
 
@@ -480,7 +484,8 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
-           v.newer
+           v.newer,
+           v.newer_near
     FROM semantic AS s
          LEFT JOIN mem_newer AS v ON v.id = s.id
   ),
@@ -508,7 +513,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
 
     UNION ALL
 
@@ -530,7 +536,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
   ),
 
 -- context_hits: the leading memory candidates that are turns of a conversation
@@ -822,7 +829,8 @@ context AS (
                              LEAST(CAST(1.0 AS float8),
                                    GREATEST(CAST(0.0 AS float8),
                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM turns AS n
   )
 
@@ -843,6 +851,7 @@ context AS (
         entities,
         CAST(details AS text) AS details,
         newer,
+        newer_near,
         CAST(NULL AS bigint) AS hit_id,
         CAST(NULL AS integer) AS "offset"
  FROM semantic_versions
@@ -865,6 +874,7 @@ context AS (
         entities,
         CAST(details AS text) AS details,
         newer,
+        newer_near,
         CAST(NULL AS bigint) AS hit_id,
         CAST(NULL AS integer) AS "offset"
  FROM source_presence)
@@ -887,6 +897,7 @@ SELECT source,
        entities,
        CAST(details AS text) AS details,
        newer,
+       newer_near,
        hit_id,
        "offset"
 FROM context

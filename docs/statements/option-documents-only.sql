@@ -417,7 +417,8 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -446,7 +447,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
   )
 
 -- the candidates of every source
@@ -465,7 +467,8 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
-       newer
+       newer,
+       newer_near
 FROM documents
 
 UNION ALL
@@ -485,5 +488,6 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
-       newer
+       newer,
+       newer_near
 FROM source_presence

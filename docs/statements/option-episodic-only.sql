@@ -148,7 +148,8 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -225,7 +226,8 @@ episodic_tool_calls AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
@@ -254,7 +256,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
 
     UNION ALL
 
@@ -276,7 +279,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
   )
 
 -- the candidates of every source
@@ -295,7 +299,8 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
-        newer
+        newer,
+        newer_near
  FROM episodic_decisions
 
  UNION ALL
@@ -315,7 +320,8 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
-        newer
+        newer,
+        newer_near
  FROM episodic_tool_calls)
 
 UNION ALL
@@ -335,5 +341,6 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
-       newer
+       newer,
+       newer_near
 FROM source_presence

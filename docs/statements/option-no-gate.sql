@@ -5,8 +5,8 @@
 --        episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
 --        episodic_recency, episodic_relevance, fusion, keywords, known_at, memory_bm25_rows,
 --        patterns, query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life,
---        tenant_id, text_search_config, version_candidates, version_shared_words,
---        version_similarity
+--        tenant_id, text_search_config, update_similarity, version_candidates,
+--        version_shared_words, version_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -409,7 +409,8 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
   ),
 
@@ -427,39 +428,42 @@ mem_facts AS MATERIALIZED (
            END AS told_at,
            m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM (SELECT id,
-                 kind
-          FROM semantic
-          WHERE kind <> 'message'
-          ORDER BY relevance DESC,
-                   id
-          LIMIT %(version_candidates)s) AS s
+    FROM semantic AS s
          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
                                            AND m.id = s.id
+    WHERE NOT(m.kind = 'message'
+           OR (m.thread_id IS NOT NULL
+           AND m.position IS NOT NULL))
+    ORDER BY s.relevance DESC,
+             s.id
+    LIMIT %(version_candidates)s
   ),
 
--- mem_newer: each fact's newer versions among them (same kind, near vectors or words)
---   binds: version_shared_words, version_similarity
+-- mem_newer: each fact's possible newer versions among them, marked near or not
+--   binds: update_similarity, version_shared_words, version_similarity
 mem_newer AS MATERIALIZED (
     SELECT o.id,
            array_agg(n.id ORDER BY n.told_at DESC,
-                                   n.id DESC) AS newer
+                                   n.id DESC) AS newer,
+           array_agg(p.near ORDER BY n.told_at DESC,
+                                     n.id DESC) AS newer_near
     FROM mem_facts AS o
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND o.key IS NULL
-                                  AND n.key IS NULL
+                                  AND (o.key IS NULL
+                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
-    WHERE CASE
-            WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
-              THEN TRUE
-            WHEN d.similarity >= CAST(0.5 AS float8)
-              THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
-                    FROM unnest(o.lexemes) AS x
-                    WHERE x = ANY(n.lexemes))
-            ELSE FALSE
-          END
+         CROSS JOIN LATERAL (SELECT CASE
+                                      WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
+                                        THEN TRUE
+                                      WHEN d.similarity >= CAST(0.5 AS float8)
+                                        THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+                                              FROM unnest(o.lexemes) AS x
+                                              WHERE x = ANY(n.lexemes))
+                                      ELSE FALSE
+                                    END AS near) AS p
+    WHERE d.similarity >= CAST(%(update_similarity)s AS float8)
     GROUP BY o.id
   ),
 
@@ -480,7 +484,8 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
-           v.newer
+           v.newer,
+           v.newer_near
     FROM semantic AS s
          LEFT JOIN mem_newer AS v ON v.id = s.id
   ),
@@ -629,7 +634,8 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -706,7 +712,8 @@ episodic_tool_calls AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
@@ -1123,7 +1130,8 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -1152,7 +1160,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
 
     UNION ALL
 
@@ -1174,7 +1183,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
   )
 
 -- the candidates of every source
@@ -1193,7 +1203,8 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
-          newer
+          newer,
+          newer_near
    FROM semantic_versions
 
    UNION ALL
@@ -1213,7 +1224,8 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
-          newer
+          newer,
+          newer_near
    FROM episodic_decisions)
 
   UNION ALL
@@ -1233,7 +1245,8 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
-         newer
+         newer,
+         newer_near
   FROM episodic_tool_calls)
 
  UNION ALL
@@ -1253,7 +1266,8 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
-        newer
+        newer,
+        newer_near
  FROM documents)
 
 UNION ALL
@@ -1273,5 +1287,6 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
-       newer
+       newer,
+       newer_near
 FROM source_presence

@@ -408,7 +408,8 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
     WHERE n.distance <= CAST(%(max_distance)s AS float8)
        OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
@@ -558,7 +559,8 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
          INNER JOIN retrieval.decisions AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = t.id
@@ -635,7 +637,8 @@ episodic_tool_calls AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
          INNER JOIN retrieval.tool_calls AS c ON c.tenant_id = %(tenant_id)s
                                              AND c.id = t.id
@@ -1053,7 +1056,8 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
@@ -1084,7 +1088,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
 
     UNION ALL
 
@@ -1106,7 +1111,8 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
-           CAST(NULL AS bigint[]) AS newer
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
   )
 
 -- the candidates of every source
@@ -1125,7 +1131,8 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
-          newer
+          newer,
+          newer_near
    FROM semantic
 
    UNION ALL
@@ -1145,7 +1152,8 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
-          newer
+          newer,
+          newer_near
    FROM episodic_decisions)
 
   UNION ALL
@@ -1165,7 +1173,8 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
-         newer
+         newer,
+         newer_near
   FROM episodic_tool_calls)
 
  UNION ALL
@@ -1185,7 +1194,8 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
-        newer
+        newer,
+        newer_near
  FROM documents)
 
 UNION ALL
@@ -1205,5 +1215,6 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
-       newer
+       newer,
+       newer_near
 FROM source_presence

@@ -31,7 +31,7 @@ from sqlalchemy import Connection
 from retrieval.db.queries import execute, statement
 from retrieval.embedding.cache import EmbeddingCache, cache_key
 from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.memory.speakers import speaker_of, speaker_of_kind
+from retrieval.memory.speakers import speaker_of
 from retrieval.memory.turn_context import (
     RUN_REACH,
     Mixing,
@@ -105,10 +105,10 @@ def unmix_next_turns(
         if first is None:
             continue
         rows[first.id] = first
-        speaker = speaker_of_kind(first.kind, first.content)
+        speaker = speaker_of(first.content)
         for later in range(position + 2, position + 1 + RUN_REACH):  # the rest of its run
             row = after.get((thread, later))
-            if speaker is None or row is None or speaker_of_kind(row.kind, row.content) != speaker:
+            if speaker is None or row is None or speaker_of(row.content) != speaker:
                 break
             rows[row.id] = row
     mixed = [

@@ -15,6 +15,19 @@ MESSAGE_KIND = "message"
 """The kind of a conversation's turn: stored without a thread, its session is inferred from the
 time between messages (retrieval.memory.turn_context, retrieval.search.statement.context)."""
 
+
+def is_turn(kind: str, thread_id: str | None, position: int | None) -> bool:
+    """Whether a memory is a conversation turn: a message (kind ``message``, with or without a
+    thread), or any memory with a thread and a position, whatever its kind.
+
+    The one definition every rule that treats turns apart reads (the read statement's
+    ``read_common.turn`` says the same in SQL): a turn is embedded with the turn before it,
+    lifts and is lifted by its neighbours, names its speaker, yields when it only asks, is
+    never a copy of another place's turn and never a version of a fact.
+    """
+    return kind == MESSAGE_KIND or (thread_id is not None and position is not None)
+
+
 MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
     {
         "fact": "a statement about the world or the user (the default)",

@@ -147,7 +147,7 @@ def _vectors(
     mixing = mixing_of(store.config)
     before: dict[int, Before] = {}
     if mixing.on:
-        batch = {i.place: said(i.kind, i.content) for i in items if i.place is not None}
+        batch = {i.place: said(i.content) for i in items if i.place is not None}
         places = [item.place for item in items]
         before = previous_texts(connection, store.schema, places, batch)
         told = previous_messages(

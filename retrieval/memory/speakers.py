@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import re
 
-from retrieval.memory.kinds import MESSAGE_KIND
-
 # The name a turn opens with: "Maria: ...", "Maria Lopez: ..." or 'Maria said, "...': a word,
 # then at most two more (a chat's export names people as the phone shows them: "Mary Ann",
 # "Jean-Luc Picard", "Dr. Lee", "Mum 🌸", "Maria (work)").
@@ -68,9 +66,3 @@ def said_text(content: str) -> str:
     said = content[opening.end() :]
     narrated = opening[0].endswith('"') and said.rstrip().endswith('"')
     return said.rstrip()[:-1] if narrated else said
-
-
-def speaker_of_kind(kind: str, content: str) -> str | None:
-    """The speaker of a memory of ``kind`` when it is a message (:func:`speaker_of`), else
-    ``None``."""
-    return speaker_of(content) if kind == MESSAGE_KIND else None

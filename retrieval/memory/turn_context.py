@@ -43,7 +43,7 @@ from retrieval.db.row_security import bind_tenant
 from retrieval.embedding.models import Vectors
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.kinds import MESSAGE_KIND
-from retrieval.memory.speakers import speaker_of, speaker_of_kind
+from retrieval.memory.speakers import speaker_of
 from retrieval.memory.validation import ValidMemory
 
 Place = tuple[str, str, int]  # (tenant, thread, position)
@@ -205,15 +205,15 @@ def previous_messages(
 
 
 class Said(NamedTuple):
-    """A turn's text and its speaker when it is a message that names one (else None)."""
+    """A turn's text and its speaker when it names one (else None)."""
 
     text: str
     speaker: str | None
 
 
-def said(kind: str, text: str) -> Said:
-    """``text`` of a memory of ``kind`` with its speaker (:mod:`retrieval.memory.speakers`)."""
-    return Said(text, speaker_of_kind(kind, text))
+def said(text: str) -> Said:
+    """``text`` of a conversation turn with its speaker (:mod:`retrieval.memory.speakers`)."""
+    return Said(text, speaker_of(text))
 
 
 def turn_before_run(
@@ -269,9 +269,7 @@ def previous_texts(
             query,
             {"tenant_id": tenant, "threads": list(threads), "positions": list(positions)},
         )
-        stored.update(
-            ((tenant, row.thread_id, row.position), said(row.kind, row.content)) for row in rows
-        )
+        stored.update(((tenant, row.thread_id, row.position), said(row.content)) for row in rows)
 
     def turn_at(place: Place) -> Said | None:
         return batch.get(place) or stored.get(place)

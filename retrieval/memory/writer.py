@@ -330,7 +330,7 @@ class Writer:
                 return None
             return (memory.tenant_id, memory.thread_id, memory.position)
 
-        batch = {p: said(m.kind, m.text) for m in memories if (p := place(m)) is not None}
+        batch = {p: said(m.text) for m in memories if (p := place(m)) is not None}
         places = [place(memories[row]) for row in needing]
         found = previous_texts(connection, self.schema, places, batch)
         previous = {needing[index]: turn for index, turn in found.items()}

@@ -10,9 +10,10 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import NamedTuple
 
-from retrieval.memory.kinds import MESSAGE_KIND
+from retrieval.memory.kinds import MESSAGE_KIND, is_turn
 from retrieval.search import scoring
 
 
@@ -38,9 +39,11 @@ class Candidate(NamedTuple):
     matched: list[str] | None  # keywords matched (episodic), else NULL
     entities: list[str] | None  # query entity ids the memory links to (semantic), else NULL
     details: str  # the evidence, a JSON object (json_build_object: text, decoded when returned)
-    # Newer versions of the same fact among the candidates, newest first (semantic, when
-    # newer_versions_first), else NULL.
+    # The candidates that may be newer versions of the same fact, newest first (semantic, when
+    # newer_versions_first), else NULL; and for each, whether the statement found it near
+    # (retrieval.search.rank.versions_asked decides with the query).
     newer: list[int] | None = None
+    newer_near: list[bool] | None = None
 
     @property
     def signals(self) -> dict[str, float]:
@@ -76,15 +79,36 @@ def leading_hits(
     return semantic[:limit]
 
 
+def is_turn_candidate(candidate: Candidate) -> bool:
+    """Whether a semantic candidate is a conversation turn (:func:`retrieval.memory.kinds.is_turn`:
+    a message, or a memory with a thread and a position)."""
+    if candidate.source != "semantic":
+        return False
+    if candidate.kind == MESSAGE_KIND:
+        return True
+    thread, position = _thread_and_position(candidate.details)
+    return is_turn(candidate.kind, thread, position)
+
+
+@lru_cache(maxsize=1024)
+def _thread_and_position(details: str) -> tuple[str | None, int | None]:
+    # A memory candidate's thread and position, from its evidence (JSON text).
+    decoded = json.loads(details)
+    thread, position = decoded.get("thread_id"), decoded.get("position")
+    return (
+        thread if isinstance(thread, str) else None,
+        position if isinstance(position, int) else None,
+    )
+
+
 def place(candidate: Candidate, untold_sessions: bool) -> tuple[str | None, int | None] | None:
     """The (thread, position) of a semantic candidate in its conversation, from its evidence;
     (None, None) for a message without a thread when ``untold_sessions`` (its session is
     inferred from time); None when it has no neighbours."""
     if candidate.source != "semantic":
         return None
-    details = json.loads(candidate.details)
-    thread, position = details.get("thread_id"), details.get("position")
-    if isinstance(thread, str) and isinstance(position, int):
+    thread, position = _thread_and_position(candidate.details)
+    if thread is not None and position is not None:
         return thread, position
     if untold_sessions and thread is None and candidate.kind == MESSAGE_KIND:
         return None, None

@@ -24,3 +24,8 @@
 -- When the memory {alias} was last told by the call's moment: its created_at, or a later
 -- copy's time (last_seen_at) if that came by then.
 (CASE WHEN {alias}.last_seen_at <= %(as_of)s::timestamptz THEN GREATEST({alias}.created_at, {alias}.last_seen_at) ELSE {alias}.created_at END)
+
+-- name: turn
+-- The memory {alias} is a conversation turn (retrieval.memory.kinds.is_turn): a message, or a
+-- memory with a thread and a position, whatever its kind.
+({alias}.kind = '{message}' OR ({alias}.thread_id IS NOT NULL AND {alias}.position IS NOT NULL))

@@ -121,6 +121,6 @@ context AS (
            {signals},
            0.0::float8 AS entity, n.distance, NULL::text[] AS matched,
            NULL::text[] AS entities,
-           json_build_object({evidence}) AS details, NULL::bigint[] AS newer
+           json_build_object({evidence}) AS details, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM turns AS n
 )

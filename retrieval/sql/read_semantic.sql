@@ -231,47 +231,53 @@ semantic AS (
            json_build_object(
                {evidence}{lexical_details}{bm25_evidence}
            ) AS details,
-           NULL::bigint[] AS newer
+           NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM {found} AS n
     {lexical_join}
     {where}
 )
 
 -- name: mem_facts
--- The most relevant memory candidates that state facts (every kind but conversation turns),
+-- The most relevant memory candidates that state facts (conversation turns aside: {turn}),
 -- %(version_candidates)s of them, with their namespaces, keys, vectors and lexemes (read again by
 -- the primary key) and when they were last told by the call's moment.
 mem_facts AS MATERIALIZED (
     SELECT s.id, s.kind, m.namespace, m.key, {told_at} AS told_at, m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM (
-        SELECT id, kind FROM semantic WHERE kind <> '{message}'
-        ORDER BY relevance DESC, id LIMIT %(version_candidates)s
-    ) AS s
+    FROM semantic AS s
     JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = s.id
+    WHERE NOT {turn}
+    ORDER BY s.relevance DESC, s.id
+    LIMIT %(version_candidates)s
 )
 
 -- name: mem_newer
--- Each fact's newer versions among the candidates, newest first: of its kind and namespace, told
--- after it, neither under a key (a key's versions are its own), and either near in meaning (cosine similarity %(version_similarity)s or more) or the same
--- sentence with another value (similarity {words_similarity} or more, and sharing
--- %(version_shared_words)s of their lexemes).
+-- Each fact's possible newer versions among the candidates, newest first: of its kind and
+-- namespace, told after it, not both under a key (two keys name two facts), at a cosine
+-- similarity of %(update_similarity)s or more (an update in words may say it with others);
+-- each marked near when its vector is at %(version_similarity)s or more, or from
+-- {words_similarity} on it shares %(version_shared_words)s of their lexemes (the same
+-- sentence with another value). The rank stage keeps those that are versions for the query.
 mem_newer AS MATERIALIZED (
-    SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer
+    SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer,
+           array_agg(p.near ORDER BY n.told_at DESC, n.id DESC) AS newer_near
     FROM mem_facts AS o
     JOIN mem_facts AS n
       ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
-     AND o.key IS NULL AND n.key IS NULL
+     AND (o.key IS NULL OR n.key IS NULL)
     CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
-    WHERE CASE
-        WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
-        WHEN d.similarity >= {words_similarity} THEN (
-            SELECT count(*)::float8 >= %(version_shared_words)s::float8
-                   * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
-            FROM unnest(o.lexemes) AS x WHERE x = ANY(n.lexemes)
-        )
-        ELSE FALSE
-    END
+    CROSS JOIN LATERAL (
+        SELECT CASE
+            WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
+            WHEN d.similarity >= {words_similarity} THEN (
+                SELECT count(*)::float8 >= %(version_shared_words)s::float8
+                       * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
+                FROM unnest(o.lexemes) AS x WHERE x = ANY(n.lexemes)
+            )
+            ELSE FALSE
+        END AS near
+    ) AS p
+    WHERE d.similarity >= %(update_similarity)s::float8
     GROUP BY o.id
 )
 

@@ -99,6 +99,69 @@ def test_related_facts_and_conversation_turns_are_not_versions(
     assert turns and all("possibly_outdated_by" not in r.metadata for r in turns)
 
 
+@pytest.mark.parametrize("kind", [None, "fact", "message"])
+def test_turns_of_a_thread_are_never_versions_whatever_their_kind(
+    store: MemoryStore, retriever: HybridRetriever, kind: str | None
+) -> None:
+    # A conversation stored as docs/api.md shows it: a thread and a position, the kind left out.
+    extra = {} if kind is None else {"kind": kind}
+    store.remember_many(
+        {"text": f"Maria said, \"My payments service is written in {language}.\"",
+         "tenant_id": "chat", "thread_id": "t", "position": n, "created_at": when, **extra}
+        for n, (language, when) in enumerate((("Java", JANUARY), ("Go", APRIL), ("Rust", JULY)))
+    )  # fmt: skip
+    turns = retriever.retrieve(QUESTION, tenant_id="chat")
+    assert len(_memories(turns)) == 3
+    assert all("possibly_outdated_by" not in r.metadata for r in turns)
+    assert all("newer_version_of" not in r.metadata for r in turns)
+
+
+def test_a_question_about_one_of_two_true_facts_finds_it_first(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    peanuts = store.remember("Alice is allergic to peanuts.", tenant_id="acme",
+                             created_at=JULY - timedelta(days=2))  # fmt: skip
+    shellfish = store.remember("Alice is allergic to shellfish.", tenant_id="acme",
+                               created_at=JULY - timedelta(days=1))  # fmt: skip
+    asked = retriever.retrieve("Is Alice allergic to peanuts?", tenant_id="acme", as_of=JULY)
+    assert _memories(asked)[:2] == [peanuts, shellfish]
+    assert all("possibly_outdated_by" not in r.metadata for r in asked)
+    # Asked about neither, the newer leads and the older names it.
+    both = retriever.retrieve("What is Alice allergic to?", tenant_id="acme", as_of=JULY)
+    assert _memories(both)[:2] == [shellfish, peanuts]
+
+
+def test_an_update_in_other_words_takes_the_place_of_the_fact_it_changes(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    paris = store.remember("Bob lives in Paris.", tenant_id="acme", created_at=APRIL)
+    denver = store.remember("Bob moved to Denver.", tenant_id="acme", created_at=JULY)
+    results = retriever.retrieve("Where does Bob live?", tenant_id="acme")
+    assert _memories(results)[:2] == [denver, paris]
+    by_id = {r.metadata["id"]: r for r in results}
+    assert by_id[paris].metadata["possibly_outdated_by"]["id"] == denver
+    assert by_id[denver].metadata["newer_version_of"]["id"] == paris
+    assert by_id[denver].final_score > by_id[paris].final_score
+
+
+def test_a_keyed_update_outranks_an_earlier_statement_without_a_key(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    klm = store.remember("Alice's favourite airline is KLM.", tenant_id="acme", created_at=APRIL)
+    france = store.remember(
+        "Alice now flies Air France.", tenant_id="acme", created_at=JULY, key="airline"
+    )
+    results = retriever.retrieve("Which airline does Alice fly?", tenant_id="acme")
+    assert _memories(results)[:2] == [france, klm]
+    # Two keys name two facts: neither is a version of the other.
+    store.remember("Alice's home airport is Schiphol.", tenant_id="keys", key="airport",
+                   created_at=APRIL)  # fmt: skip
+    store.remember("Alice's work airport is now Heathrow.", tenant_id="keys", key="work-airport",
+                   created_at=JULY)  # fmt: skip
+    keyed = retriever.retrieve("Which airport does Alice use?", tenant_id="keys")
+    assert all("possibly_outdated_by" not in r.metadata for r in keyed)
+
+
 def test_a_time_the_query_names_chooses_among_versions_by_itself(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:

@@ -86,13 +86,14 @@ def test_turns_of_no_known_speaker_take_the_turn_just_before(
         [
             _turn(bodies[0], 0),
             _turn(bodies[1], 1),
-            _turn(bodies[2], 2, kind="event"),  # not a message: no speaker; takes Bo's message
-            _turn(bodies[3], 3),  # a message that names no one: the note before it
+            # A turn of the thread whatever its kind: Bo's, continuing his run.
+            _turn(bodies[2], 2, kind="event"),
+            _turn(bodies[3], 3),  # a message that names no one: the turn before it
         ]
     )
     own = _own(counting_embedder, bodies)
     stored = stored_vectors(database, ids)
-    assert close(stored[2], mixed(own[2], own[1]))
+    assert close(stored[2], mixed(own[2], own[0], RUN))
     assert close(stored[3], mixed(own[3], own[2]))
 
 

@@ -101,11 +101,11 @@ def test_a_hit_lifts_the_others_turns_and_those_past_them_not_its_own_run() -> N
     ("hit_text", "kind", "lifted"),
     [
         ("I love sports.", "message", {1, 2}),  # no speaker named: no run known
-        ("Maria: I love sports.", "fact", {1, 2}),  # not a message
+        ("Maria: I love sports.", "fact", {2}),  # a turn of a thread, whatever its kind
         ('Maria said, "I love sports."', "message", {2}),  # a narrated turn has a speaker
     ],
 )
-def test_a_run_is_known_only_for_messages_that_name_their_speaker(
+def test_a_run_is_known_only_for_turns_that_name_their_speaker(
     hit_text: str, kind: str, lifted: set[int]
 ) -> None:
     hit = _candidate(3, 0.8, text=hit_text, kind=kind)

@@ -1,5 +1,6 @@
 """A memory ranks below its newer versions among the candidates (retrieval.search.rank.versions):
-capped under them, still returned, and naming the newest."""
+the newest takes its place when it scored lower, the older is capped under them, still returned,
+and names the newest; a question that tells the two apart leaves both as they are."""
 
 from __future__ import annotations
 
@@ -15,27 +16,32 @@ from retrieval.ui.score_parts import outdated_label, score_parts
 from tests.scored_turns import WHEN, scored_memory
 
 CONFIG = RetrievalConfig(min_final_score=0.25)
+QUERY = "Which version is it?"
 
 
-def _scored(memory_id: int, relevance: float, newer: list[int] | None = None) -> ranking.Scored:
+def _scored(
+    memory_id: int, relevance: float, newer: list[int] | None = None, text: str | None = None
+) -> ranking.Scored:
     return scored_memory(
-        memory_id, f"version {memory_id}", relevance, kind="fact",
+        memory_id, text or f"version {memory_id}", relevance, kind="fact",
         created_at=WHEN - timedelta(days=memory_id), distance=0.4, newer=newer,
     )  # fmt: skip
 
 
-def _ranked(scored: list[ranking.Scored]) -> list[int]:
-    results, _ = ranking.select({"semantic": newer_versions_first(scored, 0.25)}, CONFIG)
+def _ranked(scored: list[ranking.Scored], query: str = QUERY) -> list[int]:
+    results, _ = ranking.select({"semantic": newer_versions_first(scored, query)}, CONFIG)
     return [result.metadata["id"] for result in results]
 
 
 def test_an_older_version_more_relevant_than_the_newer_ranks_under_it_and_names_it() -> None:
     older, newer = _scored(2, 0.95, newer=[1]), _scored(1, 0.80)
-    capped = newer_versions_first([older, newer], 0.25)
-    assert capped[0].final_score == pytest.approx(newer.final_score - VERSION_MARGIN)
-    results, _ = ranking.select({"semantic": capped}, CONFIG)
+    moved = newer_versions_first([older, newer], QUERY)
+    # The newer takes the older's score; the older is capped just under it.
+    assert moved[1].final_score == pytest.approx(older.final_score)
+    assert moved[0].final_score == pytest.approx(older.final_score - VERSION_MARGIN)
+    results, _ = ranking.select({"semantic": moved}, CONFIG)
     assert [r.metadata["id"] for r in results] == [1, 2]
-    outdated = results[1]
+    newest, outdated = results
     assert outdated.metadata["possibly_outdated_by"] == {
         "id": 1,
         "own_final_score": pytest.approx(older.final_score),
@@ -43,8 +49,15 @@ def test_an_older_version_more_relevant_than_the_newer_ranks_under_it_and_names_
     parts = outdated.metadata["parts"]
     assert parts["outdated"]["value"] < 0
     assert sum(p["value"] for p in parts.values()) == pytest.approx(outdated.final_score)
-    assert "outdated" not in results[0].metadata["parts"]
-    assert "possibly_outdated_by" not in results[0].metadata
+    assert newest.metadata["newer_version_of"] == {
+        "id": 2,
+        "own_final_score": pytest.approx(newer.final_score),
+    }
+    raised = newest.metadata["parts"]
+    assert raised["version"]["value"] > 0
+    assert sum(p["value"] for p in raised.values()) == pytest.approx(newest.final_score)
+    assert "outdated" not in raised
+    assert "possibly_outdated_by" not in newest.metadata
 
 
 def test_a_chain_of_versions_ranks_newest_first() -> None:
@@ -55,30 +68,38 @@ def test_a_chain_of_versions_ranks_newest_first() -> None:
 
 def test_an_older_version_already_under_the_newer_keeps_its_score_and_is_still_named() -> None:
     older, newer = _scored(2, 0.5, newer=[1]), _scored(1, 0.9)
-    (kept, _) = newer_versions_first([older, newer], 0.25)
+    (kept, same) = newer_versions_first([older, newer], QUERY)
     assert kept.final_score == older.final_score
+    assert same is newer
     result = kept.to_result()
     assert result.metadata["possibly_outdated_by"]["id"] == 1
     assert "outdated" not in result.metadata["parts"]
 
 
-def test_a_newer_version_under_the_threshold_does_not_hide_the_older() -> None:
+def test_a_newer_version_under_the_threshold_takes_the_older_ones_place() -> None:
+    # "We replaced Redshift with Snowflake." answers "Which data warehouse do we use?" as the
+    # older memory does, though its own words are far from the question.
     older, newer = _scored(2, 0.9, newer=[1]), _scored(1, 0.05)
     assert newer.final_score < CONFIG.min_final_score
-    (kept, _) = newer_versions_first([older, newer], CONFIG.min_final_score)
-    assert kept.final_score == older.final_score
-    assert _ranked([older, newer]) == [2]
+    assert _ranked([older, newer]) == [1, 2]
+
+
+def test_a_question_that_tells_two_facts_apart_moves_neither() -> None:
+    peanuts = _scored(2, 0.95, newer=[1], text="Alice is allergic to peanuts.")
+    shellfish = _scored(1, 0.80, text="Alice is allergic to shellfish.")
+    assert _ranked([peanuts, shellfish], "Is Alice allergic to peanuts?") == [2, 1]
+    assert _ranked([peanuts, shellfish], "What is Alice allergic to?") == [1, 2]
 
 
 def test_a_newer_version_that_is_not_a_candidate_changes_nothing() -> None:
     older = _scored(2, 0.9, newer=[99])
-    (kept,) = newer_versions_first([older], 0.25)
+    (kept,) = newer_versions_first([older], QUERY)
     assert kept is older
     assert "possibly_outdated_by" not in kept.to_result().metadata
 
 
 def test_the_record_and_the_inspector_show_what_may_replace_a_result() -> None:
-    capped = newer_versions_first([_scored(2, 0.95, newer=[1]), _scored(1, 0.8)], 0.25)
+    capped = newer_versions_first([_scored(2, 0.95, newer=[1]), _scored(1, 0.8)], QUERY)
     results, _ = ranking.select({"semantic": capped}, CONFIG)
     outdated = results[1]
     record = result_record(outdated, 2)

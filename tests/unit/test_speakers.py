@@ -3,9 +3,14 @@ three words, and the words by which a query may name that person."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 import pytest
 
-from retrieval.memory.speakers import name_words, said_text, speaker_of, speaker_of_kind
+from retrieval.memory.speakers import name_words, said_text, speaker_of
+from retrieval.search.candidate import Candidate
+from retrieval.search.rank.speakers import message_speaker
 
 
 @pytest.mark.parametrize(
@@ -40,9 +45,19 @@ def test_the_speaker_is_the_name_a_message_opens_with(
     assert said_text(content) == said
 
 
-def test_only_a_message_has_a_speaker() -> None:
-    assert speaker_of_kind("message", "Maria Lopez: hi") == "Maria Lopez"
-    assert speaker_of_kind("fact", "Maria Lopez: hi") is None
+def test_only_a_turn_has_a_speaker() -> None:
+    # A message, or a memory of any kind with a thread and a position (kinds.is_turn).
+    def candidate(kind: str, details: dict[str, object]) -> Candidate:
+        return Candidate(
+            "semantic", "memory", 1, "Maria Lopez: hi", kind, datetime(2026, 1, 1, tzinfo=UTC),
+            0.5, 0.5, 0.5, 0.0, 0.0, 0.4, None, None, json.dumps(details),
+        )  # fmt: skip
+
+    threaded = {"thread_id": "t", "position": 3}
+    assert message_speaker(candidate("message", {})) == "Maria Lopez"
+    assert message_speaker(candidate("fact", threaded)) == "Maria Lopez"
+    assert message_speaker(candidate("fact", {"thread_id": "t", "position": None})) is None
+    assert message_speaker(candidate("fact", {})) is None
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,9 @@ _HOUR = 3600.0
 # The semantic source's most relevant candidates whose newer versions are looked for: this many
 # times what it returns (a version further down does not reach the results).
 VERSION_CANDIDATES = 2
+# A newer memory that says it replaces a value ("Bob moved to Denver.") may be a version of an
+# older one from this cosine similarity on (docs/decisions/0034-versions-for-the-question.md).
+UPDATE_SIMILARITY = 0.3
 
 
 def statement_parameters(
@@ -49,6 +52,7 @@ def statement_parameters(
         if semantic.versions:
             params["version_similarity"] = config.version_similarity
             params["version_shared_words"] = config.version_shared_words
+            params["update_similarity"] = UPDATE_SIMILARITY
             params["version_candidates"] = VERSION_CANDIDATES * config.semantic.limit
     if episodic is not None:
         params |= _episodic_parameters(config, episodic, call)

@@ -6,7 +6,8 @@ take the places of the turns that answer. The answer keeps what the question ask
 turn context (:mod:`retrieval.memory.turn_context`), and a question that is a hit still lifts
 the turns around it (:mod:`retrieval.search.rank.context_lift`), the answer among them.
 
-So a conversation turn (a memory of kind ``message``) that only asks (it holds a question,
+So a conversation turn (a message, or a memory with a thread and a position:
+:func:`retrieval.memory.kinds.is_turn`) that only asks (it holds a question,
 with its mark or opening as one does, and each of its other sentences is a reaction: an
 exclamation of at most five words, "Wow!", "That looks great!") has its final score scaled
 by ``1 - question_discount``, never under the threshold it passed: it ranks below the turns
@@ -23,8 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.speakers import said_text
+from retrieval.search.candidate import is_turn_candidate
 from retrieval.search.rank.ranking import Scored
 
 # A sentence ends at its mark: ., ! or ? and the spaces after it; the full-width marks of
@@ -82,9 +83,9 @@ def questions_yield(scored: Sequence[Scored], discount: float, threshold: float)
         candidate = result.candidate
         if (
             candidate is None
-            or candidate.kind != MESSAGE_KIND
             or result.final_score < threshold
             or not only_asks(said_text(candidate.content))
+            or not is_turn_candidate(candidate)
         ):
             yielded.append(result)
             continue

@@ -54,7 +54,7 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
             scored["semantic"], config.question_discount, config.threshold("semantic")
         )
     if config.newer_versions_first and "semantic" in scored:
-        scored["semantic"] = newer_versions_first(scored["semantic"], config.threshold("semantic"))
+        scored["semantic"] = newer_versions_first(scored["semantic"], call.query.text)
     if call.working_state is not None and config.working_state.enabled:
         lexical = (
             LexicalOption(

@@ -27,8 +27,10 @@ from retrieval.search.results import SOURCES, RetrievalResult, SourceDiagnostics
 
 
 class Outdated(NamedTuple):
-    """A newer version of the same fact among the candidates (``by``: the newest), and the
-    final score before it capped this one (:mod:`retrieval.search.rank.versions`)."""
+    """Another version of the same fact among the candidates, and this one's final score
+    before it moved it (:mod:`retrieval.search.rank.versions`): for an older memory, ``by`` is
+    its newest version, which capped it; for the newest, ``by`` is the older memory whose
+    score it took."""
 
     by: int
     own_final: float
@@ -54,6 +56,7 @@ class Scored(NamedTuple):
     signals: Mapping[str, float] | None = None  # the candidate's, and the call's own (time)
     outdated: Outdated | None = None  # a newer version of it among the candidates
     asks: float | None = None  # its final score before it yielded as a turn that only asks
+    replaces: Outdated | None = None  # the older version whose score it took
 
     def to_result(self) -> RetrievalResult:
         """The :class:`RetrievalResult` this record stands for."""
@@ -61,7 +64,13 @@ class Scored(NamedTuple):
             return self.result
         assert self.candidate is not None and self.weights is not None
         return to_result(
-            self.candidate, self.weights, self.final_score, self.signals, self.outdated, self.asks
+            self.candidate,
+            self.weights,
+            self.final_score,
+            self.signals,
+            self.outdated,
+            self.asks,
+            self.replaces,
         )
 
 
@@ -121,12 +130,14 @@ def to_result(
     signals: Mapping[str, float] | None = None,
     outdated: Outdated | None = None,
     asks: float | None = None,
+    replaces: Outdated | None = None,
 ) -> RetrievalResult:
     """The result of a database candidate, with its ``final`` score from ``weights`` over
     ``signals`` (default: the candidate's own), capped under a newer version's when
-    ``outdated`` says so (its ``possibly_outdated_by`` evidence and ``outdated`` part), scaled
-    down from ``asks`` when it is a turn that only asks (its ``only_asks`` evidence and
-    ``question`` part).
+    ``outdated`` says so (its ``possibly_outdated_by`` evidence and ``outdated`` part), raised
+    to an older version's score when ``replaces`` says so (its ``newer_version_of`` evidence
+    and ``version`` part), scaled down from ``asks`` when it is a turn that only asks (its
+    ``only_asks`` evidence and ``question`` part).
 
     ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
     that only returned candidates pay for decoding it.
@@ -154,6 +165,11 @@ def to_result(
             "own_final_score": outdated.own_final,
         }
         _cut(metadata["parts"], "outdated", final, outdated.own_final)
+    if replaces is not None:
+        metadata["newer_version_of"] = {"id": replaces.by, "own_final_score": replaces.own_final}
+        if final > replaces.own_final:
+            lift = final - replaces.own_final
+            metadata["parts"]["version"] = {"weight": 1.0, "signal": lift, "value": lift}
     if asks is not None:
         metadata["only_asks"] = {"own_final_score": asks}
         _cut(metadata["parts"], "question", final, asks)

@@ -7,10 +7,11 @@ The rank stage reads it for the person a query names
 
 from __future__ import annotations
 
-from retrieval.memory.speakers import speaker_of_kind
-from retrieval.search.candidate import Candidate
+from retrieval.memory.speakers import speaker_of
+from retrieval.search.candidate import Candidate, is_turn_candidate
 
 
 def message_speaker(turn: Candidate) -> str | None:
-    """The speaker of ``turn`` when it is a message, else ``None``."""
-    return speaker_of_kind(turn.kind, turn.content)
+    """The speaker of ``turn`` when it is a conversation turn
+    (:func:`~retrieval.search.candidate.is_turn_candidate`), else ``None``."""
+    return speaker_of(turn.content) if is_turn_candidate(turn) else None

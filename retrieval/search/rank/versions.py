@@ -1,12 +1,18 @@
 """The newer version of a fact first, without being told: a memory ranked below its newer versions.
 
-The statement names each memory candidate's newer versions among the candidates: memories of
-its kind (conversation turns aside), told after it by the call's moment, whose vectors are at
-``version_similarity`` or more to its own (``mem_newer``, in
-:mod:`retrieval.search.statement.semantic`).
-Here a memory's final score is capped :data:`VERSION_MARGIN` under the lowest final score of
-its newer versions that pass the threshold (themselves capped first, the newest before the
-older), so that it ranks below them and stays retrievable. Its result names the newest of them
+The statement names each memory candidate's possible newer versions among the candidates:
+memories of its kind and namespace (conversation turns aside, not both under a key), told after
+it by the call's moment, near it in meaning, each marked whether it is near enough to be the
+same sentence (``mem_newer``, in :mod:`retrieval.search.statement.semantic`). Here the question
+decides which of them are versions for it (:mod:`retrieval.search.rank.versions_asked`: "Is
+Alice allergic to peanuts?" asks about one of two true facts, "Where does Bob live?" about the
+newer of two). The newest version answers what the older one does: when it scores lower (an
+update may use other words than the question: "We replaced Redshift with Snowflake." for "Which
+data warehouse do we use?"), it takes the older one's final score (its result names the memory
+it replaces, ``newer_version_of``, and carries the raise as a part, ``version``). The older
+memory's final score is then capped :data:`VERSION_MARGIN` under the lowest final score of its
+newer versions (themselves placed first, the newest before the older), so that it ranks right
+below them and stays retrievable. Its result names the newest of them
 (``possibly_outdated_by``) and, when capped, carries the cap as a part of its score
 (``outdated``, negative: the parts still add up to the final score).
 """
@@ -16,35 +22,57 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from retrieval.search.rank.ranking import Outdated, Scored
+from retrieval.search.rank.versions_asked import versions_for_query
 
 # How far under its newer version's final score an older version's is capped.
 VERSION_MARGIN = 0.01
 
 
-def newer_versions_first(scored: Sequence[Scored], threshold: float) -> list[Scored]:
+def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
     """``scored`` (one source's scored candidates) with every candidate that has newer
-    versions among them capped under the lowest of theirs that reaches ``threshold``, and
-    marked with the newest."""
-    older = [s for s in scored if s.candidate is not None and s.candidate.newer]
-    if not older:
+    versions for ``query`` among them ranked right below them, the newest raised to its
+    final score where it scored lower, and marked with the newest."""
+    if not any(s.candidate is not None and s.candidate.newer for s in scored):
         return list(scored)
+    content = {s.identity: s.candidate.content for s in scored if s.candidate is not None}
+    versions = {
+        s.identity: [
+            n
+            for n, near in zip(_newer(s), _near(s), strict=True)
+            if n in content
+            and versions_for_query(query, content[s.identity], content[n], near=near)
+        ]
+        for s in scored
+        if s.candidate is not None and s.candidate.newer
+    }
+    older = [s for s in scored if versions.get(s.identity)]
     final = {s.identity: s.final_score for s in scored}
+    by_id = {s.identity: s for s in scored}
     changed: dict[int, Scored] = {}
-    # Fewer newer versions first: in a chain of versions the newer ones are capped before the
-    # older ones that they cap in turn.
-    for item in sorted(older, key=lambda s: (len(_newer(s)), s.identity)):
-        newer = [n for n in _newer(item) if n in final]
-        if not newer:
-            continue
-        kept = [final[n] for n in newer if final[n] >= threshold]
-        own = item.final_score
-        capped = min(own, max(0.0, min(kept) - VERSION_MARGIN)) if kept else own
+    # Fewer newer versions first: in a chain of versions the newer ones are placed before the
+    # older ones that they place in turn.
+    for item in sorted(older, key=lambda s: (len(versions[s.identity]), s.identity)):
+        newer = versions[item.identity]
+        own = final[item.identity]
+        newest = newer[0]
+        if final[newest] < own:  # the newest version answers what the older one did
+            final[newest] = own
+            base = changed.get(newest, by_id[newest])
+            changed[newest] = base._replace(
+                final_score=own, replaces=Outdated(by=item.identity, own_final=base.final_score)
+            )
+        capped = min(own, max(0.0, min(final[n] for n in newer) - VERSION_MARGIN))
         final[item.identity] = capped
-        changed[item.identity] = item._replace(
-            final_score=capped, outdated=Outdated(by=newer[0], own_final=item.final_score)
+        changed[item.identity] = changed.get(item.identity, item)._replace(
+            final_score=capped, outdated=Outdated(by=newest, own_final=item.final_score)
         )
     return [changed.get(s.identity, s) for s in scored]
 
 
 def _newer(item: Scored) -> list[int]:
     return (item.candidate.newer if item.candidate is not None else None) or []
+
+
+def _near(item: Scored) -> list[bool]:
+    near = item.candidate.newer_near if item.candidate is not None else None
+    return near if near is not None else [True] * len(_newer(item))

@@ -7,6 +7,7 @@ one ``UNION ALL`` returns every candidate of every source in one statement.
 from __future__ import annotations
 
 from retrieval.memory.fields import MEMORY, MEMORY_CANDIDATE_COLUMNS, select_list
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.candidate import COLUMNS
 from retrieval.search.statement.template import template
 
@@ -54,6 +55,13 @@ def known_sql(alias: str) -> str:
     """SQL: the row ``alias`` (a memory, decision or tool call) was stored by the past moment
     a call asks about (``%(known_at)s``; NULL: now)."""
     return template("read_common.known", alias=alias)
+
+
+def turn_sql(alias: str) -> str:
+    """SQL: the memory ``alias`` is a conversation turn, as
+    :func:`retrieval.memory.kinds.is_turn` says (a message, or a memory with a thread and a
+    position)."""
+    return template("read_common.turn", alias=alias, message=MESSAGE_KIND)
 
 
 def told_at_sql(alias: str) -> str:

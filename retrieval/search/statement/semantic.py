@@ -30,12 +30,17 @@ the raw distance and both channels' scores and ranks.
 
 from __future__ import annotations
 
-from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.search.candidate import COLUMNS
 from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
-from retrieval.search.statement.common import live_sql, memory_columns, recency_sql, told_at_sql
+from retrieval.search.statement.common import (
+    live_sql,
+    memory_columns,
+    recency_sql,
+    told_at_sql,
+    turn_sql,
+)
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.search.statement.metadata import memory_conditions
@@ -63,7 +68,7 @@ NOTES = {
     "mem_ranked": "the candidates with their BM25 and dense ranks",
     "semantic_found": "the dense pool and the lexical channel's best candidates",
     "mem_facts": "the most relevant candidates stating facts (not turns), with their vectors",
-    "mem_newer": "each fact's newer versions among them (same kind, near vectors or words)",
+    "mem_newer": "each fact's possible newer versions among them, marked near or not",
     "semantic_versions": "the memories' candidates, each with its newer versions",
     "semantic": "the memories' candidates: relevance, recency, signals and evidence",
 }
@@ -172,10 +177,15 @@ def _versions(schema: str) -> list[str]:
     # The most relevant candidates that state facts, with their vectors; each one's newer
     # versions among them (the rank stage ranks it below them: newer_versions_first); the
     # candidates with them.
-    columns = ", ".join("v.newer" if column == "newer" else f"s.{column}" for column in COLUMNS)
+    columns = ", ".join(
+        f"v.{column}" if column in ("newer", "newer_near") else f"s.{column}" for column in COLUMNS
+    )
     return [
-        template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), message=MESSAGE_KIND),
-        template("read_semantic.mem_newer", words_similarity=f"{VERSION_WORDS_SIMILARITY}::float8"),
+        template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), turn=turn_sql("m")),
+        template(
+            "read_semantic.mem_newer",
+            words_similarity=f"{VERSION_WORDS_SIMILARITY}::float8",
+        ),
         template("read_semantic.semantic_versions", columns=columns),
     ]
 

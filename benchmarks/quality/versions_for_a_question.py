@@ -1,0 +1,182 @@
+"""Versions for a question: is the fact asked about first, and the newer of an update?
+
+``tests/data/versions_for_a_question.jsonl`` holds pairs of memories written as people write
+them, each told two days and one day before the question, with the question:
+
+* ``distinct``: two true facts that share most words ("Alice is allergic to peanuts." then
+  "Alice is allergic to shellfish."), the question asking about the older one ("Is Alice
+  allergic to peanuts?"): it must come first;
+* ``update``: a fact and its natural update ("Bob lives in Paris." then "Bob moved to
+  Denver."), the question asking about the fact ("Where does Bob live?"): the newer must come
+  first.
+
+Each pair lives in a tenant of its own beside ten other memories of a team, stored through the
+public API (``remember``), and is asked with ``retrieve()`` and the defaults (and with
+``newer_versions_first`` off, in the same run). The answer is right when the memory expected
+first is the first of the pair among the results (and is returned). Reported per half of the
+file (``half``: ``tuning`` and ``validation``, every other pair of each relation): a rule is
+tuned on the tuning half and kept when it holds on the validation half.
+
+Usage: python benchmarks/quality/versions_for_a_question.py [--set FIELD=VALUE ...] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
+from _common import add_output, write_result
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIRS = ROOT / "tests" / "data" / "versions_for_a_question.jsonl"
+ASKED_AT = datetime(2026, 11, 20, 12, tzinfo=UTC)
+OTHERS = (
+    "The team retro is every other Thursday.",
+    "Deploys need two approvals in the review tool.",
+    "The design system lives in the shared Figma workspace.",
+    "Invoices are sent on the first working day of the month.",
+    "The incident channel is #ops-incidents.",
+    "New joiners get a buddy for their first month.",
+    "The quarterly offsite is usually in a hotel near the coast.",
+    "Expense reports are due by the fifth of each month.",
+    "The coffee machine on the ground floor takes oat milk.",
+    "Holiday requests go through the HR portal.",
+)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One labelled pair and its question."""
+
+    id: int
+    relation: str  # distinct | update
+    topic: str
+    half: str  # tuning | validation
+    older: str
+    newer: str
+    query: str
+    first: str  # older | newer: the memory that must come first
+
+
+def load(path: Path = PAIRS) -> list[Pair]:
+    """The labelled pairs of ``path``."""
+    return [Pair(**json.loads(line)) for line in path.read_text("utf-8").splitlines() if line]
+
+
+def store_pairs(store: Any, pairs: Sequence[Pair], prefix: str = "versions") -> dict[int, Any]:
+    """Each pair in a tenant of its own with :data:`OTHERS`: the older told two days before
+    the question, the newer one day before; the ids of each pair's two memories."""
+    ids: dict[int, Any] = {}
+    for pair in pairs:
+        tenant = f"{prefix}-{pair.id}"
+        store.forget(tenant_id=tenant, everything=True)
+        earlier = ASKED_AT - timedelta(days=30)
+        store.remember_many({"text": t, "tenant_id": tenant, "created_at": earlier} for t in OTHERS)
+        older = store.remember(
+            pair.older, tenant_id=tenant, created_at=ASKED_AT - timedelta(days=2)
+        )
+        newer = store.remember(
+            pair.newer, tenant_id=tenant, created_at=ASKED_AT - timedelta(days=1)
+        )
+        ids[pair.id] = {"older": older, "newer": newer}
+    return ids
+
+
+def first_of_pair(results: Sequence[Any], ids: Mapping[str, Any]) -> str | None:
+    """Which of the pair (``older`` or ``newer``) comes first among ``results``."""
+    for result in results:
+        if result.source != "semantic":
+            continue
+        for name, memory in ids.items():
+            if result.metadata["id"] == memory:
+                return name
+    return None
+
+
+def evaluate(
+    retriever: Any, pairs: Sequence[Pair], ids: Mapping[int, Any], prefix: str = "versions"
+) -> dict[str, Any]:
+    """The share of pairs whose expected memory comes first, per half and relation, and the
+    pairs that missed."""
+    right: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    missed: list[dict[str, Any]] = []
+    for pair in pairs:
+        response = retriever.retrieve(pair.query, tenant_id=f"{prefix}-{pair.id}", as_of=ASKED_AT)
+        first = first_of_pair(response.results, ids[pair.id])
+        ok = first == pair.first
+        for half in (pair.half, "all"):
+            right[half][pair.relation].append(ok)
+        if not ok:
+            missed.append({"id": pair.id, "half": pair.half, "query": pair.query, "first": first})
+    return {
+        half: {
+            relation: {
+                "right": sum(found),
+                "of": len(found),
+                "share": round(sum(found) / len(found), 3),
+            }
+            for relation, found in sorted(by.items())
+        }
+        for half, by in right.items()
+    } | {"missed": missed}
+
+
+def parse_setting(text: str) -> tuple[str, Any]:
+    """``FIELD=VALUE`` as a config field and its JSON value (a bare word: a string)."""
+    name, _, value = text.partition("=")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a RetrievalConfig field for the measured configuration (repeatable)",
+    )
+    add_output(parser)
+    args = parser.parse_args()
+
+    from _server import embedded
+
+    from retrieval.db.migrate import MigrationSettings
+    from retrieval.memory.store import MemoryStore
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import HybridRetriever
+
+    bench = embedded(None, MigrationSettings(schema="versions", embedding_dim=384))
+    store = MemoryStore(bench.engine, schema="versions")
+    pairs = load()
+    ids = store_pairs(store, pairs)
+    changes = dict(parse_setting(text) for text in args.set)
+    configs = {
+        "defaults": replace(RetrievalConfig(record_access=False), **changes),
+        "newer_versions_first off": replace(
+            RetrievalConfig(record_access=False), newer_versions_first=False, **changes
+        ),
+    }
+    results: dict[str, Any] = {"pairs": len(pairs)}
+    for name, config in configs.items():
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            results[name] = evaluate(retriever, pairs, ids)
+    write_result("versions-for-a-question", results, args)
+    for name in configs:
+        print(name, {h: {r: v["share"] for r, v in by.items()} for h, by in results[name].items()
+                     if h != "missed"})  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

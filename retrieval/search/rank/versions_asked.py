@@ -1,0 +1,156 @@
+"""Whether two memories are versions of one fact for the question asked.
+
+"Alice is allergic to peanuts." and, a day later, "Alice is allergic to shellfish." are near in
+meaning and share most words, as "Bob lives in Paris." and "Bob moved to Denver." do; only the
+first pair holds two true facts. Similarity cannot tell them apart; the question can: "Is Alice
+allergic to peanuts?" names a word only one of the two holds, so it asks about that one, while
+"Where does Bob live?" asks about the fact both state. So a newer memory is a version of an
+older one for a question when either
+
+* the statement found them near (a cosine similarity of ``version_similarity`` or more, or the
+  same sentence with another value: ``near``) and the question names no content word that one
+  of them holds and the other does not (:func:`tells_apart`); or
+* the newer says in words that it replaces something ("moved to", "switched to", "no longer",
+  "is now", "a new number", :func:`states_update`), not that it adds to it ("also", "too",
+  "another"), and the question names no name or number that only one of them holds
+  (:func:`names_apart`): "Where does Bob live?" still asks about "Bob moved to Denver.", but
+  not about "Alice moved to Denver.".
+
+Words are compared in lower case, a word matching another that starts with it and adds at most
+three letters ("live", "lives", "lived"); words with digits match only themselves; a word the
+other memory holds inside one of its own ("VPN" in "OpenVPN") tells nothing apart. The signs of
+an update are read in English; in another language only the first way applies.
+See docs/decisions/0034-versions-for-the-question.md.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Words that say nothing about which fact a question asks for.
+_FUNCTION_WORDS = frozenset(
+    """
+    a an the and or but nor of in on at to for from by with about as into onto over under than
+    then so if is are was were be been being am do does did doing done have has had having will
+    would shall should can could may might must what when where who whom whose which why how i
+    me my mine we us our ours you your yours he him his she her hers it its they them their
+    theirs this that these those there here some any all each every no not very just still also
+    too much many more most own same such only again ever s t get gets got
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_WORD = re.compile(r"\w+(?:['\u2019]\w+)*")
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+# A word matches a longer one that starts with it and adds at most this many letters.
+_SUFFIX_LETTERS = 3
+_SHORTEST_STEM = 3
+# A memory that says it replaces what was before: a value that changed, moved or was replaced.
+_UPDATE = re.compile(
+    r"\b(now|nowadays|currently|these days|from now on|no longer|not any ?more|any ?more|instead|"
+    r"new|newly|moved?|moving|changed?|changing|switched|switching|replaced?|replacing|"
+    r"took over|takes over|relocated|transferred|joined|left|quit|upgraded|downgraded|"
+    r"migrated|rewr(?:ote|itten)|renamed|rescheduled|postponed|delayed|pushed back|"
+    r"brought forward|slipped|raised|lowered|increased|decreased|went (?:up|down)|dropped|"
+    r"rose|cut|reduced|extended|shortened|bumped|updated|became|becomes|turned|started|stopped|"
+    r"sold|bought|got married|divorced|retired|promoted|rolled out)\b",
+    re.IGNORECASE,
+)
+# A memory that adds to what was before rather than replacing it.
+_ADDITION = re.compile(
+    r"\b(also|too|as well|another|in addition|besides|additionally|second)\b", re.IGNORECASE
+)
+
+
+def states_update(text: str) -> bool:
+    """Whether ``text`` says that it replaces an earlier value ("Bob moved to Denver.", "We
+    switched to GitLab.", "Max upload size is 100 MB now.") and does not say it adds to one
+    ("Alice is now also allergic to shellfish.")."""
+    return _UPDATE.search(text) is not None and _ADDITION.search(text) is None
+
+
+def tells_apart(query: str, older: str, newer: str) -> bool:
+    """Whether ``query`` names a content word that one of ``older`` and ``newer`` holds and
+    the other does not ("Is Alice allergic to peanuts?")."""
+    return _apart(_words(query), _words(older), _words(newer), _words(older), _words(newer))
+
+
+def names_apart(query: str, older: str, newer: str) -> bool:
+    """Whether ``query`` names a name or a number (a word written with a capital letter or a
+    digit) that one of ``older`` and ``newer`` holds and the other does not ("Where does Bob
+    live?" beside "Bob lives in Paris." and "Alice moved to Denver.")."""
+    return _apart(_words(query), _names(older), _names(newer), _words(older), _words(newer))
+
+
+def versions_for_query(query: str, older: str, newer: str, *, near: bool) -> bool:
+    """Whether ``newer`` is a newer version of ``older`` for the question ``query``: found
+    ``near`` and not told apart by the question, or stating an update that the question does
+    not tell apart by a name or a number."""
+    if near and not tells_apart(query, older, newer):
+        return True
+    return states_update(newer) and not names_apart(query, older, newer)
+
+
+def _apart(
+    asked: frozenset[str],
+    first: frozenset[str],
+    second: frozenset[str],
+    first_all: frozenset[str],
+    second_all: frozenset[str],
+) -> bool:
+    # A word of ``asked`` among ``first`` (or ``second``) that the other holds nowhere, not
+    # even inside a word of its own ("vpn" in "openvpn").
+    for word in asked:
+        if _held(word, first) and not _inside(word, second_all):
+            return True
+        if _held(word, second) and not _inside(word, first_all):
+            return True
+    return False
+
+
+def _held(word: str, words: frozenset[str]) -> bool:
+    return word in words or any(_same_word(word, other) for other in words)
+
+
+def _inside(word: str, words: frozenset[str]) -> bool:
+    # Held, or inside a word of ``words`` (a word of at least three letters, no digit).
+    if _held(word, words):
+        return True
+    if len(word) < _SHORTEST_STEM or any(c.isdigit() for c in word):
+        return False
+    return any(word in other for other in words)
+
+
+def _same_word(a: str, b: str) -> bool:
+    # Equal, or one starts the other and the other adds at most a few letters: live, lives,
+    # lived; a word with a digit only equals itself.
+    if a == b:
+        return True
+    if any(c.isdigit() for c in a + b):
+        return False
+    shorter, longer = sorted((a, b), key=len)
+    common = 0
+    for x, y in zip(shorter, longer, strict=False):
+        if x != y:
+            break
+        common += 1
+    if common < _SHORTEST_STEM or common < len(shorter) - 1:
+        return False
+    return len(longer) - common <= _SUFFIX_LETTERS
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    # The content words of ``text``, in lower case, without a possessive's ending.
+    found = (_POSSESSIVE.sub("", word.lower()) for word in _WORD.findall(text))
+    return frozenset(w for w in found if w and w not in _FUNCTION_WORDS)
+
+
+@lru_cache(maxsize=4096)
+def _names(text: str) -> frozenset[str]:
+    # The words of ``text`` written with a capital letter or a digit, as :func:`_words` has them.
+    found = (
+        _POSSESSIVE.sub("", word.lower())
+        for word in _WORD.findall(text)
+        if word[0].isupper() or any(c.isdigit() for c in word)
+    )
+    return frozenset(w for w in found if w and w not in _FUNCTION_WORDS)

@@ -1,0 +1,105 @@
+"""Whether two memories are versions of one fact for a question
+(retrieval.search.rank.versions_asked): the question tells two true facts apart by a word only
+one holds; an update said in words stays a version unless a name or a number tells them apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.search.rank.versions_asked import (
+    names_apart,
+    states_update,
+    tells_apart,
+    versions_for_query,
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "older", "newer"),
+    [
+        ("Is Alice allergic to peanuts?", "Alice is allergic to peanuts.",
+         "Alice is allergic to shellfish."),
+        ("When does the Paris office open?", "Our Paris office opens at 9am.",
+         "Our Berlin office opens at 10am."),
+        ("How many API calls do free users get?", "Free users get 100 API calls per minute.",
+         "Paid users get 1000 API calls per minute."),
+        ("Which PostgreSQL does the production server run?",
+         "The staging server runs PostgreSQL 17.", "The production server runs PostgreSQL 17."),
+    ],
+)  # fmt: skip
+def test_a_question_naming_a_word_only_one_holds_tells_two_facts_apart(
+    query: str, older: str, newer: str
+) -> None:
+    assert tells_apart(query, older, newer)
+    assert not versions_for_query(query, older, newer, near=True)
+
+
+@pytest.mark.parametrize(
+    ("query", "older", "newer"),
+    [
+        ("What is Alice allergic to?", "Alice is allergic to peanuts.",
+         "Alice is allergic to shellfish."),
+        ("What PostgreSQL version does the staging cluster run?",
+         "The staging cluster runs PostgreSQL 15.", "The staging cluster runs PostgreSQL 16."),
+        ("Which office does Ravi work from?", "Ravi works from the Berlin office.",
+         "Ravi works from the Munich office."),
+    ],
+)  # fmt: skip
+def test_a_question_that_names_neither_value_asks_about_the_newer(
+    query: str, older: str, newer: str
+) -> None:
+    assert not tells_apart(query, older, newer)
+    assert versions_for_query(query, older, newer, near=True)
+    assert not versions_for_query(query, older, newer, near=False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bob moved to Denver.",
+        "The project deadline slipped to April 15.",
+        "We switched to GitLab.",
+        "Max upload size is 100 MB now.",
+        "Carol has a new number: 555-0199.",
+        "Grace no longer works at Initech.",
+    ],
+)
+def test_an_update_is_said_in_words(text: str) -> None:
+    assert states_update(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Alice is allergic to shellfish.",
+        "Alice is now also allergic to shellfish.",  # it adds, it does not replace
+        "Paid users get 1000 API calls per minute.",
+        "Bob said it again, too.",
+    ],
+)
+def test_a_fact_that_adds_is_no_update(text: str) -> None:
+    assert not states_update(text)
+
+
+def test_an_update_in_other_words_is_a_version_unless_a_name_tells_them_apart() -> None:
+    # "live" is only the older's word, yet the question asks where Bob lives now.
+    assert tells_apart("Where does Bob live?", "Bob lives in Paris.", "Bob moved to Denver.")
+    assert versions_for_query(
+        "Where does Bob live?", "Bob lives in Paris.", "Bob moved to Denver.", near=False
+    )
+    # Alice's move says nothing of where Bob lives.
+    assert names_apart("Where does Bob live?", "Bob lives in Paris.", "Alice moved to Denver.")
+    assert not versions_for_query(
+        "Where does Bob live?", "Bob lives in Paris.", "Alice moved to Denver.", near=False
+    )
+
+
+def test_words_match_by_their_stem_numbers_only_themselves_and_a_word_inside_another() -> None:
+    assert not tells_apart("Where does Bob live?", "Bob lives in Paris.", "Bob lived in Rome.")
+    assert tells_apart("Does the plan give 100 calls?", "100 calls a day.", "1000 calls a day.")
+    # "VPN" inside "OpenVPN": the newer speaks of it too.
+    assert not names_apart(
+        "Which VPN does the company use?",
+        "The company VPN is OpenVPN.",
+        "IT rolled out WireGuard to replace OpenVPN.",
+    )
