@@ -7,8 +7,9 @@ questions' common words ("time", "deploy", "run", "check", "disk", "queue").
 ``tests/data/keyword_matches_questions.json`` holds the 16 questions, and 4 more whose answer
 is a decision (a fix must not bury those). Each question is asked with the defaults as of the
 fixture's date; a question is answered at k when its answer is among the first k results. Also
-counted: the episodic results above a memory answer that matched fewer than half of the
-question's keywords (the keyword-only matches).
+counted: the episodic results above the answer that matched fewer than half of the question's
+keywords (the keyword-only matches), and those that matched a single keyword of a question of
+several (a word alone).
 
 Usage: python benchmarks/quality/keyword_matches.py [--json PATH] [--no-save]
 """
@@ -62,6 +63,13 @@ def main() -> None:
             keyword_only = [
                 r for r in above if r.source == "episodic" and _matched_share(r, keywords) < 0.5
             ]
+            one_word = [
+                r
+                for r in above
+                if r.source == "episodic"
+                and len(keywords) > 1
+                and len(r.metadata.get("matched_keywords") or []) == 1
+            ]
             rows.append(
                 {
                     "query": question["query"],
@@ -72,6 +80,7 @@ def main() -> None:
                     else round(response.results[rank - 1].final_score, 3),
                     "keywords": list(keywords),
                     "keyword_only_above": len(keyword_only),
+                    "one_word_above": len(one_word),
                     "first": f"{response.results[0].source}: {response.results[0].content}"
                     if contents
                     else None,
@@ -102,6 +111,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         **{f"answered_at_{k}": sum(1 for r in ranks if r is not None and r <= k) for k in KS},
         "median_rank": statistics.median(r if r is not None else 99 for r in ranks),
         "with_keyword_only_matches_above": sum(1 for row in rows if row["keyword_only_above"]),
+        "with_one_word_matches_above": sum(1 for row in rows if row["one_word_above"]),
     }
 
 

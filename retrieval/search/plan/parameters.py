@@ -76,10 +76,16 @@ def statement_parameters(
     return params
 
 
+# Matching this many of a query's keywords, a decision or tool call shares more than a word with
+# it: it passes whatever the query's length (docs/decisions/0023).
+SEVERAL_KEYWORDS = 2
+
+
 def min_keyword_hits(keywords: int, share: float) -> int:
     """The keywords of ``keywords`` a decision or tool call must match: ``share`` of them,
-    rounded up, and at least one."""
-    return max(1, math.ceil(share * keywords - 1e-9))
+    rounded up, at least one, and never more than :data:`SEVERAL_KEYWORDS` ("why does the
+    nightly build fail with a flaky test?" is answered by "Quarantine the flaky payment test")."""
+    return max(1, min(math.ceil(share * keywords - 1e-9), SEVERAL_KEYWORDS))
 
 
 def _episodic_parameters(
