@@ -411,11 +411,11 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -424,7 +424,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -455,8 +454,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -488,6 +485,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -638,6 +636,7 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
@@ -716,6 +715,7 @@ episodic_tool_calls AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
@@ -1135,6 +1135,7 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
@@ -1167,6 +1168,7 @@ source_presence AS (
              CAST(NULL AS text[]) AS matched,
              CAST(NULL AS text[]) AS entities,
              CAST('{}' AS pg_catalog.json) AS details,
+             TRUE AS evidence,
              CAST(NULL AS bigint[]) AS newer,
              CAST(NULL AS boolean[]) AS newer_near
 
@@ -1190,6 +1192,7 @@ source_presence AS (
              CAST(NULL AS text[]) AS matched,
              CAST(NULL AS text[]) AS entities,
              CAST('{}' AS pg_catalog.json) AS details,
+             TRUE AS evidence,
              CAST(NULL AS bigint[]) AS newer,
              CAST(NULL AS boolean[]) AS newer_near)
 
@@ -1213,6 +1216,7 @@ source_presence AS (
             CAST(NULL AS text[]) AS matched,
             CAST(NULL AS text[]) AS entities,
             CAST('{}' AS pg_catalog.json) AS details,
+            TRUE AS evidence,
             CAST(NULL AS bigint[]) AS newer,
             CAST(NULL AS boolean[]) AS newer_near)
 
@@ -1237,6 +1241,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   ),
@@ -1250,6 +1255,7 @@ context_hits AS (
            CAST(c.details ->> 'position' AS integer) AS position
     FROM (SELECT *
           FROM semantic AS s
+          WHERE s.evidence
           ORDER BY LEAST(CAST(1.0 AS float8),
                          GREATEST(CAST(0.0 AS float8),
                                   CAST(%(weight_relevance)s AS float8) * s.relevance + CAST(%(weight_recency)s AS float8) * s.recency + CAST(%(weight_importance)s AS float8) * s.importance + CAST(%(weight_popularity)s AS float8) * s.popularity + CAST(%(weight_entity)s AS float8) * s.entity)) DESC,
@@ -1530,6 +1536,7 @@ context AS (
                              LEAST(CAST(1.0 AS float8),
                                    GREATEST(CAST(0.0 AS float8),
                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM turns AS n
@@ -1551,6 +1558,7 @@ context AS (
            matched,
            entities,
            CAST(details AS text) AS details,
+           evidence,
            newer,
            newer_near,
            CAST(NULL AS bigint) AS hit_id,
@@ -1574,6 +1582,7 @@ context AS (
            matched,
            entities,
            CAST(details AS text) AS details,
+           evidence,
            newer,
            newer_near,
            CAST(NULL AS bigint) AS hit_id,
@@ -1597,6 +1606,7 @@ context AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near,
           CAST(NULL AS bigint) AS hit_id,
@@ -1620,6 +1630,7 @@ context AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near,
          CAST(NULL AS bigint) AS hit_id,
@@ -1643,6 +1654,7 @@ context AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near,
         CAST(NULL AS bigint) AS hit_id,
@@ -1666,6 +1678,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near,
        hit_id,

@@ -406,11 +406,11 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -419,7 +419,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -450,8 +449,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -483,6 +480,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -512,6 +510,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -535,6 +534,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   )
@@ -555,6 +555,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM semantic_versions
@@ -576,6 +577,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM source_presence

@@ -409,11 +409,11 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -422,7 +422,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -453,8 +452,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -486,6 +483,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -636,6 +634,7 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
@@ -714,6 +713,7 @@ episodic_tool_calls AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
@@ -1133,6 +1133,7 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
@@ -1165,6 +1166,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -1188,6 +1190,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   )
@@ -1208,6 +1211,7 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near
    FROM semantic_versions
@@ -1229,6 +1233,7 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near
    FROM episodic_decisions)
@@ -1250,6 +1255,7 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near
   FROM episodic_tool_calls)
@@ -1271,6 +1277,7 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near
  FROM documents)
@@ -1292,6 +1299,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM source_presence

@@ -412,11 +412,11 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -425,7 +425,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -456,8 +455,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -489,6 +486,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -639,6 +637,7 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
@@ -1058,6 +1057,7 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
@@ -1090,6 +1090,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -1113,6 +1114,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   )
@@ -1133,6 +1135,7 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near
   FROM semantic_versions
@@ -1154,6 +1157,7 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near
   FROM episodic_decisions)
@@ -1175,6 +1179,7 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near
  FROM documents)
@@ -1196,6 +1201,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM source_presence

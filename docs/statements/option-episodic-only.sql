@@ -148,6 +148,7 @@ episodic_decisions AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type, 'status', d.status) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
@@ -226,6 +227,7 @@ episodic_tool_calls AS (
                  ORDER BY k.position) AS matched,
            CAST(NULL AS text[]) AS entities,
            json_build_object('tool_name', c.tool_name, 'params', c.params, 'result', c.result, 'decision_id', c.decision_id) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
@@ -256,6 +258,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -279,6 +282,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   )
@@ -299,6 +303,7 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near
  FROM episodic_decisions
@@ -320,6 +325,7 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near
  FROM episodic_tool_calls)
@@ -341,6 +347,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM source_presence

@@ -447,11 +447,11 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -460,7 +460,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -491,8 +490,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -524,6 +521,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -975,6 +973,7 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
@@ -1007,6 +1006,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -1030,6 +1030,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   ),
@@ -1043,6 +1044,7 @@ context_hits AS (
            CAST(c.details ->> 'position' AS integer) AS position
     FROM (SELECT *
           FROM semantic AS s
+          WHERE s.evidence
           ORDER BY LEAST(CAST(1.0 AS float8),
                          GREATEST(CAST(0.0 AS float8),
                                   CAST(%(weight_relevance)s AS float8) * s.relevance + CAST(%(weight_recency)s AS float8) * s.recency + CAST(%(weight_importance)s AS float8) * s.importance + CAST(%(weight_popularity)s AS float8) * s.popularity + CAST(%(weight_entity)s AS float8) * s.entity)) DESC,
@@ -1377,6 +1379,7 @@ context AS (
                              LEAST(CAST(1.0 AS float8),
                                    GREATEST(CAST(0.0 AS float8),
                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM turns AS n
@@ -1398,6 +1401,7 @@ context AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near,
          CAST(NULL AS bigint) AS hit_id,
@@ -1421,6 +1425,7 @@ context AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near,
          CAST(NULL AS bigint) AS hit_id,
@@ -1444,6 +1449,7 @@ context AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near,
         CAST(NULL AS bigint) AS hit_id,
@@ -1467,6 +1473,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near,
        hit_id,

@@ -470,6 +470,8 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
@@ -501,8 +503,6 @@ semantic AS (
                                                                                                 'g')),
                                                                            ' ')) AS word
                                          WHERE word <> '') AS t) AS w) AS lex
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -511,7 +511,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -542,8 +541,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -575,6 +572,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -741,6 +739,7 @@ episodic_decisions AS (
                              d.status,
                              'lexical',
                              json_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, 'tokens', lex.tokens, 'keywords', t.relevance, 'combined_by', 'cascade')) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
@@ -865,6 +864,7 @@ episodic_tool_calls AS (
                              c.decision_id,
                              'lexical',
                              json_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, 'tokens', lex.tokens, 'keywords', t.relevance, 'combined_by', 'cascade')) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
@@ -1312,6 +1312,7 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
@@ -1344,6 +1345,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -1367,6 +1369,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   )
@@ -1387,6 +1390,7 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near
    FROM semantic_versions
@@ -1408,6 +1412,7 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near
    FROM episodic_decisions)
@@ -1429,6 +1434,7 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near
   FROM episodic_tool_calls)
@@ -1450,6 +1456,7 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near
  FROM documents)
@@ -1471,6 +1478,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM source_presence

@@ -465,6 +465,8 @@ semantic AS (
                              'bm25_complete',
                              (SELECT unprobed
                               FROM mem_total) = 0) AS details,
+              n.distance <= CAST(%(max_distance)s AS float8)
+           OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM semantic_found AS n
@@ -496,8 +498,6 @@ semantic AS (
                                                                                                 'g')),
                                                                            ' ')) AS word
                                          WHERE word <> '') AS t) AS w) AS lex
-    WHERE n.distance <= CAST(%(max_distance)s AS float8)
-       OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8)
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
@@ -506,7 +506,6 @@ mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           m.key,
            CASE
              WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                THEN GREATEST(m.created_at, m.last_seen_at)
@@ -537,8 +536,6 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
-                                  AND (o.key IS NULL
-                                    OR n.key IS NULL)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
@@ -570,6 +567,7 @@ semantic_versions AS (
            s.matched,
            s.entities,
            s.details,
+           s.evidence,
            v.newer,
            v.newer_near
     FROM semantic AS s
@@ -727,6 +725,7 @@ episodic_decisions AS (
                              d.status,
                              'lexical',
                              json_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, 'tokens', lex.tokens, 'keywords', t.relevance, 'combined_by', 'max')) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM decision_top AS t
@@ -842,6 +841,7 @@ episodic_tool_calls AS (
                              c.decision_id,
                              'lexical',
                              json_build_object('exact', lex.exact, 'fuzzy', lex.fuzzy, 'tokens', lex.tokens, 'keywords', t.relevance, 'combined_by', 'max')) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM tool_call_top AS t
@@ -1289,6 +1289,7 @@ documents AS (
                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
@@ -1321,6 +1322,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
 
@@ -1344,6 +1346,7 @@ source_presence AS (
            CAST(NULL AS text[]) AS matched,
            CAST(NULL AS text[]) AS entities,
            CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
   )
@@ -1364,6 +1367,7 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near
    FROM semantic_versions
@@ -1385,6 +1389,7 @@ source_presence AS (
           matched,
           entities,
           CAST(details AS text) AS details,
+          evidence,
           newer,
           newer_near
    FROM episodic_decisions)
@@ -1406,6 +1411,7 @@ source_presence AS (
          matched,
          entities,
          CAST(details AS text) AS details,
+         evidence,
          newer,
          newer_near
   FROM episodic_tool_calls)
@@ -1427,6 +1433,7 @@ source_presence AS (
         matched,
         entities,
         CAST(details AS text) AS details,
+        evidence,
         newer,
         newer_near
  FROM documents)
@@ -1448,6 +1455,7 @@ SELECT source,
        matched,
        entities,
        CAST(details AS text) AS details,
+       evidence,
        newer,
        newer_near
 FROM source_presence

@@ -11,21 +11,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from retrieval.memory.speakers import speaker_of
+
 MESSAGE_KIND = "message"
 """The kind of a conversation's turn: stored without a thread, its session is inferred from the
 time between messages (retrieval.memory.turn_context, retrieval.search.statement.context)."""
 
 
-def is_turn(kind: str, thread_id: str | None, position: int | None) -> bool:
+def is_turn(kind: str, thread_id: str | None, position: int | None, content: str = "") -> bool:
     """Whether a memory is a conversation turn: a message (kind ``message``, with or without a
-    thread), or any memory with a thread and a position, whatever its kind.
+    thread), any memory with a thread and a position whatever its kind, or one whose
+    ``content`` opens with who said it ("Maria: ...", 'Maria said, "..."':
+    :func:`retrieval.memory.speakers.speaker_of`), as a LangGraph or MCP client may store one.
 
-    The one definition every rule that treats turns apart reads (the read statement's
-    ``read_common.turn`` says the same in SQL): a turn is embedded with the turn before it,
-    lifts and is lifted by its neighbours, names its speaker, yields when it only asks, is
-    never a copy of another place's turn and never a version of a fact.
+    The one definition every rule that treats turns apart reads: a turn names its speaker,
+    yields when it only asks, and is never a version of a fact. A turn is placed in its
+    conversation (embedded with the turn before it, lifted with its neighbours, a copy only of
+    the same place's turn) when it has a thread and a position, or is a message (its session
+    inferred from time); the read statement's ``read_common.turn`` is that structural part.
     """
-    return kind == MESSAGE_KIND or (thread_id is not None and position is not None)
+    if kind == MESSAGE_KIND or (thread_id is not None and position is not None):
+        return True
+    return bool(content) and speaker_of(content) is not None
 
 
 MEMORY_KINDS: Mapping[str, str] = MappingProxyType(

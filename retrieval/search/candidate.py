@@ -39,6 +39,10 @@ class Candidate(NamedTuple):
     matched: list[str] | None  # keywords matched (episodic), else NULL
     entities: list[str] | None  # query entity ids the memory links to (semantic), else NULL
     details: str  # the evidence, a JSON object (json_build_object: text, decoded when returned)
+    # Whether it passes its source's evidence gate (semantic: near enough by meaning or covering
+    # enough of the query's words); one that does not is a result only as an older memory's
+    # newer version or to fill an answer that would be empty.
+    evidence: bool = True
     # The candidates that may be newer versions of the same fact, newest first (semantic, when
     # newer_versions_first), else NULL; and for each, whether the statement found it near
     # (retrieval.search.rank.versions_asked decides with the query).
@@ -64,9 +68,10 @@ COLUMNS: tuple[str, ...] = Candidate._fields
 def leading_hits(
     candidates: Iterable[Candidate], weights: Mapping[str, float], limit: int
 ) -> list[Candidate]:
-    """The first ``limit`` of the semantic ``candidates`` as the ranking orders them by their
-    source's ``weights``: final score, relevance, the smaller distance, recency, then id."""
-    semantic = [c for c in candidates if c.source == "semantic"]
+    """The first ``limit`` of the semantic ``candidates`` with evidence as the ranking orders
+    them by their source's ``weights``: final score, relevance, the smaller distance,
+    recency, then id."""
+    semantic = [c for c in candidates if c.source == "semantic" and c.evidence]
     semantic.sort(
         key=lambda c: (
             -scoring.weighted_fields(c, weights),
@@ -81,13 +86,13 @@ def leading_hits(
 
 def is_turn_candidate(candidate: Candidate) -> bool:
     """Whether a semantic candidate is a conversation turn (:func:`retrieval.memory.kinds.is_turn`:
-    a message, or a memory with a thread and a position)."""
+    a message, a memory with a thread and a position, or one that names who said it)."""
     if candidate.source != "semantic":
         return False
     if candidate.kind == MESSAGE_KIND:
         return True
     thread, position = _thread_and_position(candidate.details)
-    return is_turn(candidate.kind, thread, position)
+    return is_turn(candidate.kind, thread, position, candidate.content)
 
 
 @lru_cache(maxsize=1024)

@@ -37,6 +37,7 @@ from retrieval.search.defaults import (
     DEFAULT_MAX_QUERY_WORDS,
     DEFAULT_MEMORY_BM25_ROWS,
     DEFAULT_MIN_FINAL_SCORE,
+    DEFAULT_MIN_RESULTS,
     DEFAULT_QUESTION_DISCOUNT,
     DEFAULT_SPEAKER_WEIGHT,
     DEFAULT_TIME_HALF_LIFE_DAYS,
@@ -166,6 +167,13 @@ class RetrievalConfig:
         help="Results below this final score are dropped, unless their source has its own "
         "threshold (calibrated: about the relevance of a memory at the distance cut-off).",
         within=UNIT,
+    )
+    min_results: int = setting(
+        DEFAULT_MIN_RESULTS,
+        env="RETRIEVAL_MIN_RESULTS",
+        help="When fewer results than this pass the thresholds, the best memories below them "
+        "fill up to it, each marked below_threshold (0: none, an empty answer stays empty).",
+        within=Within(0, integer=True),
     )
     max_distance: float | None = setting(
         DEFAULT_MAX_DISTANCE,

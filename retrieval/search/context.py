@@ -81,7 +81,9 @@ def _assistant(result: RetrievalResult, body: str) -> dict[str, Any]:
         "relevance_score": result.relevance_score,
         "recency_score": result.recency_score,
     }
-    for key in ("item", "id", "kind", "created_at", "distance", "matched_keywords", "thread_id"):
+    keys = ("item", "id", "kind", "created_at", "distance", "matched_keywords", "thread_id",
+            "below_threshold")  # fmt: skip
+    for key in keys:
         if key in result.metadata:
             metadata[key] = result.metadata[key]
     return {
@@ -113,19 +115,23 @@ def _date(created: str) -> str:
 
 
 def _scores(result: RetrievalResult) -> str:
+    weak = ", below the threshold: a weak match" if result.metadata.get("below_threshold") else ""
     return (
         f"final {result.final_score:.2f} (relevance {result.relevance_score:.2f}, "
-        f"recency {result.recency_score:.2f})"
+        f"recency {result.recency_score:.2f}{weak})"
     )
 
 
 def to_table(response: RetrievalResponse, *, text_width: int = 70) -> str:
     """A plain-text table of the results: rank, source, id (of the memory, decision, tool call
-    or chunk, to name it in ``supersedes`` or ``forget``), final, relevance, recency, text."""
+    or chunk, to name it in ``supersedes`` or ``forget``), final, relevance, recency, text (a
+    weak match below the threshold, which fills an answer, opens with ``(weak)``)."""
     header = f"{'#':>2}  {'source':<30} {'id':>7} {'final':>5} {'rel':>5} {'rec':>5}  text"
     lines = [header, "-" * len(header)]
     for rank, result in enumerate(response, start=1):
         text = " ".join(result.content.split())
+        if result.metadata.get("below_threshold"):
+            text = f"(weak) {text}"
         if len(text) > text_width:
             text = text[: text_width - 1] + "…"
         row_id = result.metadata.get("id", "-")

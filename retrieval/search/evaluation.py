@@ -64,12 +64,17 @@ def pairs_returned(
     tenant_id: str,
     as_of: datetime,
 ) -> PairsReturned:
-    """Ask every question of the set with ``config`` and count the memories returned."""
+    """Ask every question of the set with ``config`` and count the memories returned above
+    the thresholds (a weak match that fills an answer, ``below_threshold``, is not counted)."""
     relevant_returned = unrelated_returned = relevant_total = unrelated_total = 0
     with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
         for question in labelled["queries"]:
             response = retriever.retrieve(question["text"], tenant_id=tenant_id, as_of=as_of)
-            returned = {r.metadata["id"] for r in response if r.source == "semantic"}
+            returned = {
+                r.metadata["id"]
+                for r in response
+                if r.source == "semantic" and not r.metadata.get("below_threshold")
+            }
             relevant = {ids[i] for i in question["relevant"]}
             relevant_returned += len(returned & relevant)
             unrelated_returned += len(returned - relevant)

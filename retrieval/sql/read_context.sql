@@ -14,14 +14,15 @@ SELECT *
 %(weight_{signal})s::float8 * s.{signal}
 
 -- name: statement_hits
--- The hits within the read's own statement: of the semantic candidates ranked as the
--- retriever ranks them (the weighted sum {weighted_sum} of their signals, then relevance,
+-- The hits within the read's own statement: of the semantic candidates with evidence ranked
+-- as the retriever ranks them (the weighted sum {weighted_sum} of their signals, then relevance,
 -- distance, recency and id), the first %(context_hits)s that are turns of a thread, or (with
 -- %(untold_sessions)s) messages without a thread.
 SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
            (c.details ->> 'position')::int AS position
     FROM (
         SELECT * FROM semantic AS s
+        WHERE s.evidence
         ORDER BY LEAST(1.0::float8, GREATEST(0.0::float8,
                      {weighted_sum})) DESC,
                  s.relevance DESC, s.distance ASC NULLS LAST, s.recency DESC, s.id
@@ -121,6 +122,6 @@ context AS (
            {signals},
            0.0::float8 AS entity, n.distance, NULL::text[] AS matched,
            NULL::text[] AS entities,
-           json_build_object({evidence}) AS details, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           json_build_object({evidence}) AS details, TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM turns AS n
 )

@@ -91,7 +91,7 @@ documents AS (
                'dense_distance', f.distance,
                'dense_rank', f.dense_rank, 'dense_relevance', {dense},
                'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
-           ) AS details, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           ) AS details, TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM doc_ranked AS f
     JOIN {schema}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
     {gate}

@@ -163,7 +163,7 @@ episodic_decisions AS (
            NULL::float8 AS distance, {matched}, NULL::text[] AS entities,
            json_build_object('task_id', d.task_id, 'action_type', d.action_type,
                               'status', d.status{evidence}) AS details,
-           NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM decision_top AS t
     JOIN {schema}.decisions AS d ON d.tenant_id = %(tenant_id)s AND d.id = t.id
     {lexical_join}
@@ -181,7 +181,7 @@ episodic_tool_calls AS (
            json_build_object('tool_name', c.tool_name, 'params', c.params,
                               'result', c.result, 'decision_id', c.decision_id
                               {evidence}) AS details,
-           NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM tool_call_top AS t
     JOIN {schema}.tool_calls AS c ON c.tenant_id = %(tenant_id)s AND c.id = t.id
     {lexical_join}

@@ -26,7 +26,7 @@ SELECT '{source}'::text AS source, '{item}'::text AS item,
            0.0::float8 AS recency, 0.0::float8 AS importance, 0.0::float8 AS popularity,
            0.0::float8 AS entity, NULL::float8 AS distance, NULL::text[] AS matched,
            NULL::text[] AS entities, '{{}}'::json AS details,
-           NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
 
 -- name: presence
 -- The rows of the sources asked for, one CTE.

@@ -219,7 +219,9 @@ n.distance <= %(max_distance)s::float8 OR n.coverage >= %(bm25_min_coverage)s::f
 n.distance <= %(max_distance)s::float8
 
 -- name: semantic
--- The memories' candidates from {found}: relevance, recency, signals and evidence.
+-- The memories' candidates from {found}: relevance, recency, signals and evidence, and whether
+-- they pass the evidence gate ({gate}: those that do not are results only when they take an
+-- older version's place or fill an answer that would be empty).
 semantic AS (
     SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
            n.created_at,
@@ -231,18 +233,17 @@ semantic AS (
            json_build_object(
                {evidence}{lexical_details}{bm25_evidence}
            ) AS details,
-           NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           {gate} AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM {found} AS n
     {lexical_join}
-    {where}
 )
 
 -- name: mem_facts
 -- The most relevant memory candidates that state facts (conversation turns aside: {turn}),
--- %(version_candidates)s of them, with their namespaces, keys, vectors and lexemes (read again by
--- the primary key) and when they were last told by the call's moment.
+-- %(version_candidates)s of them, with their namespaces, vectors and lexemes (read again by the
+-- primary key) and when they were last told by the call's moment.
 mem_facts AS MATERIALIZED (
-    SELECT s.id, s.kind, m.namespace, m.key, {told_at} AS told_at, m.embedding,
+    SELECT s.id, s.kind, m.namespace, {told_at} AS told_at, m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
     FROM semantic AS s
     JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = s.id
@@ -253,8 +254,8 @@ mem_facts AS MATERIALIZED (
 
 -- name: mem_newer
 -- Each fact's possible newer versions among the candidates, newest first: of its kind and
--- namespace, told after it, not both under a key (two keys name two facts), at a cosine
--- similarity of %(update_similarity)s or more (an update in words may say it with others);
+-- namespace, told after it, at a cosine similarity of %(update_similarity)s or more (an update
+-- in words may say it with others; a key names an item, as LangGraph's keys do, not a fact);
 -- each marked near when its vector is at %(version_similarity)s or more, or from
 -- {words_similarity} on it shares %(version_shared_words)s of their lexemes (the same
 -- sentence with another value). The rank stage keeps those that are versions for the query.
@@ -264,7 +265,6 @@ mem_newer AS MATERIALIZED (
     FROM mem_facts AS o
     JOIN mem_facts AS n
       ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
-     AND (o.key IS NULL OR n.key IS NULL)
     CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
     CROSS JOIN LATERAL (
         SELECT CASE

@@ -71,7 +71,8 @@ def test_a_weight_of_zero_and_memories_that_are_not_turns_change_nothing() -> No
     # Maria said two of the three leading turns, not all three.
     mixed = [TURNS[0], TURNS[1], TURNS[3], TURNS[4]]
     assert favour_named_speaker("What does Maria play?", mixed, WEIGHTS, 0.1) is mixed
-    notes = [_turn(n, f"Maria: note {n}", 0.6 - n / 100, kind="fact") for n in range(3)]
+    notes = [_turn(n, f"A note on what Maria plays, {n}", 0.6 - n / 100, kind="fact")
+             for n in range(3)]  # fmt: skip
     assert favour_named_speaker("What does Maria play?", notes, WEIGHTS, 0.05) is notes
 
 

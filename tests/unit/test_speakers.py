@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from retrieval.memory.kinds import is_turn
 from retrieval.memory.speakers import name_words, said_text, speaker_of
-from retrieval.search.candidate import Candidate
+from retrieval.search.candidate import Candidate, is_turn_candidate
 from retrieval.search.rank.speakers import message_speaker
 
 
@@ -45,19 +46,24 @@ def test_the_speaker_is_the_name_a_message_opens_with(
     assert said_text(content) == said
 
 
-def test_only_a_turn_has_a_speaker() -> None:
-    # A message, or a memory of any kind with a thread and a position (kinds.is_turn).
-    def candidate(kind: str, details: dict[str, object]) -> Candidate:
+def test_a_turn_is_a_message_a_place_in_a_thread_or_a_text_naming_who_said_it() -> None:
+    # kinds.is_turn: a message, a memory with a thread and a position, or one that opens with
+    # who said it, whatever its kind; only a turn has a speaker.
+    def candidate(kind: str, content: str, details: dict[str, object]) -> Candidate:
         return Candidate(
-            "semantic", "memory", 1, "Maria Lopez: hi", kind, datetime(2026, 1, 1, tzinfo=UTC),
+            "semantic", "memory", 1, content, kind, datetime(2026, 1, 1, tzinfo=UTC),
             0.5, 0.5, 0.5, 0.0, 0.0, 0.4, None, None, json.dumps(details),
         )  # fmt: skip
 
     threaded = {"thread_id": "t", "position": 3}
-    assert message_speaker(candidate("message", {})) == "Maria Lopez"
-    assert message_speaker(candidate("fact", threaded)) == "Maria Lopez"
-    assert message_speaker(candidate("fact", {"thread_id": "t", "position": None})) is None
-    assert message_speaker(candidate("fact", {})) is None
+    assert is_turn_candidate(candidate("message", "hi", {}))
+    assert is_turn_candidate(candidate("fact", "hi", threaded))
+    assert is_turn_candidate(candidate("fact", "Maria Lopez: hi", {}))
+    assert not is_turn_candidate(candidate("fact", "hi", {"thread_id": "t", "position": None}))
+    assert not is_turn_candidate(candidate("fact", "Note to self: hi", {}))
+    assert message_speaker(candidate("fact", "Maria Lopez: hi", {})) == "Maria Lopez"
+    assert message_speaker(candidate("message", "hi", threaded)) is None
+    assert is_turn("fact", None, None, 'Maria said, "hi"') and not is_turn("fact", None, None)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,9 @@ fits it), the turns of the person the query names scored again
 (:mod:`~retrieval.search.rank.questions`), older versions of a fact capped under the newer
 (:mod:`~retrieval.search.rank.versions`), the caller's working state scored
 (:mod:`~retrieval.search.rank.working_state`), then the thresholds, the ranking and the limits
-(:mod:`~retrieval.search.rank.ranking`).
+(:mod:`~retrieval.search.rank.ranking`). A memory without the evidence the statement's gate
+asks for is a result only as a newer version that takes an older one's place, or to fill an
+answer that would hold fewer than ``min_results`` (marked ``below_threshold``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from retrieval.search.results import RetrievalResult, SourceDiagnostics
 def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
     """The call's results, best first, and per source what was scored, kept and returned."""
     config, call = plan.config, plan.call
-    candidates = _lifted(plan, read)
+    lifted = _lifted(plan, read)
+    candidates = [c for c in lifted if c.evidence]
     scored: dict[str, list[ranking.Scored]] = {name: [] for name in plan.scored}
     window = call.window
     weights = {
@@ -39,13 +42,19 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
         )
         for name in scored
     }
-    for candidate in candidates:
-        source = candidate.source
+
+    def scored_one(candidate: Candidate) -> ranking.Scored:
         extra = None
         if window is not None:
             distance = window.distance_days(candidate.created_at)
             extra = {"time": scoring.time_fit(distance, config.time_half_life_days)}
-        scored[source].append(ranking.scored_candidate(candidate, weights[source], extra))
+        return ranking.scored_candidate(candidate, weights[candidate.source], extra)
+
+    for candidate in candidates:
+        scored[candidate.source].append(scored_one(candidate))
+    # The memories without the gate's evidence: results only as the newer version of a result,
+    # or to fill an answer that would be empty.
+    beyond = [scored_one(c) for c in lifted if not c.evidence]
     if "semantic" in scored:
         scored["semantic"] = favour_named_speaker(
             call.query.text, scored["semantic"], weights["semantic"], config.speaker_weight
@@ -54,7 +63,10 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
             scored["semantic"], config.question_discount, config.threshold("semantic")
         )
     if config.newer_versions_first and "semantic" in scored:
-        scored["semantic"] = newer_versions_first(scored["semantic"], call.query.text)
+        placed = newer_versions_first([*scored["semantic"], *beyond], call.query.text)
+        evident = {s.identity for s in scored["semantic"]}
+        scored["semantic"] = [s for s in placed if s.identity in evident or s.replaces]
+        beyond = [s for s in placed if s.identity not in evident and not s.replaces]
     if call.working_state is not None and config.working_state.enabled:
         lexical = (
             LexicalOption(
@@ -69,7 +81,7 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
                 call.working_state, call.query.keywords, config.working_state, lexical=lexical
             )
         ]
-    return ranking.select(scored, config)
+    return ranking.select(scored, config, beyond)
 
 
 def _lifted(plan: ReadPlan, read: Read) -> list[Candidate]:

@@ -57,6 +57,7 @@ class Scored(NamedTuple):
     outdated: Outdated | None = None  # a newer version of it among the candidates
     asks: float | None = None  # its final score before it yielded as a turn that only asks
     replaces: Outdated | None = None  # the older version whose score it took
+    below: bool = False  # returned below the thresholds, to fill an answer (min_results)
 
     def to_result(self) -> RetrievalResult:
         """The :class:`RetrievalResult` this record stands for."""
@@ -71,6 +72,7 @@ class Scored(NamedTuple):
             self.outdated,
             self.asks,
             self.replaces,
+            below=self.below,
         )
 
 
@@ -131,13 +133,16 @@ def to_result(
     outdated: Outdated | None = None,
     asks: float | None = None,
     replaces: Outdated | None = None,
+    *,
+    below: bool = False,
 ) -> RetrievalResult:
     """The result of a database candidate, with its ``final`` score from ``weights`` over
     ``signals`` (default: the candidate's own), capped under a newer version's when
     ``outdated`` says so (its ``possibly_outdated_by`` evidence and ``outdated`` part), raised
     to an older version's score when ``replaces`` says so (its ``newer_version_of`` evidence
     and ``version`` part), scaled down from ``asks`` when it is a turn that only asks (its
-    ``only_asks`` evidence and ``question`` part).
+    ``only_asks`` evidence and ``question`` part), marked ``below_threshold`` when ``below``
+    (returned under the thresholds to fill an answer).
 
     ``candidate.details`` is the evidence as JSON text: the statement sends it as text, so
     that only returned candidates pay for decoding it.
@@ -173,6 +178,8 @@ def to_result(
     if asks is not None:
         metadata["only_asks"] = {"own_final_score": asks}
         _cut(metadata["parts"], "question", final, asks)
+    if below:
+        metadata["below_threshold"] = True
     return RetrievalResult(
         content=candidate.content,
         source=candidate.source,
@@ -207,9 +214,14 @@ def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]
 
 
 def select(
-    scored: Mapping[str, Sequence[Scored]], config: RetrievalConfig
+    scored: Mapping[str, Sequence[Scored]],
+    config: RetrievalConfig,
+    beyond: Sequence[Scored] = (),
 ) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
     """Apply the threshold and the limits to each source's scored results; rank them all.
+    When fewer than ``config.min_results`` pass, the best memories below the threshold (and
+    ``beyond``: memories without the evidence the gate asks for) follow them up to that many,
+    marked ``below_threshold``.
 
     Returns the results best first (only these are built) and, per source, what was scored,
     kept and returned.
@@ -222,12 +234,13 @@ def select(
         kept_count[name] = len(kept)
         chosen.extend(kept[: config.source(name).limit])
     final = sorted(chosen, key=rank_key)[: config.total_limit]
+    final += _filling(scored, config, beyond, len(final))
     returned = {name: 0 for name in scored}
     for result in final:
         returned[result.source] += 1
     diagnostics = {
         name: SourceDiagnostics(
-            candidates=len(results),
+            candidates=len(results) + (len(beyond) if name == "semantic" else 0),
             kept=kept_count[name],
             returned=returned[name],
             mean_scores=_means(results),
@@ -235,6 +248,23 @@ def select(
         for name, results in scored.items()
     }
     return [item.to_result() for item in final], diagnostics
+
+
+def _filling(
+    scored: Mapping[str, Sequence[Scored]],
+    config: RetrievalConfig,
+    beyond: Sequence[Scored],
+    returned: int,
+) -> list[Scored]:
+    # The best memories under the threshold, or without evidence, that fill the results up to
+    # min_results (within the limits), marked below it.
+    wanted = min(config.min_results, config.total_limit, config.semantic.limit) - returned
+    if wanted <= 0 or "semantic" not in scored:
+        return []
+    threshold = config.threshold("semantic")
+    under = [r for r in scored["semantic"] if r.final_score < threshold]
+    best = sorted([*under, *beyond], key=rank_key)[:wanted]
+    return [item._replace(below=True) for item in best]
 
 
 def _means(results: Iterable[Scored]) -> dict[str, float]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from retrieval.search.candidate import is_turn_candidate
 from retrieval.search.rank.ranking import Outdated, Scored
 from retrieval.search.rank.versions_asked import versions_for_query
 
@@ -34,7 +35,13 @@ def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
     final score where it scored lower, and marked with the newest."""
     if not any(s.candidate is not None and s.candidate.newer for s in scored):
         return list(scored)
-    content = {s.identity: s.candidate.content for s in scored if s.candidate is not None}
+    # Turns are never versions: a turn said later is another turn (the statement leaves out
+    # the turns of a thread and the messages; these are turns that name who said them).
+    content = {
+        s.identity: s.candidate.content
+        for s in scored
+        if s.candidate is not None and not is_turn_candidate(s.candidate)
+    }
     versions = {
         s.identity: [
             n
@@ -43,7 +50,7 @@ def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
             and versions_for_query(query, content[s.identity], content[n], near=near)
         ]
         for s in scored
-        if s.candidate is not None and s.candidate.newer
+        if s.identity in content and _newer(s)
     }
     older = [s for s in scored if versions.get(s.identity)]
     final = {s.identity: s.final_score for s in scored}

@@ -141,7 +141,7 @@ def semantic_ctes(
             bm25_evidence=evidence,
             found=found,
             lexical_join=lexical_join,
-            where="WHERE " + cut if cut else "",
+            gate=f"({cut})" if cut else "TRUE",
         )
     )
     if query.versions:
