@@ -1,14 +1,15 @@
 """Vague questions: does a question find the memory that answers it when its words say little,
-and what does filling an empty answer cost in precision?
+and what does answering an empty answer with weak matches cost in precision?
 
 ``tests/data/vague_questions.json`` holds four people's memories (eight each, a tenant each,
 stored through ``remember``) and 28 questions: 20 answered by one memory but naming its topic
 only loosely ("What food does the user like?" for "Alice is vegetarian and avoids
 mushrooms."), 8 that no memory answers ("What is his blood type?"). Each is asked with
-``retrieve()`` and the defaults, with ``min_results`` 0 (an answer under the thresholds stays
-empty), 1, 3 and 5. Reported: the answered questions whose answer is among the results (and
-first), the results per question, the share of results marked ``below_threshold``, and
-precision: the share of all results that are an answer.
+``retrieve()`` and the defaults, with ``fallback_results`` 0 (an answer under the thresholds
+stays empty), 1, 3 and 5 (the weak matches an empty answer gets). Reported: the answered
+questions whose answer is among the results (and first), the results per question, the share
+of results marked ``below_threshold``, and precision: the share of all results that are an
+answer.
 
 Usage: python benchmarks/quality/vague_questions.py [--json PATH] [--no-save]
 """
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modul
 from _common import add_output, write_result
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "vague_questions.json"
-MIN_RESULTS = (0, 1, 3, 5)
+FALLBACK_RESULTS = (0, 1, 3, 5)
 
 
 def evaluate(retriever: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -76,10 +77,10 @@ def main() -> None:
     for tenant, memories in data["tenants"].items():
         store.remember_many({"text": text, "tenant_id": tenant} for text in memories)
     results: dict[str, Any] = {"questions": len(data["questions"])}
-    for count in MIN_RESULTS:
-        config = replace(RetrievalConfig(record_access=False), min_results=count)
+    for count in FALLBACK_RESULTS:
+        config = replace(RetrievalConfig(record_access=False), fallback_results=count)
         with HybridRetriever.from_store(store, config=config) as retriever:
-            results[f"min_results {count}"] = evaluate(retriever, data["questions"])
+            results[f"fallback_results {count}"] = evaluate(retriever, data["questions"])
     write_result("vague-questions", results, args)
 
 

@@ -33,11 +33,11 @@ from retrieval.search.defaults import (
     DEFAULT_EF_SEARCH,
     DEFAULT_EPISODIC_MIN_KEYWORD_SHARE,
     DEFAULT_EXACT_SCAN_FACTOR,
+    DEFAULT_FALLBACK_RESULTS,
     DEFAULT_MAX_DISTANCE,
     DEFAULT_MAX_QUERY_WORDS,
     DEFAULT_MEMORY_BM25_ROWS,
     DEFAULT_MIN_FINAL_SCORE,
-    DEFAULT_MIN_RESULTS,
     DEFAULT_QUESTION_DISCOUNT,
     DEFAULT_SPEAKER_WEIGHT,
     DEFAULT_TIME_HALF_LIFE_DAYS,
@@ -168,11 +168,11 @@ class RetrievalConfig:
         "threshold (calibrated: about the relevance of a memory at the distance cut-off).",
         within=UNIT,
     )
-    min_results: int = setting(
-        DEFAULT_MIN_RESULTS,
-        env="RETRIEVAL_MIN_RESULTS",
-        help="When fewer results than this pass the thresholds, the best memories below them "
-        "fill up to it, each marked below_threshold (0: none, an empty answer stays empty).",
+    fallback_results: int = setting(
+        DEFAULT_FALLBACK_RESULTS,
+        env="RETRIEVAL_FALLBACK_RESULTS",
+        help="When no result passes the thresholds, the best this many memories below them are "
+        "returned, each marked below_threshold (0: an empty answer stays empty).",
         within=Within(0, integer=True),
     )
     max_distance: float | None = setting(

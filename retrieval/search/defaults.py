@@ -9,9 +9,9 @@ from retrieval.settings import UNIT, Within
 # cut-off 1.2 separates related from unrelated memories.
 DEFAULT_MIN_FINAL_SCORE = 0.25
 DEFAULT_MAX_DISTANCE = 1.2
-# When fewer results than this pass the thresholds, the best memories under them fill up to it,
+# When no result passes the thresholds, this many of the best memories under them are returned,
 # marked below_threshold (docs/decisions/0035-never-empty-when-a-memory-is-near.md).
-DEFAULT_MIN_RESULTS = 3
+DEFAULT_FALLBACK_RESULTS = 3
 # Candidates each database source hands from SQL to Python (pgvector's default ef_search).
 DEFAULT_CANDIDATE_POOL = 40
 # The HNSW search's list of candidates (hnsw.ef_search), at least the pool: recall@10 against exact

@@ -155,9 +155,11 @@ def test_the_bm25_channel_finds_exact_words_the_vectors_miss(
         memory_bm25=False,
         candidate_pool=5,
         max_distance=1.0,
-        min_results=0,
+        fallback_results=0,
     )
-    gated = replace(WITH_BM25, semantic=narrow, candidate_pool=5, max_distance=1.0, min_results=0)
+    gated = replace(
+        WITH_BM25, semantic=narrow, candidate_pool=5, max_distance=1.0, fallback_results=0
+    )
     query = "E4012"
     without = retriever.retrieve(query, tenant_id="acme", as_of=AS_OF, config=plain)
     assert code not in [r.metadata["id"] for r in without]

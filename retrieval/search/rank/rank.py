@@ -8,8 +8,8 @@ fits it), the turns of the person the query names scored again
 (:mod:`~retrieval.search.rank.versions`), the caller's working state scored
 (:mod:`~retrieval.search.rank.working_state`), then the thresholds, the ranking and the limits
 (:mod:`~retrieval.search.rank.ranking`). A memory without the evidence the statement's gate
-asks for is a result only as a newer version that takes an older one's place, or to fill an
-answer that would hold fewer than ``min_results`` (marked ``below_threshold``).
+asks for is a result only as a newer version that takes an older one's place, or among the
+``fallback_results`` weak matches of an answer that would be empty (marked ``below_threshold``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
     for candidate in candidates:
         scored[candidate.source].append(scored_one(candidate))
     # The memories without the gate's evidence: results only as the newer version of a result,
-    # or to fill an answer that would be empty.
+    # or among the weak matches of an answer that would be empty.
     beyond = [scored_one(c) for c in lifted if not c.evidence]
     if "semantic" in scored:
         scored["semantic"] = favour_named_speaker(

@@ -57,7 +57,7 @@ class Scored(NamedTuple):
     outdated: Outdated | None = None  # a newer version of it among the candidates
     asks: float | None = None  # its final score before it yielded as a turn that only asks
     replaces: Outdated | None = None  # the older version whose score it took
-    below: bool = False  # returned below the thresholds, to fill an answer (min_results)
+    below: bool = False  # returned below the thresholds, to fill an answer (fallback_results)
 
     def to_result(self) -> RetrievalResult:
         """The :class:`RetrievalResult` this record stands for."""
@@ -219,9 +219,9 @@ def select(
     beyond: Sequence[Scored] = (),
 ) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
     """Apply the threshold and the limits to each source's scored results; rank them all.
-    When fewer than ``config.min_results`` pass, the best memories below the threshold (and
-    ``beyond``: memories without the evidence the gate asks for) follow them up to that many,
-    marked ``below_threshold``.
+    When none passes, the best ``config.fallback_results`` memories below the threshold (or
+    ``beyond`` it: memories without the evidence the gate asks for) are returned, marked
+    ``below_threshold``.
 
     Returns the results best first (only these are built) and, per source, what was scored,
     kept and returned.
@@ -256,14 +256,12 @@ def _filling(
     beyond: Sequence[Scored],
     returned: int,
 ) -> list[Scored]:
-    # The best memories under the threshold, or without evidence, that fill the results up to
-    # min_results (within the limits), marked below it.
-    wanted = min(config.min_results, config.total_limit, config.semantic.limit) - returned
-    if wanted <= 0 or "semantic" not in scored:
+    # When nothing passed: the best memories under the threshold, or without evidence,
+    # fallback_results of them (within the limits), marked below it.
+    wanted = min(config.fallback_results, config.total_limit, config.semantic.limit)
+    if returned or wanted <= 0 or "semantic" not in scored:
         return []
-    threshold = config.threshold("semantic")
-    under = [r for r in scored["semantic"] if r.final_score < threshold]
-    best = sorted([*under, *beyond], key=rank_key)[:wanted]
+    best = sorted([*scored["semantic"], *beyond], key=rank_key)[:wanted]
     return [item._replace(below=True) for item in best]
 
 
