@@ -25,8 +25,15 @@ The dialogues split by dialogue and by session (``_paths.halves_of_dialogues``),
 corpora every other question (or fact, or pair). A ranking rule is tuned on ``tuning`` and kept
 when it wins on ``validation`` (docs/development.md, "Changing the ranking").
 
+With ``--ablations``, the defaults and then each ranking rule or setting undone (``ABLATIONS``:
+a read-time change, or a write-time one for which the corpora are stored again), each on the
+corpora it can move, every way; the table gives, per rule and corpus metric on the validation
+half, the defaults' figure less the ablation's averaged over the ways, and the way where the
+rule costs the most.
+
 Usage: python benchmarks/quality/paths.py [--corpus NAME ...] [--way NAME ...]
-       [--set FIELD=VALUE ...] [--json PATH] [--no-save]
+       [--set FIELD=VALUE ...] [--write-set FIELD=VALUE ...] [--ablations [NAME ...]]
+       [--json PATH] [--no-save]
 """
 
 from __future__ import annotations
@@ -333,19 +340,123 @@ def parse_setting(text: str) -> tuple[str, Any]:
         return name, value
 
 
-def open_store(data_dir: Path | None) -> Any:
-    """A store on the embedded server (``data_dir``, else a throw-away one), schema
-    :data:`SCHEMA`, its embedder shared by every way."""
+def open_store(
+    data_dir: Path | None,
+    write: Mapping[str, Any] | None = None,
+    embedder: MemoEmbedder | None = None,
+    engine: Any = None,
+) -> Any:
+    """A store on the embedded server (``data_dir``, else a throw-away one; ``engine``: the
+    server of another store), schema :data:`SCHEMA`, its ``WriteConfig`` changed by ``write``,
+    its embedder shared by every way (and every store made with the same ``embedder``)."""
     from _server import embedded
 
     from retrieval.db.migrate import MigrationSettings
     from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.memory.config import WriteConfig
     from retrieval.memory.store import MemoryStore
 
-    bench = embedded(data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384),
-                     prefix="rtv-paths-")  # fmt: skip
-    return MemoryStore(bench.engine, schema=SCHEMA,
-                       embedder=MemoEmbedder(SentenceTransformerEmbedder()))  # fmt: skip
+    if engine is None:
+        engine = embedded(data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384),
+                          prefix="rtv-paths-").engine  # fmt: skip
+    return MemoryStore(
+        engine,
+        schema=SCHEMA,
+        config=replace(WriteConfig(), **(write or {})),
+        embedder=embedder or MemoEmbedder(SentenceTransformerEmbedder()),
+    )
+
+
+# Each ranking rule and setting undone (a RetrievalConfig change, or with "write:" a WriteConfig
+# change: the corpora stored again), and the corpora whose figures it can move.
+CONVERSATION_RULES = ("dialogues", "chat")
+ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "no thread lift (context_lift 0)": ({"context_lift": 0.0}, CONVERSATION_RULES),
+    "every hit lifts alike (context_focus 0)": ({"context_focus": 0.0}, CONVERSATION_RULES),
+    "context_window 1": ({"context_window": 1}, CONVERSATION_RULES),
+    "a hit lifts its own run (context_own_run)": ({"context_own_run": True}, CONVERSATION_RULES),
+    "no named speaker (speaker_weight 0)": ({"speaker_weight": 0.0}, CONVERSATION_RULES),
+    "questions do not yield (question_discount 0)": (
+        {"question_discount": 0.0},
+        CONVERSATION_RULES,
+    ),
+    "no query time (time_weight 0)": ({"time_weight": 0.0}, CONVERSATION_RULES),
+    "time_half_life_days 30": ({"time_half_life_days": 30.0}, CONVERSATION_RULES),
+    "no sessions by time (session_gap_minutes 0)": (
+        {"session_gap_minutes": 0.0, "write:session_gap_minutes": 0.0},
+        CONVERSATION_RULES,
+    ),
+    "no turn context (write: turn_context 0, run_turn_context 0)": (
+        {"write:turn_context": 0.0, "write:run_turn_context": 0.0},
+        CONVERSATION_RULES,
+    ),
+    "a run's messages as any turn (write: run_turn_context 0.3)": (
+        {"write:run_turn_context": 0.3},
+        CONVERSATION_RULES,
+    ),
+    "no newer versions first": (
+        {"newer_versions_first": False},
+        ("dialogues", "chat", "updates", "versions"),
+    ),
+    "no memory BM25 (memory_bm25 false)": (
+        {"memory_bm25": False},
+        ("dialogues", "chat", "updates", "keywords", "versions", "vague", "scifact"),
+    ),
+    "no weak matches (fallback_results 0)": ({"fallback_results": 0}, ("vague", "scifact")),
+    "any keyword carries a decision (episodic_min_keyword_share 0)": (
+        {"episodic_min_keyword_share": 0.0},
+        ("keywords",),
+    ),
+}
+
+
+def run_ablations(
+    embedder: MemoEmbedder, names: Sequence[str] | None, ways: Sequence[str] | None
+) -> dict[str, Any]:
+    """The defaults on every corpus an ablation can move, then each ablation of
+    :data:`ABLATIONS` (``names``: only those) on its corpora."""
+    from retrieval.search.config import RetrievalConfig
+
+    chosen = {n: a for n, a in ABLATIONS.items() if names is None or n in names}
+    corpora = [c for c in CORPORA if any(c in a[1] for a in chosen.values())]
+    defaults = RetrievalConfig(record_access=False)
+    first = open_store(None, embedder=embedder)
+    results: dict[str, Any] = {"defaults": run_matrix(first, defaults, corpora, ways)}
+    for name, (changes, moved) in chosen.items():
+        read = {k: v for k, v in changes.items() if not k.startswith("write:")}
+        write = {k.removeprefix("write:"): v for k, v in changes.items() if k.startswith("write:")}
+        store = open_store(None, write, embedder, engine=first.engine)
+        print(f"\n== {name}", flush=True)
+        results[name] = run_matrix(store, replace(defaults, **read), moved, ways)
+    return results
+
+
+def ablation_table(results: Mapping[str, Any], half: str = "validation") -> str:
+    """Per ablation and corpus metric: the defaults' figure less the ablation's, averaged over
+    the ways, and the way where the rule costs the most (a negative difference)."""
+    defaults = results["defaults"]
+    lines = ["| ablation | corpus metric | defaults - ablation, mean of the ways | "
+             "the way the rule costs most |", "|---|---|---|---|"]  # fmt: skip
+    for name, matrix in results.items():
+        if name == "defaults":
+            continue
+        for corpus, by_way in matrix.items():
+            metrics = sorted({m for r in by_way.values() for m in r.get(half, {}) if m != "n"})
+            for metric in metrics:
+                gains = {
+                    way: defaults[corpus][way][half][metric] - found[half][metric]
+                    for way, found in by_way.items()
+                    if metric in found.get(half, {})
+                    and metric in defaults[corpus].get(way, {}).get(half, {})
+                }
+                if not gains:
+                    continue
+                worst = min(gains, key=lambda way: gains[way])
+                lines.append(
+                    f"| {name} | {corpus} {metric} | {mean(list(gains.values())):+.2f} | "
+                    f"{worst} {gains[worst]:+.2f} |"
+                )
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -356,18 +467,36 @@ def main() -> None:
         "--set", action="append", default=[], metavar="FIELD=VALUE",
         help="a RetrievalConfig field of the measured configuration (repeatable)",
     )  # fmt: skip
+    parser.add_argument(
+        "--write-set", action="append", default=[], metavar="FIELD=VALUE",
+        help="a WriteConfig field of the stores (repeatable): the corpora are stored so",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ablations", nargs="*",
+        help="the defaults, then each ranking rule undone (all, or those named), each on the "
+        "corpora it can move (result variant ablations)",
+    )  # fmt: skip
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
     add_output(parser)
     args = parser.parse_args()
 
+    from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.search.config import RetrievalConfig
 
-    store = open_store(args.data_dir)
+    if args.ablations is not None:
+        embedder = MemoEmbedder(SentenceTransformerEmbedder())
+        found = run_ablations(embedder, args.ablations or None, args.way)
+        write_result("paths", found, args, variant="ablations")
+        print("\n" + ablation_table(found))
+        return
+    write = dict(parse_setting(text) for text in args.write_set)
+    store = open_store(args.data_dir, write)
     changes = dict(parse_setting(text) for text in args.set)
     config = replace(RetrievalConfig(record_access=False), **changes)
     matrix = run_matrix(store, config, args.corpus or CORPORA, args.way)
-    variant = "-".join(f"{k}-{v}" for k, v in changes.items()) or None
-    write_result("paths", {"changes": changes, "matrix": matrix}, args, variant=variant)
+    variant = "-".join(f"{k}-{v}" for k, v in (changes | write).items()) or None
+    record = {"changes": changes, "write_changes": write, "matrix": matrix}
+    write_result("paths", record, args, variant=variant)
     for half in ("validation", "tuning"):
         print(f"\n{table(matrix, half)}")
 
