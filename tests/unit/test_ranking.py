@@ -107,3 +107,21 @@ def test_equal_scores_go_to_the_nearer_vector() -> None:
     no_distance = ranking.scored_candidate(_candidate(0, 0.0, 0.5)._replace(distance=None), WEIGHTS)
     ranked = sorted([no_distance, *ranked], key=ranking.rank_key)
     assert [scored.identity for scored in ranked] == [2, 1, 0]  # no vector: after those with one
+
+
+def test_an_answer_that_would_be_empty_gets_its_best_weak_matches_marked() -> None:
+    config = RetrievalConfig(min_final_score=0.5, fallback_results=2)
+    under = [ranking.scored_candidate(_candidate(n, 0.3 - n / 100, 0.5), WEIGHTS) for n in (1, 2)]
+    beyond = [ranking.scored_candidate(_candidate(3, 0.35, 0.5), WEIGHTS)]  # beyond the gate
+    results, diagnostics = ranking.select({"semantic": under}, config, beyond)
+    assert [r.metadata["id"] for r in results] == [3, 1]  # the best two, by their own scores
+    assert all(r.metadata["below_threshold"] for r in results)
+    assert all(r.final_score < config.min_final_score for r in results)
+    assert diagnostics["semantic"].candidates == 3 and diagnostics["semantic"].returned == 2
+    # An answer with a result gets no weak match; 0 keeps an empty answer empty.
+    passing = [ranking.scored_candidate(_candidate(4, 0.9, 0.5), WEIGHTS)]
+    results, _ = ranking.select({"semantic": passing + under}, config, beyond)
+    assert [r.metadata["id"] for r in results] == [4]
+    assert "below_threshold" not in results[0].metadata
+    off = replace(config, fallback_results=0)
+    assert ranking.select({"semantic": under}, off, beyond)[0] == []
