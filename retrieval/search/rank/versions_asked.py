@@ -10,11 +10,11 @@ older one for a question when either
 * the statement found them near (a cosine similarity of ``version_similarity`` or more, or the
   same sentence with another value: ``near``) and the question names no content word that one
   of them holds and the other does not (:func:`tells_apart`); or
-* the newer says in words that it replaces something ("moved to", "switched to", "no longer",
-  "is now", "a new number", :func:`states_update`), not that it adds to it ("also", "too",
-  "another"), and the question names no name or number that only one of them holds
-  (:func:`names_apart`): "Where does Bob live?" still asks about "Bob moved to Denver.", but
-  not about "Alice moved to Denver.".
+* the newer, one short statement (at most 30 words), says in words that it replaces something
+  ("moved to", "switched to", "no longer", "is now", "a new number", :func:`states_update`),
+  not that it adds to it ("also", "too", "another"), and the question names no name or number
+  that only one of them holds (:func:`names_apart`): "Where does Bob live?" still asks about
+  "Bob moved to Denver.", but not about "Alice moved to Denver.".
 
 Words are compared in lower case, a word matching another that starts with it and adds at most
 three letters ("live", "lives", "lived"); words with digits match only themselves; a word the
@@ -55,6 +55,9 @@ _UPDATE = re.compile(
     r"sold|bought|got married|divorced|retired|promoted|rolled out)\b",
     re.IGNORECASE,
 )
+# An update is one statement: a longer text that holds such a word (an abstract, a summary,
+# a page: "increased", "now", "new" among its many claims) states many things.
+UPDATE_MOST_WORDS = 30
 # A memory that adds to what was before rather than replacing it.
 _ADDITION = re.compile(
     r"\b(also|too|as well|another|in addition|besides|additionally|second)\b", re.IGNORECASE
@@ -83,11 +86,13 @@ def names_apart(query: str, older: str, newer: str) -> bool:
 
 def versions_for_query(query: str, older: str, newer: str, *, near: bool) -> bool:
     """Whether ``newer`` is a newer version of ``older`` for the question ``query``: found
-    ``near`` and not told apart by the question, or stating an update that the question does
-    not tell apart by a name or a number."""
+    ``near`` and not told apart by the question, or a short statement of an update (at most
+    :data:`UPDATE_MOST_WORDS` words) that the question does not tell apart by a name or a
+    number."""
     if near and not tells_apart(query, older, newer):
         return True
-    return states_update(newer) and not names_apart(query, older, newer)
+    short = len(_WORD.findall(newer)) <= UPDATE_MOST_WORDS
+    return short and states_update(newer) and not names_apart(query, older, newer)
 
 
 def _apart(
