@@ -3,9 +3,9 @@
 --        cascade_threshold, dense_span_squared, dense_weight, dense_zero_squared,
 --        documents_candidates, documents_half_life, episodic_band_lists, episodic_band_since,
 --        episodic_band_until, episodic_candidates, episodic_half_life, episodic_keywords,
---        episodic_min_hits, episodic_recency, episodic_relevance, fusion, keywords, known_at,
---        max_distance, memory_bm25_rows, patterns, query_text, query_vector, rrf_k,
---        semantic_candidates, semantic_half_life, tenant_id, text_search_config,
+--        episodic_min_hits, episodic_recency, episodic_relevance, fallback_results, fusion,
+--        keywords, known_at, max_distance, memory_bm25_rows, patterns, query_text, query_vector,
+--        rrf_k, semantic_candidates, semantic_half_life, tenant_id, text_search_config,
 --        update_similarity, version_candidates, version_shared_words, version_similarity
 
 WITH
@@ -420,7 +420,9 @@ semantic AS (
               n.distance <= CAST(%(max_distance)s AS float8)
            OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
-           CAST(NULL AS boolean[]) AS newer_near
+           CAST(NULL AS boolean[]) AS newer_near,
+           n.thread_id,
+           n.position
     FROM semantic_found AS n
   ),
 
@@ -437,15 +439,17 @@ mem_facts AS MATERIALIZED (
            END AS told_at,
            m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM semantic AS s
+    FROM (SELECT s.id,
+                 s.kind
+          FROM semantic AS s
+          WHERE NOT(s.kind = 'message'
+                 OR (s.thread_id IS NOT NULL
+                 AND s.position IS NOT NULL))
+          ORDER BY s.relevance DESC,
+                   s.id
+          LIMIT %(version_candidates)s) AS s
          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
                                            AND m.id = s.id
-    WHERE NOT(m.kind = 'message'
-           OR (m.thread_id IS NOT NULL
-           AND m.position IS NOT NULL))
-    ORDER BY s.relevance DESC,
-             s.id
-    LIMIT %(version_candidates)s
   ),
 
 -- mem_newer: each fact's possible newer versions among them, marked near or not
@@ -496,6 +500,24 @@ semantic_versions AS (
            v.newer_near
     FROM semantic AS s
          LEFT JOIN mem_newer AS v ON v.id = s.id
+  ),
+
+-- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
+--   binds: fallback_results
+semantic_sent AS (
+    SELECT *
+    FROM semantic_versions AS s
+    WHERE s.evidence
+       OR s.id IN (SELECT unnest(v.newer)
+                   FROM mem_newer AS v
+                        INNER JOIN semantic AS e ON e.id = v.id
+                                                AND e.evidence)
+       OR s.id IN (SELECT w.id
+                   FROM semantic AS w
+                   WHERE NOT w.evidence
+                   ORDER BY w.relevance DESC,
+                            w.id
+                   LIMIT %(fallback_results)s)
   ),
 
 -- episodic_patterns: the query's keywords and their LIKE patterns, lower-cased once
@@ -1222,7 +1244,7 @@ source_presence AS (
           evidence,
           newer,
           newer_near
-   FROM semantic_versions
+   FROM semantic_sent
 
    UNION ALL
 

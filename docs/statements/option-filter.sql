@@ -1,15 +1,15 @@
 -- option-filter: a metadata filter with every operator: memories, their context turns and the chunks that meet it; no decisions or tool calls
 -- Binds: as_of, bm25_b, bm25_common_share, bm25_k1, bm25_min_coverage, bm25_weight,
 --        cascade_threshold, context_hits, context_window, dense_span_squared, dense_weight,
---        dense_zero_squared, documents_candidates, documents_half_life, filter_path_1,
---        filter_path_2, filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7,
---        filter_path_8, filter_value_0, filter_value_1, filter_value_2, filter_value_3,
---        filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8, fusion,
---        known_at, max_distance, memory_bm25_rows, message_kind, query_text, query_vector, rrf_k,
---        semantic_candidates, semantic_half_life, session_gap, tenant_id, text_search_config,
---        untold_sessions, update_similarity, version_candidates, version_shared_words,
---        version_similarity, weight_entity, weight_importance, weight_popularity, weight_recency,
---        weight_relevance
+--        dense_zero_squared, documents_candidates, documents_half_life, fallback_results,
+--        filter_path_1, filter_path_2, filter_path_3, filter_path_4, filter_path_5, filter_path_6,
+--        filter_path_7, filter_path_8, filter_value_0, filter_value_1, filter_value_2,
+--        filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--        filter_value_8, fusion, known_at, max_distance, memory_bm25_rows, message_kind,
+--        query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life, session_gap,
+--        tenant_id, text_search_config, untold_sessions, update_similarity, version_candidates,
+--        version_shared_words, version_similarity, weight_entity, weight_importance,
+--        weight_popularity, weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -450,7 +450,9 @@ semantic AS (
               n.distance <= CAST(%(max_distance)s AS float8)
            OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
-           CAST(NULL AS boolean[]) AS newer_near
+           CAST(NULL AS boolean[]) AS newer_near,
+           n.thread_id,
+           n.position
     FROM semantic_found AS n
   ),
 
@@ -467,15 +469,17 @@ mem_facts AS MATERIALIZED (
            END AS told_at,
            m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM semantic AS s
+    FROM (SELECT s.id,
+                 s.kind
+          FROM semantic AS s
+          WHERE NOT(s.kind = 'message'
+                 OR (s.thread_id IS NOT NULL
+                 AND s.position IS NOT NULL))
+          ORDER BY s.relevance DESC,
+                   s.id
+          LIMIT %(version_candidates)s) AS s
          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
                                            AND m.id = s.id
-    WHERE NOT(m.kind = 'message'
-           OR (m.thread_id IS NOT NULL
-           AND m.position IS NOT NULL))
-    ORDER BY s.relevance DESC,
-             s.id
-    LIMIT %(version_candidates)s
   ),
 
 -- mem_newer: each fact's possible newer versions among them, marked near or not
@@ -526,6 +530,24 @@ semantic_versions AS (
            v.newer_near
     FROM semantic AS s
          LEFT JOIN mem_newer AS v ON v.id = s.id
+  ),
+
+-- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
+--   binds: fallback_results
+semantic_sent AS (
+    SELECT *
+    FROM semantic_versions AS s
+    WHERE s.evidence
+       OR s.id IN (SELECT unnest(v.newer)
+                   FROM mem_newer AS v
+                        INNER JOIN semantic AS e ON e.id = v.id
+                                                AND e.evidence)
+       OR s.id IN (SELECT w.id
+                   FROM semantic AS w
+                   WHERE NOT w.evidence
+                   ORDER BY w.relevance DESC,
+                            w.id
+                   LIMIT %(fallback_results)s)
   ),
 
 -- doc_allowed: the tenant's chunks whose metadata meets the call's filter
@@ -1406,7 +1428,7 @@ context AS (
          newer_near,
          CAST(NULL AS bigint) AS hit_id,
          CAST(NULL AS integer) AS "offset"
-  FROM semantic_versions
+  FROM semantic_sent
 
   UNION ALL
 

@@ -411,7 +411,9 @@ semantic AS (
                               FROM mem_total) = 0) AS details,
            TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
-           CAST(NULL AS boolean[]) AS newer_near
+           CAST(NULL AS boolean[]) AS newer_near,
+           n.thread_id,
+           n.position
     FROM semantic_found AS n
   ),
 
@@ -428,15 +430,17 @@ mem_facts AS MATERIALIZED (
            END AS told_at,
            m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM semantic AS s
+    FROM (SELECT s.id,
+                 s.kind
+          FROM semantic AS s
+          WHERE NOT(s.kind = 'message'
+                 OR (s.thread_id IS NOT NULL
+                 AND s.position IS NOT NULL))
+          ORDER BY s.relevance DESC,
+                   s.id
+          LIMIT %(version_candidates)s) AS s
          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
                                            AND m.id = s.id
-    WHERE NOT(m.kind = 'message'
-           OR (m.thread_id IS NOT NULL
-           AND m.position IS NOT NULL))
-    ORDER BY s.relevance DESC,
-             s.id
-    LIMIT %(version_candidates)s
   ),
 
 -- mem_newer: each fact's possible newer versions among them, marked near or not

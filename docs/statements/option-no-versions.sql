@@ -3,9 +3,9 @@
 --        cascade_threshold, dense_span_squared, dense_weight, dense_zero_squared,
 --        documents_candidates, documents_half_life, episodic_band_lists, episodic_band_since,
 --        episodic_band_until, episodic_candidates, episodic_half_life, episodic_keywords,
---        episodic_min_hits, episodic_recency, episodic_relevance, fusion, keywords, known_at,
---        max_distance, memory_bm25_rows, patterns, query_text, query_vector, rrf_k,
---        semantic_candidates, semantic_half_life, tenant_id, text_search_config
+--        episodic_min_hits, episodic_recency, episodic_relevance, fallback_results, fusion,
+--        keywords, known_at, max_distance, memory_bm25_rows, patterns, query_text, query_vector,
+--        rrf_k, semantic_candidates, semantic_half_life, tenant_id, text_search_config
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -411,8 +411,24 @@ semantic AS (
               n.distance <= CAST(%(max_distance)s AS float8)
            OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
-           CAST(NULL AS boolean[]) AS newer_near
+           CAST(NULL AS boolean[]) AS newer_near,
+           n.thread_id,
+           n.position
     FROM semantic_found AS n
+  ),
+
+-- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
+--   binds: fallback_results
+semantic_sent AS (
+    SELECT *
+    FROM semantic AS s
+    WHERE s.evidence
+       OR s.id IN (SELECT w.id
+                   FROM semantic AS w
+                   WHERE NOT w.evidence
+                   ORDER BY w.relevance DESC,
+                            w.id
+                   LIMIT %(fallback_results)s)
   ),
 
 -- episodic_patterns: the query's keywords and their LIKE patterns, lower-cased once
@@ -1139,7 +1155,7 @@ source_presence AS (
           evidence,
           newer,
           newer_near
-   FROM semantic
+   FROM semantic_sent
 
    UNION ALL
 

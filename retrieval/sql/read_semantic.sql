@@ -233,7 +233,8 @@ semantic AS (
            json_build_object(
                {evidence}{lexical_details}{bm25_evidence}
            ) AS details,
-           {gate} AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
+           {gate} AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near,
+           n.thread_id, n.position
     FROM {found} AS n
     {lexical_join}
 )
@@ -245,11 +246,11 @@ semantic AS (
 mem_facts AS MATERIALIZED (
     SELECT s.id, s.kind, m.namespace, {told_at} AS told_at, m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
-    FROM semantic AS s
+    FROM (
+        SELECT s.id, s.kind FROM semantic AS s WHERE NOT {turn}
+        ORDER BY s.relevance DESC, s.id LIMIT %(version_candidates)s
+    ) AS s
     JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = s.id
-    WHERE NOT {turn}
-    ORDER BY s.relevance DESC, s.id
-    LIMIT %(version_candidates)s
 )
 
 -- name: mem_newer
@@ -286,3 +287,18 @@ mem_newer AS MATERIALIZED (
 semantic_versions AS (
     SELECT {columns} FROM semantic AS s LEFT JOIN mem_newer AS v ON v.id = s.id
 )
+
+-- name: semantic_sent
+-- The candidates of {rows} the ranking reads: those with the gate's evidence; beyond the gate,
+-- the newer versions of a candidate{versions_note} and the %(fallback_results)s most relevant
+-- (an empty answer's weak matches).
+semantic_sent AS (
+    SELECT * FROM {rows} AS s
+    WHERE s.evidence{or_newer}
+       OR s.id IN (SELECT w.id FROM semantic AS w WHERE NOT w.evidence
+                   ORDER BY w.relevance DESC, w.id LIMIT %(fallback_results)s)
+)
+
+-- name: or_newer
+-- A row beyond the gate that is a newer version of a candidate with evidence (mem_newer).
+OR s.id IN (SELECT unnest(v.newer) FROM mem_newer AS v JOIN semantic AS e ON e.id = v.id AND e.evidence)

@@ -49,6 +49,8 @@ def statement_parameters(
             "max_distance": config.max_distance,
             "entity_ids": list(dict.fromkeys(call.entities)),
         }
+        if semantic.with_max_distance:
+            params["fallback_results"] = config.fallback_results
         if semantic.versions:
             params["version_similarity"] = config.version_similarity
             params["version_shared_words"] = config.version_shared_words
@@ -76,16 +78,19 @@ def statement_parameters(
     return params
 
 
-# Matching this many of a query's keywords, a decision or tool call shares more than a word with
-# it: it passes whatever the query's length (docs/decisions/0023).
+# A decision or tool call matching several of a query's keywords shares more than a word with
+# it: two, or a third of a long query's (docs/decisions/0023).
 SEVERAL_KEYWORDS = 2
+SEVERAL_SHARE = 1 / 3
 
 
 def min_keyword_hits(keywords: int, share: float) -> int:
     """The keywords of ``keywords`` a decision or tool call must match: ``share`` of them,
-    rounded up, at least one, and never more than :data:`SEVERAL_KEYWORDS` ("why does the
-    nightly build fail with a flaky test?" is answered by "Quarantine the flaky payment test")."""
-    return max(1, min(math.ceil(share * keywords - 1e-9), SEVERAL_KEYWORDS))
+    rounded up, at least one, and never more than several (:data:`SEVERAL_KEYWORDS`, or a
+    third of a long query's): "why does the nightly build fail with a flaky test?" is answered
+    by "Quarantine the flaky payment test"."""
+    several = max(SEVERAL_KEYWORDS, math.ceil(SEVERAL_SHARE * keywords - 1e-9))
+    return max(1, min(math.ceil(share * keywords - 1e-9), several))
 
 
 def _episodic_parameters(

@@ -8,10 +8,11 @@ The rank stage reads it for the person a query names
 from __future__ import annotations
 
 from retrieval.memory.speakers import speaker_of
-from retrieval.search.candidate import Candidate, is_turn_candidate
+from retrieval.search.candidate import Candidate
 
 
 def message_speaker(turn: Candidate) -> str | None:
-    """The speaker of ``turn`` when it is a conversation turn
-    (:func:`~retrieval.search.candidate.is_turn_candidate`), else ``None``."""
-    return speaker_of(turn.content) if is_turn_candidate(turn) else None
+    """The speaker of ``turn`` when it is a conversation turn that names one, else ``None``: a
+    memory whose text opens with who said it is a turn whatever its kind or place
+    (:func:`retrieval.memory.kinds.is_turn`), so the name it opens with is the answer."""
+    return speaker_of(turn.content)

@@ -37,10 +37,11 @@ def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
         return list(scored)
     # Turns are never versions: a turn said later is another turn (the statement leaves out
     # the turns of a thread and the messages; these are turns that name who said them).
+    paired = {n for s in scored for n in _newer(s)} | {s.identity for s in scored if _newer(s)}
     content = {
         s.identity: s.candidate.content
         for s in scored
-        if s.candidate is not None and not is_turn_candidate(s.candidate)
+        if s.identity in paired and s.candidate is not None and not is_turn_candidate(s.candidate)
     }
     versions = {
         s.identity: [

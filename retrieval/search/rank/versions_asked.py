@@ -74,14 +74,18 @@ def states_update(text: str) -> bool:
 def tells_apart(query: str, older: str, newer: str) -> bool:
     """Whether ``query`` names a content word that one of ``older`` and ``newer`` holds and
     the other does not ("Is Alice allergic to peanuts?")."""
-    return _apart(_words(query), _words(older), _words(newer), _words(older), _words(newer))
+    asked = _words(query)
+    first, second = _text(older), _text(newer)
+    return _apart(first.holds(asked), second.holds(asked), first, second, asked)
 
 
 def names_apart(query: str, older: str, newer: str) -> bool:
     """Whether ``query`` names a name or a number (a word written with a capital letter or a
     digit) that one of ``older`` and ``newer`` holds and the other does not ("Where does Bob
     live?" beside "Bob lives in Paris." and "Alice moved to Denver.")."""
-    return _apart(_words(query), _names(older), _names(newer), _words(older), _words(newer))
+    asked = _words(query)
+    first, second = _text(older), _text(newer)
+    return _apart(first.names_held(asked), second.names_held(asked), first, second, asked)
 
 
 def versions_for_query(query: str, older: str, newer: str, *, near: bool) -> bool:
@@ -89,40 +93,78 @@ def versions_for_query(query: str, older: str, newer: str, *, near: bool) -> boo
     ``near`` and not told apart by the question, or a short statement of an update (at most
     :data:`UPDATE_MOST_WORDS` words) that the question does not tell apart by a name or a
     number."""
+    said = _text(newer)
+    if not (near or said.short_update):
+        return False
     if near and not tells_apart(query, older, newer):
         return True
-    short = len(_WORD.findall(newer)) <= UPDATE_MOST_WORDS
-    return short and states_update(newer) and not names_apart(query, older, newer)
+    return said.short_update and not names_apart(query, older, newer)
 
 
 def _apart(
+    first_held: frozenset[str],
+    second_held: frozenset[str],
+    first: _Text,
+    second: _Text,
     asked: frozenset[str],
-    first: frozenset[str],
-    second: frozenset[str],
-    first_all: frozenset[str],
-    second_all: frozenset[str],
 ) -> bool:
-    # A word of ``asked`` among ``first`` (or ``second``) that the other holds nowhere, not
-    # even inside a word of its own ("vpn" in "openvpn").
-    for word in asked:
-        if _held(word, first) and not _inside(word, second_all):
+    # A word of the question held by one (``first_held``, ``second_held``) that the other holds
+    # nowhere, not even inside a word of its own ("vpn" in "openvpn").
+    return bool(first_held - second.inside(asked)) or bool(second_held - first.inside(asked))
+
+
+class _Text:
+    """A memory's text as the rule reads it: its content words, those written with a capital
+    letter or a digit (names and numbers), and whether it is a short statement of an update;
+    what it holds of the last question's words is kept (one question at a time)."""
+
+    def __init__(self, text: str) -> None:
+        self.words = _words(text)
+        self.names = _names(text)
+        self.short_update = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS and states_update(text)
+        self._by_start: dict[str, list[str]] = {}
+        for word in self.words:
+            self._by_start.setdefault(word[:_SHORTEST_STEM], []).append(word)
+        self._joined = "\x00".join(sorted(self.words))
+        self._asked: frozenset[str] | None = None
+        self._held: frozenset[str] = frozenset()
+        self._inside: frozenset[str] = frozenset()
+
+    def holds(self, asked: frozenset[str]) -> frozenset[str]:
+        """The words of ``asked`` this text holds (the same word, or one that starts it and
+        adds at most three letters)."""
+        self._read(asked)
+        return self._held
+
+    def names_held(self, asked: frozenset[str]) -> frozenset[str]:
+        """The words of ``asked`` this text holds as a name or a number."""
+        return frozenset(w for w in self.holds(asked) if _held(w, self.names))
+
+    def inside(self, asked: frozenset[str]) -> frozenset[str]:
+        """The words of ``asked`` this text holds, or holds inside a word of its own (a word of
+        at least three letters, no digit: "vpn" in "openvpn")."""
+        self._read(asked)
+        return self._inside
+
+    def _read(self, asked: frozenset[str]) -> None:
+        if asked is self._asked or asked == self._asked:
+            return
+        held = frozenset(w for w in asked if self._holds(w))
+        inside = frozenset(w for w in asked - held if _may_be_inside(w) and w in self._joined)
+        self._asked, self._held, self._inside = asked, held, held | inside
+
+    def _holds(self, word: str) -> bool:
+        if word in self.words:
             return True
-        if _held(word, second) and not _inside(word, first_all):
-            return True
-    return False
+        return any(_same_word(word, other) for other in self._by_start.get(word[:3], ()))
+
+
+def _may_be_inside(word: str) -> bool:
+    return len(word) >= _SHORTEST_STEM and not any(c.isdigit() for c in word)
 
 
 def _held(word: str, words: frozenset[str]) -> bool:
     return word in words or any(_same_word(word, other) for other in words)
-
-
-def _inside(word: str, words: frozenset[str]) -> bool:
-    # Held, or inside a word of ``words`` (a word of at least three letters, no digit).
-    if _held(word, words):
-        return True
-    if len(word) < _SHORTEST_STEM or any(c.isdigit() for c in word):
-        return False
-    return any(word in other for other in words)
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -141,6 +183,11 @@ def _same_word(a: str, b: str) -> bool:
     if common < _SHORTEST_STEM or common < len(shorter) - 1:
         return False
     return len(longer) - common <= _SUFFIX_LETTERS
+
+
+@lru_cache(maxsize=4096)
+def _text(text: str) -> _Text:
+    return _Text(text)
 
 
 @lru_cache(maxsize=4096)

@@ -70,6 +70,7 @@ NOTES = {
     "mem_facts": "the most relevant candidates stating facts (not turns), with their vectors",
     "mem_newer": "each fact's possible newer versions among them, marked near or not",
     "semantic_versions": "the memories' candidates, each with its newer versions",
+    "semantic_sent": "the candidates ranked: with evidence, newer versions, weak matches",
     "semantic": "the memories' candidates: relevance, recency, signals and evidence",
 }
 NEUTRAL_IMPORTANCE = 0.5
@@ -146,12 +147,29 @@ def semantic_ctes(
     )
     if query.versions:
         ctes += _versions(schema)
+    if query.with_max_distance:
+        ctes.append(_sent(query))
     return noted(ctes, NOTES)
 
 
 def semantic_rows(query: SemanticQuery) -> str:
     """The CTE whose rows are the semantic source's candidates."""
+    if query.with_max_distance:
+        return "semantic_sent"
     return "semantic_versions" if query.versions else "semantic"
+
+
+def _sent(query: SemanticQuery) -> str:
+    # The candidates the ranking reads when a gate applies: those with evidence, the newer
+    # versions beyond it, and an empty answer's weak matches.
+    rows = "semantic_versions" if query.versions else "semantic"
+    versions = query.versions
+    return template(
+        "read_semantic.semantic_sent",
+        rows=rows,
+        or_newer="\n       " + template("read_semantic.or_newer") if versions else "",
+        versions_note=" (mem_newer)" if versions else " (none: no versions asked)",
+    )
 
 
 def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> str:
@@ -181,7 +199,7 @@ def _versions(schema: str) -> list[str]:
         f"v.{column}" if column in ("newer", "newer_near") else f"s.{column}" for column in COLUMNS
     )
     return [
-        template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), turn=turn_sql("m")),
+        template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), turn=turn_sql("s")),
         template(
             "read_semantic.mem_newer",
             words_similarity=f"{VERSION_WORDS_SIMILARITY}::float8",
