@@ -34,6 +34,7 @@ rule costs the most.
 Usage: python benchmarks/quality/paths.py [--corpus NAME ...] [--way NAME ...]
        [--set FIELD=VALUE ...] [--write-set FIELD=VALUE ...] [--ablations [NAME ...]]
        [--json PATH] [--no-save]
+       python benchmarks/quality/paths.py --compare BEFORE.json AFTER.json
 """
 
 from __future__ import annotations
@@ -331,6 +332,24 @@ def table(matrix: Mapping[str, Mapping[str, Any]], half: str = "validation") -> 
     return "\n".join(lines)
 
 
+def compared(before: Mapping[str, Any], after: Mapping[str, Any], half: str) -> str:
+    """Two matrices as one Markdown table, each cell ``before → after``."""
+    ways: list[str] = []
+    for by_way in after.values():
+        ways += [w for w in by_way if w not in ways]
+    lines = [f"| corpus ({half}) | " + " | ".join(ways) + " |", "|---|" + "---|" * len(ways)]
+    for corpus, by_way in after.items():
+        metrics = sorted({m for r in by_way.values() for m in r.get(half, {}) if m != "n"})
+        for metric in metrics:
+            cells = []
+            for way in ways:
+                now = by_way.get(way, {}).get(half, {}).get(metric)
+                then = before.get(corpus, {}).get(way, {}).get(half, {}).get(metric)
+                cells.append("-" if now is None else f"{then} → {now}" if then != now else f"{now}")
+            lines.append(f"| {corpus} {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def parse_setting(text: str) -> tuple[str, Any]:
     """``FIELD=VALUE`` as a config field and its JSON value (a bare word: a string)."""
     name, _, value = text.partition("=")
@@ -459,6 +478,12 @@ def ablation_table(results: Mapping[str, Any], half: str = "validation") -> str:
     return "\n".join(lines)
 
 
+def _matrix_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    # The matrix of a result file: a run's, or an ablation run's defaults.
+    results = record["results"]
+    return results["matrix"] if "matrix" in results else results["defaults"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", nargs="*", choices=CORPORA, help="only these corpora")
@@ -476,9 +501,19 @@ def main() -> None:
         help="the defaults, then each ranking rule undone (all, or those named), each on the "
         "corpora it can move (result variant ablations)",
     )  # fmt: skip
+    parser.add_argument(
+        "--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+        help="print two result files' matrices as one table (before -> after) and stop",
+    )  # fmt: skip
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
     add_output(parser)
     args = parser.parse_args()
+
+    if args.compare:
+        before, after = (_matrix_of(json.loads(Path(f).read_text())) for f in args.compare)
+        for half in ("validation", "tuning", "all"):
+            print(f"\n{compared(before, after, half)}")
+        return
 
     from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.search.config import RetrievalConfig
