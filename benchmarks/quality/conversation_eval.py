@@ -341,9 +341,6 @@ def run_lift_cost(dialogues: Sequence[Dialogue], url: str, passes: int) -> dict[
 # WriteConfig's turn context, each stored again in a schema of its own).
 READ_ABLATIONS: dict[str, dict[str, Any]] = {
     "no thread lift (context_lift 0)": {"context_lift": 0.0},
-    "every hit lifts alike (context_focus 0)": {"context_focus": 0.0},
-    "context_focus 3": {"context_focus": 3.0},
-    "context_focus 10": {"context_focus": 10.0},
     "no query time (time_weight 0)": {"time_weight": 0.0},
     "neither lift nor time": {"context_lift": 0.0, "time_weight": 0.0},
     "context_window 1": {"context_window": 1},
@@ -354,7 +351,6 @@ READ_ABLATIONS: dict[str, dict[str, Any]] = {
     "no named speaker (speaker_weight 0)": {"speaker_weight": 0.0},
     "speaker_weight 0.03": {"speaker_weight": 0.03},
     "speaker_weight 0.1": {"speaker_weight": 0.1},
-    "a hit lifts its own run too (context_own_run)": {"context_own_run": True},
     "questions do not yield (question_discount 0)": {"question_discount": 0.0},
 }
 TURN_CONTEXT_ABLATIONS = (0.0, 0.5)

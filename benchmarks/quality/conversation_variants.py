@@ -1,7 +1,7 @@
 """Ways a thread could lift its turns, and ideas for the weakest categories, on LoCoMo dev.
 
 The options table of docs/decisions/0017-lift-from-the-leading-hits.md: each variant is either
-a setting of this checkout (``context_focus``, ``context_window``, ``candidate_pool``, ...) or a
+a setting of this checkout (``context_lift``, ``context_window``, ``candidate_pool``, ...) or a
 change patched into its read pipeline for the run (which hits lift, a cap on lifted places, a
 thread penalty, questions that ask for several things, the query's hypothetical frame, the
 turns of the speaker a question names). The
@@ -465,11 +465,10 @@ def _named_out(replacement: str, possessive: str) -> Callable[[str], str]:
     return taken_out
 
 
-EVERY_HIT = {"context_focus": 0.0}  # 0012's lift, on which the patched variants act
+EVERY_HIT: dict[str, Any] = {}  # every hit lifts alike (the default since 2026-12-05)
 NO_SPEAKER = {"speaker_weight": 0.0}
 VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
-    "defaults (a hit lifts by its lead, power 5)": ({}, None),
-    "every hit lifts alike (context_focus 0)": (EVERY_HIT, None),
+    "defaults (every hit lifts alike)": (EVERY_HIT, None),
     "no lift": ({"context_lift": 0.0}, None),
     "only the best hit lifts": (EVERY_HIT, Patch(top=1)),
     "only the best 3 hits lift": (EVERY_HIT, Patch(top=3)),
@@ -479,21 +478,12 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "at most 4 lifted turns": (EVERY_HIT, Patch(cap=4)),
     "a thread's n-th result scaled 0.9^n": (EVERY_HIT, Patch(penalty=0.9)),
     "lifted turns scaled 0.8^n per thread": (EVERY_HIT, Patch(penalty=0.8, lifted_only=True)),
-    "context_focus 1": ({"context_focus": 1.0}, None),
-    "context_focus 2": ({"context_focus": 2.0}, None),
-    "context_focus 3": ({"context_focus": 3.0}, None),
-    "context_focus 10": ({"context_focus": 10.0}, None),
-    "context_focus 20": ({"context_focus": 20.0}, None),
-    "focus 5, at most 4 lifted turns": ({}, Patch(cap=4)),
-    "focus 5, context_window 3": ({"context_window": 3}, None),
-    "focus 5, context_lift 0.9": ({"context_lift": 0.9}, None),
     "context_lift 0.75": ({"context_lift": 0.75}, None),
     "context_lift 0.6": ({"context_lift": 0.6}, None),
     "context_window 1": ({"context_window": 1}, None),
     "context_window 3": ({"context_window": 3}, None),
     "context_window 4": ({"context_window": 4}, None),
     "a hit lifts the other person's turns only": ({}, Patch(other_speaker=True)),
-    "a hit lifts its own run too (context_own_run)": ({"context_own_run": True}, None),
     "several asked: a session's n-th result 0.8^n": ({}, Patch(penalty=0.8, several_only=True)),
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),

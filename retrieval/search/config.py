@@ -27,7 +27,6 @@ from retrieval.search.defaults import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
     DEFAULT_CANDIDATE_POOL,
-    DEFAULT_CONTEXT_FOCUS,
     DEFAULT_CONTEXT_LIFT,
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_EF_SEARCH,
@@ -322,20 +321,6 @@ class RetrievalConfig:
         env="RETRIEVAL_CONTEXT_WINDOW",
         help="How many positions before and after a turn its relevance lifts.",
         within=Within(0, 20, integer=True),
-    )
-    context_focus: float = setting(
-        DEFAULT_CONTEXT_FOCUS,
-        env="RETRIEVAL_CONTEXT_FOCUS",
-        help="How much a hit's lift depends on its lead: it lifts its neighbours by "
-        "(its relevance / the best hit's) to this power, so the neighbours of hits that trail "
-        "leave their places to other sessions' evidence (0: every hit lifts alike).",
-        within=Within(0.0, 100.0),
-    )
-    context_own_run: bool = setting(
-        False,
-        env="RETRIEVAL_CONTEXT_OWN_RUN",
-        help="Whether a turn lifts its own run too: the messages its speaker sent around it "
-        "with no other person's between (false: it lifts the others' turns and those past them).",
     )
     session_gap_minutes: float = setting(
         DEFAULT_SESSION_GAP_MINUTES,

@@ -26,11 +26,6 @@ DEFAULT_MEMORY_BM25_ROWS = 300
 # positions (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_CONTEXT_LIFT = 0.85
 DEFAULT_CONTEXT_WINDOW = 2
-# A hit lifts in proportion to (its relevance / the best hit's) ** 5, so that the neighbours of
-# a hit that does not lead leave their places to other sessions' evidence; messages without a
-# thread are a session while less than 30 minutes pass between them
-# (docs/decisions/0017-lift-from-the-leading-hits.md).
-DEFAULT_CONTEXT_FOCUS = 5.0
 # A time the query names weighs 0.2 of a result's final score; its fit halves every 7 days
 # outside the named window (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TIME_WEIGHT = 0.2

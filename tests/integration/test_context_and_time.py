@@ -120,7 +120,7 @@ CHAT = [  # a chat's messages, one thought typed as several
 ]
 
 
-def test_a_message_lifts_the_others_turns_not_the_rest_of_its_own_run(
+def test_a_message_lifts_the_turns_around_it(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
     ids = store.remember_many(
@@ -129,23 +129,16 @@ def test_a_message_lifts_the_others_turns_not_the_rest_of_its_own_run(
         for position, body in enumerate(CHAT)
     )  # fmt: skip
     question = "Has Bo unpacked the kitchen of the new flat?"
-
-    def lifted(**change: bool) -> dict[int, int]:
-        config = replace(retriever.config, min_final_score=0.0, **change)
-        response = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=6,
-                                      config=config)  # fmt: skip
-        check_contract(response)
-        return {r.metadata["id"]: r.metadata["lifted_by"]["id"]
-                for r in response if "lifted_by" in r.metadata}  # fmt: skip
-
+    config = replace(retriever.config, min_final_score=0.0)
+    response = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=6,
+                                  config=config)  # fmt: skip
+    check_contract(response)
+    lifted = {r.metadata["id"]: r.metadata["lifted_by"]["id"]
+              for r in response if "lifted_by" in r.metadata}  # fmt: skip
     best = ids[2]  # "The kitchen is still in boxes though."
-    by_default = lifted()
-    # Ana's question after Bo's run is lifted by it; no message of Bo's run by another.
-    assert by_default.get(ids[3]) == best, by_default
-    assert not set(ids[:3]) & set(by_default), by_default
-    # With context_own_run, the run is lifted too.
-    with_run = lifted(context_own_run=True)
-    assert set(ids[:3]) & set(with_run), with_run
+    # Ana's question after Bo's run, and Bo's own messages around it, are lifted by it.
+    assert lifted.get(ids[3]) == best, lifted
+    assert set(ids[:2]) & set(lifted), lifted
 
 
 def test_memories_without_a_thread_that_are_not_messages_are_not_lifted(

@@ -95,9 +95,7 @@ def _lifted(plan: ReadPlan, read: Read) -> list[Candidate]:
         {c.id: c for c in read.candidates if c.source == "semantic"},
         lift=config.context_lift,
         rows=read.turns,
-        focus=config.context_focus,
         placed=read.placed,
-        own_run=config.context_own_run,
     )
     if not lifted:
         return read.candidates
