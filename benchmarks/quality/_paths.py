@@ -323,7 +323,7 @@ class Way:
     @contextmanager
     def asker(self) -> Iterator[Callable[..., list[Found]]]:
         """A function ``ask(tenant, query, limit, as_of)`` for the block: what a caller reads,
-        in order (memories only)."""
+        in order (a decision, a tool call or a chunk with no reference: it takes a place)."""
         if self.name == "langgraph":
             stores: dict[str, Any] = {}
 
@@ -342,12 +342,13 @@ class Way:
                 found = sessions.call(self.tenant(name), "search_memory", arguments)
                 return [
                     Found(
-                        (r.get("details", {}).get("metadata") or {}).get("ref"),
+                        (r.get("details", {}).get("metadata") or {}).get("ref")
+                        if r["source"] == "semantic"
+                        else None,
                         r["content"],
                         bool(r.get("details", {}).get("below_threshold")),
                     )
                     for r in found["results"]
-                    if r["source"] == "semantic"
                 ]
 
             try:
@@ -368,12 +369,13 @@ class Way:
                 response = retriever.retrieve(query, tenant_id=self.tenant(name), **options)
                 return [
                     Found(
-                        (r.metadata.get("metadata") or {}).get("ref"),
+                        (r.metadata.get("metadata") or {}).get("ref")
+                        if r.source == "semantic"
+                        else None,
                         r.content,
                         bool(r.metadata.get("below_threshold")),
                     )
                     for r in response
-                    if r.source == "semantic"
                 ]
 
             yield ask
