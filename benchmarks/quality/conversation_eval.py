@@ -348,9 +348,6 @@ READ_ABLATIONS: dict[str, dict[str, Any]] = {
     "context_lift 0.9": {"context_lift": 0.9},
     "time_weight 0.3": {"time_weight": 0.3},
     "time_half_life_days 30": {"time_half_life_days": 30.0},
-    "no named speaker (speaker_weight 0)": {"speaker_weight": 0.0},
-    "speaker_weight 0.03": {"speaker_weight": 0.03},
-    "speaker_weight 0.1": {"speaker_weight": 0.1},
     "questions do not yield (question_discount 0)": {"question_discount": 0.0},
 }
 TURN_CONTEXT_ABLATIONS = (0.0, 0.5)

@@ -103,7 +103,6 @@ class Patch:
         speaker: float | None = None,
         spread: tuple[int, int, float] | None = None,
         agreed: int = 0,
-        agreement: tuple[int, int] | None = None,
         feedback: tuple[int, float] | None = None,
         other_speaker: bool = False,
         asks: Callable[[str], bool] | None = None,
@@ -116,8 +115,6 @@ class Patch:
         # (n, s, y): when the n leading hits lie in s sessions or more, the lift is scaled by y
         self.spread = spread
         self.agreed = agreed  # the bonus only when most of the best ``agreed`` results are theirs
-        # (n, m): the product's speaker signal when m of the n leading turns are the person's
-        self.agreement = agreement
         # (n, a): a second read whose vector is the query's plus a times the mean of the n
         # leading semantic results' stored vectors (normalised), its results returned
         self.feedback = feedback
@@ -136,7 +133,7 @@ def patched(patch: Patch | None) -> Iterator[None]:
     the query ``retrieve()`` is given."""
     from retrieval.search import retriever as module
     from retrieval.search.prepare.query_vector import QueryVectors
-    from retrieval.search.rank import named_speaker, questions, ranking
+    from retrieval.search.rank import questions, ranking
     from retrieval.search.rank import rank as stage
 
     if patch is None:
@@ -220,9 +217,6 @@ def patched(patch: Patch | None) -> Iterator[None]:
     only_asks = questions.only_asks
     if patch.asks is not None:
         questions.only_asks = patch.asks
-    agreement = named_speaker._LEADING, named_speaker._AGREEING
-    if patch.agreement is not None:
-        named_speaker._LEADING, named_speaker._AGREEING = patch.agreement
     stage.context_candidates = hits_that_lift
     if patch.cap is not None or patch.penalty is not None or patch.speaker is not None:
         ranking.select = chosen_results  # type: ignore[assignment]
@@ -233,7 +227,6 @@ def patched(patch: Patch | None) -> Iterator[None]:
     finally:
         questions.only_asks = only_asks
         QueryVectors.with_vector = with_vector  # type: ignore[method-assign]
-        named_speaker._LEADING, named_speaker._AGREEING = agreement
         stage.context_candidates = lift
         ranking.select = select  # type: ignore[assignment]
         module.rank = rank
@@ -244,11 +237,10 @@ def _offsets_in_runs(hits: Sequence[Any], rows: Sequence[Any], most: int) -> lis
     # ``rows`` (hit id, offset, a turn's columns) with each offset counted in runs: the
     # speaker changes between the hit and the turn (positions where a speaker is unknown).
     from retrieval.search.candidate import Candidate
-    from retrieval.search.rank.speakers import message_speaker
 
-    said = {(hit.id, 0): message_speaker(hit) for hit in hits}
+    said = {(hit.id, 0): speaker_of(hit.content) for hit in hits}
     for hit_id, offset, *columns in rows:
-        said[hit_id, offset] = message_speaker(Candidate(*columns))
+        said[hit_id, offset] = speaker_of(Candidate(*columns).content)
     counted = []
     for hit_id, offset, *columns in rows:
         step = 1 if offset >= 0 else -1
@@ -466,7 +458,6 @@ def _named_out(replacement: str, possessive: str) -> Callable[[str], str]:
 
 
 EVERY_HIT: dict[str, Any] = {}  # every hit lifts alike (the default since 2026-12-05)
-NO_SPEAKER = {"speaker_weight": 0.0}
 VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "defaults (every hit lifts alike)": (EVERY_HIT, None),
     "no lift": ({"context_lift": 0.0}, None),
@@ -488,26 +479,16 @@ VARIANTS: dict[str, tuple[dict[str, Any], Patch | None]] = {
     "several asked: 0.9^n": ({}, Patch(penalty=0.9, several_only=True)),
     "several asked: no lift": ({}, Patch(cap=0, several_only=True)),
     "the hypothetical frame taken out": ({}, Patch(rewrite=lambda q: HYPOTHETICAL.sub("", q))),
-    # The named speaker: first as a bonus added to the final score (the product's signal off),
-    # then the product's signal by its weight and agreement (m of the n leading turns).
-    "the named speaker's turns +0.05": (NO_SPEAKER, Patch(speaker=0.05)),
-    "the named speaker's turns +0.1": (NO_SPEAKER, Patch(speaker=0.1)),
-    "speaker +0.03 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.03, agreed=1)),
-    "speaker +0.05 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.05, agreed=1)),
-    "speaker +0.07 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.07, agreed=1)),
-    "speaker +0.1 if the best is theirs": (NO_SPEAKER, Patch(speaker=0.1, agreed=1)),
-    "speaker +0.05 if 2 of the best 3 are": (NO_SPEAKER, Patch(speaker=0.05, agreed=3)),
-    "speaker +0.1 if 2 of the best 3 are": (NO_SPEAKER, Patch(speaker=0.1, agreed=3)),
-    "no named speaker (speaker_weight 0)": (NO_SPEAKER, None),
-    **{
-        f"speaker_weight {w}, {m} of {n} leading": ({"speaker_weight": w}, Patch(agreement=(n, m)))
-        for n, m, w in (
-            (3, 2, 0.05), (3, 2, 0.08), (3, 2, 0.12), (3, 2, 0.15), (1, 1, 0.08), (2, 2, 0.08),
-            (2, 2, 0.12), (3, 3, 0.05), (3, 3, 0.08), (3, 3, 0.1), (3, 3, 0.12), (3, 3, 0.15),
-            (3, 3, 0.2),
-            (5, 3, 0.08), (5, 4, 0.08), (5, 4, 0.15),
-        )
-    },
+    # The named speaker: a bonus added to the final score of the turns of the one speaker the
+    # question names (the product has no such signal: it did not hold on the validation half).
+    "the named speaker's turns +0.05": (EVERY_HIT, Patch(speaker=0.05)),
+    "the named speaker's turns +0.1": (EVERY_HIT, Patch(speaker=0.1)),
+    "speaker +0.03 if the best is theirs": (EVERY_HIT, Patch(speaker=0.03, agreed=1)),
+    "speaker +0.05 if the best is theirs": (EVERY_HIT, Patch(speaker=0.05, agreed=1)),
+    "speaker +0.07 if the best is theirs": (EVERY_HIT, Patch(speaker=0.07, agreed=1)),
+    "speaker +0.1 if the best is theirs": (EVERY_HIT, Patch(speaker=0.1, agreed=1)),
+    "speaker +0.05 if 2 of the best 3 are": (EVERY_HIT, Patch(speaker=0.05, agreed=3)),
+    "speaker +0.1 if 2 of the best 3 are": (EVERY_HIT, Patch(speaker=0.1, agreed=3)),
     "3 leading hits in 3 sessions: no lift": ({}, Patch(spread=(3, 3, 0.0))),
     "3 leading hits in 2+ sessions: no lift": ({}, Patch(spread=(3, 2, 0.0))),
     "5 leading hits in 4+ sessions: no lift": ({}, Patch(spread=(5, 4, 0.0))),

@@ -392,7 +392,6 @@ CONVERSATION_RULES = ("dialogues", "chat")
 ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "no thread lift (context_lift 0)": ({"context_lift": 0.0}, CONVERSATION_RULES),
     "context_window 1": ({"context_window": 1}, CONVERSATION_RULES),
-    "no named speaker (speaker_weight 0)": ({"speaker_weight": 0.0}, CONVERSATION_RULES),
     "questions do not yield (question_discount 0)": (
         {"question_discount": 0.0},
         CONVERSATION_RULES,

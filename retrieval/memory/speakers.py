@@ -2,11 +2,11 @@
 
 A chat's line is stored as ``Maria: text`` (``retrieval ingest`` of a transcript) and a
 narrated turn as ``Maria said, "text"``; a name may have up to three words (``Maria Lopez:
-text``), and a query names that person in full or by the first or the last of them. A text
-that opens with neither has no known speaker.
+text``). A text that opens with neither has no known speaker.
 The writer reads it for the turn before a message's run (:mod:`retrieval.memory.turn_context`),
-the rank stage for the person a query names and for the run a hit belongs to
-(:mod:`retrieval.search.rank.speakers`).
+a memory that names who said it is a conversation turn (:mod:`retrieval.memory.kinds`), and
+forgetting a turn finds the run after it whose vectors hold its share
+(:mod:`retrieval.memory.erasure`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ import re
 # The name a turn opens with: "Maria: ...", "Maria Lopez: ..." or 'Maria said, "...': a word,
 # then at most two more (a chat's export names people as the phone shows them: "Mary Ann",
 # "Jean-Luc Picard", "Dr. Lee", "Mum 🌸", "Maria (work)").
-# A name's first word, and a word of it a query may use alone: letters, with ' - or . inside
-# ("Jean-Luc", "O'Brien", "Dr.").
+# A name's first word: letters, with ' - or . inside ("Jean-Luc", "O'Brien", "Dr.").
 _NAME_WORD = r"\w[\w'.-]*"
 _OPENING = re.compile(rf'({_NAME_WORD}(?: (?![a-z\u00df-\u00ff])[^\s:]+){{0,2}})(?:: | said, ")')
-_WHOLE_WORD = re.compile(_NAME_WORD)
 _LONGEST_NAME = 40
 
 
@@ -40,21 +38,6 @@ def speaker_of(content: str) -> str | None:
     """The name ``content`` opens with as its speaker's, or ``None``."""
     opening = _opening(content)
     return opening[1] if opening is not None else None
-
-
-def name_words(name: str) -> tuple[str, ...]:
-    """The ways a text may name the speaker ``name``: in full, and, when it has several
-    words, by its first word and by its last ("Maria" or "Lopez" for "Maria Lopez"); a title
-    ("Dr.") or a word that is not a word ("🌸", "(work)") names nobody alone."""
-    words = name.split(" ")
-    if len(words) == 1:
-        return (name,)
-    parts = [
-        word
-        for word in (words[0], words[-1])
-        if _WHOLE_WORD.fullmatch(word) is not None and not word.endswith(".")
-    ]
-    return (name, *dict.fromkeys(parts))
 
 
 def said_text(content: str) -> str:

@@ -38,7 +38,6 @@ from retrieval.search.defaults import (
     DEFAULT_MEMORY_BM25_ROWS,
     DEFAULT_MIN_FINAL_SCORE,
     DEFAULT_QUESTION_DISCOUNT,
-    DEFAULT_SPEAKER_WEIGHT,
     DEFAULT_TIME_HALF_LIFE_DAYS,
     DEFAULT_TIME_WEIGHT,
     DEFAULT_VERSION_SHARED_WORDS,
@@ -333,13 +332,6 @@ class RetrievalConfig:
         env="RETRIEVAL_TIME_WEIGHT",
         help="Weight of how well a result's date fits a time the query names (on 1 February "
         "2023, in June, last week), taken from the source's other weights; 0 turns it off.",
-        within=UNIT,
-    )
-    speaker_weight: float = setting(
-        DEFAULT_SPEAKER_WEIGHT,
-        env="RETRIEVAL_SPEAKER_WEIGHT",
-        help="Weight of a turn said by the one person the query names, taken from the other "
-        "weights, when the three leading results are all that person's; 0 turns it off.",
         within=UNIT,
     )
     question_discount: float = setting(

@@ -30,9 +30,6 @@ DEFAULT_CONTEXT_WINDOW = 2
 # outside the named window (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_TIME_WEIGHT = 0.2
 DEFAULT_TIME_HALF_LIFE_DAYS = 7.0
-# The turns of the person a query names weigh 0.1 when the three leading ones are theirs
-# (docs/decisions/0027-the-person-a-question-names.md).
-DEFAULT_SPEAKER_WEIGHT = 0.1
 # A conversation turn that only asks keeps 0.7 of its final score, so that the turns that tell
 # rank above it (docs/decisions/0032-a-question-yields-to-the-answers.md).
 DEFAULT_QUESTION_DISCOUNT = 0.3

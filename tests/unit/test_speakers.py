@@ -1,5 +1,5 @@
 """Who said a message (retrieval.memory.speakers): the name its text opens with, of one to
-three words, and the words by which a query may name that person."""
+three words, and what the message says without it; a text naming its speaker is a turn."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from retrieval.memory.kinds import is_turn
-from retrieval.memory.speakers import name_words, said_text, speaker_of
+from retrieval.memory.speakers import said_text, speaker_of
 from retrieval.search.candidate import Candidate, is_turn_candidate
-from retrieval.search.rank.speakers import message_speaker
 
 
 @pytest.mark.parametrize(
@@ -61,23 +60,4 @@ def test_a_turn_is_a_message_a_place_in_a_thread_or_a_text_naming_who_said_it() 
     assert is_turn_candidate(candidate("fact", "Maria Lopez: hi", {}))
     assert not is_turn_candidate(candidate("fact", "hi", {"thread_id": "t", "position": None}))
     assert not is_turn_candidate(candidate("fact", "Note to self: hi", {}))
-    assert message_speaker(candidate("fact", "Maria Lopez: hi", {})) == "Maria Lopez"
-    assert message_speaker(candidate("message", "hi", threaded)) is None
     assert is_turn("fact", None, None, 'Maria said, "hi"') and not is_turn("fact", None, None)
-
-
-@pytest.mark.parametrize(
-    ("name", "words"),
-    [
-        ("Maria", ("Maria",)),
-        ("Maria Lopez", ("Maria Lopez", "Maria", "Lopez")),
-        ("Mary Ann Smith", ("Mary Ann Smith", "Mary", "Smith")),
-        ("Dr. Lee", ("Dr. Lee", "Lee")),  # a title names nobody alone
-        ("Mum 🌸", ("Mum 🌸", "Mum")),
-        ("Maria (work)", ("Maria (work)", "Maria")),
-    ],
-)
-def test_a_name_is_named_in_full_or_by_its_first_or_last_word(
-    name: str, words: tuple[str, ...]
-) -> None:
-    assert name_words(name) == words

@@ -2,8 +2,7 @@
 
 The turns around the leading hits lifted (:mod:`~retrieval.search.rank.context_lift`), each
 candidate scored by its source's weights (and, when the query names a time, by how well its date
-fits it), the turns of the person the query names scored again
-(:mod:`~retrieval.search.rank.named_speaker`), the turns that only ask scaled down
+fits it), the turns that only ask scaled down
 (:mod:`~retrieval.search.rank.questions`), older versions of a fact capped under the newer
 (:mod:`~retrieval.search.rank.versions`), the caller's working state scored
 (:mod:`~retrieval.search.rank.working_state`), then the thresholds, the ranking and the limits
@@ -19,7 +18,6 @@ from retrieval.search.candidate import Candidate
 from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.rank import ranking
 from retrieval.search.rank.context_lift import context_candidates
-from retrieval.search.rank.named_speaker import favour_named_speaker
 from retrieval.search.rank.questions import questions_yield
 from retrieval.search.rank.versions import newer_versions_first
 from retrieval.search.rank.working_state import LexicalOption, score_working_state
@@ -56,9 +54,6 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
     # or among the weak matches of an answer that would be empty.
     beyond = [scored_one(c) for c in lifted if not c.evidence]
     if "semantic" in scored:
-        scored["semantic"] = favour_named_speaker(
-            call.query.text, scored["semantic"], weights["semantic"], config.speaker_weight
-        )
         scored["semantic"] = questions_yield(
             scored["semantic"], config.question_discount, config.threshold("semantic")
         )
