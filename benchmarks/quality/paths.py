@@ -423,6 +423,14 @@ ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
         {"episodic_min_keyword_share": 0.0},
         ("keywords",),
     ),
+    "no memory recency (semantic recency 0)": (
+        {"semantic": {"relevance": 1.0, "recency": 0.0}},
+        ("dialogues", "chat", "updates", "versions", "scifact"),
+    ),
+    "versions only when an update says so (version_similarity 1)": (
+        {"version_similarity": 1.0, "version_shared_words": 1.0},
+        ("updates", "versions", "scifact"),
+    ),
 }
 
 
@@ -443,7 +451,10 @@ def run_ablations(
         write = {k.removeprefix("write:"): v for k, v in changes.items() if k.startswith("write:")}
         store = open_store(None, write, embedder, engine=first.engine)
         print(f"\n== {name}", flush=True)
-        results[name] = run_matrix(store, replace(defaults, **read), moved, ways)
+        sources = {
+            k: replace(defaults.source(k), **v) for k, v in read.items() if isinstance(v, dict)
+        }
+        results[name] = run_matrix(store, replace(defaults, **(read | sources)), moved, ways)
     return results
 
 
