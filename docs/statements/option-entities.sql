@@ -457,7 +457,7 @@ mem_facts AS MATERIALIZED (
   ),
 
 -- mem_newer: each fact's possible newer versions among them, marked near or not
---   binds: update_similarity, version_shared_words, version_similarity
+--   binds: as_of, update_similarity, version_shared_words, version_similarity
 mem_newer AS MATERIALIZED (
     SELECT o.id,
            array_agg(n.id ORDER BY n.told_at DESC,
@@ -468,6 +468,7 @@ mem_newer AS MATERIALIZED (
          INNER JOIN mem_facts AS n ON n.kind = o.kind
                                   AND n.namespace = o.namespace
                                   AND n.told_at > o.told_at
+                                  AND n.told_at <= CAST(%(as_of)s AS timestamptz)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)

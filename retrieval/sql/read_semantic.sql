@@ -255,7 +255,8 @@ mem_facts AS MATERIALIZED (
 
 -- name: mem_newer
 -- Each fact's possible newer versions among the candidates, newest first: of its kind and
--- namespace, told after it, at a cosine similarity of %(update_similarity)s or more (an update
+-- namespace, told after it and by the call's moment (a memory dated later is no version yet),
+-- at a cosine similarity of %(update_similarity)s or more (an update
 -- in words may say it with others; a key names an item, as LangGraph's keys do, not a fact);
 -- each marked near when its vector is at %(version_similarity)s or more, or from
 -- {words_similarity} on it shares %(version_shared_words)s of their lexemes (the same
@@ -266,6 +267,7 @@ mem_newer AS MATERIALIZED (
     FROM mem_facts AS o
     JOIN mem_facts AS n
       ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
+     AND n.told_at <= %(as_of)s::timestamptz
     CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
     CROSS JOIN LATERAL (
         SELECT CASE

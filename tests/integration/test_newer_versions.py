@@ -144,6 +144,28 @@ def test_an_update_in_other_words_takes_the_place_of_the_fact_it_changes(
     assert by_id[denver].final_score > by_id[paris].final_score
 
 
+def test_a_version_dated_after_the_calls_moment_is_no_version_yet(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # A memory told with a later date (a plan, a clock ahead) does not demote today's fact
+    # until that moment comes; asked as of a moment after it, it does.
+    now = datetime.now(UTC)
+    paris = store.remember("Bob lives in Paris.", tenant_id="acme", created_at=now - timedelta(30))
+    denver = store.remember(
+        "Bob moved to Denver.", tenant_id="acme", created_at=now + timedelta(10)
+    )
+    today = retriever.retrieve("Where does Bob live?", tenant_id="acme")
+    assert _memories(today)[0] == paris
+    by_id = {r.metadata["id"]: r for r in today}
+    assert "possibly_outdated_by" not in by_id[paris].metadata
+    assert all("newer_version_of" not in r.metadata for r in today)
+    later = retriever.retrieve("Where does Bob live?", tenant_id="acme", as_of=now + timedelta(20))
+    assert _memories(later)[:2] == [denver, paris]
+    assert {r.metadata["id"]: r for r in later}[paris].metadata["possibly_outdated_by"]["id"] == (
+        denver
+    )
+
+
 def test_a_keyed_update_outranks_an_earlier_statement_without_a_key(
     store: MemoryStore, retriever: HybridRetriever
 ) -> None:
