@@ -160,7 +160,9 @@ def unmix_next_messages(
     rows = [row for row in rows if row.embedding_model == cache.embedder.model_id]
     if not rows:
         return 0
-    told = [Told(tenant_id, row.created_at, row.content, row.id) for row in rows]
+    told = [
+        Told(tenant_id, row.created_at, row.content, row.id, tuple(row.namespace)) for row in rows
+    ]
     before = mixing.shared(previous_messages(connection, schema, told, gap))
     previous_of = {index: len(rows) + order for order, index in enumerate(sorted(before))}
     texts = [row.content for row in rows] + [before[index].text for index in sorted(before)]

@@ -93,11 +93,12 @@ def reembed(
             if not rows:
                 break
             by_tenant: dict[str, list[_Row]] = defaultdict(list)
-            for row_tenant, row_id, content, thread_id, position, kind, created_at in rows:
-                place = None if thread_id is None else (row_tenant, thread_id, position)
+            for row_tenant, row_id, content, thread_id, position, kind, created_at, path in rows:
+                namespace = tuple(path)
+                place = None if thread_id is None else (row_tenant, namespace, thread_id, position)
                 told = None
                 if thread_id is None and kind == MESSAGE_KIND:
-                    told = Told(row_tenant, created_at, content, row_id)
+                    told = Told(row_tenant, created_at, content, row_id, namespace)
                 by_tenant[row_tenant].append(_Row(row_id, content, kind, place, told))
             for row_tenant, items in by_tenant.items():
                 vectors = _vectors(store, batch.connection, row_tenant, items)

@@ -46,7 +46,9 @@ from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.speakers import speaker_of
 from retrieval.memory.validation import ValidMemory
 
-Place = tuple[str, str, int]  # (tenant, thread, position)
+# A turn's place: (tenant, namespace, thread, position). A thread's turns are one conversation
+# within one namespace: a turn never takes the text of another namespace's turn.
+Place = tuple[str, tuple[str, ...], str, int]
 
 # The most turns a message's run is followed back through to the turn before it.
 RUN_REACH = 20
@@ -94,13 +96,15 @@ def mixing_of(config: WriteConfig) -> Mixing:
 
 
 class Told(NamedTuple):
-    """A message without a thread: its tenant, when it was told (None: now), its text, and its
-    id when it is already stored (re-embedding)."""
+    """A message without a thread: its tenant, when it was told (None: now), its text, its id
+    when it is already stored (re-embedding), and its namespace (its session is the messages of
+    that namespace only)."""
 
     tenant_id: str
     created_at: datetime | None
     text: str
     id: int | None = None
+    namespace: tuple[str, ...] = ()
 
 
 def untold(memory: ValidMemory) -> Told | None:
@@ -108,7 +112,7 @@ def untold(memory: ValidMemory) -> Told | None:
     a thread."""
     if memory.kind != MESSAGE_KIND or memory.thread_id is not None:
         return None
-    return Told(memory.tenant_id, memory.created_at, memory.text)
+    return Told(memory.tenant_id, memory.created_at, memory.text, namespace=memory.namespace)
 
 
 class _Walk(NamedTuple):
@@ -157,15 +161,21 @@ def previous_messages(
     if gap <= timedelta(0):
         return {}
     now = datetime.now(UTC)
-    by_tenant: dict[str, list[tuple[datetime, int, int, Told]]] = defaultdict(list)
+    by_session: dict[tuple[str, tuple[str, ...]], list[tuple[datetime, int, int, Told]]] = (
+        defaultdict(list)
+    )
     for index, message in enumerate(messages):
         if message is not None:  # in the order told: time, then stored id, then the batch's
             told_at = message.created_at or now
             order = -1 if message.id is None else message.id
-            by_tenant[message.tenant_id].append((told_at, order, index, message))
+            by_session[message.tenant_id, message.namespace].append(
+                (told_at, order, index, message)
+            )
     found: dict[int, Before] = {}
-    unsettled: dict[str, list[tuple[int, str | None, _Walk]]] = defaultdict(list)
-    for tenant, told in by_tenant.items():
+    unsettled: dict[tuple[str, tuple[str, ...]], list[tuple[int, str | None, _Walk]]] = defaultdict(
+        list
+    )
+    for session, told in by_session.items():
         told.sort(key=lambda entry: entry[:3])
         new = [entry for entry in told if entry[3].id is None]
         place_of = {entry[2]: place for place, entry in enumerate(new)}
@@ -178,15 +188,16 @@ def previous_messages(
             if walk.before is not None:
                 found[index] = walk.before
             elif not walk.done:
-                unsettled[tenant].append((index, speaker, walk))
+                unsettled[session].append((index, speaker, walk))
     query = statement("memory.messages_before", schema)
-    for tenant, walks in sorted(unsettled.items()):
+    for (tenant, namespace), walks in sorted(unsettled.items()):
         bind_tenant(connection, schema, tenant)
         rows = execute(
             connection,
             query,
             {
                 "tenant_id": tenant,
+                "namespace": list(namespace),
                 "kind": MESSAGE_KIND,
                 "gap": gap,
                 "times": [walk.first.created_at for _, _, walk in walks],
@@ -196,7 +207,9 @@ def previous_messages(
         )
         earlier: dict[int, list[tuple[datetime, Told]]] = defaultdict(list)
         for ordinal, text, created_at in rows:
-            earlier[ordinal].append((created_at, Told(tenant, created_at, text)))
+            earlier[ordinal].append(
+                (created_at, Told(tenant, created_at, text, namespace=namespace))
+            )
         for ordinal, (index, speaker, walk) in enumerate(walks, start=1):
             turn = _walk_back(walk, speaker, earlier[ordinal], gap).before
             if turn is not None:
@@ -224,11 +237,11 @@ def turn_before_run(
     ``turn_at`` does not know (the walk stopped there; ``turn_at`` gives None for a place it
     does not know or that holds no turn). A run reaches back at most :data:`RUN_REACH` turns;
     a missing turn ends the walk."""
-    tenant, thread, position = place
+    *thread, position = place  # the thread: tenant, namespace and thread id
     for earlier in range(position - 1, max(position - 1 - RUN_REACH, -1), -1):
-        turn = turn_at((tenant, thread, earlier))
+        turn = turn_at((*thread, earlier))  # type: ignore[arg-type]
         if turn is None:
-            return None, (tenant, thread, earlier)
+            return None, (*thread, earlier)  # type: ignore[return-value]
         if speaker is None or turn.speaker != speaker:
             return Before(turn.text, earlier < position - 1), None
     return None, None
@@ -245,10 +258,10 @@ def previous_texts(
     place of ``places`` among them), else from the stored memories (one statement per tenant
     for the places the batch does not hold)."""
     found: dict[int, Before] = {}
-    wanted: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    wanted: dict[tuple[str, tuple[str, ...]], set[tuple[str, int]]] = defaultdict(set)
     walks: dict[int, Place] = {}
     for index, place in enumerate(places):
-        if place is None or place[2] == 0:
+        if place is None or place[3] == 0:
             continue
         speaker = batch[place].speaker
         before, stopped = turn_before_run(place, speaker, batch.get)
@@ -256,20 +269,20 @@ def previous_texts(
             found[index] = before
         elif stopped is not None:  # the rest of the walk is in the stored turns
             walks[index] = place
-            tenant, thread, position = stopped
-            reach = 1 if speaker is None else position - (place[2] - 1 - RUN_REACH)
-            wanted[tenant].update((thread, position - step) for step in range(reach))
+            tenant, namespace, thread, position = stopped
+            reach = 1 if speaker is None else position - (place[3] - 1 - RUN_REACH)
+            wanted[tenant, namespace].update((thread, position - step) for step in range(reach))
     stored: dict[Place, Said] = {}
     query = statement("memory.turns_at", schema)
-    for tenant, turns in sorted(wanted.items()):
+    for (tenant, namespace), turns in sorted(wanted.items()):
         bind_tenant(connection, schema, tenant)
         threads, positions = zip(*sorted(t for t in turns if t[1] >= 0), strict=True)
-        rows = execute(
-            connection,
-            query,
-            {"tenant_id": tenant, "threads": list(threads), "positions": list(positions)},
+        params = {"tenant_id": tenant, "namespace": list(namespace), "threads": list(threads),
+                  "positions": list(positions)}  # fmt: skip
+        stored.update(
+            ((tenant, namespace, row.thread_id, row.position), said(row.content))
+            for row in execute(connection, query, params)
         )
-        stored.update(((tenant, row.thread_id, row.position), said(row.content)) for row in rows)
 
     def turn_at(place: Place) -> Said | None:
         return batch.get(place) or stored.get(place)

@@ -328,7 +328,7 @@ class Writer:
         def place(memory: ValidMemory) -> Place | None:
             if memory.thread_id is None or memory.position is None:
                 return None
-            return (memory.tenant_id, memory.thread_id, memory.position)
+            return (memory.tenant_id, memory.namespace, memory.thread_id, memory.position)
 
         batch = {p: said(m.text) for m in memories if (p := place(m)) is not None}
         places = [place(memories[row]) for row in needing]

@@ -166,16 +166,19 @@ JOIN {schema}.memories AS m
 -- name: messages_after
 -- The tenant's messages without a thread told after each removed one (%(times)s, %(ids)s) that
 -- may hold its share (retired ones too): those told at most %(gap)s later, and the first
--- %(reach)s after it (a run of one speaker that goes on past the gap), with the model of their
--- vectors: rows of (ordinal, ...), each removed one's in the order told.
-SELECT t.ordinal, m.id, m.content, m.created_at, m.embedding_model
+-- %(reach)s after it (a run of one speaker that goes on past the gap), in any namespace (a vector
+-- written before sessions kept to a namespace may hold it), with the model of their vectors and
+-- their namespaces: rows of (ordinal, ...), each removed one's in the order told.
+SELECT t.ordinal, m.id, m.content, m.created_at, m.embedding_model, m.namespace
 FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[]) WITH ORDINALITY AS t(at, id, ordinal)
 CROSS JOIN LATERAL (
-    (SELECT m.id, m.content, m.created_at, m.embedding_model FROM {schema}.memories AS m
+    (SELECT m.id, m.content, m.created_at, m.embedding_model, m.namespace
+     FROM {schema}.memories AS m
      WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
        AND (m.created_at, m.id) > (t.at, t.id) AND m.created_at <= t.at + %(gap)s)
     UNION
-    (SELECT m.id, m.content, m.created_at, m.embedding_model FROM {schema}.memories AS m
+    (SELECT m.id, m.content, m.created_at, m.embedding_model, m.namespace
+     FROM {schema}.memories AS m
      WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
        AND (m.created_at, m.id) > (t.at, t.id)
      ORDER BY m.created_at, m.id
@@ -290,7 +293,8 @@ WHERE embedding_model <> %(model)s
 
 -- name: reembed_next_batch
 -- The next rows to re-embed after (after_tenant, after_id), skipping rows another run holds.
-SELECT tenant_id, id, content, thread_id, position, kind, created_at FROM {schema}.memories
+SELECT tenant_id, id, content, thread_id, position, kind, created_at, namespace
+FROM {schema}.memories
 WHERE embedding_model <> %(model)s
   AND (%(tenant_id)s::text IS NULL OR tenant_id = %(tenant_id)s)
   AND (tenant_id, id) > (%(after_tenant)s::text, %(after_id)s::bigint)
@@ -350,18 +354,20 @@ SELECT key, item, row_id FROM {schema}.ingest_keys
 WHERE tenant_id = %(tenant_id)s AND key = ANY(%(keys)s::text[])
 
 -- name: turns_at
--- The texts and kinds of a tenant's memories at the given (thread, position) places, but those
--- that have expired (a new turn does not take the share of one that forget(expired) will remove).
+-- The texts and kinds of a tenant's memories of one namespace at the given (thread, position)
+-- places, but those that have expired (a new turn does not take the share of one that
+-- forget(expired) will remove).
 SELECT m.thread_id, m.position, m.content, m.kind
 FROM unnest(%(threads)s::text[], %(positions)s::int[]) AS p(thread_id, position)
 JOIN {schema}.memories AS m
   ON m.tenant_id = %(tenant_id)s AND m.thread_id = p.thread_id AND m.position = p.position
+ AND m.namespace = %(namespace)s::text[]
  AND (m.expires_at IS NULL OR m.expires_at > now())
 
 -- name: messages_before
 -- For each time of %(times)s (NULL: now), stored id of %(ids)s (NULL: a message not yet
 -- stored) and count of %(reaches)s, the texts of the tenant's latest live messages without a
--- thread told before it, at most that many, none more than that many gaps (%(gap)s) earlier,
+-- thread of the namespace %(namespace)s told before it, at most that many, none more than that many gaps (%(gap)s) earlier,
 -- that were live then and have not expired since: rows of (ordinal, text, created_at), the
 -- latest first.
 SELECT t.ordinal, p.content, p.created_at
@@ -370,7 +376,7 @@ FROM unnest(%(times)s::timestamptz[], %(ids)s::bigint[], %(reaches)s::int[])
 CROSS JOIN LATERAL (
     SELECT m.content, m.created_at, m.id FROM {schema}.memories AS m
     WHERE m.tenant_id = %(tenant_id)s AND m.kind = %(kind)s AND m.thread_id IS NULL
-      AND m.retired_at IS NULL
+      AND m.namespace = %(namespace)s::text[] AND m.retired_at IS NULL
       AND (m.expires_at IS NULL OR m.expires_at > greatest(now(), t.at))
       AND (m.created_at, m.id) < (coalesce(t.at, now()), coalesce(t.id, 9223372036854775807))
       AND m.created_at >= coalesce(t.at, now()) - %(gap)s * t.reach
