@@ -103,7 +103,7 @@ def valid_memory(
     """
     check = _Checker(index)
     created_at = check.aware("created_at", item.created_at)
-    return ValidMemory(
+    valid = ValidMemory(
         tenant_id=check.tenant(item.tenant_id),
         text=check.text("text", item.text, limits.max_text_chars),
         kind=check.kind(item.kind, limits.kinds),
@@ -123,6 +123,23 @@ def valid_memory(
         supersedes=check.ids("supersedes", item.supersedes),
         namespace=check.namespace(item.namespace),
         key=check.optional_key(item.key),
+    )
+    check.indexed_names(valid)
+    return valid
+
+
+# The most UTF-8 bytes a memory's names take together (its tenant, kind, thread, key and
+# namespace, each name of the namespace counted 4 bytes more): they lie in one entry of a
+# B-tree index (the live rows' unique key, the keys' index), which holds at most 2,704 bytes
+# with the text's hash, the position and the entry's headers.
+MAX_INDEXED_BYTES = 2400
+
+
+def indexed_bytes(memory: ValidMemory) -> int:
+    """The UTF-8 bytes ``memory``'s names take in an index entry (:data:`MAX_INDEXED_BYTES`)."""
+    names = (memory.tenant_id, memory.kind, memory.thread_id or "", memory.key or "")
+    return sum(len(name.encode()) for name in names) + sum(
+        len(name.encode()) + 4 for name in memory.namespace
     )
 
 
@@ -326,6 +343,18 @@ class _Checker:
         if not isinstance(value, str) or not value:
             raise self.fail("key", f"must be a non-empty string, got {value!r:.40}")
         return self.text("key", value, MAX_NAME_CHARS, allow_blank=True)
+
+    def indexed_names(self, memory: ValidMemory) -> None:
+        size = indexed_bytes(memory)
+        if size > MAX_INDEXED_BYTES:
+            field = "namespace" if memory.namespace else "key" if memory.key else "thread_id"
+            raise self.fail(
+                field,
+                f"the tenant, kind, thread, key and namespace together take {size:,} bytes in "
+                f"UTF-8 (each name of the namespace 4 more), over the limit of "
+                f"{MAX_INDEXED_BYTES:,} (one entry of an index holds them): use shorter or "
+                "fewer names",
+            )
 
     def namespace(self, value: object) -> tuple[str, ...]:
         try:

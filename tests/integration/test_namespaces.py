@@ -202,8 +202,28 @@ def test_bad_namespaces_are_refused_and_nothing_is_written(
             ])  # fmt: skip
         with pytest.raises(ValidationError, match=message):
             retriever.retrieve(QUESTION, tenant_id="acme", namespace=bad)
+    # Within 32 names of 256 characters, but more than one index entry holds: refused before
+    # any SQL, the whole batch with it (a read of such a namespace finds nothing, as any).
+    for bad in (["n" * 256] * 11, ["\u00e9" * 256] * 5):
+        with pytest.raises(ValidationError, match="over the limit of 2,400") as raised:
+            store.remember_many([
+                {"text": "fine", "tenant_id": "acme"},
+                {"text": "bad", "tenant_id": "acme", "namespace": bad},
+            ])  # fmt: skip
+        assert raised.value.field == "namespace" and "postgres" not in str(raised.value)
+        assert not _ids(retriever.retrieve(QUESTION, tenant_id="acme", namespace=bad))
     assert store.namespaces(tenant_id="acme") == []
     assert not _ids(retriever.retrieve("fine", tenant_id="acme"))
+
+
+def test_the_longest_namespace_within_the_limit_is_stored_and_read(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    longest = ("n" * 256,) * 9
+    memory = store.remember("Prefers dark mode.", tenant_id="acme", namespace=longest, key="ui")
+    found = retriever.retrieve("dark mode", tenant_id="acme", namespace=longest)
+    assert _ids(found) == [memory]
+    assert store.namespaces(tenant_id="acme") == [longest]
 
 
 def test_a_role_bound_by_row_level_security_reads_and_forgets_by_namespace(

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from retrieval.errors import ValidationError
-from retrieval.search.prepare.metadata_filter import MAX_CONDITIONS, metadata_filter
+from retrieval.search.prepare.metadata_filter import (
+    MAX_CONDITIONS,
+    MAX_KEY_PARTS,
+    MAX_VALUE_DEPTH,
+    metadata_filter,
+)
 
 
 def test_plain_values_are_containment_and_operators_bind_their_path_and_value() -> None:
@@ -35,6 +40,19 @@ def test_eq_is_containment_of_the_nested_value_and_no_filter_is_none() -> None:
     assert metadata_filter(None) is None and metadata_filter({}) is None
 
 
+def _nested_value(depth: int) -> Any:
+    # A value whose lists and objects nest ``depth`` deep: {"x": [{"x": [...]}]}.
+    value: Any = 1
+    for level in range(depth):
+        value = [value] if level % 2 else {"x": value}
+    return value
+
+
+def test_a_deep_value_within_the_limit_is_a_filter() -> None:
+    assert metadata_filter({"a": _nested_value(MAX_VALUE_DEPTH)}) is not None
+    assert metadata_filter({".".join(["k"] * MAX_KEY_PARTS): 1}) is not None
+
+
 @pytest.mark.parametrize(
     ("given", "says"),
     [
@@ -52,6 +70,15 @@ def test_eq_is_containment_of_the_nested_value_and_no_filter_is_none() -> None:
         ({"a": math.nan}, "not JSON"),
         ({"a": {1, 2}}, "not JSON"),
         ({f"k{i}": i for i in range(MAX_CONDITIONS + 1)}, f"at most {MAX_CONDITIONS}"),
+        # What PostgreSQL cannot hold, or a depth no metadata has, is refused before any SQL.
+        ({"a\x00b": 1}, "NUL byte"),
+        ({"a": "x\x00y"}, "NUL character"),
+        ({"a": {"$ne": ["x\x00"]}}, "NUL character"),
+        ({"a": {"$in": ["ok", "x\x00"]}}, "NUL character"),
+        ({".".join(["k"] * 1000): 1}, "over the limit of 1,000"),
+        ({".".join(["k"] * (MAX_KEY_PARTS + 1)): 1}, f"over the limit of {MAX_KEY_PARTS}"),
+        ({"a": _nested_value(990)}, f"over the limit of {MAX_VALUE_DEPTH}"),
+        ({"a": {"$eq": _nested_value(MAX_VALUE_DEPTH + 1)}}, "nests lists and objects"),
     ],
 )
 def test_a_filter_it_cannot_run_is_a_clear_error(given: Any, says: str) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval.arguments import json_text_problem, storable_problem
 from retrieval.errors import ValidationError
 
 # The statement's name of each operator's condition.
@@ -43,6 +44,12 @@ COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 NAMESPACE = "namespace"
 MAX_CONDITIONS = 16
 MAX_LIST = 1000
+# The most parts of a dotted key ("a.b.c": 3) and the deepest nesting of a value's lists and
+# objects: a document's metadata is rarely deeper than a few levels, and a deeper one would only
+# make the statement's JSON path long (a value nested 990 deep exhausted Python's recursion).
+MAX_KEY_PARTS = 32
+MAX_VALUE_DEPTH = 32
+MAX_KEY_CHARS = 1000
 _FIELD = "filter"
 
 
@@ -102,6 +109,15 @@ def metadata_filter(value: object) -> MetadataFilter | None:
 def _path(key: object) -> tuple[str, ...]:
     if not isinstance(key, str) or not key.strip():
         raise ValidationError(f"filter key {key!r} must be a non-empty string", field=_FIELD)
+    problem = storable_problem(key)
+    if problem is not None:
+        raise ValidationError(f"filter key {key!r:.40} {problem}", field=_FIELD)
+    if len(key) > MAX_KEY_CHARS:
+        raise ValidationError(
+            f"filter key {key[:40]!r}... has {len(key):,} characters, over the limit of "
+            f"{MAX_KEY_CHARS:,}",
+            field=_FIELD,
+        )
     if key.startswith("$"):
         raise ValidationError(
             f"filter key {key!r}: logical operators ($and, $or, $not) are not supported; "
@@ -109,6 +125,12 @@ def _path(key: object) -> tuple[str, ...]:
             field=_FIELD,
         )
     parts = tuple(key.split("."))
+    if len(parts) > MAX_KEY_PARTS:
+        raise ValidationError(
+            f"filter key {key[:40]!r}... has {len(parts)} dotted parts, over the limit of "
+            f"{MAX_KEY_PARTS}: name a key at most {MAX_KEY_PARTS} levels deep",
+            field=_FIELD,
+        )
     if any(not part for part in parts):
         raise ValidationError(
             f"filter key {key!r} has an empty part: name a nested key as 'outer.inner'",
@@ -152,14 +174,43 @@ def _operator(key: str, operator: object, operand: object) -> tuple[str, Any]:
 
 
 def _json(key: str, value: object) -> Any:
-    # The value as JSON holds it: finite numbers, string keys, nothing but JSON types.
+    # The value as JSON holds it: finite numbers, string keys, nothing but JSON types, at most
+    # MAX_VALUE_DEPTH deep, and nothing PostgreSQL's jsonb cannot hold (a NUL character).
+    depth = _depth(value)
+    if depth > MAX_VALUE_DEPTH:
+        raise ValidationError(
+            f"filter key {key!r:.40}: its value nests lists and objects {depth} deep, over the "
+            f"limit of {MAX_VALUE_DEPTH}",
+            field=_FIELD,
+        )
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise ValidationError(
-            f"filter key {key!r}: its value is not JSON ({error})", field=_FIELD
+            f"filter key {key!r:.40}: its value is not JSON ({error})", field=_FIELD
         ) from None
+    problem = json_text_problem(text)
+    if problem is not None:
+        raise ValidationError(f"filter key {key!r:.40}: its value {problem}", field=_FIELD)
     return json.loads(text)
+
+
+def _depth(value: object) -> int:
+    # How deep lists and objects nest in ``value`` (a scalar: 0), counted without recursion and
+    # not past one level beyond the limit.
+    deepest, level = 0, [value]
+    while level and deepest <= MAX_VALUE_DEPTH:
+        inner: list[object] = []
+        for item in level:
+            if isinstance(item, Mapping):
+                inner.extend(item.values())
+            elif isinstance(item, list | tuple):
+                inner.extend(item)
+        if not inner and not any(isinstance(i, Mapping | list | tuple) for i in level):
+            break
+        deepest += 1
+        level = inner
+    return deepest
 
 
 def _nested(path: tuple[str, ...], value: Any) -> Any:
