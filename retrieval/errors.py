@@ -139,9 +139,9 @@ def translate_database_errors(url: str) -> Iterator[None]:
     """Translate driver errors raised inside the block into this library's errors.
 
     Connection failures become :class:`DatabaseUnavailableError` naming ``url`` with its
-    password masked; other driver errors, and a pool with no connection free in time, become
-    :class:`DatabaseError`; a string UTF-8 cannot encode becomes :class:`ValidationError`.
-    Errors of this library pass through unchanged.
+    password masked; other driver errors (without the URL), and a pool with no connection free
+    in time, become :class:`DatabaseError`; a string UTF-8 cannot encode becomes
+    :class:`ValidationError`. Errors of this library pass through unchanged.
     """
     try:
         yield
@@ -170,7 +170,9 @@ def translate_database_errors(url: str) -> Iterator[None]:
 
 
 def _failed(url: str, original: BaseException) -> DatabaseError:
-    return DatabaseError(f"PostgreSQL at {mask_url(url)} failed: {scrubbed(str(original), url)}")
+    # A statement that failed on a server the call reached: the server's words, without the
+    # URL (an error is logged and shown to users and models; the URL is the caller's own).
+    return DatabaseError(f"PostgreSQL failed: {scrubbed(str(original), url)}")
 
 
 def scrubbed(message: str, url: str) -> str:

@@ -108,8 +108,9 @@ def test_a_call_finding_every_connection_busy_waits_then_fails_clearly(
 def test_a_failed_statement_gives_its_connection_back(database: PgDatabase) -> None:
     connections = ReadConnections(make_engine(database.url), max_connections=1, wait_seconds=1)
     try:
-        with pytest.raises(DatabaseError, match="division by zero"):
+        with pytest.raises(DatabaseError, match="division by zero") as raised:
             connections.execute("SELECT 1 / 0", {})
+        assert "postgresql://" not in str(raised.value) and database.url not in str(raised.value)
         assert connections.execute("SELECT 2", {}) == [(2,)]
     finally:
         connections.close()
