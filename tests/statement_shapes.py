@@ -41,6 +41,8 @@ _SEMANTIC = SemanticQuery(
 _EPISODIC = EpisodicQuery(decisions=True, tool_calls=True, with_task=False)
 _PROBED = (EPISODIC, DOCUMENTS)
 # A later call of a tenant that holds memories, decisions and tool calls, and documents.
+# Every operator of a metadata filter, each condition's part of the statement.
+EVERY_OPERATOR = ("eq", "eq_at", "contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists")
 DEFAULT = StatementShape(
     semantic=_SEMANTIC, episodic=_EPISODIC, documents=True, gated=True, presence=_PROBED
 )
@@ -133,7 +135,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 DEFAULT,
                 episodic=None,
                 context=True,
-                filter=("contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists"),
+                filter=EVERY_OPERATOR,
             ),
         ),
         "option-namespace": (
@@ -145,7 +147,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 documents=False,
                 presence=(),
                 context=True,
-                filter=("namespace", "contains"),
+                filter=("namespace", "eq"),
             ),
         ),
         "option-episodic-only": (

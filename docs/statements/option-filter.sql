@@ -2,21 +2,23 @@
 -- Binds: as_of, bm25_b, bm25_common_share, bm25_k1, bm25_min_coverage, bm25_weight,
 --        cascade_threshold, context_hits, context_window, dense_span_squared, dense_weight,
 --        dense_zero_squared, documents_candidates, documents_half_life, fallback_results,
---        filter_path_1, filter_path_2, filter_path_3, filter_path_4, filter_path_5, filter_path_6,
---        filter_path_7, filter_path_8, filter_value_0, filter_value_1, filter_value_2,
---        filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---        filter_value_8, fusion, known_at, max_distance, memory_bm25_rows, message_kind,
---        query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life, session_gap,
---        tenant_id, text_search_config, untold_sessions, update_similarity, version_candidates,
---        version_shared_words, version_similarity, weight_entity, weight_importance,
---        weight_popularity, weight_recency, weight_relevance
+--        filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
+--        filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--        filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
+--        filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--        filter_value_9, filter_within_0, fusion, known_at, max_distance, memory_bm25_rows,
+--        message_kind, query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life,
+--        session_gap, tenant_id, text_search_config, untold_sessions, update_similarity,
+--        version_candidates, version_shared_words, version_similarity, weight_entity,
+--        weight_importance, weight_popularity, weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
---   binds: as_of, filter_path_1, filter_path_2, filter_path_3, filter_path_4, filter_path_5,
---          filter_path_6, filter_path_7, filter_path_8, filter_value_0, filter_value_1,
---          filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
---          filter_value_7, filter_value_8, known_at, query_vector, semantic_candidates, tenant_id
+--   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
+--          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--          filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
+--          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--          filter_value_9, filter_within_0, known_at, query_vector, semantic_candidates, tenant_id
 semantic_nearest AS MATERIALIZED (
     SELECT m.id,
            m.content,
@@ -36,20 +38,23 @@ semantic_nearest AS MATERIALIZED (
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
     FROM retrieval.memories AS m
     WHERE m.tenant_id = %(tenant_id)s
-      AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
-      AND m.metadata #> CAST(%(filter_path_1)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_1)s AS jsonb)
-      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_2)s AS text[])) = jsonb_typeof(CAST(%(filter_value_2)s AS jsonb))
-       AND m.metadata #> CAST(%(filter_path_2)s AS text[]) > CAST(%(filter_value_2)s AS jsonb))
-      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_3)s AS text[])) = jsonb_typeof(CAST(%(filter_value_3)s AS jsonb))
-       AND m.metadata #> CAST(%(filter_path_3)s AS text[]) >= CAST(%(filter_value_3)s AS jsonb))
+      AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
+       AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+      AND m.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+      AND m.metadata @> CAST(%(filter_value_2)s AS jsonb)
+      AND m.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
       AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
-       AND m.metadata #> CAST(%(filter_path_4)s AS text[]) < CAST(%(filter_value_4)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
       AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-       AND m.metadata #> CAST(%(filter_path_5)s AS text[]) <= CAST(%(filter_value_5)s AS jsonb))
-      AND m.metadata #> CAST(%(filter_path_6)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_6)s AS jsonb)))
-      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_7)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_7)s AS jsonb))),
+       AND m.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+      AND m.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                        FALSE)
-      AND (m.metadata #> CAST(%(filter_path_8)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_8)s AS jsonb) = CAST('true' AS jsonb))
+      AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
       AND (m.retired_at IS NULL
         OR m.retired_at > CAST(%(as_of)s AS timestamptz))
       AND (m.expires_at IS NULL
@@ -172,10 +177,11 @@ mem_total AS MATERIALIZED (
   ),
 
 -- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
---   binds: filter_path_1, filter_path_2, filter_path_3, filter_path_4, filter_path_5,
---          filter_path_6, filter_path_7, filter_path_8, filter_value_0, filter_value_1,
---          filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
---          filter_value_7, filter_value_8
+--   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
+--          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--          filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
+--          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--          filter_value_9, filter_within_0
 mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) r.id,
                               r.content,
@@ -195,20 +201,23 @@ mem_matched AS MATERIALIZED (
                               r.distance
     FROM mem_fetched AS r
     WHERE TRUE
-      AND r.metadata @> CAST(%(filter_value_0)s AS jsonb)
-      AND r.metadata #> CAST(%(filter_path_1)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_1)s AS jsonb)
-      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_2)s AS text[])) = jsonb_typeof(CAST(%(filter_value_2)s AS jsonb))
-       AND r.metadata #> CAST(%(filter_path_2)s AS text[]) > CAST(%(filter_value_2)s AS jsonb))
-      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_3)s AS text[])) = jsonb_typeof(CAST(%(filter_value_3)s AS jsonb))
-       AND r.metadata #> CAST(%(filter_path_3)s AS text[]) >= CAST(%(filter_value_3)s AS jsonb))
+      AND (r.metadata @> CAST(%(filter_within_0)s AS jsonb)
+       AND r.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+      AND r.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+      AND r.metadata @> CAST(%(filter_value_2)s AS jsonb)
+      AND r.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
       AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
-       AND r.metadata #> CAST(%(filter_path_4)s AS text[]) < CAST(%(filter_value_4)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
       AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-       AND r.metadata #> CAST(%(filter_path_5)s AS text[]) <= CAST(%(filter_value_5)s AS jsonb))
-      AND r.metadata #> CAST(%(filter_path_6)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_6)s AS jsonb)))
-      AND NOT COALESCE(r.metadata #> CAST(%(filter_path_7)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_7)s AS jsonb))),
+       AND r.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+      AND r.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+      AND NOT COALESCE(r.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                        FALSE)
-      AND (r.metadata #> CAST(%(filter_path_8)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_8)s AS jsonb) = CAST('true' AS jsonb))
+      AND (r.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
       AND r.id <> ALL(ARRAY(SELECT id
                             FROM semantic_nearest))
     ORDER BY r.id
@@ -552,30 +561,34 @@ semantic_sent AS (
   ),
 
 -- doc_allowed: the tenant's chunks whose metadata meets the call's filter
---   binds: filter_path_1, filter_path_2, filter_path_3, filter_path_4, filter_path_5,
---          filter_path_6, filter_path_7, filter_path_8, filter_value_0, filter_value_1,
---          filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
---          filter_value_7, filter_value_8, tenant_id
+--   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
+--          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--          filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
+--          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--          filter_value_9, filter_within_0, tenant_id
 doc_allowed AS MATERIALIZED (
     SELECT c.id
     FROM retrieval.document_chunks AS c
          INNER JOIN retrieval.documents AS d ON d.tenant_id = c.tenant_id
                                             AND d.id = c.document_id
     WHERE c.tenant_id = %(tenant_id)s
-      AND d.metadata || c.metadata @> CAST(%(filter_value_0)s AS jsonb)
-      AND d.metadata || c.metadata #> CAST(%(filter_path_1)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_1)s AS jsonb)
-      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_2)s AS text[])) = jsonb_typeof(CAST(%(filter_value_2)s AS jsonb))
-       AND d.metadata || c.metadata #> CAST(%(filter_path_2)s AS text[]) > CAST(%(filter_value_2)s AS jsonb))
-      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_3)s AS text[])) = jsonb_typeof(CAST(%(filter_value_3)s AS jsonb))
-       AND d.metadata || c.metadata #> CAST(%(filter_path_3)s AS text[]) >= CAST(%(filter_value_3)s AS jsonb))
+      AND (d.metadata || c.metadata @> CAST(%(filter_within_0)s AS jsonb)
+       AND d.metadata || c.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+      AND d.metadata || c.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+      AND d.metadata || c.metadata @> CAST(%(filter_value_2)s AS jsonb)
+      AND d.metadata || c.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
       AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
-       AND d.metadata || c.metadata #> CAST(%(filter_path_4)s AS text[]) < CAST(%(filter_value_4)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
       AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-       AND d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[]) <= CAST(%(filter_value_5)s AS jsonb))
-      AND d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_6)s AS jsonb)))
-      AND NOT COALESCE(d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_7)s AS jsonb))),
+       AND d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+      AND d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+      AND NOT COALESCE(d.metadata || c.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                        FALSE)
-      AND (d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_8)s AS jsonb) = CAST('true' AS jsonb))
+      AND (d.metadata || c.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
   ),
 
 -- doc_terms: the query's lexemes (the rarest first, when the query is capped)
@@ -1096,10 +1109,11 @@ untold AS (
   ),
 
 -- told_before: the messages without a thread told just before each such hit, and pauses
---   binds: as_of, context_window, filter_path_1, filter_path_2, filter_path_3, filter_path_4,
---          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_value_0,
---          filter_value_1, filter_value_2, filter_value_3, filter_value_4, filter_value_5,
---          filter_value_6, filter_value_7, filter_value_8, known_at, message_kind, query_vector,
+--   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_3,
+--          filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
+--          filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, known_at, message_kind, query_vector,
 --          session_gap, tenant_id
 told_before AS (
     SELECT x.hit_id,
@@ -1149,20 +1163,23 @@ told_before AS (
                                        OR m.expires_at > CAST(%(as_of)s AS timestamptz))
                                      AND (CAST(%(known_at)s AS timestamptz) IS NULL
                                        OR m.created_at <= CAST(%(known_at)s AS timestamptz))
-                                     AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
-                                     AND m.metadata #> CAST(%(filter_path_1)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_1)s AS jsonb)
-                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_2)s AS text[])) = jsonb_typeof(CAST(%(filter_value_2)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_2)s AS text[]) > CAST(%(filter_value_2)s AS jsonb))
-                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_3)s AS text[])) = jsonb_typeof(CAST(%(filter_value_3)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_3)s AS text[]) >= CAST(%(filter_value_3)s AS jsonb))
+                                     AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
+                                      AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                                     AND m.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+                                     AND m.metadata @> CAST(%(filter_value_2)s AS jsonb)
+                                     AND m.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_4)s AS text[]) < CAST(%(filter_value_4)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_5)s AS text[]) <= CAST(%(filter_value_5)s AS jsonb))
-                                     AND m.metadata #> CAST(%(filter_path_6)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_6)s AS jsonb)))
-                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_7)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_7)s AS jsonb))),
+                                      AND m.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+                                     AND m.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                                                       FALSE)
-                                     AND (m.metadata #> CAST(%(filter_path_8)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_8)s AS jsonb) = CAST('true' AS jsonb))
+                                     AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
                                      AND (m.created_at, m.id) < (u.created_at, u.hit_id)
                                      AND m.created_at >= u.created_at - %(session_gap)s * %(context_window)s
                                    ORDER BY m.created_at DESC,
@@ -1174,10 +1191,11 @@ told_before AS (
   ),
 
 -- told_after: the messages without a thread told just after each such hit, and pauses
---   binds: as_of, context_window, filter_path_1, filter_path_2, filter_path_3, filter_path_4,
---          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_value_0,
---          filter_value_1, filter_value_2, filter_value_3, filter_value_4, filter_value_5,
---          filter_value_6, filter_value_7, filter_value_8, known_at, message_kind, query_vector,
+--   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_3,
+--          filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
+--          filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, known_at, message_kind, query_vector,
 --          session_gap, tenant_id
 told_after AS (
     SELECT x.hit_id,
@@ -1227,20 +1245,23 @@ told_after AS (
                                        OR m.expires_at > CAST(%(as_of)s AS timestamptz))
                                      AND (CAST(%(known_at)s AS timestamptz) IS NULL
                                        OR m.created_at <= CAST(%(known_at)s AS timestamptz))
-                                     AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
-                                     AND m.metadata #> CAST(%(filter_path_1)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_1)s AS jsonb)
-                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_2)s AS text[])) = jsonb_typeof(CAST(%(filter_value_2)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_2)s AS text[]) > CAST(%(filter_value_2)s AS jsonb))
-                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_3)s AS text[])) = jsonb_typeof(CAST(%(filter_value_3)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_3)s AS text[]) >= CAST(%(filter_value_3)s AS jsonb))
+                                     AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
+                                      AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                                     AND m.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+                                     AND m.metadata @> CAST(%(filter_value_2)s AS jsonb)
+                                     AND m.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_4)s AS text[]) < CAST(%(filter_value_4)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                                      AND m.metadata #> CAST(%(filter_path_5)s AS text[]) <= CAST(%(filter_value_5)s AS jsonb))
-                                     AND m.metadata #> CAST(%(filter_path_6)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_6)s AS jsonb)))
-                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_7)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_7)s AS jsonb))),
+                                      AND m.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+                                     AND m.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                                                       FALSE)
-                                     AND (m.metadata #> CAST(%(filter_path_8)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_8)s AS jsonb) = CAST('true' AS jsonb))
+                                     AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
                                      AND (m.created_at, m.id) > (u.created_at, u.hit_id)
                                      AND m.created_at <= u.created_at + %(session_gap)s * %(context_window)s
                                    ORDER BY m.created_at ASC,
@@ -1267,10 +1288,11 @@ told AS (
   ),
 
 -- turns: the turns within the window of each hit: its thread's, or its session's in time
---   binds: as_of, context_window, filter_path_1, filter_path_2, filter_path_3, filter_path_4,
---          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_value_0,
---          filter_value_1, filter_value_2, filter_value_3, filter_value_4, filter_value_5,
---          filter_value_6, filter_value_7, filter_value_8, known_at, query_vector, session_gap,
+--   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_3,
+--          filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
+--          filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, known_at, query_vector, session_gap,
 --          tenant_id
 turns AS (
     SELECT h.hit_id,
@@ -1295,20 +1317,23 @@ turns AS (
                                            AND m.thread_id = h.thread_id
                                            AND m.position BETWEEN h.position - %(context_window)s AND h.position + %(context_window)s
                                            AND m.id <> h.hit_id
-                                           AND m.metadata @> CAST(%(filter_value_0)s AS jsonb)
-                                           AND m.metadata #> CAST(%(filter_path_1)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_1)s AS jsonb)
-                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_2)s AS text[])) = jsonb_typeof(CAST(%(filter_value_2)s AS jsonb))
-                                            AND m.metadata #> CAST(%(filter_path_2)s AS text[]) > CAST(%(filter_value_2)s AS jsonb))
-                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_3)s AS text[])) = jsonb_typeof(CAST(%(filter_value_3)s AS jsonb))
-                                            AND m.metadata #> CAST(%(filter_path_3)s AS text[]) >= CAST(%(filter_value_3)s AS jsonb))
+                                           AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
+                                            AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                                           AND m.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+                                           AND m.metadata @> CAST(%(filter_value_2)s AS jsonb)
+                                           AND m.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
                                            AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
-                                            AND m.metadata #> CAST(%(filter_path_4)s AS text[]) < CAST(%(filter_value_4)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
                                            AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                                            AND m.metadata #> CAST(%(filter_path_5)s AS text[]) <= CAST(%(filter_value_5)s AS jsonb))
-                                           AND m.metadata #> CAST(%(filter_path_6)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_6)s AS jsonb)))
-                                           AND NOT COALESCE(m.metadata #> CAST(%(filter_path_7)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_7)s AS jsonb))),
+                                            AND m.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+                                           AND m.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+                                           AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                                                             FALSE)
-                                           AND (m.metadata #> CAST(%(filter_path_8)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_8)s AS jsonb) = CAST('true' AS jsonb))
+                                           AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
                                            AND (m.retired_at IS NULL
                                              OR m.retired_at > CAST(%(as_of)s AS timestamptz))
                                            AND (m.expires_at IS NULL

@@ -14,8 +14,9 @@ item's ``index`` fields (the store's, or the put's; by default the whole value a
 the store's embedder embeds. A search with a query is the library's hybrid search
 (``retrieve`` with the namespace prefix and the filter, inside the one statement): its score is
 the result's final score in [0, 1]; without a query, the items in the namespace, the last put
-first. ``filter`` is the library's metadata filter (``$eq``, ``$ne``, ``$gt``, ``$gte``,
-``$lt``, ``$lte``, ``$in``, ``$nin``, ``$exists``).
+first. ``filter`` is the library's metadata filter (a value or ``$eq``: equal, as
+``InMemoryStore`` compares; ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$in``, ``$nin``,
+``$all``, ``$exists``).
 
 Over time: a put under a key that holds an item writes a new memory that supersedes the old
 one (retired at the put's time, kept in ``history()``); the item's ``created_at`` is its key's

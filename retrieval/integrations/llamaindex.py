@@ -146,7 +146,7 @@ def library_filter(filters: MetadataFilters) -> dict[str, Any]:
 def _condition(item: MetadataFilter) -> dict[str, Any]:
     operator = item.operator
     if operator == FilterOperator.CONTAINS:
-        return {"$eq": [item.value]}
+        return {"$all": [item.value]}
     if operator == FilterOperator.IS_EMPTY:
         return {"$exists": False}
     if operator not in _OPERATORS:

@@ -269,9 +269,9 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
             Strict(),
             Field(
                 description='only memories and documents whose metadata meets it: {"key": '
-                'value} (the metadata holds it) or {"key": {"$gte": 3}}, with $eq, $ne, $gt, '
-                "$gte, $lt, $lte, $in, $nin, $exists; every key must hold (no decisions or "
-                "tool calls then)"
+                'value} (the value at the key equals it) or {"key": {"$gte": 3}}, with $eq, $ne, '
+                "$gt, $gte, $lt, $lte, $in, $nin, $all (a list holds these), $exists; every key "
+                "must hold (no decisions or tool calls then)"
             ),
         ] = None,
         namespace: Annotated[Names, SEARCHED_NAMESPACE] = None,

@@ -192,9 +192,10 @@ class HybridRetriever:
         ``read_your_writes`` reads the primary even when the retriever has a replica, so that
         what this process has just stored is seen (see the class's ``read_engine``).
         ``filter`` keeps the memories and document chunks whose metadata meets it, inside the
-        search (a filtered call still gets its full top k): ``{"user": "u1"}`` (the metadata
-        holds it), ``{"score": {"$gte": 3}}``, with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``,
-        ``$lte``, ``$in``, ``$nin``, ``$exists``; a dotted key names a nested one. Decisions
+        search (a filtered call still gets its full top k): ``{"user": "u1"}`` (the value at the
+        key equals it), ``{"score": {"$gte": 3}}``, with ``$eq``, ``$ne``, ``$gt``, ``$gte``,
+        ``$lt``, ``$lte``, ``$in``, ``$nin``, ``$all`` (a list holds these), ``$exists``; a dotted
+        key names a nested one. Decisions
         and tool calls carry no metadata: a filtered call leaves them out
         (:mod:`retrieval.search.prepare.metadata_filter`). ``namespace`` (a path of names such
         as ``("users", "u1")``) reads the memories in that namespace and in every namespace

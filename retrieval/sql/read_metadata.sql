@@ -1,8 +1,18 @@
 -- A call's metadata filter (retrieval.search.statement.metadata): condition {i} on the metadata
 -- {metadata}, its key's path %(filter_path_{i})s and its value %(filter_value_{i})s bound.
 
+-- name: eq
+-- The value at the key equals the one given; the containment of it in its path first (what
+-- the metadata's GIN index answers), then the equality itself (a list holding more is not
+-- equal).
+({metadata} @> %(filter_within_{i})s::jsonb AND ({metadata} #> %(filter_path_{i})s::text[]) = %(filter_value_{i})s::jsonb)
+
+-- name: eq_at
+-- The value at a path that reads a list's item ("tags.0") equals the one given.
+({metadata} #> %(filter_path_{i})s::text[]) = %(filter_value_{i})s::jsonb
+
 -- name: contains
--- The metadata holds the value (JSON containment: a list holds the items given).
+-- The list at the key holds every item given ($all: JSON containment of the nested list).
 {metadata} @> %(filter_value_{i})s::jsonb
 
 -- name: ne

@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
@@ -186,3 +188,77 @@ def test_the_async_retriever_and_build_context_filter_too(
     context = build_context(retriever, QUESTION, [], tenant_id="acme", filter={"user": "u1"})
     assert context.response is not None
     assert set(_ids(context.response)) <= set(ids["u1"]) and _ids(context.response)
+
+
+# -- $eq and $ne: one meaning each, complements ------------------------------------------------
+
+# Values a key may hold: scalars of each JSON type, lists (in another order, longer, nested) and
+# objects; a row without the key too.
+_VALUES: list[Any] = [
+    "ops", "db", 1, 1.5, 0, True, False, None, ["ops"], ["ops", "db"], ["db", "ops"], [],
+    [["ops"]], {"name": "web"}, {"name": "web", "size": 2}, {}, "1", [1],
+]  # fmt: skip
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON equality as jsonb has it: true is not 1, 1 is 1.0, objects by keys, lists in order.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def test_eq_and_ne_split_the_rows_and_eq_is_equality(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    rows = {
+        store.remember(f"Deploy note {n}.", tenant_id="acme", created_at=WHEN,
+                       metadata={"tags": value, "first": {"tags": value}}): value
+        for n, value in enumerate(_VALUES)
+    }  # fmt: skip
+    bare = store.remember("Deploy note without tags.", tenant_id="acme", created_at=WHEN)
+
+    def kept(condition: dict[str, Any]) -> set[int]:
+        found = retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition)
+        return set(_ids(found))
+
+    everything = set(rows) | {bare}
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+    @given(st.sampled_from(_VALUES), st.sampled_from(["tags", "first.tags"]))
+    def split(value: Any, key: str) -> None:
+        equal = kept({key: {"$eq": value}})
+        assert equal == {i for i, held in rows.items() if _same(held, value)}
+        assert kept({key: value}) == equal  # a plain value is $eq
+        unequal = kept({key: {"$ne": value}})
+        assert equal.isdisjoint(unequal) and equal | unequal == everything
+
+    split()
+
+
+def test_a_lists_item_and_all_read_the_list(store: MemoryStore, retriever: HybridRetriever) -> None:
+    first = store.remember("Deploy note one.", tenant_id="acme", created_at=WHEN,
+                           metadata={"tags": ["ops", "db"]})  # fmt: skip
+    second = store.remember("Deploy note two.", tenant_id="acme", created_at=WHEN,
+                            metadata={"tags": ["db", "ops"]})  # fmt: skip
+    only = store.remember("Deploy note three.", tenant_id="acme", created_at=WHEN,
+                          metadata={"tags": ["ops"]})  # fmt: skip
+
+    def kept(condition: dict[str, Any]) -> set[int]:
+        found = retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition)
+        return set(_ids(found))
+
+    assert kept({"tags.0": {"$eq": "ops"}}) == {first, only}
+    assert kept({"tags.0": "ops"}) == {first, only}
+    assert kept({"tags.0": {"$ne": "ops"}}) == {second}
+    assert kept({"tags.0": {"$in": ["ops"]}}) == {first, only}
+    assert kept({"tags": {"$eq": ["ops"]}}) == {only}
+    assert kept({"tags": {"$ne": ["ops"]}}) == {first, second}
+    assert kept({"tags": {"$all": ["ops"]}}) == {first, second, only}
+    assert kept({"tags": {"$all": ["ops", "db"]}}) == {first, second}

@@ -18,26 +18,40 @@ from retrieval.search.prepare.metadata_filter import (
 )
 
 
-def test_plain_values_are_containment_and_operators_bind_their_path_and_value() -> None:
+def test_plain_values_are_equality_and_operators_bind_their_path_and_value() -> None:
     checked = metadata_filter(
         {"user": "u1", "tags": ["a"], "score": {"$gte": 3, "$lt": 9}, "a.b": {"$in": [1, "x"]}}
     )
     assert checked is not None
-    assert checked.operators == ("contains", "contains", "gte", "lt", "in")
+    assert checked.operators == ("eq", "eq", "gte", "lt", "in")
     assert checked.paths == (("user",), ("tags",), ("score",), ("score",), ("a", "b"))
     params = checked.parameters()
-    assert json.loads(params["filter_value_0"]) == {"user": "u1"}
-    assert json.loads(params["filter_value_1"]) == {"tags": ["a"]}
+    assert json.loads(params["filter_value_0"]) == "u1"
+    assert json.loads(params["filter_within_0"]) == {"user": "u1"}
+    assert json.loads(params["filter_value_1"]) == ["a"]
+    assert json.loads(params["filter_within_1"]) == {"tags": ["a"]}
     assert json.loads(params["filter_value_2"]) == 3 and params["filter_path_2"] == ["score"]
+    assert "filter_within_2" not in params
     assert json.loads(params["filter_value_4"]) == [1, "x"]
     assert params["filter_path_4"] == ["a", "b"]
 
 
-def test_eq_is_containment_of_the_nested_value_and_no_filter_is_none() -> None:
-    checked = metadata_filter({"a.b": {"$eq": {"c": 1}}, "flag": {"$exists": False}})
-    assert checked is not None and checked.operators == ("contains", "exists")
-    assert json.loads(checked.parameters()["filter_value_0"]) == {"a": {"b": {"c": 1}}}
+def test_eq_is_equality_all_is_containment_and_no_filter_is_none() -> None:
+    checked = metadata_filter(
+        {"a.b": {"$eq": {"c": 1}}, "tags": {"$all": ["x"]}, "flag": {"$exists": False}}
+    )
+    assert checked is not None and checked.operators == ("eq", "contains", "exists")
+    params = checked.parameters()
+    assert json.loads(params["filter_value_0"]) == {"c": 1}
+    assert json.loads(params["filter_within_0"]) == {"a": {"b": {"c": 1}}}
+    assert json.loads(params["filter_value_1"]) == {"tags": ["x"]}
     assert metadata_filter(None) is None and metadata_filter({}) is None
+
+
+def test_an_equality_on_a_lists_item_compares_the_item_alone() -> None:
+    checked = metadata_filter({"tags.0": "ops", "team.name": {"$eq": "web"}})
+    assert checked is not None and checked.operators == ("eq_at", "eq")
+    assert "filter_within_0" not in checked.parameters()
 
 
 def _nested_value(depth: int) -> Any:
@@ -66,6 +80,8 @@ def test_a_deep_value_within_the_limit_is_a_filter() -> None:
         ({"a": {"$gt": [1]}}, "compares a number or a string"),
         ({"a": {"$in": []}}, "non-empty list"),
         ({"a": {"$nin": "x"}}, "non-empty list"),
+        ({"a": {"$all": "x"}}, "$all takes a non-empty list"),
+        ({"a": {"$all": []}}, "$all takes a non-empty list"),
         ({"a": {"$exists": 1}}, "true or false"),
         ({"a": math.nan}, "not JSON"),
         ({"a": {1, 2}}, "not JSON"),

@@ -116,7 +116,8 @@ def test_the_same_call_and_view_give_the_same_plan() -> None:
 
 # A filter condition of each operator, for a shape whose statement filters.
 _OPERANDS = {
-    "contains": "v", "ne": {"$ne": 1}, "gt": {"$gt": 1}, "gte": {"$gte": 1}, "lt": {"$lt": 1},
+    "eq": "v", "eq_at": {"$eq": 1}, "contains": {"$all": [1]}, "ne": {"$ne": 1},
+    "gt": {"$gt": 1}, "gte": {"$gte": 1}, "lt": {"$lt": 1},
     "lte": {"$lte": 1}, "in": {"$in": [1]}, "nin": {"$nin": [1]}, "exists": {"$exists": True},
 }  # fmt: skip
 
@@ -126,7 +127,10 @@ def test_each_pinned_shape_s_parameters_are_bound(name: str) -> None:
     _, shape = pinned_shapes()[name]
     scoped = shape.filter[:1] == ("namespace",)
     operators = shape.filter[1:] if scoped else shape.filter
-    conditions = {f"k{i}": _OPERANDS[op] for i, op in enumerate(operators)} or None
+    # A key of a list's item ("k1.0") for an equality that reads one (eq_at).
+    conditions = {
+        f"k{i}.0" if op == "eq_at" else f"k{i}": _OPERANDS[op] for i, op in enumerate(operators)
+    } or None
     namespace = ("users", "u1") if scoped else None
     call = _call(task_id="T-1", entities=["alice"], filter=conditions, namespace=namespace)
     assert call.filter_operators == shape.filter

@@ -1,12 +1,16 @@
 """A call's metadata filter, checked and turned into conditions the statement binds.
 
 ``retrieve(..., filter={"user": "u1", "score": {"$gte": 3}})`` keeps the rows whose metadata
-holds every condition. A key names a metadata key; a dotted key (``"a.b"``) a nested one. A
-plain value (a string, number, boolean, null, list or object) is met when the metadata holds
-it (JSON containment: ``{"tags": ["x"]}`` is met by ``{"tags": ["x", "y"]}``); an object of
-operators compares the value at the key:
+holds every condition. A key names a metadata key; a dotted key (``"a.b"``) a nested one (a
+part of digits also reads a list's item: ``"tags.0"``). A plain value (a string, number,
+boolean, null, list or object) is met when the value at the key equals it, as ``$eq``; an
+object of operators compares the value at the key:
 
-* ``$eq`` (as a plain value), ``$ne`` (not equal; a row without the key is not equal);
+* ``$eq`` (equal: ``{"tags": ["x"]}`` is not met by ``{"tags": ["x", "y"]}``), ``$ne`` (not
+  equal; a row without the key is not equal): of the rows, ``$eq`` and ``$ne`` of one value
+  keep complementary sets, as LangGraph's and Mem0's stores have them;
+* ``$all`` with a list: the list at the key holds every item given (``{"tags": {"$all":
+  ["x"]}}`` is met by ``{"tags": ["x", "y"]}``);
 * ``$gt``, ``$gte``, ``$lt``, ``$lte`` with a number or a string (a value of another JSON type
   at the key does not compare);
 * ``$in`` / ``$nin`` with a non-empty list (the value at the key is / is not one of them);
@@ -28,7 +32,8 @@ from retrieval.errors import ValidationError
 
 # The statement's name of each operator's condition.
 OPERATORS = {
-    "$eq": "contains",
+    "$eq": "eq",
+    "$all": "contains",
     "$ne": "ne",
     "$gt": "gt",
     "$gte": "gte",
@@ -56,7 +61,8 @@ _FIELD = "filter"
 @dataclass(frozen=True)
 class MetadataFilter:
     """A checked filter: each condition's operator (its part of the statement's shape), the
-    path of its key and its value (bound)."""
+    path of its key and its value (bound; for ``contains``, the nested value the metadata must
+    contain)."""
 
     operators: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
@@ -64,11 +70,18 @@ class MetadataFilter:
 
     def parameters(self) -> dict[str, Any]:
         """The bound values: ``filter_path_I`` (a text array) and ``filter_value_I`` (JSON
-        text) of each condition ``I``."""
+        text) of each condition ``I``, and for an equality on a path of object keys
+        ``filter_within_I``, the value nested in its path (what the metadata must contain: the
+        index's part of the condition)."""
         params: dict[str, Any] = {}
-        for index, (path, value) in enumerate(zip(self.paths, self.values, strict=True)):
+        for index, (operator, path, value) in enumerate(
+            zip(self.operators, self.paths, self.values, strict=True)
+        ):
             params[f"filter_path_{index}"] = list(path)
             params[f"filter_value_{index}"] = json.dumps(value, ensure_ascii=False)
+            if operator == "eq":
+                nested = json.dumps(_nested(path, value), ensure_ascii=False)
+                params[f"filter_within_{index}"] = nested
         return params
 
 
@@ -90,13 +103,13 @@ def metadata_filter(value: object) -> MetadataFilter | None:
         if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
             for operator, operand in condition.items():
                 name, bound = _operator(key, operator, operand)
-                operators.append(name)
+                operators.append(_equality(name, path))
                 paths.append(path)
                 values.append(_nested(path, bound) if name == "contains" else bound)
         else:
-            operators.append("contains")
+            operators.append(_equality("eq", path))
             paths.append(path)
-            values.append(_nested(path, _json(key, condition)))
+            values.append(_json(key, condition))
     if not operators:
         return None
     if len(operators) > MAX_CONDITIONS:
@@ -104,6 +117,14 @@ def metadata_filter(value: object) -> MetadataFilter | None:
             f"filter has {len(operators)} conditions; at most {MAX_CONDITIONS}", field=_FIELD
         )
     return MetadataFilter(tuple(operators), tuple(paths), tuple(values))
+
+
+def _equality(name: str, path: tuple[str, ...]) -> str:
+    # An equality whose path reads a list's item ("tags.0") cannot be narrowed by containment
+    # (the index's part): it compares the value at the path alone ("eq_at").
+    if name == "eq" and any(part.isdigit() for part in path):
+        return "eq_at"
+    return name
 
 
 def _path(key: object) -> tuple[str, ...]:
@@ -156,6 +177,14 @@ def _operator(key: str, operator: object, operand: object) -> tuple[str, Any]:
                 field=_FIELD,
             )
         return name, _json(key, operand)
+    if name == "contains":
+        if not isinstance(operand, list | tuple) or not operand or len(operand) > MAX_LIST:
+            raise ValidationError(
+                f"filter key {key!r}: $all takes a non-empty list of at most {MAX_LIST} items "
+                "the list at the key must hold",
+                field=_FIELD,
+            )
+        return name, _json(key, list(operand))
     if name in ("in", "nin"):
         if not isinstance(operand, list | tuple) or not operand or len(operand) > MAX_LIST:
             raise ValidationError(

@@ -18,6 +18,8 @@ from retrieval.search.statement.template import template
 NOTES = {"doc_allowed": "the tenant's chunks whose metadata meets the call's filter"}
 # The template of each operator's condition (the comparisons share one).
 _TEMPLATES = {
+    "eq": "read_metadata.eq",
+    "eq_at": "read_metadata.eq_at",
     "contains": "read_metadata.contains",
     "ne": "read_metadata.ne",
     "in": "read_metadata.in",
