@@ -197,16 +197,17 @@ class RetrievalStore(BaseStore):
         return [item for _, item in found]
 
     def _ranked(self, op: SearchOp) -> list[tuple[int, SearchItem]]:
-        # The library's hybrid search within the prefix, the best first; memories without a
-        # key (stored by other means) are not the store's items.
+        # The library's hybrid search within the prefix, the best first, of the memories under a
+        # key alone (those stored by other means are not the store's items).
         response = self.retriever.retrieve(
             str(op.query),
             tenant_id=self.tenant_id,
             namespace=op.namespace_prefix,
             filter=op.filter or None,
             limit=op.offset + op.limit,
+            keyed=True,
         )
-        results = [r for r in response if r.metadata.get("key") is not None][op.offset :]
+        results = list(response)[op.offset :]
         ids = [int(r.metadata["id"]) for r in results]
         first = self._first_puts(ids)
         return [

@@ -175,6 +175,7 @@ class HybridRetriever:
         read_your_writes: bool = False,
         filter: Mapping[str, Any] | None = None,
         namespace: Sequence[str] | None = None,
+        keyed: bool = False,
     ) -> RetrievalResponse:
         """The best context for ``query`` in ``tenant_id``'s memory, ranked, with diagnostics.
 
@@ -200,6 +201,8 @@ class HybridRetriever:
         (:mod:`retrieval.search.prepare.metadata_filter`). ``namespace`` (a path of names such
         as ``("users", "u1")``) reads the memories in that namespace and in every namespace
         below it, and nothing else (decisions, tool calls and documents lie in none).
+        ``keyed`` reads only the memories stored under a key (a key-value store's items, as
+        the LangGraph store writes them), inside the search, so they get the whole ``limit``.
         """
         with self._tracing.span("retrieval.retrieve") as call_span:
             clock = Clock()
@@ -208,6 +211,7 @@ class HybridRetriever:
                 working_state=working_state, task_id=task_id, mode=mode, as_of=as_of,
                 entities=entities, fusion=fusion, limit=limit, neighbors=neighbors,
                 read_your_writes=read_your_writes, filter=filter, namespace=namespace,
+                keyed=keyed,
             )  # fmt: skip
             with self._tracing.span("retrieval.embedding"):
                 call = self._vectors.with_vector(call)

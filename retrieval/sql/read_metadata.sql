@@ -49,6 +49,10 @@ doc_allowed AS MATERIALIZED (
     WHERE c.tenant_id = %(tenant_id)s AND {conditions}
 )
 
+-- name: keyed
+-- The memory {alias} is stored under a key (an item of a key-value store).
+{alias}.key IS NOT NULL
+
 -- name: namespace
 -- The memory {alias} lies in the call's namespace or below it: its names hold the namespace's
 -- (the GIN index of revision 0018 finds those) and begin with them.

@@ -171,3 +171,25 @@ def test_items_under_other_keys_are_not_taken_for_versions(lg: RetrievalStore) -
         whole.put(("test",), "doc2", {"text": "red car", "color": "red", "score": 3.0})
         found = whole.search(("test",), query="apple", filter={"color": "red"})
     assert [item.key for item in found] == ["doc1", "doc2"]
+
+
+def test_a_search_returns_the_stores_items_among_many_other_memories(
+    lg: RetrievalStore, store: MemoryStore
+) -> None:
+    # Memories stored by other means (remember, MCP, the CLI) in the same namespace, nearer the
+    # query than the items: a search still returns the items, up to its limit, page by page.
+    namespace = ("users", "u1")
+    for n in range(30):
+        store.remember(f"Deploy pipeline note {n}: the deploy runs on main.", tenant_id="acme",
+                       namespace=namespace)  # fmt: skip
+    for key, text in (
+        ("a", "The deploy pipeline uses GitHub Actions."),
+        ("b", "Deploys need a green build."),
+        ("c", "Rollback with one command."),
+    ):
+        lg.put(namespace, key, {"text": text})  # fmt: skip
+    found = lg.search(namespace, query="How does the deploy pipeline run?", limit=5)
+    assert sorted(item.key for item in found) == ["a", "b", "c"]
+    assert [item.key for item in found][:1] == ["a"]
+    pages = [lg.search(namespace, query="deploy pipeline", limit=1, offset=n) for n in range(4)]
+    assert sorted(page[0].key for page in pages[:3]) == ["a", "b", "c"] and pages[3] == []

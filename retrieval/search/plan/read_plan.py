@@ -73,7 +73,12 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     episodic = (
         episodic_on and bool(call.query.keywords) and bool(kinds) and not call.filter_operators
     )
-    documents = config.documents.enabled and config.documents.limit > 0 and not call.namespace
+    documents = (
+        config.documents.enabled
+        and config.documents.limit > 0
+        and not call.namespace
+        and not call.keyed
+    )
     lifts = semantic and config.context_lift > 0.0 and config.context_window > 0
     scored = tuple(
         name

@@ -20,7 +20,12 @@ from retrieval.embedding.models import Vectors
 from retrieval.errors import ValidationError
 from retrieval.search.config import Fusion, RetrievalConfig
 from retrieval.search.modes import Mode
-from retrieval.search.prepare.metadata_filter import NAMESPACE, MetadataFilter, metadata_filter
+from retrieval.search.prepare.metadata_filter import (
+    KEYED,
+    NAMESPACE,
+    MetadataFilter,
+    metadata_filter,
+)
 from retrieval.search.prepare.query import PreparedQuery, prepare_query
 from retrieval.search.prepare.query_time import TimeWindow, query_window
 
@@ -46,15 +51,16 @@ class PreparedCall:
     window: TimeWindow | None  # the time the query names, when time_weight is on
     metadata_filter: MetadataFilter | None = None  # the rows' metadata must meet it
     namespace: tuple[str, ...] = ()  # the memories read lie in it or below it (): all
+    keyed: bool = False  # only memories stored under a key are read
     vector: Vectors | None = None  # the query's vector (prepare.query_vector), when read
     vector_cached: bool = True  # whether the embedding cache had it
 
     @property
     def filter_operators(self) -> tuple[str, ...]:
         """The conditions on the rows read, part of the statement's shape: ``namespace``
-        first when the call names one, then the operators of its metadata filter, in order
-        (``()``: no condition)."""
-        scope = (NAMESPACE,) if self.namespace else ()
+        first when the call names one, ``keyed`` when it reads only memories under a key, then
+        the operators of its metadata filter, in order (``()``: no condition)."""
+        scope = ((NAMESPACE,) if self.namespace else ()) + ((KEYED,) if self.keyed else ())
         if self.metadata_filter is None:
             return scope
         return scope + self.metadata_filter.operators
@@ -85,6 +91,7 @@ def prepare_call(
     read_your_writes: object = False,
     filter: object = None,
     namespace: object = None,
+    keyed: object = False,
 ) -> PreparedCall:
     """The call, checked (a :class:`ValidationError` naming what is wrong) and prepared;
     ``config`` is the call's (``None``: ``default``, the retriever's)."""
@@ -105,6 +112,7 @@ def prepare_call(
     checked_limit = arguments.optional_count("limit", limit, maximum=arguments.MAX_RESULTS)
     checked_filter = metadata_filter(filter)
     checked_namespace = arguments.namespace("namespace", namespace)
+    checked_keyed = arguments.flag("keyed", keyed)
     if fusion is not None:
         chosen_config = replace(chosen_config, fusion=fusion)
     if checked_limit is not None:
@@ -130,6 +138,7 @@ def prepare_call(
         window=(query_window(prepared.text, moment) if chosen_config.time_weight > 0 else None),
         metadata_filter=checked_filter,
         namespace=checked_namespace,
+        keyed=checked_keyed,
     )
 
 

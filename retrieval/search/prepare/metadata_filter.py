@@ -47,6 +47,9 @@ COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 # The condition of a call's namespace among a call's conditions on the rows it reads (first,
 # before the filter's: retrieval.search.prepare.call.PreparedCall.filter_operators).
 NAMESPACE = "namespace"
+# The condition of a call that reads only the memories stored under a key (a key-value store's
+# items: retrieval.integrations.langgraph), after the namespace's.
+KEYED = "keyed"
 MAX_CONDITIONS = 16
 MAX_LIST = 1000
 # The most parts of a dotted key ("a.b.c": 3) and the deepest nesting of a value's lists and

@@ -12,7 +12,7 @@ reads memories alone, filtered where they are read.
 
 from __future__ import annotations
 
-from retrieval.search.prepare.metadata_filter import COMPARISONS, NAMESPACE
+from retrieval.search.prepare.metadata_filter import COMPARISONS, KEYED, NAMESPACE
 from retrieval.search.statement.template import template
 
 NOTES = {"doc_allowed": "the tenant's chunks whose metadata meets the call's filter"}
@@ -29,12 +29,16 @@ _TEMPLATES = {
 
 
 def memory_conditions(operators: tuple[str, ...], alias: str) -> list[str]:
-    """The SQL conditions of a call's ``operators`` (its namespace first, if any, then its
-    metadata filter's) on the memory ``alias``."""
+    """The SQL conditions of a call's ``operators`` (its namespace first, if any, and whether
+    it reads only memories under a key, then its metadata filter's) on the memory ``alias``."""
+    scope: list[str] = []
     if operators[:1] == (NAMESPACE,):
-        scope = template("read_metadata.namespace", alias=alias)
-        return [scope, *metadata_conditions(operators[1:], f"{alias}.metadata")]
-    return metadata_conditions(operators, f"{alias}.metadata")
+        scope.append(template("read_metadata.namespace", alias=alias))
+        operators = operators[1:]
+    if operators[:1] == (KEYED,):
+        scope.append(template("read_metadata.keyed", alias=alias))
+        operators = operators[1:]
+    return [*scope, *metadata_conditions(operators, f"{alias}.metadata")]
 
 
 def metadata_conditions(operators: tuple[str, ...], metadata: str) -> list[str]:
@@ -50,6 +54,6 @@ def metadata_conditions(operators: tuple[str, ...], metadata: str) -> list[str]:
 def allowed_chunks(schema: str, operators: tuple[str, ...]) -> str:
     """The CTE ``doc_allowed``: the tenant's chunks whose metadata meets the filter (chunks
     lie in no namespace: a call that names one does not read them)."""
-    assert NAMESPACE not in operators
+    assert NAMESPACE not in operators and KEYED not in operators
     conditions = " AND ".join(metadata_conditions(operators, "(d.metadata || c.metadata)"))
     return template("read_metadata.doc_allowed", schema, conditions=conditions)
