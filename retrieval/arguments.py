@@ -176,6 +176,12 @@ def namespace(field: str, value: object) -> tuple[str, ...]:
             raise ValidationError(
                 f"{field} must hold non-empty strings, got {label!r:.40}", field=field
             )
+        if not label.strip():
+            raise ValidationError(
+                f"{field} holds a name of white space only, {label!r:.40}: give a name that is "
+                "not only white space",
+                field=field,
+            )
         problem = storable_problem(label)
         if problem is not None or len(label) > MAX_NAME_CHARS:
             raise ValidationError(
@@ -198,7 +204,7 @@ def namespace_text(field: str, text: str) -> tuple[str, ...]:
                 f"{field} {text[:40]!r} is not a JSON list of names", field=field
             ) from None
     else:
-        names = stripped.split("/")
+        names = [name.strip() for name in stripped.split("/")]  # "users / u1": users, u1
         if not stripped or "" in names:
             raise ValidationError(
                 f"{field} {text[:40]!r} is not a namespace: names joined by /, such as users/u1",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -51,7 +52,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path
 
-from retrieval.arguments import MAX_RESULTS, check_tenant
+from retrieval.arguments import LATEST_TIME, MAX_RESULTS, check_tenant
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ConfigurationError, ValidationError
@@ -297,6 +298,7 @@ class RetrievalStore(BaseStore):
 
     def _memory(self, op: PutOp) -> MemoryInput:
         value = dict(op.value or {})
+        _check_json(op.key, value)
         fields = self.fields if op.index is None or op.index is False else list(op.index)
         minutes = _minutes(op.ttl)
         return MemoryInput(
@@ -352,11 +354,54 @@ class RetrievalStore(BaseStore):
 
 
 def _minutes(ttl: object) -> float | None:
-    # A put's ttl in minutes (BaseStore.put has put the config's default_ttl in its place when
-    # it gave none).
-    if isinstance(ttl, int | float) and not isinstance(ttl, bool):
-        return float(ttl)
-    return None
+    """A put's ttl in minutes (BaseStore.put has put the config's default_ttl in its place when
+    it gave none; ``None``: no expiry): a finite number above 0 that ends before the latest
+    time a row holds, else a :class:`ValidationError` (a string or a bool is no ttl)."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise ValidationError(
+            f"ttl must be a number of minutes (such as 60) or None, got {type(ttl).__name__} "
+            f"{ttl!r:.40}",
+            field="ttl",
+        )
+    longest = (LATEST_TIME - datetime.now(UTC)).total_seconds() / 60
+    if not math.isfinite(ttl) or not 0 < ttl < longest:
+        raise ValidationError(
+            f"ttl must be a finite number of minutes above 0 and under {longest:,.0f} (the "
+            f"latest expiry a memory holds), got {ttl!r}",
+            field="ttl",
+        )
+    return float(ttl)
+
+
+def _check_json(key: str, value: object) -> None:
+    """Raise a :class:`ValidationError` naming the first place in ``value`` that JSON cannot
+    hold (a datetime, a set, bytes, a float that is not finite, a key that is not a string):
+    the store keeps a value as JSON, as LangGraph's PostgreSQL store does."""
+    places: list[tuple[str, object]] = [("value", value)]
+    while places:
+        where, held = places.pop()
+        if isinstance(held, dict):
+            for name, inner in held.items():
+                if not isinstance(name, str):
+                    raise _not_json(key, where, f"a key {name!r:.40} that is not a string")
+                places.append((f"{where}[{name!r}]", inner))
+        elif isinstance(held, list | tuple):
+            places.extend((f"{where}[{index}]", inner) for index, inner in enumerate(held))
+        elif isinstance(held, float) and not math.isfinite(held):
+            raise _not_json(key, where, f"{held!r}, which JSON cannot hold")
+        elif held is not None and not isinstance(held, str | int | float | bool):
+            hint = " (store value.isoformat())" if hasattr(held, "isoformat") else ""
+            raise _not_json(key, where, f"a {type(held).__name__}, which JSON cannot hold{hint}")
+
+
+def _not_json(key: str, where: str, what: str) -> ValidationError:
+    return ValidationError(
+        f"the value of {key!r} holds at {where} {what}: give JSON types only (dict, list, str, "
+        "int, float, bool, None)",
+        field="value",
+    )
 
 
 def _text(value: dict[str, Any], fields: list[str]) -> str:

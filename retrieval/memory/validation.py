@@ -340,8 +340,8 @@ class _Checker:
         # A key is kept exactly as given (not stripped): it names an item.
         if value is None:
             return None
-        if not isinstance(value, str) or not value:
-            raise self.fail("key", f"must be a non-empty string, got {value!r:.40}")
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail("key", f"must be a string not only white space, got {value!r:.40}")
         return self.text("key", value, MAX_NAME_CHARS, allow_blank=True)
 
     def indexed_names(self, memory: ValidMemory) -> None:
@@ -366,7 +366,9 @@ class _Checker:
         if value is None:
             return ()
         values = [value] if isinstance(value, int) and not isinstance(value, bool) else value
-        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        if isinstance(values, str | bytes | Mapping | set | frozenset) or not isinstance(
+            values, Iterable
+        ):
             raise self.fail(field, f"must be a memory id or a list of ids, got {value!r:.40}")
         ids = tuple(self.required_id(field, one) for one in values)
         if len(ids) > MAX_SUPERSEDED:

@@ -272,3 +272,11 @@ def test_namespaces_and_keys_through_the_cli(
     assert main([*search]) == 0
     left = json.loads(capsys.readouterr().out)
     assert [r["content"] for r in left["results"]] == ["Another user likes the blue theme."]
+    # Spaces around the names of a namespace written as text are not part of them.
+    assert main([*url, "remember", "--tenant", "acme", "--namespace", "users / u3",
+                 "The user likes the green theme."]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main([*url, "search", "green", "--tenant", "acme", "--json", "--namespace",
+                 "users/u3"]) == 0  # fmt: skip
+    found = json.loads(capsys.readouterr().out)
+    assert [r["metadata"]["namespace"] for r in found["results"]] == [["users", "u3"]]

@@ -5,8 +5,10 @@ time, expired by TTL, one tenant each (docs/langgraph.md's graph runs in test_do
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from langgraph.store.base import (
@@ -193,3 +195,41 @@ def test_a_search_returns_the_stores_items_among_many_other_memories(
     assert [item.key for item in found][:1] == ["a"]
     pages = [lg.search(namespace, query="deploy pipeline", limit=1, offset=n) for n in range(4)]
     assert sorted(page[0].key for page in pages[:3]) == ["a", "b", "c"] and pages[3] == []
+
+
+@pytest.mark.parametrize(
+    ("ttl", "says"),
+    [
+        ("5", "ttl must be a number of minutes"),
+        (True, "ttl must be a number of minutes"),
+        (float("nan"), "finite number of minutes above 0"),
+        (float("inf"), "finite number of minutes above 0"),
+        (1e12, "finite number of minutes above 0"),
+        (0, "finite number of minutes above 0"),
+    ],
+)
+def test_a_ttl_that_is_no_number_of_minutes_is_refused_and_nothing_written(
+    lg: RetrievalStore, ttl: object, says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says) as raised:
+        lg.put(("users", "u1"), "k", {"text": "Prefers tea."}, ttl=ttl)  # type: ignore[arg-type]
+    assert raised.value.field == "ttl"
+    assert lg.get(("users", "u1"), "k") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ({"text": "t", "when": datetime(2026, 1, 1, tzinfo=UTC)}, "value['when'] a datetime"),
+        ({"text": "t", "tags": {"a", "b"}}, "value['tags'] a set"),
+        ({"text": "t", "raw": [b"xy"]}, "value['raw'][0] a bytes"),
+        ({"text": "t", "score": float("nan")}, "value['score'] nan"),
+        ({"text": "t", "nested": {1: "one"}}, "a key 1 that is not a string"),
+    ],
+)
+def test_a_value_json_cannot_hold_is_refused_in_words(
+    lg: RetrievalStore, value: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(says)):
+        lg.put(("users", "u1"), "k", value)
+    assert lg.get(("users", "u1"), "k") is None

@@ -63,10 +63,20 @@ def test_a_batch_names_each_key_once_and_bad_keys_are_refused(store: MemoryStore
             {"text": "one", "tenant_id": "acme", "key": "k"},
             {"text": "two", "tenant_id": "acme", "key": "k"},
         ])  # fmt: skip
-    for bad in ("", 7):
-        with pytest.raises(ValidationError, match="key: must be a non-empty string"):
+    for bad in ("", 7, " ", "\n"):
+        with pytest.raises(ValidationError, match="key: must be a string not only white space"):
             store.remember("x", tenant_id="acme", key=bad)  # type: ignore[arg-type]
     assert store.namespaces(tenant_id="acme") == []
+
+
+def test_supersedes_given_as_a_mapping_or_a_set_is_refused(store: MemoryStore) -> None:
+    # {id: 1} is a dict whose keys would read as ids; a set has no order to report by.
+    old = store.remember("Standup is at 9:00.", tenant_id="acme")
+    for bad in ({old: 1}, {old}):
+        with pytest.raises(ValidationError, match="must be a memory id or a list of ids"):
+            store.remember("Standup is at 9:30.", tenant_id="acme", supersedes=bad)  # type: ignore[arg-type]
+    kept = store.get_memory(old, tenant_id="acme")
+    assert kept is not None and kept.retired_at is None and kept.superseded_by is None
 
 
 def test_concurrent_writers_of_one_key_leave_one_live_memory(store: MemoryStore) -> None:

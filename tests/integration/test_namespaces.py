@@ -194,6 +194,8 @@ def test_bad_namespaces_are_refused_and_nothing_is_written(
         (["users", 1], "must hold non-empty strings"),
         (["a\x00b"], "NUL byte"),
         (["n"] * 33, "over the limit of 32"),
+        (["users", " "], "white space only"),
+        (["\n"], "white space only"),
     ]:
         with pytest.raises(ValidationError, match=message):
             store.remember_many([
