@@ -1,6 +1,7 @@
 """The MCP tools' arguments as the Python API takes them: never coerced ("yes" is not true,
-"12" is not 12, 0 is not a time), and an argument a tool does not take refused, naming the
-ones it takes, instead of ignored."""
+"12" is not 12, 0 is not a time, the text "{}" is not an object), an argument a tool does not
+take refused, naming the ones it takes, instead of ignored, and every refusal said as the CLI
+says it: what was wrong and an example of the right form (not pydantic's report)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BeforeValidator, Field, Strict
+from pydantic import BeforeValidator, Field, Strict, ValidationError
 
 
 def iso_time(value: object) -> object:
@@ -49,25 +50,140 @@ SEARCHED_NAMESPACE = Field(
 )
 
 
+# The right form of an argument, for a refusal's message.
+EXAMPLES = {
+    "namespace": '["users", "alice"]',
+    "filter": '{"user": "u1"} or {"score": {"$gte": 3}}',
+    "metadata": '{"source": "chat"}',
+    "arguments": '{"query": "latency"}',
+    "entities": '["alice", "payments-api"]',
+    "supersedes": "[12, 15]",
+    "memory_ids": "[12, 15]",
+    "decision_ids": "[3]",
+    "tool_call_ids": "[4]",
+    "kinds": '["fact", "preference"]',
+    "expires_at": '"2026-12-31T18:00:00Z"',
+    "as_of": '"2026-11-25T09:30:00Z"',
+    "since": '"2026-11-01T00:00:00Z"',
+    "until": '"2026-11-30T00:00:00Z"',
+}
+_JSON_TYPES = {
+    "list_type": "a list",
+    "dict_type": "a JSON object",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "string_type": "text",
+    "float_type": "a number",
+}
+_SCHEMA_TYPES = {
+    "array": "a list",
+    "boolean": "true or false",
+    "integer": "an integer",
+    "number": "a number",
+    "object": "a JSON object",
+}
+_BOUNDS = ("greater_than_equal", "less_than_equal", "greater_than", "less_than")
+
+
+def _json_type(value: object) -> str:
+    # The JSON name of a value's type, as a client wrote it.
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _types_of(schema: dict[str, Any]) -> set[str]:
+    # The JSON types a property's schema allows (``anyOf`` included).
+    found = {schema["type"]} if isinstance(schema.get("type"), str) else set()
+    for option in schema.get("anyOf", []):
+        found |= _types_of(option)
+    return found
+
+
+def _bounds(schema: dict[str, Any]) -> tuple[Any, Any]:
+    # A number's least and greatest values in a property's schema (``anyOf`` included).
+    for option in [schema, *schema.get("anyOf", [])]:
+        if "minimum" in option or "maximum" in option:
+            return option.get("minimum"), option.get("maximum")
+    return None, None
+
+
+def said(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
+    """A tool's argument error in words: per wrong argument, what was wrong and what to give
+    (its bounds from ``schema``, the tool's input schema, and an example)."""
+    properties = schema.get("properties", {})
+    lines = []
+    for problem in error.errors(include_url=False):
+        field = ".".join(str(part) for part in problem["loc"]) or "the arguments"
+        name = str(problem["loc"][0]) if problem["loc"] else ""
+        kind, given = problem["type"], problem.get("input")
+        example = EXAMPLES.get(name)
+        like = f", such as {example}" if example else ""
+        if kind == "missing":
+            lines.append(f"{field} is required{like}")
+        elif kind in _JSON_TYPES:
+            lines.append(
+                f"{field} must be {_JSON_TYPES[kind]}{like}; got {_json_type(given)} {given!r:.40}"
+            )
+        elif kind in _BOUNDS:
+            low, high = _bounds(properties.get(name, {}))
+            span = (
+                f"from {low} to {high}"
+                if low is not None and high is not None
+                else f"at least {low}"
+                if low is not None
+                else f"at most {high}"
+            )
+            lines.append(f"{field} must be {span}, got {given!r:.40}")
+        elif kind == "value_error":
+            lines.append(f"{field}: {str(problem['msg']).removeprefix('Value error, ')}")
+        else:
+            lines.append(f"{field}: {problem['msg']}{like}")
+    return f"{tool}: " + "; ".join(lines)
+
+
 class MemoryServer(MCPServer):
     """An MCP server whose tools refuse an argument they do not take, naming the ones they
-    do, instead of ignoring it."""
+    do, instead of ignoring it; refuse the text of an object or a list where the object or the
+    list is due (the SDK would parse it); and say each refusal in words."""
 
-    _arguments: dict[str, frozenset[str]] | None = None
+    _schemas: dict[str, dict[str, Any]] | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
-        if self._arguments is None:
-            self._arguments = {
-                tool.name: frozenset(tool.input_schema.get("properties", {}))
-                for tool in await self.list_tools()
-            }
-        known = self._arguments.get(name)
-        unknown = sorted(set(arguments) - known) if known is not None else []
-        if known is not None and unknown:
-            raise ToolError(
-                f"{name} takes no argument {', '.join(map(repr, unknown))}: it takes "
-                f"{', '.join(sorted(known)) or 'none'}"
-            )
-        return await super().call_tool(name, arguments, context)
+        if self._schemas is None:
+            self._schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        schema = self._schemas.get(name)
+        if schema is not None:
+            properties = schema.get("properties", {})
+            unknown = sorted(set(arguments) - set(properties))
+            if unknown:
+                raise ToolError(
+                    f"{name} takes no argument {', '.join(map(repr, unknown))}: it takes "
+                    f"{', '.join(sorted(properties)) or 'none'}"
+                )
+            for argument, value in arguments.items():
+                allowed = _types_of(properties[argument])
+                if isinstance(value, str) and allowed and "string" not in allowed:
+                    wanted = " or ".join(
+                        _SCHEMA_TYPES[kind] for kind in sorted(allowed) if kind in _SCHEMA_TYPES
+                    )
+                    example = EXAMPLES.get(argument)
+                    like = f", such as {example}" if example else ""
+                    raise ToolError(
+                        f"{name}: {argument} must be {wanted}{like}; got a string {value!r:.40} "
+                        "(arguments are never converted)"
+                    )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError) and schema is not None:
+                raise ToolError(said(name, error.__cause__, schema)) from None
+            raise

@@ -24,6 +24,7 @@ import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 from sqlalchemy import text
 
@@ -576,9 +577,9 @@ def test_a_flag_or_an_id_is_never_coerced_and_an_unknown_argument_is_refused(
         async with _session(url, tokens["a"]) as alice:
             for flag in ("yes", 1, "true"):
                 said = _error(await alice.call_tool("forget", {"expired": flag}))
-                assert "expired" in said and "boolean" in said
+                assert "expired must be true or false; got" in said, said
             said = _error(await alice.call_tool("forget", {"memory_ids": [str(old)]}))
-            assert "memory_ids" in said
+            assert "memory_ids.0 must be an integer" in said and "https://" not in said
             said = _error(await alice.call_tool("timeline", {"as_off": "2026-11-01T00:00:00Z"}))
             assert "timeline takes no argument 'as_off'" in said and "as_of" in said
             then = when + timedelta(hours=1)
@@ -588,6 +589,65 @@ def test_a_flag_or_an_id_is_never_coerced_and_an_unknown_argument_is_refused(
             assert _data(await alice.call_tool("forget", {"expired": True}))["forgotten"] == [old]
 
     asyncio.run(scenario())
+
+
+def test_a_request_nested_past_the_parsers_depth_gets_a_json_rpc_error(
+    http_url: tuple[str, dict[str, str]],
+) -> None:
+    # A filter value nested 200 deep: the server's JSON parser stops at its recursion limit and
+    # answers with a JSON-RPC parse error at once; the client does not wait for its timeout.
+    url, tokens = http_url
+
+    async def scenario() -> None:
+        async with _session(url, tokens["a"]) as alice:
+            arguments = {"query": "x", "filter": {"k": _deep(200)}}
+            with pytest.raises(MCPError, match="Parse error"):
+                await asyncio.wait_for(alice.call_tool("search_memory", arguments), 30)
+
+    asyncio.run(scenario())
+
+
+def _deep(depth: int) -> Any:
+    # A value whose objects nest ``depth`` deep.
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("search_memory", {"query": "x", "namespace": "users/alice"},
+         'namespace must be a list, such as ["users", "alice"]; got a string'),
+        ("search_memory", {"query": "x", "filter": "user=u1"},
+         'filter must be a JSON object, such as {"user": "u1"}'),
+        ("search_memory", {"query": "x", "limit": 0}, "limit must be from 1 to 100, got 0"),
+        ("remember", {"text": "x", "expires_at": "2099-01-01T00:00:00"},
+         "expires_at: '2099-01-01T00:00:00' has no time zone: add Z or +00:00"),
+        ("remember", {"text": "x", "metadata": "{}"},
+         "metadata must be a JSON object, such as {\"source\": \"chat\"}; got a string '{}'"),
+        ("remember", {"text": "x", "importance": "0.5"}, "importance must be a number; got"),
+        ("remember", {}, "text is required"),
+        ("search_memory", {"query": "x", "filter": {"k": _deep(40)}},
+         "its value nests lists and objects 33 deep, over the limit of 32"),
+    ],
+)  # fmt: skip
+def test_an_argument_error_is_said_in_words_with_the_right_form(
+    http_url: tuple[str, dict[str, str]], database: PgDatabase, tool: str,
+    arguments: dict[str, Any], says: str,
+) -> None:  # fmt: skip
+    url, tokens = http_url
+
+    async def scenario() -> str:
+        async with _session(url, tokens["a"]) as alice:
+            return _error(await alice.call_tool(tool, arguments))
+
+    said = asyncio.run(scenario())
+    assert says in said, said
+    assert "pydantic" not in said and "validation error" not in said and "[type=" not in said
+    with database.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar() == 0
 
 
 def test_a_timeline_of_an_unknown_kind_is_a_tool_error(
