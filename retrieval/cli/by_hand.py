@@ -222,6 +222,13 @@ def _forget(args: argparse.Namespace, database: Database) -> int:
     if by_rows and forgotten.revived_ids:
         revived = ", ".join(str(one) for one in forgotten.revived_ids)
         print(f"live again (their correction forgotten): {revived}")
+    if by_rows and forgotten.missing:
+        print(
+            f"error: not found in tenant {args.tenant!r}: {', '.join(forgotten.missing)} (never "
+            "stored, already forgotten, or another tenant's)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -477,8 +477,9 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
         ] = False,
     ) -> dict[str, Any]:
         """Delete memories for good (their text, vector and cached vector): by id, or the
-        expired ones. Returns the ids that were deleted, and the ids of the memories that a
-        deleted correction had superseded, live again."""
+        expired ones. Returns the ids that were deleted, the ids of the memories that a
+        deleted correction had superseded, live again, and the ids given that were not found
+        (never stored, already deleted, or not yours)."""
         tenant = tools.tenant_of(context)
         if not memory_ids and not expired:
             raise ToolError("give memory_ids (at least one id), or expired: true")
@@ -486,4 +487,8 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
             forgotten = await tools.store.forget(
                 tenant_id=tenant, memory_ids=memory_ids or (), expired=expired
             )
-        return {"forgotten": list(forgotten.memory_ids), "revived": list(forgotten.revived_ids)}
+        return {
+            "forgotten": list(forgotten.memory_ids),
+            "revived": list(forgotten.revived_ids),
+            "not_found": list(forgotten.missing_memory_ids),
+        }

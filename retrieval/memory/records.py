@@ -192,6 +192,11 @@ class Forgotten:
     cache_keys: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
     # The memories that forgotten corrections had superseded, live again (forget by id).
     revived_ids: tuple[int, ...] = ()
+    # The ids asked for that the tenant does not hold (never stored, already forgotten, or
+    # another tenant's): nothing was removed for them.
+    missing_memory_ids: tuple[int, ...] = ()
+    missing_decision_ids: tuple[int, ...] = ()
+    missing_tool_call_ids: tuple[int, ...] = ()
 
     def __add__(self, other: Forgotten) -> Forgotten:
         return Forgotten(
@@ -202,7 +207,23 @@ class Forgotten:
             document_ids=self.document_ids + other.document_ids,
             cache_keys=self.cache_keys + other.cache_keys,
             revived_ids=self.revived_ids + other.revived_ids,
+            missing_memory_ids=self.missing_memory_ids + other.missing_memory_ids,
+            missing_decision_ids=self.missing_decision_ids + other.missing_decision_ids,
+            missing_tool_call_ids=self.missing_tool_call_ids + other.missing_tool_call_ids,
         )
+
+    @property
+    def missing(self) -> list[str]:
+        """The ids asked for and not held, each named with its kind ("memory 101")."""
+        return [
+            f"{kind} {row_id}"
+            for kind, ids in (
+                ("memory", self.missing_memory_ids),
+                ("decision", self.missing_decision_ids),
+                ("tool call", self.missing_tool_call_ids),
+            )
+            for row_id in ids
+        ]
 
     @property
     def total(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -327,6 +328,7 @@ class MemoryStore:
                 "or everything=True"
             )
         forgotten = Forgotten()
+        asked = (tuple(memory_ids), tuple(decision_ids), tuple(tool_call_ids))
         if chosen:
             with self._transaction() as connection:
                 if scope and not everything:
@@ -350,7 +352,14 @@ class MemoryStore:
             self.cache.forget_tenant(tenant_id)
         else:
             self.cache.forget_keys(tenant_id, forgotten.cache_keys)
-        return forgotten
+        if everything:
+            return forgotten
+        return replace(
+            forgotten,
+            missing_memory_ids=_missing(asked[0], forgotten.memory_ids),
+            missing_decision_ids=_missing(asked[1], forgotten.decision_ids),
+            missing_tool_call_ids=_missing(asked[2], forgotten.tool_call_ids),
+        )
 
     def namespaces(
         self,
@@ -492,3 +501,9 @@ def _cosine(a: Vectors, b: Vectors) -> float:
 
 def _as_is(ids: StoredIds) -> StoredIds:
     return ids
+
+
+def _missing(asked: Sequence[int], removed: Sequence[int]) -> tuple[int, ...]:
+    # The ids of ``asked`` that were not removed, each once, in the order asked.
+    gone = set(removed)
+    return tuple(dict.fromkeys(row_id for row_id in asked if row_id not in gone))

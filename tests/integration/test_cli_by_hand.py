@@ -100,6 +100,12 @@ def test_forget_by_id_by_task_by_document_and_everything_only_with_yes(
     assert main([*url, "forget", "--tenant", "acme", "--memory", str(memory_id)]) == 0
     assert "1 memory" in capsys.readouterr().out
     assert _rows(database, "acme")["memories"] == memories - 1
+    # An id the tenant does not hold (already forgotten) is named, and the exit is not 0.
+    assert main([*url, "forget", "--tenant", "acme", "--memory", str(memory_id)]) == 1
+    said = capsys.readouterr()
+    assert (
+        "0 memories" in said.out and f"not found in tenant 'acme': memory {memory_id}" in said.err
+    )
     assert main([*url, "forget", "--tenant", "acme", "--task", "INC-311"]) == 0
     with database.engine.connect() as connection:
         left = connection.execute(

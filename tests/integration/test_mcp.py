@@ -171,7 +171,7 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
 
             gone = _data(await session.call_tool("forget", {"memory_ids": [other["id"]]}))
             # The correction forgotten, what it retired is live again.
-            assert gone == {"forgotten": [other["id"]], "revived": sorted(retired)}
+            assert gone == {"forgotten": [other["id"]], "revived": sorted(retired), "not_found": []}
 
     asyncio.run(scenario())
     with database.engine.connect() as connection:
@@ -311,7 +311,7 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
             assert found["results"] == []
             assert _data(await bob.call_tool("timeline", {}))["events"] == []
             gone = _data(await bob.call_tool("forget", {"memory_ids": [secret["id"]]}))
-            assert gone == {"forgotten": [], "revived": []}
+            assert gone == {"forgotten": [], "revived": [], "not_found": [secret["id"]]}
             own = _data(await bob.call_tool("remember", {"text": "Tenant b's note"}))
             assert own["id"] != secret["id"]
 

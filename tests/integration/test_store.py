@@ -57,8 +57,23 @@ def test_remember_and_get_round_trip(
 def test_another_tenant_cannot_read_or_forget_it(store: MemoryStore) -> None:
     memory_id = store.remember("private note", tenant_id="acme")
     assert store.get_memory(memory_id, tenant_id="globex") is None
-    assert store.forget(tenant_id="globex", memory_ids=[memory_id]).memory_ids == ()
+    forgotten = store.forget(tenant_id="globex", memory_ids=[memory_id])
+    assert forgotten.memory_ids == () and forgotten.missing_memory_ids == (memory_id,)
+    assert forgotten.missing == [f"memory {memory_id}"]
     assert store.get_memory(memory_id, tenant_id="acme") is not None
+
+
+def test_forget_names_the_ids_it_did_not_find(store: MemoryStore) -> None:
+    kept = store.remember("a note", tenant_id="acme")
+    decision = store.record_decision(tenant_id="acme", task_id="T", action_type="fix",
+                                     content="Restart the worker", status="done")  # fmt: skip
+    forgotten = store.forget(tenant_id="acme", memory_ids=[kept, 10**9, 10**9],
+                             decision_ids=[decision, 10**9 + 1], tool_call_ids=[7])  # fmt: skip
+    assert forgotten.memory_ids == (kept,) and forgotten.missing_memory_ids == (10**9,)
+    assert forgotten.missing_decision_ids == (10**9 + 1,)
+    assert forgotten.missing_tool_call_ids == (7,)
+    again = store.forget(tenant_id="acme", memory_ids=[kept])  # already forgotten
+    assert again.missing == [f"memory {kept}"]
 
 
 def test_remember_many_returns_ids_in_order_and_defaults_created_at(store: MemoryStore) -> None:
