@@ -8,6 +8,7 @@ it (``WriteConfig.extra_kinds``, ``RETRIEVAL_MEMORY_KINDS``).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -56,3 +57,10 @@ MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
 def describe_kinds(extra: frozenset[str] = frozenset()) -> str:
     """The known kinds as one line, for error messages."""
     return ", ".join([*MEMORY_KINDS, *sorted(extra - set(MEMORY_KINDS))])
+
+
+def nearest_kind(given: str, extra: frozenset[str] = frozenset()) -> str | None:
+    """The known kind ``given`` most likely misspells ("prefrence": "preference"), or None."""
+    known = [*MEMORY_KINDS, *sorted(extra - set(MEMORY_KINDS))]
+    close = difflib.get_close_matches(given.lower(), known, n=1, cutoff=0.75)
+    return close[0] if close else None

@@ -30,7 +30,7 @@ from retrieval.arguments import (
 )
 from retrieval.errors import ValidationError
 from retrieval.memory.config import DEFAULT_MAX_ENTITIES, DEFAULT_MAX_METADATA_BYTES
-from retrieval.memory.kinds import describe_kinds
+from retrieval.memory.kinds import describe_kinds, nearest_kind
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 
 # The most memories one memory may supersede.
@@ -224,10 +224,12 @@ class _Checker:
         kind = self.name("kind", value)
         if known is None or kind in known:
             return kind
+        near = nearest_kind(kind, known)
+        hint = f"did you mean {near!r}? " if near else ""
         raise self.fail(
             "kind",
-            f"{kind!r} is not a memory kind; known: {describe_kinds(known)}. Declare your own "
-            "in WriteConfig(extra_kinds=...) or RETRIEVAL_MEMORY_KINDS",
+            f"{kind!r} is not a memory kind; {hint}known: {describe_kinds(known)}. Declare your "
+            "own in WriteConfig(extra_kinds=...) or RETRIEVAL_MEMORY_KINDS",
         )
 
     def tenant(self, value: object) -> str:

@@ -19,7 +19,7 @@ from retrieval.arguments import aware_datetime, check_tenant
 from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
-from retrieval.memory.kinds import describe_kinds
+from retrieval.memory.kinds import describe_kinds, nearest_kind
 from retrieval.search.statement.common import live_sql
 
 EPISODIC_KINDS = ("decision", "tool_call")
@@ -161,8 +161,10 @@ def _check_kinds(kinds: Sequence[str], memory_kinds: Collection[str]) -> None:
     unknown = [k for k in kinds if k not in memory_kinds and k not in EPISODIC_KINDS]
     if unknown:
         known = describe_kinds(frozenset(memory_kinds))
+        near = nearest_kind(unknown[0], frozenset(memory_kinds) | set(EPISODIC_KINDS))
+        hint = f"did you mean {near!r}? " if near else ""
         raise ValidationError(
-            f"kinds: {unknown[0]!r:.60} is not a kind: use memory kinds ({known}) or "
+            f"kinds: {unknown[0]!r:.60} is not a kind: {hint}use memory kinds ({known}) or "
             f"{', '.join(EPISODIC_KINDS)}",
             field="kinds",
         )

@@ -367,6 +367,12 @@ CLI: list[tuple[str, Callable[[Ctx], list[str]], str]] = [
      lambda c: ["remember", "x", "--tenant", "acme", "--position", "2"], "no thread_id"),
     ("timeline: an unknown kind",
      lambda c: ["timeline", "--tenant", "acme", "--kind", "nope"], "'nope' is not a kind"),
+    ("timeline: a misspelt kind",
+     lambda c: ["timeline", "--tenant", "acme", "--kind", "decisoin"],
+     "'decisoin' is not a kind: did you mean 'decision'?"),
+    ("remember: a misspelt kind",
+     lambda c: ["remember", "x", "--tenant", "acme", "--kind", "prefrence"],
+     "'prefrence' is not a memory kind; did you mean 'preference'?"),
 ]  # fmt: skip
 
 
