@@ -16,8 +16,14 @@ from retrieval.memory.json_text import NESTED_TOO_DEEPLY, json_problem, number_t
 _JSON_FIELDS = ("metadata", "params")
 
 
-def jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each JSON Lines record of ``handle`` with its line number (blank lines skipped)."""
+# A row as read: its fields, or why the line is not a record (the reading goes on, so that every
+# bad line is reported at once).
+Row = tuple[int, dict[str, Any] | ValidationError]
+
+
+def jsonl_rows(handle: Any) -> Iterator[Row]:
+    """Each JSON Lines record of ``handle`` with its line number (blank lines skipped), or the
+    :class:`ValidationError` of a line that is not one."""
     for line, raw in enumerate(handle, start=1):
         if not raw.strip():
             continue
@@ -25,19 +31,25 @@ def jsonl_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
             fields = json.loads(raw.rstrip("\r\n"))
         except json.JSONDecodeError as error:
             problem = json_problem(error)
-            raise ValidationError(f"line {line}, column {error.colno}: {problem}") from None
+            yield line, ValidationError(f"line {line}, column {error.colno}: {problem}")
+            continue
         except RecursionError:
-            raise ValidationError(f"line {line}: {NESTED_TOO_DEEPLY}") from None
+            yield line, ValidationError(f"line {line}: {NESTED_TOO_DEEPLY}")
+            continue
         except ValueError:
-            raise ValidationError(f"line {line}: {number_too_long()}") from None
+            yield line, ValidationError(f"line {line}: {number_too_long()}")
+            continue
         if not isinstance(fields, dict):
-            raise ValidationError(f"line {line}: expected a JSON object, got {raw.strip()[:40]}")
+            got = raw.strip()[:40]
+            yield line, ValidationError(f"line {line}: expected a JSON object, got {got}")
+            continue
         yield line, fields
 
 
-def csv_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+def csv_rows(handle: Any) -> Iterator[Row]:
     """Each CSV row of ``handle`` with its line number, empty cells left out, each cell as the
-    type its field takes."""
+    type its field takes, or the :class:`ValidationError` of a row that is not a record (a
+    file that is not CSV past a line stops the reading with an error)."""
     # strict: a quote left open, or text after a closing quote, is an error, not a cell that
     # runs on to the end of the file.
     reader = csv.DictReader(handle, strict=True)
@@ -46,11 +58,15 @@ def csv_rows(handle: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         _check_header(reader.fieldnames or [])
         for fields in reader:
             line = reader.line_num
-            if None in fields:
-                raise ValidationError(f"line {line}: more cells than the header has columns")
-            cells = {key: value for key, value in fields.items() if value not in (None, "")}
-            yield line, {name: _csv_cell(name, value, line) for name, value in cells.items()}
             ended = line
+            if None in fields:
+                yield line, ValidationError(f"line {line}: more cells than the header has columns")
+                continue
+            cells = {key: value for key, value in fields.items() if value not in (None, "")}
+            try:
+                yield line, {name: _csv_cell(name, value, line) for name, value in cells.items()}
+            except ValidationError as error:
+                yield line, error
     except csv.Error as error:
         if "unexpected end of data" in str(error):
             raise ValidationError(

@@ -15,14 +15,14 @@ validated before anything is written (:mod:`retrieval.memory.file_ingest` writes
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from retrieval.errors import ValidationError, translate_database_errors
-from retrieval.memory.file_formats import csv_rows, jsonl_rows
+from retrieval.memory.file_formats import Row, csv_rows, jsonl_rows
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.ingest_keys import ingest_key
 from retrieval.memory.kinds import MESSAGE_KIND
@@ -91,7 +91,7 @@ def read_file(
         # utf-8-sig: a byte order mark that an editor wrote before the first field is dropped.
         with path.open(encoding="utf-8-sig", newline="") as handle:
             rows = csv_rows(handle) if chosen == "csv" else jsonl_rows(handle)
-            records = [_record(line, fields, store, tenancy, path) for line, fields in rows]
+            records, refused = _records(rows, store, tenancy, path)
     except UnicodeDecodeError as error:
         raise ValidationError(f"{path}: not UTF-8 text ({error})") from None
     except ValidationError as error:
@@ -100,6 +100,8 @@ def read_file(
         raise ValidationError(f"{path} {error.reason}", field=error.field) from None
     except OSError as error:
         raise ValidationError(f"{path}: cannot read it ({error.strerror})") from None
+    if refused:
+        raise _refused(path, refused)
     _check_refs(records, path)
     _check_keys(records, path)
     _check_decisions(records, store, path)
@@ -129,13 +131,41 @@ class _Tenancy:
             )
 
 
-def _record(
-    line: int, fields: dict[str, Any], store: MemoryStore, tenancy: _Tenancy, path: Path
-) -> Record:
-    try:
-        return replace(_parse(fields, store, tenancy, path), line=line)
-    except ValidationError as error:
-        raise ValidationError(f"{path} line {line}: {error.reason}", field=error.field) from None
+# The most bad lines a refusal lists; the rest are counted.
+MAX_REPORTED_LINES = 20
+
+
+def _records(
+    rows: Iterable[Row], store: MemoryStore, tenancy: _Tenancy, path: Path
+) -> tuple[list[Record], list[ValidationError]]:
+    """The records of ``rows``, and the error of every line that is not one (each error's
+    reason opens with ``line N``)."""
+    records: list[Record] = []
+    refused: list[ValidationError] = []
+    for line, fields in rows:
+        if isinstance(fields, ValidationError):
+            refused.append(fields)
+            continue
+        try:
+            records.append(replace(_parse(fields, store, tenancy, path), line=line))
+        except ValidationError as error:
+            refused.append(ValidationError(f"line {line}: {error.reason}", field=error.field))
+    return records, refused
+
+
+def _refused(path: Path, refused: list[ValidationError]) -> ValidationError:
+    """One error for the bad lines of ``path``: the line and why, for one; for several, each
+    of the first :data:`MAX_REPORTED_LINES` on a line of its own, then how many more."""
+    if len(refused) == 1:
+        (only,) = refused
+        return ValidationError(f"{path} {only.reason}", field=only.field)
+    listed = "\n".join(f"  {error.reason}" for error in refused[:MAX_REPORTED_LINES])
+    more = len(refused) - MAX_REPORTED_LINES
+    rest = f"\n  ... and {more:,} more" if more > 0 else ""
+    return ValidationError(
+        f"{path}: {len(refused):,} lines are not records (nothing was stored):\n{listed}{rest}",
+        field=refused[0].field,
+    )
 
 
 def _parse(fields: dict[str, Any], store: MemoryStore, tenancy: _Tenancy, path: Path) -> Record:

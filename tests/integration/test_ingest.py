@@ -95,6 +95,28 @@ def test_malformed_lines_are_named(
         read_file(path, store)
 
 
+def test_every_bad_line_is_named_up_to_a_cap_and_nothing_is_written(
+    database: PgDatabase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = '{"tenant_id": "a", "text": "ok"}\n'
+    path = tmp_path / "input.jsonl"
+    path.write_text(good + "{not json}\n" + good + '{"text": "no tenant"}\n'
+                    + '{"tenant_id": "a", "text": "x", "kind": "prefrence"}\n')  # fmt: skip
+    code = main(["--database-url", database.url, "ingest", str(path)])
+    said = capsys.readouterr().err
+    assert code == 1 and "3 lines are not records (nothing was stored)" in said
+    assert "line 2, column 2: not valid JSON" in said and "line 4: tenant_id is missing" in said
+    assert "line 5: kind: 'prefrence' is not a memory kind; did you mean 'preference'?" in said
+    assert _count(database, "memories") == 0
+    # Past the cap, the rest are counted.
+    csv = tmp_path / "many.csv"
+    csv.write_text("tenant_id,text,importance\n" + "".join(f"a,t{n},high\n" for n in range(25)))
+    assert main(["--database-url", database.url, "ingest", str(csv)]) == 1
+    said = capsys.readouterr().err
+    assert "25 lines are not records" in said and "... and 5 more" in said
+    assert said.count("importance") >= 20 and _count(database, "memories") == 0
+
+
 def test_cli_ingest_prints_a_summary_and_stats_shows_it(
     database: PgDatabase, capsys: pytest.CaptureFixture[str]
 ) -> None:
