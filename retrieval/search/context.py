@@ -39,12 +39,19 @@ def to_messages(
 
 
 def to_markdown(response: RetrievalResponse, *, title: str = "Previous context") -> str:
-    """A markdown block for a prompt: one entry per result with source, date, scores and text
-    (a memory returned with its ``neighbors``: the turns around it, in order, each dated)."""
+    """A markdown block for a prompt: one entry per stored result with source, date, scores
+    and text (a memory returned with its ``neighbors``: the turns around it, in order, each
+    dated). The caller's own messages (the working state) are not previous context: as in
+    :func:`to_messages`, they are not listed among it (the prompt holds the conversation)."""
     lines = [f"## {title}", ""]
-    if not response.results:
+    shown = [
+        (result, body)
+        for result, body in zip(response, _bodies(response), strict=True)
+        if result.source != WORKING_STATE
+    ]
+    if not shown:
         lines.append("(nothing relevant found)")
-    for result, body in zip(response, _bodies(response), strict=True):
+    for result, body in shown:
         lines.append(f"- **{_label(result)}** · {_when(result)} · {_scores(result)}")
         lines.extend(f"  {line}" if line else "" for line in body.splitlines())
     return "\n".join(lines) + "\n"

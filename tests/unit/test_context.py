@@ -106,9 +106,24 @@ def test_markdown_block_names_source_time_scores_and_text() -> None:
         "- **semantic/critique** · 2026-11-21 14:12 UTC · final 0.63 (relevance 0.60, "
         "recency 0.90)\n  Migration 0042 timed out on the orders table." in block
     )
-    assert "**working_state/user** · message 3 of 3" in block
     empty = RetrievalResponse(results=(), diagnostics=_response().diagnostics)
     assert "(nothing relevant found)" in to_markdown(empty)
+
+
+def test_the_callers_own_messages_are_no_previous_context_in_either_form() -> None:
+    # One rule for both forms: the working state's messages are the caller's conversation,
+    # not context retrieved for it (to_messages puts them after the context, as they are).
+    response = _response()
+    assert any(r.source == "working_state" for r in response)
+    assert "working_state" not in to_markdown(response)
+    context = [m for m in to_messages(response) if m["role"] == "assistant"]
+    assert all(m["metadata"]["source"] != "working_state" for m in context)
+    assert len(context) == sum(r.source != "working_state" for r in response)
+    only_own = RetrievalResponse(
+        results=tuple(r for r in response if r.source == "working_state"),
+        diagnostics=response.diagnostics,
+    )
+    assert "(nothing relevant found)" in to_markdown(only_own)
 
 
 def test_a_memory_with_neighbors_shows_its_turns_in_order_each_dated() -> None:
