@@ -19,9 +19,10 @@ from retrieval.db import migrate
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.file_ingest import ingest, read_file
+from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.context import to_table
+from retrieval.search.context import TABLE_LEGEND, to_table
 from retrieval.search.retriever import HybridRetriever
 
 DEMO_TENANT = "demo"
@@ -69,6 +70,7 @@ def run_demo(database: Database, config: WriteConfig | None = None) -> str:
         lines.append(f"(replaced the {counted(replaced.total, 'row')} of the previous demo run)")
     lines += ["", render(describe(database.engine, settings), indexes=False)]
     read_config = RetrievalConfig.from_env()
+    kinds: set[str] = set()
     with HybridRetriever.from_store(
         store, config=read_config, background_writes=False
     ) as retriever:
@@ -84,11 +86,14 @@ def run_demo(database: Database, config: WriteConfig | None = None) -> str:
                 f", task {question.task_id}" if question.task_id else ""
             )
             timing = response.diagnostics
+            kinds |= {str(r.metadata["kind"]) for r in response if r.source == "semantic"}
             lines += [
                 "",
                 f"search {question.query!r} ({options}, as of {DEMO_AS_OF:%Y-%m-%d %H:%M} UTC):",
-                to_table(response),
+                to_table(response, legend=False),
                 f"({timing.total_ms:.1f} ms: embedding {timing.embedding_ms:.1f}, "
                 f"SQL {timing.sql_ms:.1f}, fusion {timing.fusion_ms:.1f})",
             ]
+    lines += ["", f"the tables' columns: {TABLE_LEGEND}", "the memories' kinds above:"]
+    lines += [f"  {kind}: {MEMORY_KINDS[kind]}" for kind in sorted(kinds) if kind in MEMORY_KINDS]
     return "\n".join(lines)

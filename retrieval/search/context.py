@@ -129,11 +129,20 @@ def _scores(result: RetrievalResult) -> str:
     )
 
 
-def to_table(response: RetrievalResponse, *, text_width: int = 70) -> str:
+# What the columns of :func:`to_table` mean, under it.
+TABLE_LEGEND = (
+    "final: the score, 0 to 1, higher is better; rel: how well it matches the question; rec: "
+    "how recent (1: now); source/kind: semantic a memory, episodic a decision or tool call, "
+    "documents a chunk; id: the row within its source"
+)
+
+
+def to_table(response: RetrievalResponse, *, text_width: int = 70, legend: bool = True) -> str:
     """A plain-text table of the results: rank, source, id (of the memory, decision, tool call
-    or chunk, to name it in ``supersedes`` or ``forget``), final, relevance, recency, text (a
-    weak match below the threshold, which fills an answer, opens with ``(weak)``)."""
-    header = f"{'#':>2}  {'source':<30} {'id':>7} {'final':>5} {'rel':>5} {'rec':>5}  text"
+    or chunk, named with it: ``memory 12``, to give in ``supersedes`` or ``forget``), final,
+    relevance, recency, text (a weak match below the threshold, which fills an answer, opens
+    with ``(weak)``); then, with ``legend``, a line saying what the columns mean."""
+    header = f"{'#':>2}  {'source':<30} {'id':<16} {'final':>5} {'rel':>5} {'rec':>5}  text"
     lines = [header, "-" * len(header)]
     for rank, result in enumerate(response, start=1):
         text = " ".join(result.content.split())
@@ -141,11 +150,23 @@ def to_table(response: RetrievalResponse, *, text_width: int = 70) -> str:
             text = f"(weak) {text}"
         if len(text) > text_width:
             text = text[: text_width - 1] + "…"
-        row_id = result.metadata.get("id", "-")
         lines.append(
-            f"{rank:>2}  {_label(result):<30} {row_id!s:>7} {result.final_score:>5.2f} "
-            f"{result.relevance_score:>5.2f} {result.recency_score:>5.2f}  {text}"
+            f"{rank:>2}  {_label(result):<30} {_row_name(result):<16} "
+            f"{result.final_score:>5.2f} {result.relevance_score:>5.2f} "
+            f"{result.recency_score:>5.2f}  {text}"
         )
     if not response.results:
         lines.append("(no result above the threshold)")
+    elif legend:
+        lines.append(f"({TABLE_LEGEND})")
     return "\n".join(lines)
+
+
+def _row_name(result: RetrievalResult) -> str:
+    # A row's id with what it is ("memory 12", "decision 6", "tool call 4", "chunk 3"): ids
+    # repeat across sources.
+    row_id = result.metadata.get("id")
+    if row_id is None:
+        return "-"
+    item = str(result.metadata.get("item") or result.source).replace("_", " ")
+    return f"{item} {row_id}"

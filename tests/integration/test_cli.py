@@ -69,6 +69,8 @@ def test_demo_on_a_url_stores_the_history_and_prints_what_the_database_holds(
     tables = out.split("search 'Why did the search endpoint get slow?'")[1]
     assert "episodic/decision" in tables and "semantic/critique" in tables
     assert "trigram index" in tables
+    # docs/development.md shows this output: it must be what the demo prints.
+    assert _as_shown(out) == _as_shown(_documented_demo())
 
     # Run again: the demo tenant is replaced, not doubled.
     assert main([*url, "demo"]) == 0
@@ -212,6 +214,31 @@ def test_config_lists_each_variable_with_its_value(
 
 @pytest.mark.slow
 @pytest.mark.embedded_server
+def _documented_demo() -> str:
+    """The demo's output as docs/development.md shows it (its block after "What `make demo`
+    prints")."""
+    page = (ROOT / "docs" / "development.md").read_text()
+    after = page[page.index("What `make demo` prints") :]
+    opening = after.index("```\n") + 4
+    return after[opening : after.index("```\n", opening)]
+
+
+def _as_shown(output: str) -> list[str]:
+    """``output`` without what changes between runs and servers: the server's start (or URL) and
+    version, the replaced rows, times and row ids; spaces collapsed (an id's digits pad its
+    column)."""
+    volatile = ("embedded PostgreSQL started", "database: ", "PostgreSQL ", "(replaced the")
+    shown = []
+    for line in output.splitlines():
+        if line.startswith(volatile):
+            continue
+        line = re.sub(r" in [\d.]+ s \(", " in S s (", line)
+        line = re.sub(r"\([\d.]+ ms: embedding [\d.]+, SQL [\d.]+, fusion [\d.]+\)", "(T)", line)
+        line = re.sub(r"\b(memory|decision|tool call|chunk) \d+\b", r"\1 N", line)
+        shown.append(" ".join(line.split()))
+    return shown
+
+
 def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
     parent = Path(tempfile.mkdtemp(prefix="rtv-"))
     env = {k: v for k, v in os.environ.items() if k != "RETRIEVAL_DATABASE_URL"}

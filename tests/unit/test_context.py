@@ -167,7 +167,11 @@ def test_table_lists_results_in_rank_order() -> None:
     assert lines[0].split() == ["#", "source", "id", "final", "rel", "rec", "text"]
     assert lines[2].split()[:4] == ["1", "working_state/user", "-", "0.70"]
     memory = next(r for r in _response().results if r.source == "semantic")
-    assert lines[3].split()[:4] == ["2", "semantic/critique", str(memory.metadata["id"]), "0.63"]
+    # An id is named with what it is: ids repeat across sources.
+    row = lines[3].split()[:5]
+    assert row == ["2", "semantic/critique", "memory", str(memory.metadata["id"]), "0.63"]
+    assert lines[-1].startswith("(final: the score, 0 to 1") and "rec: how recent" in lines[-1]
+    assert "final: the score" not in to_table(_response(), legend=False)
 
 
 def test_overlapping_neighbour_windows_show_each_turn_once() -> None:
