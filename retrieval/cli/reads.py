@@ -78,6 +78,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="also memories retired by a correction or expired (marked)",
     )
+    timeline.add_argument(
+        "--namespace",
+        type=namespace_path,
+        help="only memories in this namespace and below it (names joined by /, e.g. users/u1; "
+        "no decisions or tool calls then)",
+    )
 
 
 def _search(args: argparse.Namespace, database: Database) -> int:
@@ -171,6 +177,7 @@ def _timeline(args: argparse.Namespace, database: Database) -> int:
         memory_kinds=WriteConfig.from_env().memory_kinds(),
         as_of=args.as_of,
         include_retired=args.include_retired,
+        namespace=args.namespace,
     )
     if args.json:
         print(json.dumps([vars(event) for event in events], indent=2, default=_json_value))

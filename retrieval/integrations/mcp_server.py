@@ -449,14 +449,17 @@ def _add_timeline(server: MCPServer, tools: _Tools) -> None:
                 "live at that time; default now"
             ),
         ] = None,
+        namespace: Annotated[Names, SEARCHED_NAMESPACE] = None,
     ) -> dict[str, Any]:
         """What happened between since and until, newest first: memories stored, decisions
-        taken, tool calls made (as the memory stood at as_of, if given)."""
+        taken, tool calls made (as the memory stood at as_of, if given; in a namespace, its
+        memories alone)."""
         tenant = tools.tenant_of(context)
         with tools.calls.call("timeline", tenant):
             events = await tools.retriever.timeline(
-                tenant, since=since, until=until, kinds=kinds, limit=limit, as_of=as_of
-            )
+                tenant, since=since, until=until, kinds=kinds, limit=limit, as_of=as_of,
+                namespace=namespace,
+            )  # fmt: skip
         return {"events": [event_record(event) for event in events]}
 
 
@@ -475,18 +478,29 @@ def _add_forget(server: MCPServer, tools: _Tools) -> None:
         expired: Annotated[
             Flag, Field(description="also delete every memory whose expires_at has passed")
         ] = False,
+        namespace: Annotated[
+            Names,
+            Field(
+                description="also delete every memory in this namespace and below it, such as "
+                '["users", "alice"] (their past versions too)'
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Delete memories for good (their text, vector and cached vector): by id, or the
-        expired ones. Returns the ids that were deleted, the ids of the memories that a
-        deleted correction had superseded, live again, and the ids given that were not found
-        (never stored, already deleted, or not yours)."""
+        """Delete memories for good (their text, vector and cached vector): by id, the
+        expired ones, or those of a namespace. Returns the ids that were deleted, the ids of
+        the memories that a deleted correction had superseded, live again, and the ids given
+        that were not found (never stored, already deleted, or not yours)."""
         tenant = tools.tenant_of(context)
-        if not memory_ids and not expired:
-            raise ToolError("give memory_ids (at least one id), or expired: true")
+        if not memory_ids and not expired and not namespace:
+            raise ToolError(
+                "give memory_ids (at least one id), expired: true, or a namespace such as "
+                '["users", "alice"]'
+            )
         with tools.calls.call("forget", tenant):
             forgotten = await tools.store.forget(
-                tenant_id=tenant, memory_ids=memory_ids or (), expired=expired
-            )
+                tenant_id=tenant, memory_ids=memory_ids or (), expired=expired,
+                namespace=namespace or None,
+            )  # fmt: skip
         return {
             "forgotten": list(forgotten.memory_ids),
             "revived": list(forgotten.revived_ids),

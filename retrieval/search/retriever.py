@@ -240,13 +240,15 @@ class HybridRetriever:
         read_your_writes: bool = False,
         as_of: datetime | None = None,
         include_retired: bool = False,
+        namespace: Sequence[str] | None = None,
     ) -> list[TimelineEvent]:
         """What happened in ``tenant_id``'s memory between ``since`` and ``until``, newest first.
 
         ``kinds`` filters memory kinds and the episodic kinds ``decision`` and ``tool_call``;
         ``read_your_writes`` reads the primary even when the retriever has a replica. Memories
         are those live at ``as_of`` (default now; with ``as_of``, the timeline as it stood
-        then); ``include_retired`` shows superseded and expired ones too.
+        then); ``include_retired`` shows superseded and expired ones too. ``namespace`` keeps
+        the memories in it and below it (then no decision or tool call: they lie in none).
         """
         replica = None if arguments.flag("read_your_writes", read_your_writes) else self.read_engine
         return timeline(
@@ -260,6 +262,7 @@ class HybridRetriever:
             memory_kinds=self.memory_kinds,
             as_of=as_of,
             include_retired=include_retired,
+            namespace=namespace,
         )
 
     def holds(self, tenant_id: str, *, read_your_writes: bool = False) -> bool:

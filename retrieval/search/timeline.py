@@ -7,6 +7,7 @@ one statement, each branch on its ``(tenant_id, created_at DESC)`` index. The AP
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -61,10 +62,36 @@ class TimelineEvent:
 
     @property
     def summary(self) -> str:
-        """The event as one reads it in a list: a decision led by its action type and status."""
+        """The event as one reads it in a list: a decision led by its action type and status;
+        an item of a key-value store whose text is its whole value (no field held text) as its
+        key and its fields, an empty one said so, not as JSON."""
         if self.item == "decision":
             return f"{self.details['action_type']} ({self.details['status']}): {self.content}"
+        key, value = self.details.get("key"), self.details.get("metadata")
+        whole = isinstance(value, dict) and value and self.content == _json_text(value)
+        if key is not None and isinstance(value, dict) and whole:
+            fields = "; ".join(
+                f"{name}: {'(empty)' if held in ('', None) else held}"
+                for name, held in value.items()
+            )
+            return f"{key}: {fields}"
         return self.content
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        """A memory's namespace (``()``: the tenant's top, or not a memory)."""
+        return tuple(self.details.get("namespace") or ())
+
+    @property
+    def key(self) -> str | None:
+        """A memory's key, if it has one."""
+        found = self.details.get("key")
+        return None if found is None else str(found)
+
+
+def _json_text(value: object) -> str:
+    # A value as the LangGraph store writes an item's text when no field of it holds text.
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -96,6 +123,7 @@ def timeline(
     after: TimelineCursor | None = None,
     as_of: datetime | None = None,
     include_retired: bool = False,
+    namespace: Sequence[str] | None = None,
 ) -> list[TimelineEvent]:
     """Events of ``tenant_id`` with ``since <= created_at < until``, newest first (then by
     item, then newest id).
@@ -108,7 +136,9 @@ def timeline(
     Memories are those live at ``as_of`` (default now): neither retired by a correction nor
     expired then; with ``as_of``, only what was stored by then, decisions and tool calls too
     (the timeline as it stood). ``include_retired`` shows retired and expired memories as well
-    (``details`` says when each was retired or expires)."""
+    (``details`` says when each was retired or expires, and each memory's namespace and key).
+    ``namespace`` keeps the memories in it and below it (decisions and tool calls lie in none:
+    a timeline that names one shows memories alone)."""
     aware_datetime("as_of", as_of)
     include_retired = arguments.flag("include_retired", include_retired)
     aware_datetime("since", since)
@@ -122,6 +152,7 @@ def timeline(
             _check_kinds(kinds, memory_kinds)
     thread_id = arguments.optional_name("thread_id", thread_id)
     task_id = arguments.optional_name("task_id", task_id)
+    scope = arguments.namespace("namespace", namespace)
     check_tenant(tenant_id)
     params = {
         "tenant_id": tenant_id,
@@ -137,6 +168,7 @@ def timeline(
         "as_of": as_of or datetime.now(UTC),
         "known_at": as_of,
         "include_retired": include_retired,
+        "namespace": list(scope) if scope else None,
     }
     with translate_database_errors(str(engine.url)), engine.connect() as connection:
         bind_tenant(connection, schema, tenant_id)

@@ -36,12 +36,14 @@ WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
 -- name: timeline
 -- A tenant's memories, decisions and tool calls, newest first (then by item, then newest id),
 -- each branch kept by its window ({memory_window}, ...), filtered by a thread (memories) or a
--- task (decisions and their tool calls), memories live at as_of unless include_retired; each
--- branch reads its own (tenant, created_at) index and stops at the limit.
+-- task (decisions and their tool calls) or a namespace (memories in it or below it; decisions
+-- and tool calls lie in none), memories live at as_of unless include_retired; each branch reads
+-- its own (tenant, created_at) index and stops at the limit.
 (SELECT 'semantic' AS source, 'memory' AS item, m.id, m.kind, m.content, m.created_at,
         jsonb_build_object('metadata', m.metadata, 'importance', m.importance,
                            'seen_count', m.seen_count, 'expires_at', m.expires_at,
-                           'retired_at', m.retired_at, 'superseded_by', m.superseded_by)
+                           'retired_at', m.retired_at, 'superseded_by', m.superseded_by,
+                           'namespace', m.namespace, 'key', m.key)
             AS details,
         m.thread_id, m.position, NULL::text AS task_id
  FROM {schema}.memories AS m
@@ -49,6 +51,9 @@ WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
    AND (%(include_retired)s OR ({memory_live}))
    AND (%(thread_id)s::text IS NULL OR m.thread_id = %(thread_id)s)
    AND %(task_id)s::text IS NULL
+   AND (%(namespace)s::text[] IS NULL
+        OR (m.namespace @> %(namespace)s::text[]
+            AND m.namespace[1:cardinality(%(namespace)s::text[])] = %(namespace)s::text[]))
  ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s)
 UNION ALL
 (SELECT 'episodic', 'decision', d.id, 'decision', d.content, d.created_at,
@@ -58,6 +63,7 @@ UNION ALL
  FROM {schema}.decisions AS d
  WHERE {decision_window}
    AND %(thread_id)s::text IS NULL
+   AND %(namespace)s::text[] IS NULL
    AND (%(task_id)s::text IS NULL OR d.task_id = %(task_id)s)
  ORDER BY d.created_at DESC, d.id DESC LIMIT %(limit)s)
 UNION ALL
@@ -70,6 +76,7 @@ UNION ALL
  LEFT JOIN {schema}.decisions AS d ON d.tenant_id = t.tenant_id AND d.id = t.decision_id
  WHERE {tool_call_window}
    AND %(thread_id)s::text IS NULL
+   AND %(namespace)s::text[] IS NULL
    AND (%(task_id)s::text IS NULL OR d.task_id = %(task_id)s)
  ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s)
 ORDER BY created_at DESC, item, id DESC

@@ -166,6 +166,7 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
         raise PageError(400, "since must be before until")
     thread_id = forms.name("thread", params.get("thread"))
     task_id = forms.name("task", params.get("task"))
+    scope = forms.namespace(params.get("namespace"))
     limit = forms.whole_number(
         "limit", params.get("limit"), default=100, maximum=forms.MAX_PAGE_EVENTS
     )
@@ -184,6 +185,7 @@ async def timeline(inspector: Inspector, request: Request) -> Response:
             limit=limit,
             after=after,
             include_retired=retired,
+            namespace=scope or None,
         )
     )
     older = None
