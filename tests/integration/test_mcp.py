@@ -629,6 +629,9 @@ def _deep(depth: int) -> Any:
          "metadata must be a JSON object, such as {\"source\": \"chat\"}; got a string '{}'"),
         ("remember", {"text": "x", "importance": "0.5"}, "importance must be a number; got"),
         ("remember", {}, "text is required"),
+        # Past what one index entry holds, inside 32 names of 256 characters: not "try later".
+        ("remember", {"text": "x", "namespace": ["n" * 256] * 11}, "over the limit of 2,400"),
+        ("search_memory", {"query": "x", "filter": {"a\u0000": 1}}, "contains a NUL byte"),
         ("search_memory", {"query": "x", "filter": {"k": _deep(40)}},
          "its value nests lists and objects 33 deep, over the limit of 32"),
     ],
