@@ -124,22 +124,25 @@ def _node(key: str, content: str, metadata: dict[str, Any], score: float) -> Nod
 def library_filter(filters: MetadataFilters) -> dict[str, Any]:
     """LlamaIndex's ``MetadataFilters`` as the library's metadata filter: each filter's key with
     its operator (``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``; ``contains``: a
-    list at the key holds the value; ``is_empty``: no value at the key), nested filters
-    flattened. Only AND joins them: another condition, or an operator the library has not, is a
+    list at the key holds the value; ``is_empty``: no value at the key), joined as its
+    ``condition`` says (AND, OR, or NOT of their AND: ``$and``, ``$or``, ``$not``), nested
+    filters as nested groups. An operator the library has not is a
     :class:`~retrieval.errors.ValidationError`."""
-    if filters.condition not in (None, FilterCondition.AND):
-        raise ValidationError(
-            f"filters joined by {filters.condition} are not supported: only AND (every "
-            "condition must hold)",
-            field="filters",
-        )
+    parts = [
+        library_filter(item) if isinstance(item, MetadataFilters) else {item.key: _condition(item)}
+        for item in filters.filters
+    ]
+    if filters.condition == FilterCondition.OR:
+        return {"$or": parts}
+    if filters.condition == FilterCondition.NOT:
+        return {"$not": {"$and": parts}}
     found: dict[str, Any] = {}
-    for item in filters.filters:
-        if isinstance(item, MetadataFilters):
-            for key, condition in library_filter(item).items():
+    for part in parts:
+        for key, condition in part.items():
+            if key.startswith("$"):
+                found.setdefault("$and", []).append({key: condition})
+            else:
                 _add(found, key, condition)
-        else:
-            _add(found, item.key, _condition(item))
     return found
 
 

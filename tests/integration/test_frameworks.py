@@ -266,8 +266,24 @@ def test_the_frameworks_filter_by_metadata_in_their_own_conventions(
     assert [n.node.get_content() for n in li.retrieve("deploy")] == [
         "Deploy note: u2 deployed on Friday"
     ]
+    # OR and NOT join as $or and $not, inside the one statement.
     li.filters = MetadataFilters(
-        filters=[MetadataFilter(key="user", value="u1")], condition=FilterCondition.OR
+        filters=[MetadataFilter(key="user", value="u1"), MetadataFilter(key="user", value="u2")],
+        condition=FilterCondition.OR,
     )
-    with pytest.raises(ValidationError, match="only AND"):
+    either = {n.node.get_content() for n in li.retrieve("deploy")}
+    li.filters = MetadataFilters(
+        filters=[MetadataFilter(key="user", value="u1")], condition=FilterCondition.NOT
+    )
+    not_u1 = {n.node.get_content() for n in li.retrieve("deploy")}
+    assert either == {"Deploy note: u1 deployed on Monday", "Deploy note: u2 deployed on Friday"}
+    # NOT keeps a memory without the key too (it is not u1's).
+    assert not_u1 == {
+        "Deploy note: u2 deployed on Friday",
+        "The deploy failed because the database migration timed out",
+    }
+    li.filters = MetadataFilters(
+        filters=[MetadataFilter(key="user", value="u1", operator=FilterOperator.TEXT_MATCH)]
+    )
+    with pytest.raises(ValidationError, match="not supported"):
         li.retrieve("deploy")

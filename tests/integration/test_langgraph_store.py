@@ -148,8 +148,9 @@ def test_one_tenant_per_store_and_bad_operations(store: MemoryStore) -> None:
         assert bob.list_namespaces() == []
         with pytest.raises(ValidationError, match="at least one name"):
             alice.batch([PutOp((), "k", {"text": "x"})])
-        with pytest.raises(ValidationError, match="filter key"):
-            alice.search(("notes",), filter={"$or": [{"a": 1}]})
+        with pytest.raises(ValidationError, match="is not an operator of a filter"):
+            alice.search(("notes",), filter={"$nor": [{"a": 1}]})
+        assert alice.search(("notes",), filter={"$or": [{"a": 1}, {"a": 2}]}) == []
         with pytest.raises(ValueError, match="dims"):
             RetrievalStore(store, tenant_id="a", index={"dims": 3, "fields": ["text"]})
 

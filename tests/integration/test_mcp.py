@@ -283,9 +283,13 @@ def test_a_bearer_token_reads_and_writes_its_own_tenant_only(
                 "search_memory", {"query": "code", "filter": {"box": {"$eq": "b2"}}}
             ))  # fmt: skip
             assert [r["id"] for r in filtered["results"]] == [mine["id"]]
-            assert "logical operators" in _error(
+            assert "$or takes a non-empty list of filters" in _error(
                 await alice.call_tool("search_memory", {"query": "x", "filter": {"$or": []}})
             )
+            either = _data(await alice.call_tool("search_memory", {
+                "query": "code", "filter": {"$or": [{"box": "b2"}, {"box": "nowhere"}]}
+            }))  # fmt: skip
+            assert [r["id"] for r in either["results"]] == [mine["id"]]
             scoped = _data(await alice.call_tool(
                 "remember", {"text": "Tenant a's vault code is 2222", "namespace": ["vault"]}
             ))  # fmt: skip

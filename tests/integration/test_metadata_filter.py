@@ -160,8 +160,8 @@ def test_a_role_bound_by_row_level_security_filters_too(
 
 
 def test_a_bad_filter_is_refused_before_any_read(retriever: HybridRetriever) -> None:
-    with pytest.raises(ValidationError, match=r"filter key '\$or': logical operators"):
-        retriever.retrieve(QUESTION, tenant_id="acme", filter={"$or": [{"a": 1}]})
+    with pytest.raises(ValidationError, match=r"\$or takes a non-empty list of filters"):
+        retriever.retrieve(QUESTION, tenant_id="acme", filter={"$or": {"a": 1}})
     with pytest.raises(ValidationError, match="filter must be a dict"):
         retriever.retrieve(QUESTION, tenant_id="acme", filter="user=u1")  # type: ignore[arg-type]
 
@@ -262,3 +262,41 @@ def test_a_lists_item_and_all_read_the_list(store: MemoryStore, retriever: Hybri
     assert kept({"tags": {"$ne": ["ops"]}}) == {first, second}
     assert kept({"tags": {"$all": ["ops"]}}) == {first, second, only}
     assert kept({"tags": {"$all": ["ops", "db"]}}) == {first, second}
+
+
+# -- $and, $or, $not: inside the one statement ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("condition", "kept"),
+    [
+        ({"$or": [{"user": "u1", "score": {"$lt": 2}}, {"user": "u1", "score": {"$gt": 10}}]},
+         {0, 1, 11}),
+        ({"user": "u1", "$not": {"score": {"$lte": 10}}}, {11}),
+        ({"$and": [{"user": "u1"}, {"score": {"$in": [3, 4]}}]}, {3, 4}),
+        ({"user": "u1", "$or": [{"score": 5}, {"$not": {"score": {"$gte": 1}}}]}, {0, 5}),
+    ],
+)  # fmt: skip
+def test_logical_operators_keep_the_memories_that_meet_them(
+    store: MemoryStore, retriever: HybridRetriever, condition: dict[str, Any], kept: set[int]
+) -> None:
+    ids = _deploy_notes(store)
+    found = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition))
+    assert set(found) == {ids["u1"][score] for score in kept}
+
+
+def test_not_keeps_the_rows_without_the_key_and_or_is_the_union(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    ids = _deploy_notes(store)
+    bare = store.remember("The deploy pipeline has no owner.", tenant_id="acme", created_at=WHEN)
+
+    def kept(condition: dict[str, Any]) -> set[int]:
+        found = retriever.retrieve(QUESTION, tenant_id="acme", limit=60, filter=condition)
+        return set(_ids(found))
+
+    # u1's notes all have a team: NOT of it is u2's notes and the note without metadata.
+    assert kept({"$not": {"team.name": "web"}}) == set(ids["u2"]) | {bare}
+    first, second = {"score": {"$lt": 3}}, {"user": "u1"}
+    assert kept({"$or": [first, second]}) == kept(first) | kept(second)
+    assert kept({"$not": first}) == (set(ids["u1"]) | set(ids["u2"]) | {bare}) - kept(first)

@@ -62,6 +62,31 @@ def _nested_value(depth: int) -> Any:
     return value
 
 
+def _nested_not(depth: int) -> Any:
+    # {"$not": {"$not": ... {"a": 1}}}, ``depth`` groups deep.
+    value: Any = {"a": 1}
+    for _ in range(depth):
+        value = {"$not": value}
+    return value
+
+
+def test_logical_operators_group_their_conditions_in_the_shape() -> None:
+    checked = metadata_filter(
+        {"team": "web", "$or": [{"user": "u1"}, {"score": {"$gte": 3}, "tags": {"$all": ["x"]}}],
+         "$not": {"flag": True}}
+    )  # fmt: skip
+    assert checked is not None
+    assert checked.operators == (
+        "eq", "or(", "and(", "eq", ")", "and(", "gte", "contains", ")", ")",
+        "not(", "and(", "eq", ")", ")",
+    )  # fmt: skip
+    assert checked.conditions == ("eq", "eq", "gte", "contains", "eq")
+    assert checked.paths == (("team",), ("user",), ("score",), ("tags",), ("flag",))
+    params = checked.parameters()
+    assert json.loads(params["filter_value_4"]) is True and "filter_within_4" in params
+    assert metadata_filter(_nested_not(8)) is not None
+
+
 def test_a_deep_value_within_the_limit_is_a_filter() -> None:
     assert metadata_filter({"a": _nested_value(MAX_VALUE_DEPTH)}) is not None
     assert metadata_filter({".".join(["k"] * MAX_KEY_PARTS): 1}) is not None
@@ -73,7 +98,14 @@ def test_a_deep_value_within_the_limit_is_a_filter() -> None:
         (["user"], "must be a dict"),
         ({"": 1}, "non-empty string"),
         ({3: 1}, "non-empty string"),
-        ({"$or": [{"a": 1}]}, "logical operators"),
+        ({"$nor": [{"a": 1}]}, "is not an operator of a filter: use $and, $or or $not"),
+        ({"$or": {"a": 1}}, "$or takes a non-empty list of filters"),
+        ({"$or": []}, "$or takes a non-empty list of filters"),
+        ({"$and": [{"a": 1}, 3]}, "$and takes a non-empty list of filters"),
+        ({"$not": [{"a": 1}]}, "$not takes one filter"),
+        ({"$not": {}}, "$not takes one filter"),
+        (_nested_not(9), "nests $and, $or and $not 9 deep, over the limit of 8"),
+        ({"$or": [{f"k{i}": i} for i in range(MAX_CONDITIONS + 1)]}, f"at most {MAX_CONDITIONS}"),
         ({"a..b": 1}, "empty part"),
         ({"a": {"$like": "x"}}, "unknown operator '$like'"),
         ({"a": {"$gt": True}}, "compares a number or a string"),

@@ -16,6 +16,11 @@ object of operators compares the value at the key:
 * ``$in`` / ``$nin`` with a non-empty list (the value at the key is / is not one of them);
 * ``$exists`` with ``true`` or ``false``.
 
+Keys and operators are joined by AND; ``$and`` and ``$or`` take a non-empty list of filters
+(``{"$or": [{"user": "u1"}, {"score": {"$gte": 3}}]}``) and ``$not`` one filter (a row meets
+it when it does not meet every condition of that filter; a condition on a key a row lacks is
+not met), nested at most :data:`MAX_LOGICAL_DEPTH` deep.
+
 The conditions' shape (their operators, in order) chooses the statement; their paths and values
 are bound parameters (:mod:`retrieval.search.statement.metadata`).
 """
@@ -58,18 +63,30 @@ MAX_LIST = 1000
 MAX_KEY_PARTS = 32
 MAX_VALUE_DEPTH = 32
 MAX_KEY_CHARS = 1000
+# The deepest nesting of $and, $or and $not.
+MAX_LOGICAL_DEPTH = 8
+# The statement-shape tokens of the logical operators: a group opens with its operator and
+# closes with ")"; every other token is a condition (in order, the conditions' index).
+LOGICAL = {"$and": "and(", "$or": "or(", "$not": "not("}
+CLOSE = ")"
 _FIELD = "filter"
 
 
 @dataclass(frozen=True)
 class MetadataFilter:
-    """A checked filter: each condition's operator (its part of the statement's shape), the
-    path of its key and its value (bound; for ``contains``, the nested value the metadata must
-    contain)."""
+    """A checked filter: its shape in the statement (``operators``: each condition's operator,
+    in order, between the tokens of the ``$and``, ``$or`` and ``$not`` that group them), and
+    each condition's operator, the path of its key and its value (bound; for ``contains``, the
+    nested value the metadata must contain)."""
 
     operators: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
     values: tuple[Any, ...]
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        """Each condition's operator, in order (the shape without its groups)."""
+        return tuple(op for op in self.operators if op not in GROUP_TOKENS)
 
     def parameters(self) -> dict[str, Any]:
         """The bound values: ``filter_path_I`` (a text array) and ``filter_value_I`` (JSON
@@ -78,7 +95,7 @@ class MetadataFilter:
         index's part of the condition)."""
         params: dict[str, Any] = {}
         for index, (operator, path, value) in enumerate(
-            zip(self.operators, self.paths, self.values, strict=True)
+            zip(self.conditions, self.paths, self.values, strict=True)
         ):
             params[f"filter_path_{index}"] = list(path)
             params[f"filter_value_{index}"] = json.dumps(value, ensure_ascii=False)
@@ -98,28 +115,88 @@ def metadata_filter(value: object) -> MetadataFilter | None:
             f"filter must be a dict of metadata keys to values, got {type(value).__name__}",
             field=_FIELD,
         )
-    operators: list[str] = []
-    paths: list[tuple[str, ...]] = []
-    values: list[Any] = []
-    for key, condition in value.items():
-        path = _path(key)
-        if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
-            for operator, operand in condition.items():
-                name, bound = _operator(key, operator, operand)
-                operators.append(_equality(name, path))
-                paths.append(path)
-                values.append(_nested(path, bound) if name == "contains" else bound)
-        else:
-            operators.append(_equality("eq", path))
-            paths.append(path)
-            values.append(_json(key, condition))
-    if not operators:
+    built = _Built()
+    built.add(value, depth=0)
+    count = len(built.paths)
+    if count == 0:
         return None
-    if len(operators) > MAX_CONDITIONS:
+    if count > MAX_CONDITIONS:
         raise ValidationError(
-            f"filter has {len(operators)} conditions; at most {MAX_CONDITIONS}", field=_FIELD
+            f"filter has {count} conditions; at most {MAX_CONDITIONS}", field=_FIELD
         )
-    return MetadataFilter(tuple(operators), tuple(paths), tuple(values))
+    return MetadataFilter(tuple(built.tokens), tuple(built.paths), tuple(built.values))
+
+
+GROUP_TOKENS = frozenset([*LOGICAL.values(), CLOSE])
+
+
+class _Built:
+    """A filter's shape tokens and conditions as they are read, in order."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.paths: list[tuple[str, ...]] = []
+        self.values: list[Any] = []
+
+    def add(self, value: Mapping[Any, Any], depth: int) -> None:
+        """Every key of ``value`` (joined by AND) at ``depth`` groups deep."""
+        for key, condition in value.items():
+            if isinstance(key, str) and key in LOGICAL:
+                self._group(key, condition, depth + 1)
+                continue
+            path = _path(key)
+            if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
+                for operator, operand in condition.items():
+                    name, bound = _operator(key, operator, operand)
+                    held = _nested(path, bound) if name == "contains" else bound
+                    self._condition(_equality(name, path), path, held)
+            else:
+                self._condition(_equality("eq", path), path, _json(key, condition))
+
+    def _condition(self, operator: str, path: tuple[str, ...], value: Any) -> None:
+        if len(self.paths) >= MAX_CONDITIONS:  # counted as read: a huge filter stops early
+            raise ValidationError(
+                f"filter has more than {MAX_CONDITIONS} conditions; at most {MAX_CONDITIONS}",
+                field=_FIELD,
+            )
+        self.tokens.append(operator)
+        self.paths.append(path)
+        self.values.append(value)
+
+    def _group(self, operator: str, operand: object, depth: int) -> None:
+        if depth > MAX_LOGICAL_DEPTH:
+            raise ValidationError(
+                f"filter nests $and, $or and $not {depth} deep, over the limit of "
+                f"{MAX_LOGICAL_DEPTH}",
+                field=_FIELD,
+            )
+        if operator == "$not":
+            if not isinstance(operand, Mapping) or not operand:
+                raise ValidationError(
+                    f"filter: $not takes one filter, such as {{'$not': {{'user': 'u1'}}}}; got "
+                    f"{operand!r:.40}",
+                    field=_FIELD,
+                )
+            parts: list[Mapping[Any, Any]] = [operand]
+        else:
+            if (
+                not isinstance(operand, list | tuple)
+                or not operand
+                or not all(isinstance(part, Mapping) and part for part in operand)
+            ):
+                raise ValidationError(
+                    f"filter: {operator} takes a non-empty list of filters, such as "
+                    f"{{'{operator}': [{{'user': 'u1'}}, {{'score': {{'$gte': 3}}}}]}}; got "
+                    f"{operand!r:.40}",
+                    field=_FIELD,
+                )
+            parts = list(operand)
+        self.tokens.append(LOGICAL[operator])
+        for part in parts:
+            self.tokens.append(LOGICAL["$and"])
+            self.add(part, depth)
+            self.tokens.append(CLOSE)
+        self.tokens.append(CLOSE)
 
 
 def _equality(name: str, path: tuple[str, ...]) -> str:
@@ -144,8 +221,8 @@ def _path(key: object) -> tuple[str, ...]:
         )
     if key.startswith("$"):
         raise ValidationError(
-            f"filter key {key!r}: logical operators ($and, $or, $not) are not supported; "
-            "give several keys, and every one must hold",
+            f"filter key {key!r} is not an operator of a filter: use $and, $or or $not, or a "
+            "metadata key",
             field=_FIELD,
         )
     parts = tuple(key.split("."))

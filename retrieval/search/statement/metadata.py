@@ -12,7 +12,15 @@ reads memories alone, filtered where they are read.
 
 from __future__ import annotations
 
-from retrieval.search.prepare.metadata_filter import COMPARISONS, KEYED, NAMESPACE
+from collections.abc import Iterator
+
+from retrieval.search.prepare.metadata_filter import (
+    CLOSE,
+    COMPARISONS,
+    GROUP_TOKENS,
+    KEYED,
+    NAMESPACE,
+)
 from retrieval.search.statement.template import template
 
 NOTES = {"doc_allowed": "the tenant's chunks whose metadata meets the call's filter"}
@@ -42,13 +50,45 @@ def memory_conditions(operators: tuple[str, ...], alias: str) -> list[str]:
 
 
 def metadata_conditions(operators: tuple[str, ...], metadata: str) -> list[str]:
-    """The SQL conditions of a filter of ``operators`` on the JSON expression ``metadata``."""
-    return [
-        template("read_metadata.compare", metadata=metadata, i=index, operator=COMPARISONS[op])
-        if op in COMPARISONS
-        else template(_TEMPLATES[op], metadata=metadata, i=index)
-        for index, op in enumerate(operators)
-    ]
+    """The SQL conditions of a filter of ``operators`` on the JSON expression ``metadata``
+    (each must hold): one per condition, or, when ``$and``, ``$or`` or ``$not`` group them, the
+    one condition of the whole tree."""
+    if not GROUP_TOKENS.intersection(operators):
+        return [_condition(op, index, metadata) for index, op in enumerate(operators)]
+    tokens = iter(operators)
+    indexes = iter(range(len(operators)))
+    return [_joined(tokens, indexes, metadata, "AND")]
+
+
+def _condition(op: str, index: int, metadata: str) -> str:
+    # One condition of the filter, its values bound as the index-th.
+    if op in COMPARISONS:
+        return template(
+            "read_metadata.compare", metadata=metadata, i=index, operator=COMPARISONS[op]
+        )
+    return template(_TEMPLATES[op], metadata=metadata, i=index)
+
+
+def _joined(
+    tokens: Iterator[str], indexes: Iterator[int], metadata: str, joint: str, negated: bool = False
+) -> str:
+    # The tokens up to the group's ")" (or the end), joined by ``joint``: a group by its own
+    # operator, NOT around the AND of its parts. Under a NOT each condition is made false where
+    # it is null (a key the row lacks), so that NOT of it is true; elsewhere a null is as
+    # false, and the conditions stay as the GIN index reads them.
+    parts: list[str] = []
+    for token in tokens:
+        if token == CLOSE:
+            break
+        if token in GROUP_TOKENS:
+            inner = "OR" if token == "or(" else "AND"
+            within = negated or token == "not("
+            group = _joined(tokens, indexes, metadata, inner, within)
+            parts.append(f"(NOT {group})" if token == "not(" else group)
+        else:
+            condition = _condition(token, next(indexes), metadata)
+            parts.append(f"COALESCE({condition}, FALSE)" if negated else condition)
+    return "(" + f" {joint} ".join(parts) + ")"
 
 
 def allowed_chunks(schema: str, operators: tuple[str, ...]) -> str:
