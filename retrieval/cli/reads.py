@@ -12,6 +12,7 @@ from retrieval.cli.parsers import aware_time, command, namespace_path
 from retrieval.counts import counted
 from retrieval.db.engine import Database
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.json_text import parse_json
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.timeline import TimelineEvent
@@ -50,6 +51,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--namespace",
         type=namespace_path,
         help="only memories in this namespace and below it (names joined by /, e.g. users/u1)",
+    )
+    search.add_argument(
+        "--filter",
+        help='only memories and chunks whose metadata meets it, a JSON object: {"user": "u1"}, '
+        '{"score": {"$gte": 3}}, {"$or": [{"user": "u1"}, {"user": "u2"}]} (docs/api.md)',
     )
     search.add_argument(
         "--read-your-writes",
@@ -97,6 +103,7 @@ def _search(args: argparse.Namespace, database: Database) -> int:
     from retrieval.search.context import to_markdown, to_table
     from retrieval.search.retriever import HybridRetriever
 
+    conditions = None if args.filter is None else parse_json(args.filter, "--filter")
     store = MemoryStore.from_database(database, config=WriteConfig.from_env())
     config = RetrievalConfig.from_env()
     with HybridRetriever.from_store(
@@ -112,6 +119,7 @@ def _search(args: argparse.Namespace, database: Database) -> int:
             neighbors=args.neighbors,
             read_your_writes=args.read_your_writes,
             namespace=args.namespace,
+            filter=conditions,
         )
     if args.json:
         document = {

@@ -279,6 +279,16 @@ def test_namespaces_and_keys_through_the_cli(
     assert main([*search]) == 0
     left = json.loads(capsys.readouterr().out)
     assert [r["content"] for r in left["results"]] == ["Another user likes the blue theme."]
+    # A metadata filter as JSON, with its logical operators; bad JSON is said in words.
+    assert main([*url, "remember", "--tenant", "acme", "The user likes the red theme.",
+                 "--metadata", '{"colour": "red"}']) == 0  # fmt: skip
+    capsys.readouterr()
+    either = '{"$or": [{"colour": "red"}, {"colour": "blue"}]}'
+    assert main([*url, "search", "theme", "--tenant", "acme", "--json", "--filter", either]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [r["content"] for r in found["results"]] == ["The user likes the red theme."]
+    assert main([*url, "search", "theme", "--tenant", "acme", "--filter", "{colour: red}"]) == 1
+    assert "--filter" in capsys.readouterr().err
     # Spaces around the names of a namespace written as text are not part of them.
     assert main([*url, "remember", "--tenant", "acme", "--namespace", "users / u3",
                  "The user likes the green theme."]) == 0  # fmt: skip
