@@ -42,7 +42,10 @@ _EPISODIC = EpisodicQuery(decisions=True, tool_calls=True, with_task=False)
 _PROBED = (EPISODIC, DOCUMENTS)
 # A later call of a tenant that holds memories, decisions and tool calls, and documents.
 # Every operator of a metadata filter, each condition's part of the statement.
-EVERY_OPERATOR = ("eq", "eq_at", "contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists")
+EVERY_OPERATOR = (
+    "eq", "eq_at", "contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists", "substring",
+    "isubstring",
+)  # fmt: skip
 DEFAULT = StatementShape(
     semantic=_SEMANTIC, episodic=_EPISODIC, documents=True, gated=True, presence=_PROBED
 )

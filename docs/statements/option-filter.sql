@@ -2,23 +2,25 @@
 -- Binds: as_of, bm25_b, bm25_common_share, bm25_k1, bm25_min_coverage, bm25_weight,
 --        cascade_threshold, context_hits, context_window, dense_span_squared, dense_weight,
 --        dense_zero_squared, documents_candidates, documents_half_life, fallback_results,
---        filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
---        filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
---        filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
---        filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---        filter_value_9, filter_within_0, fusion, known_at, max_distance, memory_bm25_rows,
---        message_kind, query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life,
---        session_gap, tenant_id, text_search_config, untold_sessions, update_similarity,
---        version_candidates, version_shared_words, version_similarity, weight_entity,
---        weight_importance, weight_popularity, weight_recency, weight_relevance
+--        filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
+--        filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
+--        filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_11,
+--        filter_value_12, filter_value_2, filter_value_3, filter_value_4, filter_value_5,
+--        filter_value_6, filter_value_7, filter_value_8, filter_value_9, filter_within_0, fusion,
+--        known_at, max_distance, memory_bm25_rows, message_kind, query_text, query_vector, rrf_k,
+--        semantic_candidates, semantic_half_life, session_gap, tenant_id, text_search_config,
+--        untold_sessions, update_similarity, version_candidates, version_shared_words,
+--        version_similarity, weight_entity, weight_importance, weight_popularity, weight_recency,
+--        weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
---   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
---          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
---          filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0, known_at, query_vector, semantic_candidates, tenant_id
+--   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
+--          filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7,
+--          filter_path_8, filter_path_9, filter_value_0, filter_value_1, filter_value_10,
+--          filter_value_11, filter_value_12, filter_value_2, filter_value_3, filter_value_4,
+--          filter_value_5, filter_value_6, filter_value_7, filter_value_8, filter_value_9,
+--          filter_within_0, known_at, query_vector, semantic_candidates, tenant_id
 semantic_nearest AS MATERIALIZED (
     SELECT m.id,
            m.content,
@@ -55,6 +57,12 @@ semantic_nearest AS MATERIALIZED (
       AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                        FALSE)
       AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+       AND m.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                             '\'))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+       AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                              '\'))
       AND (m.retired_at IS NULL
         OR m.retired_at > CAST(%(as_of)s AS timestamptz))
       AND (m.expires_at IS NULL
@@ -177,11 +185,12 @@ mem_total AS MATERIALIZED (
   ),
 
 -- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
---   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
---          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
---          filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0
+--   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
+--          filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7,
+--          filter_path_8, filter_path_9, filter_value_0, filter_value_1, filter_value_10,
+--          filter_value_11, filter_value_12, filter_value_2, filter_value_3, filter_value_4,
+--          filter_value_5, filter_value_6, filter_value_7, filter_value_8, filter_value_9,
+--          filter_within_0
 mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) r.id,
                               r.content,
@@ -218,6 +227,12 @@ mem_matched AS MATERIALIZED (
       AND NOT COALESCE(r.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                        FALSE)
       AND (r.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+       AND r.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                             '\'))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+       AND r.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                              '\'))
       AND r.id <> ALL(ARRAY(SELECT id
                             FROM semantic_nearest))
     ORDER BY r.id
@@ -561,11 +576,12 @@ semantic_sent AS (
   ),
 
 -- doc_allowed: the tenant's chunks whose metadata meets the call's filter
---   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_3, filter_path_4,
---          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
---          filter_value_0, filter_value_1, filter_value_10, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0, tenant_id
+--   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
+--          filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7,
+--          filter_path_8, filter_path_9, filter_value_0, filter_value_1, filter_value_10,
+--          filter_value_11, filter_value_12, filter_value_2, filter_value_3, filter_value_4,
+--          filter_value_5, filter_value_6, filter_value_7, filter_value_8, filter_value_9,
+--          filter_within_0, tenant_id
 doc_allowed AS MATERIALIZED (
     SELECT c.id
     FROM retrieval.document_chunks AS c
@@ -589,6 +605,12 @@ doc_allowed AS MATERIALIZED (
       AND NOT COALESCE(d.metadata || c.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                        FALSE)
       AND (d.metadata || c.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+       AND d.metadata || c.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                                           '\'))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+       AND d.metadata || c.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                                            '\'))
   ),
 
 -- doc_terms: the query's lexemes (the rarest first, when the query is capped)
@@ -1109,12 +1131,13 @@ untold AS (
   ),
 
 -- told_before: the messages without a thread told just before each such hit, and pauses
---   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_3,
---          filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
---          filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_2,
---          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---          filter_value_8, filter_value_9, filter_within_0, known_at, message_kind, query_vector,
---          session_gap, tenant_id
+--   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
+--          filter_path_12, filter_path_3, filter_path_4, filter_path_5, filter_path_6,
+--          filter_path_7, filter_path_8, filter_path_9, filter_value_0, filter_value_1,
+--          filter_value_10, filter_value_11, filter_value_12, filter_value_2, filter_value_3,
+--          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--          filter_value_9, filter_within_0, known_at, message_kind, query_vector, session_gap,
+--          tenant_id
 told_before AS (
     SELECT x.hit_id,
            - row_number() OVER w AS "offset",
@@ -1180,6 +1203,12 @@ told_before AS (
                                      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                                                       FALSE)
                                      AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+                                      AND m.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                                                            '\'))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+                                      AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                                                             '\'))
                                      AND (m.created_at, m.id) < (u.created_at, u.hit_id)
                                      AND m.created_at >= u.created_at - %(session_gap)s * %(context_window)s
                                    ORDER BY m.created_at DESC,
@@ -1191,12 +1220,13 @@ told_before AS (
   ),
 
 -- told_after: the messages without a thread told just after each such hit, and pauses
---   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_3,
---          filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
---          filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_2,
---          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---          filter_value_8, filter_value_9, filter_within_0, known_at, message_kind, query_vector,
---          session_gap, tenant_id
+--   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
+--          filter_path_12, filter_path_3, filter_path_4, filter_path_5, filter_path_6,
+--          filter_path_7, filter_path_8, filter_path_9, filter_value_0, filter_value_1,
+--          filter_value_10, filter_value_11, filter_value_12, filter_value_2, filter_value_3,
+--          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--          filter_value_9, filter_within_0, known_at, message_kind, query_vector, session_gap,
+--          tenant_id
 told_after AS (
     SELECT x.hit_id,
            row_number() OVER w AS "offset",
@@ -1262,6 +1292,12 @@ told_after AS (
                                      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                                                       FALSE)
                                      AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+                                      AND m.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                                                            '\'))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+                                      AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                                                             '\'))
                                      AND (m.created_at, m.id) > (u.created_at, u.hit_id)
                                      AND m.created_at <= u.created_at + %(session_gap)s * %(context_window)s
                                    ORDER BY m.created_at ASC,
@@ -1288,12 +1324,12 @@ told AS (
   ),
 
 -- turns: the turns within the window of each hit: its thread's, or its session's in time
---   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_3,
---          filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
---          filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_2,
---          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---          filter_value_8, filter_value_9, filter_within_0, known_at, query_vector, session_gap,
---          tenant_id
+--   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
+--          filter_path_12, filter_path_3, filter_path_4, filter_path_5, filter_path_6,
+--          filter_path_7, filter_path_8, filter_path_9, filter_value_0, filter_value_1,
+--          filter_value_10, filter_value_11, filter_value_12, filter_value_2, filter_value_3,
+--          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--          filter_value_9, filter_within_0, known_at, query_vector, session_gap, tenant_id
 turns AS (
     SELECT h.hit_id,
            m.position - h.position AS "offset",
@@ -1334,6 +1370,12 @@ turns AS (
                                            AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
                                                             FALSE)
                                            AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+                                            AND m.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                                                                  '\'))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+                                            AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                                                                   '\'))
                                            AND (m.retired_at IS NULL
                                              OR m.retired_at > CAST(%(as_of)s AS timestamptz))
                                            AND (m.expires_at IS NULL

@@ -270,7 +270,8 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
             Field(
                 description='only memories and documents whose metadata meets it: {"key": '
                 'value} (the value at the key equals it) or {"key": {"$gte": 3}}, with $eq, $ne, '
-                "$gt, $gte, $lt, $lte, $in, $nin, $all (a list holds these), $exists; every key "
+                "$gt, $gte, $lt, $lte, $in, $nin, $all (a list holds these), $exists, $contains, "
+                '$icontains (text holds it), "*" (any value); every key '
                 'must hold, or group them: {"$or": [{...}, {...}]}, {"$not": {...}} (no '
                 "decisions or tool calls then)"
             ),

@@ -31,6 +31,15 @@
 -- The value at the key is none of the list given (a row without the key included).
 NOT COALESCE(({metadata} #> %(filter_path_{i})s::text[]) IN (SELECT jsonb_array_elements(%(filter_value_{i})s::jsonb)), FALSE)
 
+-- name: substring
+-- The value at the key is text holding the given text (bound as a LIKE pattern, its % and _
+-- escaped).
+(jsonb_typeof({metadata} #> %(filter_path_{i})s::text[]) = 'string' AND ({metadata} #>> %(filter_path_{i})s::text[]) LIKE (%(filter_value_{i})s::jsonb #>> '{{}}') ESCAPE '\')
+
+-- name: isubstring
+-- The value at the key is text holding the given text in any case.
+(jsonb_typeof({metadata} #> %(filter_path_{i})s::text[]) = 'string' AND ({metadata} #>> %(filter_path_{i})s::text[]) ILIKE (%(filter_value_{i})s::jsonb #>> '{{}}') ESCAPE '\')
+
 -- name: exists
 -- The key is there (or, with false, is not).
 (({metadata} #> %(filter_path_{i})s::text[]) IS NOT NULL) = (%(filter_value_{i})s::jsonb = 'true'::jsonb)

@@ -300,3 +300,30 @@ def test_not_keeps_the_rows_without_the_key_and_or_is_the_union(
     first, second = {"score": {"$lt": 3}}, {"user": "u1"}
     assert kept({"$or": [first, second]}) == kept(first) | kept(second)
     assert kept({"$not": first}) == (set(ids["u1"]) | set(ids["u2"]) | {bare}) - kept(first)
+
+
+def test_contains_reads_text_and_a_wildcard_any_value(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    notes = {
+        store.remember(f"Deploy note {n}.", tenant_id="acme", created_at=WHEN,
+                       metadata=metadata): n
+        for n, metadata in enumerate([
+            {"note": "Latency rose after the deploy"}, {"note": "latency fixed"},
+            {"note": "50% off, 100_000 rows"}, {"note": 5}, {"note": ["Latency"]}, {},
+        ])
+    }  # fmt: skip
+    by_number = {n: memory for memory, n in notes.items()}
+
+    def kept(condition: dict[str, Any]) -> set[int]:
+        found = retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition)
+        return {notes[memory] for memory in _ids(found)}
+
+    assert kept({"note": {"$contains": "Latency"}}) == {0}  # text only, in its case
+    assert kept({"note": {"$icontains": "LATENCY"}}) == {0, 1}
+    assert kept({"note": {"$contains": "50%"}}) == {2} and kept({"note": {"$contains": "0_0"}}) == {
+        2
+    }
+    assert kept({"note": {"$contains": "%"}}) == {2}  # a sign of LIKE is itself
+    assert kept({"note": "*"}) == {0, 1, 2, 3, 4}
+    assert kept({"$not": {"note": "*"}}) == {5} and by_number[5] in notes

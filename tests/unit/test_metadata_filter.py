@@ -48,6 +48,18 @@ def test_eq_is_equality_all_is_containment_and_no_filter_is_none() -> None:
     assert metadata_filter(None) is None and metadata_filter({}) is None
 
 
+def test_a_wildcard_is_any_value_and_contains_is_a_substring_with_its_signs_escaped() -> None:
+    checked = metadata_filter(
+        {"user": "*", "note": {"$contains": "50%_off\\"}, "title": {"$icontains": "Lat"}}
+    )
+    assert checked is not None and checked.operators == ("exists", "substring", "isubstring")
+    params = checked.parameters()
+    assert json.loads(params["filter_value_0"]) is True
+    assert json.loads(params["filter_value_1"]) == "%50\\%\\_off\\\\%"
+    assert json.loads(params["filter_value_2"]) == "%Lat%"
+    assert metadata_filter({"user": {"$eq": "*"}}).operators == ("eq",)  # type: ignore[union-attr]
+
+
 def test_an_equality_on_a_lists_item_compares_the_item_alone() -> None:
     checked = metadata_filter({"tags.0": "ops", "team.name": {"$eq": "web"}})
     assert checked is not None and checked.operators == ("eq_at", "eq")
@@ -114,6 +126,8 @@ def test_a_deep_value_within_the_limit_is_a_filter() -> None:
         ({"a": {"$nin": "x"}}, "non-empty list"),
         ({"a": {"$all": "x"}}, "$all takes a non-empty list"),
         ({"a": {"$all": []}}, "$all takes a non-empty list"),
+        ({"a": {"$contains": 3}}, "$contains takes non-empty text"),
+        ({"a": {"$icontains": ""}}, "$icontains takes non-empty text"),
         ({"a": {"$exists": 1}}, "true or false"),
         ({"a": math.nan}, "not JSON"),
         ({"a": {1, 2}}, "not JSON"),

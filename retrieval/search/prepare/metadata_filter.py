@@ -14,7 +14,10 @@ object of operators compares the value at the key:
 * ``$gt``, ``$gte``, ``$lt``, ``$lte`` with a number or a string (a value of another JSON type
   at the key does not compare);
 * ``$in`` / ``$nin`` with a non-empty list (the value at the key is / is not one of them);
-* ``$exists`` with ``true`` or ``false``.
+* ``$exists`` with ``true`` or ``false``; the plain value ``"*"`` means any value (the key is
+  there; ``{"$eq": "*"}`` for the text "*");
+* ``$contains`` / ``$icontains`` with text: the value at the key is text holding it (in its
+  case / in any case), as Mem0 has them.
 
 Keys and operators are joined by AND; ``$and`` and ``$or`` take a non-empty list of filters
 (``{"$or": [{"user": "u1"}, {"score": {"$gte": 3}}]}``) and ``$not`` one filter (a row meets
@@ -28,6 +31,7 @@ are bound parameters (:mod:`retrieval.search.statement.metadata`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +51,11 @@ OPERATORS = {
     "$in": "in",
     "$nin": "nin",
     "$exists": "exists",
+    "$contains": "substring",
+    "$icontains": "isubstring",
 }
+# A plain value that means "any value": the key is there (Mem0's wildcard).
+ANY_VALUE = "*"
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 # The condition of a call's namespace among a call's conditions on the rows it reads (first,
 # before the filter's: retrieval.search.prepare.call.PreparedCall.filter_operators).
@@ -150,6 +158,8 @@ class _Built:
                     name, bound = _operator(key, operator, operand)
                     held = _nested(path, bound) if name == "contains" else bound
                     self._condition(_equality(name, path), path, held)
+            elif condition == ANY_VALUE:
+                self._condition("exists", path, True)
             else:
                 self._condition(_equality("eq", path), path, _json(key, condition))
 
@@ -273,6 +283,14 @@ def _operator(key: str, operator: object, operand: object) -> tuple[str, Any]:
                 field=_FIELD,
             )
         return name, [_json(key, item) for item in operand]
+    if name in ("substring", "isubstring"):
+        if not isinstance(operand, str) or not operand:
+            raise ValidationError(
+                f"filter key {key!r}: {operator} takes non-empty text, got {operand!r:.40}",
+                field=_FIELD,
+            )
+        _json(key, operand)  # what PostgreSQL cannot hold is refused
+        return name, "%" + re.sub(r"([\\%_])", r"\\\1", operand) + "%"
     if name == "exists":
         if not isinstance(operand, bool):
             raise ValidationError(

@@ -33,6 +33,8 @@ _TEMPLATES = {
     "in": "read_metadata.in",
     "nin": "read_metadata.nin",
     "exists": "read_metadata.exists",
+    "substring": "read_metadata.substring",
+    "isubstring": "read_metadata.isubstring",
 }
 
 
