@@ -12,6 +12,8 @@ alone (``_scifact.vector_alone``, the peers' setting), for each call:
 * selective: ``{"user": "u7"}`` (0.1% of the rows), by containment;
 * selective by comparison: ``{"score": {"$lt": 1}}`` (1%);
 * unselective: ``{"team": "t0"}`` (50%);
+* selective, grouped: ``{"$or": [{"user": "u7"}, {"user": "u8"}]}`` (0.2%), and
+  ``{"team": "t0", "$not": {"user": "u8"}}`` (50% less 0.1%);
 * a selective namespace, ``("teams", "t1", "users", "u7")`` (0.1%);
 * an unselective namespace, ``("teams", "t0")`` (50%).
 
@@ -68,6 +70,8 @@ FILTERS: dict[str, dict[str, Any]] = {
     "selective (0.1%, containment)": {"filter": {"user": "u7"}},
     "selective (1%, comparison)": {"filter": {"score": {"$lt": 1}}},
     "unselective (50%)": {"filter": {"team": "t0"}},
+    "selective $or (0.2%)": {"filter": {"$or": [{"user": "u7"}, {"user": "u8"}]}},
+    "selective $not (50% - 0.1%)": {"filter": {"team": "t0", "$not": {"user": "u8"}}},
     "namespace, selective (0.1%)": {"namespace": ("teams", "t1", "users", "u7")},
     "namespace, unselective (50%)": {"namespace": ("teams", "t0")},
 }
@@ -93,11 +97,23 @@ def meets(row: int, options: dict[str, Any]) -> bool:
     if "namespace" in options:
         prefix = options["namespace"]
         return namespace_of(row)[: len(prefix)] == prefix
-    condition = options.get("filter") or {}
-    meta = metadata_of(row)
-    if "score" in condition:
-        return bool(meta["score"] < condition["score"]["$lt"])
-    return all(meta[key] == value for key, value in condition.items())
+    return _meets(metadata_of(row), options.get("filter") or {})
+
+
+def _meets(meta: dict[str, Any], condition: dict[str, Any]) -> bool:
+    # The filters of FILTERS as the statement reads them: equality, $lt, $or, $not.
+    for key, value in condition.items():
+        if key == "$or":
+            held = any(_meets(meta, part) for part in value)
+        elif key == "$not":
+            held = not _meets(meta, value)
+        elif isinstance(value, dict):
+            held = meta[key] < value["$lt"]
+        else:
+            held = meta[key] == value
+        if not held:
+            return False
+    return True
 
 
 def main() -> None:
