@@ -87,7 +87,7 @@ class RetrievalStore(BaseStore):
 
     ``index`` is LangGraph's ``IndexConfig``: its ``fields`` choose the text of each item
     (default ``["$"]``, the whole value); the store's embedder embeds it (an ``embed`` given
-    is not used, and ``dims``, when given, must be the embedder's). ``ttl`` is LangGraph's
+    is refused in words, and ``dims``, when given, must be the embedder's). ``ttl`` is LangGraph's
     ``TTLConfig``. ``kind`` is the kind of the memories the store writes. ``retriever``
     (default: one made from ``store`` with :func:`search_config`, closed with the store)
     answers the searches with a query.
@@ -107,6 +107,14 @@ class RetrievalStore(BaseStore):
     ) -> None:
         self.store = store
         self.tenant_id = check_tenant(tenant_id)
+        embed = (index or {}).get("embed")
+        if embed is not None:
+            raise ConfigurationError(
+                f"index embed={embed!r:.60} is not used: the store's embedder "
+                f"({store.cache.embedder.model_id}, {store.cache.embedder.dim} dimensions) embeds "
+                "the items, in the database's one vector column; leave embed out, or make the "
+                "MemoryStore with the embedder you want"
+            )
         dims = (index or {}).get("dims")
         if dims is not None and dims != store.cache.embedder.dim:
             raise ConfigurationError(

@@ -19,7 +19,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from retrieval.errors import ValidationError
+from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.integrations.langgraph import RetrievalStore
 from retrieval.memory.store import MemoryStore
 
@@ -234,3 +234,11 @@ def test_a_value_json_cannot_hold_is_refused_in_words(
     with pytest.raises(ValidationError, match=re.escape(says)):
         lg.put(("users", "u1"), "k", value)
     assert lg.get(("users", "u1"), "k") is None
+
+
+def test_an_embed_given_in_the_index_is_refused_in_words(store: MemoryStore) -> None:
+    # The store's embedder makes the one vector column: another model's embed is not used
+    # silently.
+    with pytest.raises(ConfigurationError, match="index embed='openai:text-embedding-3-small'"):
+        index = {"embed": "openai:text-embedding-3-small", "fields": ["text"]}
+        RetrievalStore(store, tenant_id="acme", index=index)  # type: ignore[arg-type]
