@@ -30,7 +30,6 @@ and counts as telling the memory again (its ``last_seen_at``). Expired items are
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -56,6 +55,7 @@ from retrieval.arguments import LATEST_TIME, MAX_RESULTS, check_tenant
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ConfigurationError, ValidationError
+from retrieval.memory.json_text import whole_value_text
 from retrieval.memory.namespaces import IN_NAMESPACE
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
@@ -418,11 +418,11 @@ def _text(value: dict[str, Any], fields: list[str]) -> str:
     texts: list[str] = []
     for field in fields:
         if field == WHOLE_VALUE:
-            texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
+            texts.append(whole_value_text(value))
         else:
             texts += [text for text in get_text_at_path(value, field) if text.strip()]
     joined = "\n".join(texts)
-    return joined if joined.strip() else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return joined if joined.strip() else whole_value_text(value)
 
 
 def _check_namespace(namespace: tuple[str, ...]) -> None:

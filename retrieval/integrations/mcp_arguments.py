@@ -67,20 +67,22 @@ EXAMPLES = {
     "since": '"2026-11-01T00:00:00Z"',
     "until": '"2026-11-30T00:00:00Z"',
 }
-_JSON_TYPES = {
-    "list_type": "a list",
-    "dict_type": "a JSON object",
-    "int_type": "an integer",
-    "bool_type": "true or false",
-    "string_type": "text",
-    "float_type": "a number",
-}
+# Each JSON schema type in words, and the schema type of each of pydantic's type errors.
 _SCHEMA_TYPES = {
     "array": "a list",
     "boolean": "true or false",
     "integer": "an integer",
     "number": "a number",
     "object": "a JSON object",
+    "string": "text",
+}
+_TYPE_ERRORS = {
+    "list_type": "array",
+    "dict_type": "object",
+    "int_type": "integer",
+    "bool_type": "boolean",
+    "string_type": "string",
+    "float_type": "number",
 }
 _BOUNDS = ("greater_than_equal", "less_than_equal", "greater_than", "less_than")
 
@@ -127,10 +129,9 @@ def said(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
         like = f", such as {example}" if example else ""
         if kind == "missing":
             lines.append(f"{field} is required{like}")
-        elif kind in _JSON_TYPES:
-            lines.append(
-                f"{field} must be {_JSON_TYPES[kind]}{like}; got {_json_type(given)} {given!r:.40}"
-            )
+        elif kind in _TYPE_ERRORS:
+            wanted = _SCHEMA_TYPES[_TYPE_ERRORS[kind]]
+            lines.append(f"{field} must be {wanted}{like}; got {_json_type(given)} {given!r:.40}")
         elif kind in _BOUNDS:
             low, high = _bounds(properties.get(name, {}))
             span = (

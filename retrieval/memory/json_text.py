@@ -35,6 +35,13 @@ def json_problem(error: json.JSONDecodeError) -> str:
 NESTED_TOO_DEEPLY = "JSON nested too deeply to read: flatten it"
 
 
+def whole_value_text(value: object) -> str:
+    """A JSON value as one text, its keys sorted: what a key-value store's item is embedded
+    with when no field of it holds text (retrieval.integrations.langgraph), and how a timeline
+    recognises such an item."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def number_too_long() -> str:
     """Why a JSON number of more digits than Python converts was refused."""
     digits = sys.get_int_max_str_digits()

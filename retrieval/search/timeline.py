@@ -7,7 +7,6 @@ one statement, each branch on its ``(tenant_id, created_at DESC)`` index. The AP
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +19,9 @@ from retrieval.arguments import aware_datetime, check_tenant
 from retrieval.db.queries import blocks, execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError, translate_database_errors
+from retrieval.memory.json_text import whole_value_text
 from retrieval.memory.kinds import describe_kinds, nearest_kind
+from retrieval.memory.namespaces import IN_NAMESPACE
 from retrieval.search.statement.common import live_sql
 
 EPISODIC_KINDS = ("decision", "tool_call")
@@ -68,8 +69,9 @@ class TimelineEvent:
         if self.item == "decision":
             return f"{self.details['action_type']} ({self.details['status']}): {self.content}"
         key, value = self.details.get("key"), self.details.get("metadata")
-        whole = isinstance(value, dict) and value and self.content == _json_text(value)
-        if key is not None and isinstance(value, dict) and whole:
+        if key is not None and isinstance(value, dict) and value:
+            if self.content != whole_value_text(value):
+                return self.content
             fields = "; ".join(
                 f"{name}: {'(empty)' if held in ('', None) else held}"
                 for name, held in value.items()
@@ -87,11 +89,6 @@ class TimelineEvent:
         """A memory's key, if it has one."""
         found = self.details.get("key")
         return None if found is None else str(found)
-
-
-def _json_text(value: object) -> str:
-    # A value as the LangGraph store writes an item's text when no field of it holds text.
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -186,6 +183,7 @@ def _statement(schema: str) -> str:
         decision_window=window.format(t="d", item="decision", kind="'decision'"),
         tool_call_window=window.format(t="t", item="tool_call", kind="'tool_call'"),
         memory_live=live_sql("m"),
+        in_namespace=IN_NAMESPACE,
     )
 
 

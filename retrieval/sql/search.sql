@@ -51,9 +51,7 @@ WHERE tenant_id = %(tenant_id)s AND id = ANY(%(ids)s::bigint[])
    AND (%(include_retired)s OR ({memory_live}))
    AND (%(thread_id)s::text IS NULL OR m.thread_id = %(thread_id)s)
    AND %(task_id)s::text IS NULL
-   AND (%(namespace)s::text[] IS NULL
-        OR (m.namespace @> %(namespace)s::text[]
-            AND m.namespace[1:cardinality(%(namespace)s::text[])] = %(namespace)s::text[]))
+   AND (%(namespace)s::text[] IS NULL OR ({in_namespace}))
  ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s)
 UNION ALL
 (SELECT 'episodic', 'decision', d.id, 'decision', d.content, d.created_at,

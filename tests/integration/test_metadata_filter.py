@@ -74,8 +74,14 @@ def test_a_filtered_call_gets_its_full_top_k_of_the_rows_that_meet_it(
         ({"tags": ["ops"], "score": {"$gt": 10}}, {11}),
         ({"team": {"$exists": True}, "score": {"$gt": 10}}, {11}),
         ({"score": {"$gt": "10"}}, set()),  # a string compares with strings only
+        # $and, $or and $not, inside the one statement.
+        ({"$or": [{"user": "u1", "score": {"$lt": 2}}, {"user": "u1", "score": {"$gt": 10}}]},
+         {0, 1, 11}),
+        ({"user": "u1", "$not": {"score": {"$lte": 10}}}, {11}),
+        ({"$and": [{"user": "u1"}, {"score": {"$in": [3, 4]}}]}, {3, 4}),
+        ({"user": "u1", "$or": [{"score": 5}, {"$not": {"score": {"$gte": 1}}}]}, {0, 5}),
     ],
-)
+)  # fmt: skip
 def test_each_operator_keeps_the_memories_that_meet_it(
     store: MemoryStore, retriever: HybridRetriever, condition: dict[str, Any], kept: set[int]
 ) -> None:
@@ -265,24 +271,6 @@ def test_a_lists_item_and_all_read_the_list(store: MemoryStore, retriever: Hybri
 
 
 # -- $and, $or, $not: inside the one statement ---------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("condition", "kept"),
-    [
-        ({"$or": [{"user": "u1", "score": {"$lt": 2}}, {"user": "u1", "score": {"$gt": 10}}]},
-         {0, 1, 11}),
-        ({"user": "u1", "$not": {"score": {"$lte": 10}}}, {11}),
-        ({"$and": [{"user": "u1"}, {"score": {"$in": [3, 4]}}]}, {3, 4}),
-        ({"user": "u1", "$or": [{"score": 5}, {"$not": {"score": {"$gte": 1}}}]}, {0, 5}),
-    ],
-)  # fmt: skip
-def test_logical_operators_keep_the_memories_that_meet_them(
-    store: MemoryStore, retriever: HybridRetriever, condition: dict[str, Any], kept: set[int]
-) -> None:
-    ids = _deploy_notes(store)
-    found = _ids(retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition))
-    assert set(found) == {ids["u1"][score] for score in kept}
 
 
 def test_not_keeps_the_rows_without_the_key_and_or_is_the_union(
