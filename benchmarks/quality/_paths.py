@@ -147,7 +147,7 @@ class MemoEmbedder:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.seen: dict[str, np.ndarray] = {}
+        self.seen: dict[tuple[str, str], np.ndarray] = {}
 
     @property
     def model_id(self) -> str:
@@ -158,13 +158,23 @@ class MemoEmbedder:
         return int(self.inner.dim)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.seen))
+        return self._memo(texts, "passage")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The model's query side (the same vectors as ``embed``'s for a model without one)."""
+        return self._memo(texts, "query")
+
+    def _memo(self, texts: Sequence[str], side: Any) -> np.ndarray:
+        from retrieval.embedding.models import embed_side
+
+        missing = list(dict.fromkeys(t for t in texts if (side, t) not in self.seen))
         if missing:
-            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
-                self.seen[text] = vector
+            vectors = embed_side(self.inner, missing, side)
+            for text, vector in zip(missing, vectors, strict=True):
+                self.seen[(side, text)] = vector
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.seen[t] for t in texts]).astype(np.float32)
+        return np.stack([self.seen[(side, t)] for t in texts]).astype(np.float32)
 
 
 # -- the ways -----------------------------------------------------------------------------------

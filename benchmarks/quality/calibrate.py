@@ -13,7 +13,13 @@ It also gives the model's dense-relevance calibration (``retrieval.embedding.cal
 distance where relevance is 0 (the median of the unrelated pairs of both sets) and where it is
 1 (the median of the paraphrase pairs), and the relevance each set's pairs get with it.
 
-Usage: python benchmarks/quality/calibrate.py [--scifact-negatives 5] [--json PATH]
+Questions (the fixture's queries, SciFact's claims, the first text of each paraphrase pair) are
+embedded on a model's query side, stored texts on its passage side (the same for MiniLM). The
+cut-offs are those of all-MiniLM-L6-v2 and, for another model, the distances at the same
+relevance, so both models' gates can be compared at equal footing.
+
+Usage: python benchmarks/quality/calibrate.py [--model e5-small] [--scifact-negatives 5]
+       [--json PATH]
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _comm
 from _common import add_output, write_result
 from _scifact import DATA
 
-from retrieval.embedding.calibration import DenseCalibration
-from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.embedding.calibration import CALIBRATIONS, DenseCalibration
+from retrieval.embedding.models import DEFAULT_MODEL_ID, Embedder, embed_side, make_embedder
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "calibration.json"
@@ -42,11 +48,12 @@ CUT_OFFS = (1.10, 1.15, 1.18, 1.20, 1.22, 1.25, 1.30)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="embedding model (default: MiniLM)")
     parser.add_argument("--scifact-negatives", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()))
     add_output(parser)
     args = parser.parse_args()
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder(args.model)
     results: dict[str, Any] = {}
     fixture = fixture_pairs(embedder)
     scifact = scifact_pairs(embedder, args.scifact_negatives, args.cache)
@@ -67,15 +74,33 @@ def main() -> None:
             calibration.relevance(paraphrases)
         ),
     }
-    results["fixture"] = summarize(*fixture, calibration)
-    results["scifact"] = summarize(*scifact, calibration)
-    write_result("calibration", results, args)
+    cut_offs = _cut_offs(calibration)
+    results["fixture"] = summarize(*fixture, calibration, cut_offs)
+    results["scifact"] = summarize(*scifact, calibration, cut_offs)
+    variant = (
+        None
+        if embedder.model_id == DEFAULT_MODEL_ID
+        else embedder.model_id.split("/")[-1].split("@")[0]
+    )
+    write_result("calibration", results, args, variant=variant)
 
 
-def fixture_pairs(embedder: SentenceTransformerEmbedder) -> tuple[np.ndarray, np.ndarray]:
+def _cut_offs(calibration: DenseCalibration) -> list[float]:
+    """MiniLM's cut-offs, or the distances of the same relevance under ``calibration``."""
+    minilm = CALIBRATIONS[DEFAULT_MODEL_ID]
+    if calibration.model_id == DEFAULT_MODEL_ID:
+        return list(CUT_OFFS)
+    levels = minilm.relevance(np.array(CUT_OFFS))
+    return [
+        round(float(np.sqrt(calibration.zero_squared - level * calibration.span_squared)), 3)
+        for level in levels
+    ]
+
+
+def fixture_pairs(embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
     data = json.loads(FIXTURE.read_text())
     memories = embedder.embed(data["memories"])
-    queries = embedder.embed([q["text"] for q in data["queries"]])
+    queries = embed_side(embedder, [q["text"] for q in data["queries"]], "query")
     relevant, unrelated = [], []
     for query, vector in zip(data["queries"], queries, strict=True):
         distances = np.linalg.norm(memories - vector, axis=1)
@@ -84,16 +109,14 @@ def fixture_pairs(embedder: SentenceTransformerEmbedder) -> tuple[np.ndarray, np
     return np.array(relevant), np.array(unrelated)
 
 
-def paraphrase_distances(embedder: SentenceTransformerEmbedder) -> np.ndarray:
+def paraphrase_distances(embedder: Embedder) -> np.ndarray:
     pairs = json.loads(FIXTURE.read_text())["paraphrases"]
-    left = embedder.embed([a for a, _ in pairs])
+    left = embed_side(embedder, [a for a, _ in pairs], "query")
     right = embedder.embed([b for _, b in pairs])
     return np.asarray(np.linalg.norm(left - right, axis=1))
 
 
-def scifact_pairs(
-    embedder: SentenceTransformerEmbedder, negatives: int, cache: Path
-) -> tuple[np.ndarray, np.ndarray]:
+def scifact_pairs(embedder: Embedder, negatives: int, cache: Path) -> tuple[np.ndarray, np.ndarray]:
     docs = {d["_id"]: d for d in map(json.loads, (DATA / "corpus.jsonl").open())}
     claims = {q["_id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
     qrels: dict[str, set[str]] = {}
@@ -112,7 +135,8 @@ def scifact_pairs(
     vectors = _cached_vectors(embedder, [_doc_text(docs[i]) for i in wanted], cache)
     doc_vector = dict(zip(wanted, vectors, strict=True))
     query_ids = sorted(qrels)
-    query_vector = dict(zip(query_ids, embedder.embed([claims[q] for q in query_ids]), strict=True))
+    claim_vectors = embed_side(embedder, [claims[q] for q in query_ids], "query")
+    query_vector = dict(zip(query_ids, claim_vectors, strict=True))
     relevant_d, unrelated_d = [], []
     for query_id, doc_id, is_relevant in pairs:
         distance = float(np.linalg.norm(doc_vector[doc_id] - query_vector[query_id]))
@@ -124,10 +148,10 @@ def _doc_text(doc: dict[str, Any]) -> str:
     return f"{doc['title']}. {doc['text']}"
 
 
-def _cached_vectors(embedder: SentenceTransformerEmbedder, texts: list[str], cache: Path) -> Any:
+def _cached_vectors(embedder: Embedder, texts: list[str], cache: Path) -> Any:
     import hashlib
 
-    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\n".join([embedder.model_id, *texts]).encode()).hexdigest()[:16]
     path = cache / f"calibrate-scifact-{key}.npy"
     if path.exists():
         return np.load(path)
@@ -142,7 +166,10 @@ def _percentiles(values: np.ndarray) -> list[float]:
 
 
 def summarize(
-    relevant: np.ndarray, unrelated: np.ndarray, calibration: DenseCalibration
+    relevant: np.ndarray,
+    unrelated: np.ndarray,
+    calibration: DenseCalibration,
+    cut_offs: list[float],
 ) -> dict[str, Any]:
     return {
         "relevant_pairs": len(relevant),
@@ -160,13 +187,13 @@ def summarize(
             "unrelated": _percentiles(calibration.relevance(unrelated)),
         },
         "cut_offs": {
-            f"{cut:.2f}": {
+            f"{cut:.3f}": {
                 "inverse_distance_at_cut": round(1 / (1 + cut), 4),
                 "relevance_at_cut": round(float(calibration.relevance(np.array([cut]))[0]), 4),
                 "relevant_kept": round(float(np.mean(relevant <= cut)), 3),
                 "unrelated_dropped": round(float(np.mean(unrelated > cut)), 3),
             }
-            for cut in CUT_OFFS
+            for cut in cut_offs
         },
     }
 

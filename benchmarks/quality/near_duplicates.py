@@ -20,7 +20,11 @@ the share of each relation taken, for a grid of both settings, on all the facts 
 A related pair taken is a cost (a different fact ranked under another); the defaults are the rule
 that takes the most updates while taking at most 5% of the related pairs.
 
-Usage: python benchmarks/quality/near_duplicates.py [--json PATH] [--no-save]
+``--model`` measures another embedding model (``e5-small``): its versions grid is MiniLM's carried
+to the same relevance (``retrieval.embedding.calibration``) and on by 0.01 steps, "from 0.5 on"
+its own ``version_words_similarity``.
+
+Usage: python benchmarks/quality/near_duplicates.py [--model NAME] [--json PATH] [--no-save]
 """
 
 from __future__ import annotations
@@ -37,20 +41,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common
 from _common import add_output, write_result
 
-from retrieval.embedding.models import SentenceTransformerEmbedder
-from retrieval.search.statement.semantic import VERSION_WORDS_SIMILARITY
+from retrieval.embedding.calibration import CALIBRATIONS, DEFAULT_MODEL_ID, calibration_for
+from retrieval.embedding.models import Embedder, make_embedder
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "tests" / "data" / "near_duplicates.jsonl"
 # Facts from this one on have updates written as people write them ("moved to", "is X now",
 # "no longer", a new value with a new place), terser than the first 80's.
 WRITTEN_AS_PEOPLE_DO = 80
-GRID = tuple(round(0.40 + 0.01 * step, 2) for step in range(56))  # 0.40 .. 0.95
+GRID = tuple(round(0.40 + 0.01 * step, 2) for step in range(59))  # 0.40 .. 0.98
+VERSION_GRID = (0.60, 0.65, 0.70, 0.75)  # MiniLM's
 
 
-def similarities(pairs: Sequence[dict[str, Any]]) -> np.ndarray:
-    """The cosine similarity of each pair's texts."""
-    embedder = SentenceTransformerEmbedder()
+def similarities(pairs: Sequence[dict[str, Any]], embedder: Embedder) -> np.ndarray:
+    """The cosine similarity of each pair's texts (both stored texts)."""
     texts = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
     vectors = dict(zip(texts, embedder.embed(texts), strict=True))
 
@@ -162,18 +166,23 @@ def lexeme_shares(pairs: Sequence[dict[str, Any]]) -> np.ndarray:
 
 
 def versions_taken(
-    pairs: Sequence[dict[str, Any]], sims: np.ndarray, shares: np.ndarray
+    pairs: Sequence[dict[str, Any]], sims: np.ndarray, shares: np.ndarray, model_id: str
 ) -> list[dict[str, Any]]:
     """For each rule of the grid: the share of each relation's pairs taken for versions, on all
     the facts, the even and the odd ones."""
     relation = np.array([p["relation"] for p in pairs])
     even = np.array([p["fact"] % 2 == 0 for p in pairs])
+    calibration, minilm = calibration_for(model_id), CALIBRATIONS[DEFAULT_MODEL_ID]
+    floor = calibration.thresholds.version_words_similarity
+    grid = [round(calibration.cosine_at(minilm.level(v)), 3) for v in VERSION_GRID]
+    if model_id != DEFAULT_MODEL_ID:  # and on to where it takes few related pairs
+        grid += [round(grid[-1] + 0.01 * step, 3) for step in range(1, 9)]
     rows = []
-    for similarity in (0.60, 0.65, 0.70, 0.75):
+    for similarity in grid:
         for words in (None, 0.4, 0.5, 0.6):
             taken = sims >= similarity
             if words is not None:
-                taken |= (sims >= VERSION_WORDS_SIMILARITY) & (shares >= words)
+                taken |= (sims >= floor) & (shares >= words)
             row: dict[str, Any] = {"version_similarity": similarity, "version_shared_words": words}
             for name, part in (("all", np.ones_like(even)), ("even", even), ("odd", ~even)):
                 row[name] = {
@@ -186,10 +195,12 @@ def versions_taken(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="embedding model (default: MiniLM)")
     add_output(parser)
     args = parser.parse_args()
     pairs = [json.loads(line) for line in PAIRS.read_text("utf-8").splitlines() if line.strip()]
-    sims = similarities(pairs)
+    embedder = make_embedder(args.model)
+    sims = similarities(pairs, embedder)
     folds = []
     for name, parity in (("even", 0), ("odd", 1)):  # calibrated on one half, scored on the other
         pick = [i for i, p in enumerate(pairs) if p["fact"] % 2 == parity]
@@ -236,8 +247,10 @@ def main() -> None:
             "held_out_by_band": held_fits,
         },
     }
-    results["versions"] = versions_taken(pairs, sims, lexeme_shares(pairs))
-    write_result("near-duplicates", results, args)
+    results["versions"] = versions_taken(pairs, sims, lexeme_shares(pairs), embedder.model_id)
+    model = embedder.model_id
+    variant = None if model == DEFAULT_MODEL_ID else model.split("/")[-1].split("@")[0]
+    write_result("near-duplicates", results, args, variant=variant)
 
 
 if __name__ == "__main__":

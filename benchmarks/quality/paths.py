@@ -371,18 +371,18 @@ def open_store(
     from _server import embedded
 
     from retrieval.db.migrate import MigrationSettings
-    from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.memory.config import WriteConfig
     from retrieval.memory.store import MemoryStore
 
+    config = replace(WriteConfig(), **(write or {}))
     if engine is None:
         engine = embedded(data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384),
                           prefix="rtv-paths-").engine  # fmt: skip
     return MemoryStore(
         engine,
         schema=SCHEMA,
-        config=replace(WriteConfig(), **(write or {})),
-        embedder=embedder or MemoEmbedder(SentenceTransformerEmbedder()),
+        config=config,
+        embedder=embedder or MemoEmbedder(config.embedder()),
     )
 
 
@@ -523,16 +523,18 @@ def main() -> None:
             print(f"\n{compared(before, after, half)}")
         return
 
-    from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.memory.config import WriteConfig
     from retrieval.search.config import RetrievalConfig
 
+    write = dict(parse_setting(text) for text in args.write_set)
     if args.ablations is not None:
-        embedder = MemoEmbedder(SentenceTransformerEmbedder())
+        model = write.get("embedding_model")
+        embedder = MemoEmbedder(replace(WriteConfig(), embedding_model=model).embedder())
         found = run_ablations(embedder, args.ablations or None, args.way)
-        write_result("paths", found, args, variant="ablations")
+        named = "ablations" if model is None else f"ablations-{model}"
+        write_result("paths", found, args, variant=named)
         print("\n" + ablation_table(found))
         return
-    write = dict(parse_setting(text) for text in args.write_set)
     store = open_store(args.data_dir, write)
     changes = dict(parse_setting(text) for text in args.set)
     config = replace(RetrievalConfig(record_access=False), **changes)

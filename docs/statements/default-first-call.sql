@@ -8,7 +8,8 @@
 --        message_kind, patterns, query_text, query_vector, rrf_k, semantic_candidates,
 --        semantic_half_life, session_gap, tenant_id, text_search_config, untold_sessions,
 --        update_similarity, version_candidates, version_shared_words, version_similarity,
---        weight_entity, weight_importance, weight_popularity, weight_recency, weight_relevance
+--        version_words_similarity, weight_entity, weight_importance, weight_popularity,
+--        weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -447,7 +448,8 @@ mem_facts AS MATERIALIZED (
   ),
 
 -- mem_newer: each fact's possible newer versions among them, marked near or not
---   binds: as_of, update_similarity, version_shared_words, version_similarity
+--   binds: as_of, update_similarity, version_shared_words, version_similarity,
+--          version_words_similarity
 mem_newer AS MATERIALIZED (
     SELECT o.id,
            array_agg(n.id ORDER BY n.told_at DESC,
@@ -463,7 +465,7 @@ mem_newer AS MATERIALIZED (
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
                                         THEN TRUE
-                                      WHEN d.similarity >= CAST(0.5 AS float8)
+                                      WHEN d.similarity >= CAST(%(version_words_similarity)s AS float8)
                                         THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
                                               FROM unnest(o.lexemes) AS x
                                               WHERE x = ANY(n.lexemes))

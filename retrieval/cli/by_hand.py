@@ -16,12 +16,12 @@ from retrieval.cli.parsers import aware_time, command, namespace_path
 from retrieval.cli.terminal import confirmed, shown
 from retrieval.counts import counted
 from retrieval.db.engine import Database
+from retrieval.embedding.calibration import calibration_for
 from retrieval.errors import ValidationError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.json_text import parse_json
 from retrieval.memory.records import MemoryInput, StoredIds
 from retrieval.memory.store import MemoryStore
-from retrieval.memory.supersede import UNRELATED_BELOW
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -153,13 +153,14 @@ def _checked_targets(store: MemoryStore, args: argparse.Namespace) -> dict[int, 
     """The texts of the memories ``--supersedes`` names, by id; a memory whose text is
     unrelated to the new one (a mistyped id) refused unless ``--force``."""
     named = store.similarity(args.text, args.supersedes, tenant_id=args.tenant)
+    unrelated_below = calibration_for(store.embedder.model_id).thresholds.unrelated_below
     for memory, score in ((one.memory, one.similarity) for one in named):
         # (a retired one is refused by the write itself, saying why)
-        if memory.retired_at is None and score < UNRELATED_BELOW and not args.force:
+        if memory.retired_at is None and score < unrelated_below and not args.force:
             raise ValidationError(
                 f"--supersedes {memory.id}: memory {memory.id} ({_shown(memory.content)}) is "
                 f"unrelated to the new text (cosine similarity {score:.2f}, under "
-                f"{UNRELATED_BELOW}): check the id (retrieval search and retrieval timeline "
+                f"{unrelated_below}): check the id (retrieval search and retrieval timeline "
                 "print ids), or pass --force to supersede it anyway; nothing was written",
                 field="supersedes",
             )

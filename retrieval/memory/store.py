@@ -21,6 +21,7 @@ from retrieval.arguments import check_tenant
 from retrieval.db.config import schema_or_env
 from retrieval.db.engine import Database, check_driver, stored_embedding
 from retrieval.embedding.cache import CacheStats, DimensionCheck, EmbeddingCache
+from retrieval.embedding.calibration import calibration_for
 from retrieval.embedding.models import Embedder, Vectors
 from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.batch import StoreBatch
@@ -408,7 +409,9 @@ class MemoryStore:
         exclude = arguments.row_ids("exclude", exclude)
         scope = None if namespace is None else arguments.namespace("namespace", namespace)
         if threshold is None:
-            threshold = self.config.similar_threshold
+            threshold = calibration_for(self.embedder.model_id).own(
+                "similar_threshold", self.config.similar_threshold
+            )
         threshold = arguments.unit_number("threshold", threshold)
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("text: give the non-empty text to compare with")
@@ -434,7 +437,7 @@ class MemoryStore:
         memory under is left out), each with the cosine similarity of ``text`` to it: what a
         caller checks before it names them in ``supersedes``. A correction and what it
         corrects score 0.37 or more on the labelled pairs; two unrelated texts, under 0.35
-        (:data:`~retrieval.memory.supersede.UNRELATED_BELOW`)."""
+        (the model's ``unrelated_below``, :mod:`retrieval.embedding.calibration`)."""
         check_tenant(tenant_id)
         memory_ids = arguments.row_ids("memory_ids", memory_ids)
         if not isinstance(text, str) or not text.strip():

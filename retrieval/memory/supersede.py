@@ -24,10 +24,6 @@ from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError
 from retrieval.memory.validation import ValidMemory
 
-# Under this cosine similarity a text and a memory are unrelated: no correction (nor paraphrase)
-# of tests/data/near_duplicates.jsonl scores under 0.37, 118 of its 120 unrelated pairs under 0.35.
-UNRELATED_BELOW = 0.35
-
 
 class Target(NamedTuple):
     """A memory named by ``supersedes``, as it stood when the write began."""

@@ -259,7 +259,7 @@ mem_facts AS MATERIALIZED (
 -- at a cosine similarity of %(update_similarity)s or more (an update
 -- in words may say it with others; a key names an item, as LangGraph's keys do, not a fact);
 -- each marked near when its vector is at %(version_similarity)s or more, or from
--- {words_similarity} on it shares %(version_shared_words)s of their lexemes (the same
+-- %(version_words_similarity)s on it shares %(version_shared_words)s of their lexemes (the same
 -- sentence with another value). The rank stage keeps those that are versions for the query.
 mem_newer AS MATERIALIZED (
     SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer,
@@ -272,7 +272,7 @@ mem_newer AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT CASE
             WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
-            WHEN d.similarity >= {words_similarity} THEN (
+            WHEN d.similarity >= %(version_words_similarity)s::float8 THEN (
                 SELECT count(*)::float8 >= %(version_shared_words)s::float8
                        * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
                 FROM unnest(o.lexemes) AS x WHERE x = ANY(n.lexemes)

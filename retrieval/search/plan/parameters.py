@@ -23,9 +23,6 @@ _HOUR = 3600.0
 # The semantic source's most relevant candidates whose newer versions are looked for: this many
 # times what it returns (a version further down does not reach the results).
 VERSION_CANDIDATES = 2
-# A newer memory that says it replaces a value ("Bob moved to Denver.") may be a version of an
-# older one from this cosine similarity on (docs/decisions/0034-versions-for-the-question.md).
-UPDATE_SIMILARITY = 0.3
 
 
 def statement_parameters(
@@ -37,6 +34,12 @@ def statement_parameters(
     """Every value the statement of ``shape`` binds for ``call``: only those of the parts
     it holds."""
     semantic, episodic = shape.semantic, shape.episodic
+    thresholds = calibration.thresholds
+    gate = (
+        None
+        if config.max_distance is None
+        else calibration.own("max_distance", config.max_distance)
+    )
     params: dict[str, Any] = {
         "tenant_id": call.tenant_id,
         "as_of": call.as_of,
@@ -46,22 +49,25 @@ def statement_parameters(
         params |= semantic_parameters(config, call, calibration)
         params |= {
             "semantic_candidates": config.pool,
-            "max_distance": config.max_distance,
+            "max_distance": gate,
             "entity_ids": list(dict.fromkeys(call.entities)),
         }
         if semantic.with_max_distance:
             params["fallback_results"] = config.fallback_results
         if semantic.versions:
-            params["version_similarity"] = config.version_similarity
+            params["version_similarity"] = calibration.own(
+                "version_similarity", config.version_similarity
+            )
             params["version_shared_words"] = config.version_shared_words
-            params["update_similarity"] = UPDATE_SIMILARITY
+            params["version_words_similarity"] = thresholds.version_words_similarity
+            params["update_similarity"] = thresholds.update_similarity
             params["version_candidates"] = VERSION_CANDIDATES * config.semantic.limit
     if episodic is not None:
         params |= _episodic_parameters(config, episodic, call)
     if shape.documents:
         params |= {
             "query_vector": call.vector,
-            "max_distance": config.max_distance,
+            "max_distance": gate,
             "dense_zero_squared": calibration.zero_squared,
             "dense_span_squared": calibration.span_squared,
         }

@@ -47,10 +47,10 @@ class QueryVectors:
         if not call.reads_vector:
             return call
         text, tenant_id = call.query.text, call.tenant_id
-        vector = self.cache.remembered(tenant_id, text)
+        vector = self.cache.remembered(tenant_id, text, side="query")
         if vector is not None:
             return replace(call, vector=vector, vector_cached=True)
         before = self.cache.stats.embedded
         with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
-            vectors = self.cache.embed(connection, tenant_id, [text], store=False)
+            vectors = self.cache.embed(connection, tenant_id, [text], store=False, side="query")
         return replace(call, vector=vectors[0], vector_cached=self.cache.stats.embedded == before)

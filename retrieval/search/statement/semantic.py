@@ -74,9 +74,6 @@ NOTES = {
     "semantic": "the memories' candidates: relevance, recency, signals and evidence",
 }
 NEUTRAL_IMPORTANCE = 0.5
-# Two facts sharing version_shared_words of their lexemes are versions from this cosine
-# similarity on (docs/decisions/0024-the-newer-version-first.md).
-VERSION_WORDS_SIMILARITY = 0.5
 # A query term held by fewer sampled memories than this (one in eight memories feeds the
 # statistics; revision 0010) is rare: its memories are counted exactly, up to COUNT_CAP.
 # Above it, the sample's estimate stands (with 16 sampled, within about 25%).
@@ -200,10 +197,7 @@ def _versions(schema: str) -> list[str]:
     )
     return [
         template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), turn=turn_sql("s")),
-        template(
-            "read_semantic.mem_newer",
-            words_similarity=f"{VERSION_WORDS_SIMILARITY}::float8",
-        ),
+        template("read_semantic.mem_newer"),
         template("read_semantic.semantic_versions", columns=columns),
     ]
 
