@@ -427,6 +427,18 @@ ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
         {"semantic": {"relevance": 1.0, "recency": 0.0}},
         ("dialogues", "chat", "updates", "versions", "scifact"),
     ),
+    "no evidence gate (max_distance none)": (
+        {"max_distance": None},
+        ("dialogues", "chat", "vague", "scifact"),
+    ),
+    "less turn context (write: turn_context 0.15, run_turn_context 0.25)": (
+        {"write:turn_context": 0.15, "write:run_turn_context": 0.25},
+        CONVERSATION_RULES,
+    ),
+    "more turn context (write: turn_context 0.45, run_turn_context 0.65)": (
+        {"write:turn_context": 0.45, "write:run_turn_context": 0.65},
+        CONVERSATION_RULES,
+    ),
     "versions only when an update says so (version_similarity 1)": (
         {"version_similarity": 1.0, "version_shared_words": 1.0},
         ("updates", "versions", "scifact"),
@@ -435,13 +447,18 @@ ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 
 
 def run_ablations(
-    embedder: MemoEmbedder, names: Sequence[str] | None, ways: Sequence[str] | None
+    embedder: MemoEmbedder,
+    names: Sequence[str] | None,
+    ways: Sequence[str] | None,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The defaults on every corpus an ablation can move, then each ablation of
-    :data:`ABLATIONS` (``names``: only those) on its corpora."""
+    """The defaults on every corpus an ablation can move (``only``: of those), then each
+    ablation of :data:`ABLATIONS` (``names``: only those) on its corpora."""
     from retrieval.search.config import RetrievalConfig
 
     chosen = {n: a for n, a in ABLATIONS.items() if names is None or n in names}
+    if only is not None:
+        chosen = {n: (a[0], tuple(c for c in a[1] if c in only)) for n, a in chosen.items()}
     corpora = [c for c in CORPORA if any(c in a[1] for a in chosen.values())]
     defaults = RetrievalConfig(record_access=False)
     first = open_store(None, embedder=embedder)
@@ -530,7 +547,7 @@ def main() -> None:
     if args.ablations is not None:
         model = write.get("embedding_model")
         embedder = MemoEmbedder(replace(WriteConfig(), embedding_model=model).embedder())
-        found = run_ablations(embedder, args.ablations or None, args.way)
+        found = run_ablations(embedder, args.ablations or None, args.way, args.corpus)
         named = "ablations" if model is None else f"ablations-{model}"
         write_result("paths", found, args, variant=named)
         print("\n" + ablation_table(found))

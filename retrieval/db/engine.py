@@ -220,6 +220,15 @@ def stored_vector_type(engine: Engine, schema: str) -> VectorType:
     return stored_embedding(engine, schema).vector_type
 
 
+def other_embedding_models(engine: Engine, schema: str, model_id: str) -> list[str]:
+    """The models other than ``model_id`` whose vectors the schema's statistics saw in its
+    memories or document chunks (two models of one dimension: their vectors do not compare)."""
+    query = statement("db.embedding_models_seen")
+    with translate_database_errors(str(engine.url)), engine.connect() as connection:
+        seen = execute(connection, query, {"schema_name": schema}).scalars().all()
+    return [str(model) for model in seen if model != model_id]
+
+
 def check_embedding_dim(engine: Engine, schema: str, model_id: str, model_dim: int) -> None:
     """Refuse a model whose dimension differs from the one the database stores."""
     stored = stored_embedding_dim(engine, schema)

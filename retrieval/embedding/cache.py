@@ -12,6 +12,7 @@ safe.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -21,7 +22,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from retrieval.db.copy_rows import copy_rows, decode_vector, encode_vectors
-from retrieval.db.engine import check_embedding_dim
+from retrieval.db.engine import check_embedding_dim, other_embedding_models
 from retrieval.db.insert_values import insert_rows
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant, row_security_active
@@ -29,6 +30,7 @@ from retrieval.embedding.models import Embedder, Side, Vectors, embed_side, embe
 from retrieval.errors import EmbeddingError
 
 _STAGING = "retrieval_cache_staging"
+logger = logging.getLogger(__name__)
 
 Entry = tuple[str, bytes]  # (tenant_id, cache key)
 
@@ -48,6 +50,15 @@ class DimensionCheck:
         if not self._done:
             embedder = self._embedder
             check_embedding_dim(self._engine, self._schema, embedder.model_id, embedder.dim)
+            others = other_embedding_models(self._engine, self._schema, embedder.model_id)
+            if others:
+                logger.warning(
+                    "schema %r holds vectors of %s besides those of %s: a query's vector does "
+                    "not compare with another model's; run `retrieval reembed` to embed every "
+                    "memory with %s (or set RETRIEVAL_EMBEDDING_MODEL to the model they were "
+                    "stored with)",
+                    self._schema, " and ".join(others), embedder.model_id, embedder.model_id,
+                )  # fmt: skip
             self._done = True
 
 

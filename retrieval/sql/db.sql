@@ -13,6 +13,16 @@ JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamesp
 WHERE n.nspname = %(schema_name)s AND c.relname = 'memories' AND a.attname = 'embedding'
   AND NOT a.attisdropped
 
+-- name: embedding_models_seen
+-- The embedding models the planner's statistics saw in the memories and the document chunks
+-- (the most common values of embedding_model, read from pg_stats at no cost: none before the
+-- tables are analyzed, nor for a role that may not read them).
+SELECT DISTINCT v.model FROM pg_stats AS s,
+     unnest(s.most_common_vals::text::text[]) AS v(model)
+WHERE s.schemaname = %(schema_name)s AND s.tablename IN ('memories', 'document_chunks')
+  AND s.attname = 'embedding_model'
+ORDER BY v.model
+
 -- name: unicode_version
 -- The Unicode version of the server's normalize() (PostgreSQL 17 and later).
 SELECT unicode_version()

@@ -25,6 +25,7 @@ from retrieval.embedding.models import (
     make_embedder,
 )
 from retrieval.memory.config import WriteConfig
+from retrieval.memory.reembed import reembed
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
@@ -124,3 +125,25 @@ def test_a_fact_is_found_asked_in_another_language(database: PgDatabase, e5: E5E
     # A near duplicate is told by e5's own threshold: a paraphrase is, another fact is not.
     similar = store.similar("Alice reagiert allergisch auf Erdnüsse.", tenant_id="t1")
     assert [s.memory.content for s in similar] == [data["facts"][0]["de"]]
+
+
+def test_a_schema_of_another_models_vectors_is_said_and_reembed_moves_it(
+    database: PgDatabase,
+    embedder: SentenceTransformerEmbedder,
+    e5: E5Embedder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    minilm = MemoryStore(database.engine, schema="retrieval", embedder=embedder)
+    facts = json.loads(FIXTURE.read_text("utf-8"))["facts"]
+    minilm.remember_many({"text": fact["en"], "tenant_id": "t1"} for fact in facts)
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql("ANALYZE retrieval.memories")
+    store = MemoryStore(database.engine, schema="retrieval", embedder=e5)
+    with caplog.at_level("WARNING", logger="retrieval.embedding.cache"):
+        store.check_embedder()
+    assert DEFAULT_MODEL_ID in caplog.text and "retrieval reembed" in caplog.text
+    summary = reembed(store)
+    assert summary.updated == len(facts)
+    retriever = HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False))
+    results = retriever.retrieve("Wo wohnt Grace?", tenant_id="t1").results
+    assert results[0].content == facts[11]["en"]
