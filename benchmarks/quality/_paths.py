@@ -25,6 +25,7 @@ Every way returns what a caller reads, in order, each result named by the corpus
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import re
 import tempfile
@@ -145,9 +146,33 @@ class MemoEmbedder:
     """The model, each text embedded once per process (every way stores the same texts; what
     is measured is the ranking, not the model)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, keep: bool = True) -> None:
         self.inner = inner
         self.seen: dict[tuple[str, str], np.ndarray] = {}
+        # Vectors kept between runs in the temporary folder, by model: a model as slow as
+        # e5-small embeds the corpora once, not once per run.
+        slug = re.sub(r"[^a-z0-9]+", "-", str(inner.model_id).lower())
+        self._kept = Path(tempfile.gettempdir()) / f"rtv-paths-vectors-{slug}.npz" if keep else None
+        self._stored = 0
+        if self._kept is not None and self._kept.exists():
+            with np.load(self._kept, allow_pickle=False) as found:
+                keys = json.loads(str(found["keys"]))
+                self.seen = {
+                    (side, text): v for (side, text), v in zip(keys, found["vectors"], strict=True)
+                }
+            self._stored = len(self.seen)
+        atexit.register(self.save)
+
+    def save(self) -> None:
+        """Keep the vectors embedded in this run for the next one."""
+        if self._kept is None or len(self.seen) == self._stored:
+            return
+        keys = list(self.seen)
+        vectors = np.stack([self.seen[key] for key in keys]).astype(np.float32)
+        partial = self._kept.with_suffix(".partial.npz")
+        np.savez(partial, keys=np.array(json.dumps(keys)), vectors=vectors)
+        partial.replace(self._kept)
+        self._stored = len(keys)
 
     @property
     def model_id(self) -> str:

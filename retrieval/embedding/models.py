@@ -84,7 +84,7 @@ def make_embedder(
     names, else a sentence-transformers model (``None``: the bundled all-MiniLM-L6-v2)."""
     from retrieval.embedding.e5_model import E5_NAMES, E5Embedder
 
-    if model is not None and model.strip() in E5_NAMES:
+    if model is not None and model.strip().lower() in E5_NAMES:
         return E5Embedder(batch_size=batch_size)
     return SentenceTransformerEmbedder(model, batch_size=batch_size, backend=backend)
 
