@@ -28,7 +28,13 @@ FRAGMENTS = {
         "a server, it runs until its client leaves",
     ],
 }
-RUN_PAGES = ["README.md", "docs/api.md", "docs/langgraph.md", "docs/observability.md"]
+RUN_PAGES = [
+    "README.md",
+    "docs/api.md",
+    "docs/langgraph.md",
+    "docs/mem0.md",
+    "docs/observability.md",
+]
 
 
 def test_each_block_is_run_here_or_a_named_fragment() -> None:
@@ -111,6 +117,21 @@ def test_the_readme_runs_as_written_twice(newcomer: dict[str, str], tmp_path: Pa
         assert values["found"][0].startswith("Never run schema migrations")
         seventeen, eighteen = "Staging runs PostgreSQL 17.", "Staging now runs PostgreSQL 18."
         assert values["versions"] == [seventeen] * run + [eighteen]  # each 17 told, then 18
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_server
+def test_the_mem0_page_runs_as_written_twice(newcomer: dict[str, str], tmp_path: Path) -> None:
+    _upgrade(newcomer, tmp_path)
+    for _ in (1, 2):  # the page erases alice's memories first: the same answers each time
+        values = _run(
+            "docs/mem0.md", newcomer, tmp_path,
+            first="related['results'][0]['memory']", food="[r['memory'] for r in food['results']]",
+            events="[h['event'] for h in history]",
+        )  # fmt: skip
+        assert "movie" in values["first"]
+        assert values["food"] == ["Alice is vegetarian and allergic to nuts."]
+        assert values["events"] == ["ADD", "UPDATE"]
 
 
 @pytest.mark.slow
