@@ -60,6 +60,7 @@ from retrieval.memory.namespaces import IN_NAMESPACE
 from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
+from retrieval.search.modes import Mode
 from retrieval.search.prepare.metadata_filter import metadata_filter
 from retrieval.search.retriever import HybridRetriever
 from retrieval.search.statement.metadata import metadata_conditions
@@ -68,10 +69,18 @@ from retrieval.search.statement.metadata import metadata_conditions
 WHOLE_VALUE = "$"
 
 
+# The kind of an item put with index=False, and the mode of a store's searches, which leaves
+# them out.
+UNINDEXED = "unindexed"
+SEARCH_MODE = "langgraph_store"
+_SEARCHED = Mode(exclude_kinds=frozenset({UNINDEXED}))
+
+
 def search_config(config: RetrievalConfig | None = None) -> RetrievalConfig:
-    """The retriever's config for a store's searches: memories only (items are memories), and
-    no threshold (a store's search returns its ``limit`` best items, however weak)."""
-    config = config or RetrievalConfig.from_env()
+    """The retriever's config for a store's searches: memories only (items are memories), no
+    threshold (a store's search returns its ``limit`` best items, however weak), and the mode
+    that leaves out the items put with ``index=False``."""
+    config = (config or RetrievalConfig.from_env()).with_modes(**{SEARCH_MODE: _SEARCHED})
     return replace(
         config,
         min_final_score=0.0,
@@ -129,6 +138,8 @@ class RetrievalStore(BaseStore):
         self.retriever = retriever or HybridRetriever.from_store(
             store, config=search_config(), background_writes=False
         )
+        # A retriever given keeps its settings; its searches leave the unindexed items out too.
+        self._search_config = self.retriever.config.with_modes(**{SEARCH_MODE: _SEARCHED})
 
     # -- BaseStore ---------------------------------------------------------------------------
 
@@ -215,6 +226,8 @@ class RetrievalStore(BaseStore):
             filter=op.filter or None,
             limit=op.offset + op.limit,
             keyed=True,
+            mode=SEARCH_MODE,
+            config=self._search_config,
         )
         results = list(response)[op.offset :]
         ids = [int(r.metadata["id"]) for r in results]
@@ -312,7 +325,7 @@ class RetrievalStore(BaseStore):
         return MemoryInput(
             text=_text(value, fields),
             tenant_id=self.tenant_id,
-            kind=self.kind,
+            kind=UNINDEXED if op.index is False else self.kind,
             metadata=value,
             namespace=op.namespace,
             key=op.key,

@@ -49,6 +49,8 @@ MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
         "directive": "a rule to follow",
         "proposal": "a suggestion not yet decided",
         "synthesized_insight": "the agent's own conclusion drawn from other memories",
+        "unindexed": "an item kept for lookups by its key, never found by a store's search for "
+        "a query (LangGraph's `put(..., index=False)`)",
     }
 )
 """Every built-in kind and what it is for."""

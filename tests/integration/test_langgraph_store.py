@@ -22,6 +22,7 @@ from langgraph.store.base import (
 from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.integrations.langgraph import RetrievalStore
 from retrieval.memory.store import MemoryStore
+from retrieval.search.retriever import HybridRetriever
 
 
 @pytest.fixture
@@ -242,3 +243,24 @@ def test_an_embed_given_in_the_index_is_refused_in_words(store: MemoryStore) -> 
     with pytest.raises(ConfigurationError, match="index embed='openai:text-embedding-3-small'"):
         index = {"embed": "openai:text-embedding-3-small", "fields": ["text"]}
         RetrievalStore(store, tenant_id="acme", index=index)  # type: ignore[arg-type]
+
+
+def test_an_item_put_with_index_false_is_kept_but_not_found_by_a_query(
+    lg: RetrievalStore, store: MemoryStore
+) -> None:
+    lg.put(("users", "u1"), "theme", {"text": "Prefers dark mode"}, index=False)
+    lg.put(("users", "u1"), "food", {"text": "Vegetarian, no mushrooms"})
+    found = lg.search(("users",), query="dark mode theme", limit=10)
+    assert [item.key for item in found] == ["food"]  # the unindexed item is never a hit
+    assert lg.get(("users", "u1"), "theme") is not None
+    assert {item.key for item in lg.search(("users",), limit=10)} == {"theme", "food"}
+    # Put again with an index, the item is found as any other.
+    lg.put(("users", "u1"), "theme", {"text": "Prefers dark mode"})
+    assert lg.search(("users",), query="dark mode theme", limit=1)[0].key == "theme"
+    # A retriever given to the store keeps its settings and still leaves them out.
+    lg.put(("users", "u2"), "secret", {"text": "Dark roast coffee"}, index=False)
+    with (
+        HybridRetriever.from_store(store) as own,
+        RetrievalStore(store, tenant_id="acme", retriever=own) as other,
+    ):
+        assert "secret" not in [item.key for item in other.search(("users",), query="dark")]
