@@ -3,8 +3,10 @@ whose message says what was wrong and what to give instead."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from retrieval.arguments import (
     MAX_NAME_CHARS,
@@ -15,6 +17,7 @@ from retrieval.arguments import (
     tenant_problem,
 )
 from retrieval.errors import ValidationError
+from retrieval.search.prepare.metadata_filter import metadata_filter as checked_filter
 from retrieval.search.prepare.query import MAX_QUERY_CHARS
 from retrieval.search.timeline import TimelineCursor
 
@@ -97,6 +100,33 @@ def namespace(value: str | None) -> tuple[str, ...]:
         return namespace_text("namespace", value)
     except ValidationError as error:
         raise PageError(400, error.reason) from None
+
+
+MAX_FILTER_CHARS = 4_000
+
+
+def metadata_filter(value: str | None) -> dict[str, Any] | None:
+    """An optional metadata filter, as JSON (``{"category": "food"}``, ``{"$or": [...]}``),
+    checked as retrieve() checks it."""
+    if value is None or not value.strip():
+        return None
+    if len(value) > MAX_FILTER_CHARS:
+        raise PageError(
+            400, f"the filter is {len(value):,} characters long: give at most {MAX_FILTER_CHARS:,}"
+        )
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise PageError(
+            400, f'the filter is not JSON ({error.msg}): write it as {{"category": "food"}}'
+        ) from None
+    if not isinstance(parsed, dict):
+        raise PageError(400, 'the filter must be a JSON object, such as {"category": "food"}')
+    try:
+        checked_filter(parsed)
+    except ValidationError as error:
+        raise PageError(400, f"filter: {error.reason}") from None
+    return parsed
 
 
 def query(value: str | None) -> str | None:

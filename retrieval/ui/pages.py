@@ -277,6 +277,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
         "limit", params.get("limit"), default=10, maximum=forms.MAX_SEARCH_RESULTS
     )
     scope = forms.namespace(params.get("namespace"))
+    wanted = forms.metadata_filter(params.get("filter"))
     context: dict[str, Any] = {
         "tenant": tenant,
         "form": params,
@@ -289,7 +290,13 @@ async def search(inspector: Inspector, request: Request) -> Response:
     if text is not None:
         response = await run_in_threadpool(
             lambda: inspector.retriever.retrieve(
-                text, tenant_id=tenant, mode=mode, as_of=as_of, limit=limit, namespace=scope
+                text,
+                tenant_id=tenant,
+                mode=mode,
+                as_of=as_of,
+                limit=limit,
+                namespace=scope,
+                filter=wanted,
             )
         )
         config = inspector.retriever.config

@@ -227,6 +227,22 @@ def test_search_takes_a_namespace_and_a_memory_shows_its_namespace_and_key(
     assert "users / u1" in page and "data-key" in page and "theme</dd>" in page
 
 
+def test_search_takes_a_metadata_filter(client: TestClient, store: MemoryStore) -> None:
+    store.remember("Pasta with pesto on Fridays.", tenant_id="filtered",
+                   metadata={"category": "food", "rating": 5})  # fmt: skip
+    store.remember("Sushi once a month.", tenant_id="filtered",
+                   metadata={"category": "food", "rating": 3})  # fmt: skip
+    store.remember("Fridays are for sci-fi films.", tenant_id="filtered",
+                   metadata={"category": "movies"})  # fmt: skip
+    wanted = quote('{"$and": [{"category": "food"}, {"rating": {"$gte": 4}}]}')
+    html = _ok(client, f"/tenants/filtered/search?q=Fridays&filter={wanted}")
+    assert "Pasta with pesto" in html and "sci-fi" not in html and "Sushi" not in html
+    assert 'value="{&#34;$and&#34;' in html  # the form keeps the filter asked
+    for bad, said in (("{bad", "not JSON"), ("[1]", "JSON object"), ('{"a": {"$zz": 1}}', "$zz")):
+        response = client.get(f"/tenants/filtered/search?q=Fridays&filter={quote(bad)}")
+        assert response.status_code == 400 and said in response.text
+
+
 def test_search_takes_mode_as_of_and_limit(client: TestClient) -> None:
     everything = _ok(client, "/tenants/acme/search?q=invoice+search+slow&limit=20")
     assert "· message</span>" in everything
