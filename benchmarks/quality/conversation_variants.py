@@ -656,7 +656,7 @@ def store_with_own_previous(store: Any, dialogues: Sequence[Dialogue], share: fl
     from retrieval.memory.records import MemoryInput
     from retrieval.memory.turn_context import Said, mixing_of, turn_before_run
 
-    mixing = mixing_of(store.config)
+    mixing = mixing_of(store.config, store.embedder.model_id)
     for dialogue in dialogues:
         store.forget(tenant_id=dialogue.tenant, everything=True)
         texts = [turn.text for turn in dialogue.turns]

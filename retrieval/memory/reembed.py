@@ -145,7 +145,7 @@ def _vectors(
     """The new vectors of one tenant's rows: a turn's with its previous turn's, as the store
     writes it."""
     texts = [item.content for item in items]
-    mixing = mixing_of(store.config)
+    mixing = mixing_of(store.config, store.embedder.model_id)
     before: dict[int, Before] = {}
     if mixing.on:
         batch = {i.place: said(i.content) for i in items if i.place is not None}

@@ -99,7 +99,7 @@ class MemoryStore:
             max_entities=self.config.max_entities,
             max_json_bytes=self.config.max_metadata_bytes,
         )
-        self._lookup = Lookup(schema, self.cache, mixing_of(self.config))
+        self._lookup = Lookup(schema, self.cache, mixing_of(self.config, self.embedder.model_id))
         self._episodic = EpisodicWriter(schema, self._lookup)
         self._writer = Writer(
             schema,

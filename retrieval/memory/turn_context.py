@@ -89,10 +89,18 @@ class Mixing(NamedTuple):
 NO_MIXING = Mixing()
 
 
-def mixing_of(config: WriteConfig) -> Mixing:
-    """How a store of ``config`` embeds turns."""
+def mixing_of(config: WriteConfig, model_id: str) -> Mixing:
+    """How a store of ``config`` embeds turns with model ``model_id`` (the shares left at
+    MiniLM's values are the model's own: :mod:`retrieval.embedding.calibration`)."""
+    from retrieval.embedding.calibration import calibration_for
+
+    calibration = calibration_for(model_id)
     gap = timedelta(minutes=config.session_gap_minutes)
-    return Mixing(config.turn_context, gap, config.run_turn_context)
+    return Mixing(
+        calibration.own("turn_context", config.turn_context),
+        gap,
+        calibration.own("run_turn_context", config.run_turn_context),
+    )
 
 
 class Told(NamedTuple):

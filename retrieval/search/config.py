@@ -178,7 +178,7 @@ class RetrievalConfig:
         env="RETRIEVAL_MAX_DISTANCE",
         help="Evidence gate of memories and documents: a result must lie within this L2 "
         "distance (calibrated for all-MiniLM-L6-v2; left at 1.2, another model's own gate "
-        "applies, e5-small's 0.602; none turns it off) or cover RETRIEVAL_BM25_MIN_COVERAGE of "
+        "applies: e5-small has none; none turns it off) or cover RETRIEVAL_BM25_MIN_COVERAGE of "
         "the query.",
         within=Within(0.0, open_low=True),
     )
