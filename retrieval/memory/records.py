@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.memory.same_fact import same_fact_likelihood
+from retrieval.memory.same_fact import SAME_FACT_CURVE, same_fact_likelihood
 
 
 @dataclass(frozen=True)
@@ -151,17 +151,20 @@ class MemoryVersion:
 @dataclass(frozen=True)
 class SimilarMemory:
     """A live memory close to a text: its cosine ``similarity`` in [0, 1] (1: the same
-    direction; two unrelated texts score about 0.1 with all-MiniLM-L6-v2), and ``same_fact``,
+    direction; two unrelated texts score about 0.1 with all-MiniLM-L6-v2, 0.8 with
+    e5-small), and ``same_fact``,
     how likely it states the same fact as the text (a paraphrase, or another value of it:
     :mod:`retrieval.memory.same_fact`)."""
 
     memory: Memory
     similarity: float
+    # The model's same-fact curve, (intercept, slope): all-MiniLM-L6-v2's unless given.
+    curve: tuple[float, float] = field(default=SAME_FACT_CURVE, repr=False, compare=False)
 
     @property
     def same_fact(self) -> float:
         """How likely, in [0, 1], the memory states the same fact as the text."""
-        return same_fact_likelihood(self.similarity)
+        return same_fact_likelihood(self.similarity, self.curve)
 
 
 class StoredIds(list[int]):

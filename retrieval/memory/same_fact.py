@@ -16,9 +16,11 @@ import math
 # The curve's parameters: likelihood = 1 / (1 + exp(-(INTERCEPT + SLOPE * similarity))).
 INTERCEPT = -9.626
 SLOPE = 15.645
+SAME_FACT_CURVE = (INTERCEPT, SLOPE)  # each model has its own: retrieval.embedding.calibration
 
 
-def same_fact_likelihood(similarity: float) -> float:
+def same_fact_likelihood(similarity: float, curve: tuple[float, float] = SAME_FACT_CURVE) -> float:
     """How likely, in [0, 1], a memory at cosine ``similarity`` to a text states the same fact
-    (a paraphrase, or another value of it)."""
-    return 1.0 / (1.0 + math.exp(-(INTERCEPT + SLOPE * similarity)))
+    (a paraphrase, or another value of it), by ``curve`` (intercept, slope)."""
+    intercept, slope = curve
+    return 1.0 / (1.0 + math.exp(-(intercept + slope * similarity)))

@@ -22,6 +22,7 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.db.versions import has_iterative_scan
 from retrieval.embedding.cache import EmbeddingCache
+from retrieval.embedding.calibration import calibration_for
 from retrieval.memory.get_and_forget import Lookup
 from retrieval.memory.records import SimilarMemory
 
@@ -67,8 +68,9 @@ def similar_memories(
         },
     ).all()
     memories = {m.id: m for m in lookup.memories(connection, tenant_id, [row.id for row in rows])}
+    curve = calibration_for(cache.embedder.model_id).thresholds.same_fact_curve
     return [
-        SimilarMemory(memories[row.id], min(1.0, max(0.0, float(row.similarity))))
+        SimilarMemory(memories[row.id], min(1.0, max(0.0, float(row.similarity))), curve)
         for row in rows
         if row.id in memories
     ]

@@ -447,7 +447,10 @@ class MemoryStore:
             if not memories:
                 return []
             vector = self.cache.embed(connection, tenant_id, [text], store=False)[0]
-        return [SimilarMemory(memory, _cosine(memory.embedding, vector)) for memory in memories]
+        curve = calibration_for(self.embedder.model_id).thresholds.same_fact_curve
+        return [
+            SimilarMemory(memory, _cosine(memory.embedding, vector), curve) for memory in memories
+        ]
 
     def history(self, memory_id: int, *, tenant_id: str) -> list[MemoryVersion]:
         """The versions of a memory in the order they held, oldest first: the memories it

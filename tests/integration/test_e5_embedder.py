@@ -100,6 +100,7 @@ def test_every_threshold_is_the_models_own() -> None:
     e5 = calibration_for(E5_MODEL_ID)
     minilm = CALIBRATIONS[DEFAULT_MODEL_ID]
     assert e5.measured is not None and minilm.thresholds == MINILM_THRESHOLDS
+    assert e5.thresholds.same_fact_curve != MINILM_THRESHOLDS.same_fact_curve
     for name in ("max_distance", "version_similarity", "similar_threshold", "unrelated_below"):
         assert getattr(e5.thresholds, name) != getattr(MINILM_THRESHOLDS, name)
         # A setting left at MiniLM's value takes the model's; one set otherwise is kept.
@@ -128,6 +129,11 @@ def test_a_fact_is_found_asked_in_another_language(database: PgDatabase, e5: E5E
     # A near duplicate is told by e5's own threshold: a paraphrase is, another fact is not.
     similar = store.similar("Alice reagiert allergisch auf Erdnüsse.", tenant_id="t1")
     assert [s.memory.content for s in similar] == [data["facts"][0]["de"]]
+    # How likely it states the same fact, by e5's own curve (MiniLM's would say 1.0).
+    assert similar[0].same_fact == pytest.approx(
+        calibration_for(E5_MODEL_ID).same_fact(similar[0].similarity)
+    )
+    assert similar[0].same_fact < 0.999
 
 
 def test_a_schema_of_another_models_vectors_is_said_and_reembed_moves_it(
