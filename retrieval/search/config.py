@@ -374,8 +374,9 @@ class RetrievalConfig:
         DEFAULT_VERSION_SHARED_WORDS,
         env="RETRIEVAL_VERSION_SHARED_WORDS",
         help="Share of their lexemes (of both texts' together) at or above which two memories "
-        "of a kind at a cosine similarity of 0.5 or more are versions of one fact (the same "
-        "sentence with another value), for newer_versions_first.",
+        "of a kind at a cosine similarity of 0.5 or more (all-MiniLM-L6-v2's; e5-small's 0.847) "
+        "are versions of one fact (the same sentence with another value), for "
+        "newer_versions_first.",
         within=UNIT,
     )
     max_query_words: int = setting(
