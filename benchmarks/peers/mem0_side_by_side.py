@@ -132,10 +132,27 @@ def scored(found: dict[str, Any], data: dict[str, Any], refs: Any, ids: Any) -> 
     }
 
 
+def _full(found: dict[str, Any], data: dict[str, Any]) -> float:
+    """The share of searches that returned every memory asked for (``top_k``)."""
+    asked = [q["k"] for q in data["questions"]] + [c["k"] for c in data["claims"]]
+    lists = found["chat"]["found"] + found["scifact"]["found"]
+    return round(sum(len(got) >= k for got, k in zip(lists, asked, strict=True)) / len(asked), 3)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mem0-python", required=True, help="the Python of mem0ai's venv")
     parser.add_argument("--data-dir", type=Path, help="keep the embedded server's data here")
+    parser.add_argument(
+        "--mem0-found", type=Path,
+        help="a Mem0 run's answers already made (the worker's mem0.json, on the same data): "
+        "scored as Mem0 at its defaults instead of running it again",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-threshold-zero", action="store_true",
+        help="leave out Mem0 at threshold 0 (its best recall; the same as its defaults when "
+        "every search of the defaults returns top_k memories)",
+    )  # fmt: skip
     add_output(parser)
     args = parser.parse_args()
 
@@ -152,14 +169,22 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="rtv-mem0-") as work:
         (Path(work) / "data.json").write_text(json.dumps(data), "utf-8")
-        for name, threshold in (("mem0, defaults", None), ("mem0, threshold 0", 0.0)):
+        runs = [("mem0, defaults", None)]
+        if not args.no_threshold_zero:
+            runs.append(("mem0, threshold 0", 0.0))
+        for name, threshold in runs:
+            if name == "mem0, defaults" and args.mem0_found is not None:
+                found = json.loads(args.mem0_found.read_text("utf-8"))
+                results[name] = scored(found, data, refs, ids) | {"full_lists": _full(found, data)}
+                print(name, json.dumps(results[name]), flush=True)
+                continue
             command = [args.mem0_python, str(WORKER), work, "--url", bench.psycopg_url,
                        "--model", str(default_model_path())]  # fmt: skip
             if threshold is not None:
                 command += ["--threshold", str(threshold)]
             subprocess.run(command, check=True)
             found = json.loads((Path(work) / "mem0.json").read_text("utf-8"))
-            results[name] = scored(found, data, refs, ids)
+            results[name] = scored(found, data, refs, ids) | {"full_lists": _full(found, data)}
             with bench.engine.begin() as connection:  # each run stores afresh
                 for table in ("mem0_chat", "mem0_scifact"):
                     connection.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
