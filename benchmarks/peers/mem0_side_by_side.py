@@ -190,7 +190,7 @@ def main() -> None:
                     connection.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
             print(name, json.dumps(results[name]), flush=True)
     results["retrieval (its Mem0 interface), defaults"] = scored(
-        ours(bench.url, data), data, refs, ids
+        ours(bench.engine, data), data, refs, ids
     )
     write_result("mem0-side-by-side", results, args)
 
