@@ -19,6 +19,7 @@ from sqlalchemy import Engine, text
 from retrieval import AsyncHybridRetriever, AsyncMemoryStore
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import Embedder
+from retrieval.integrations.mem0 import Memory
 from retrieval.memory.export import export_records
 from retrieval.memory.file_ingest import ingest, read_file
 from retrieval.memory.reembed import reembed
@@ -46,6 +47,7 @@ class Fingerprint:
     exports: dict[str, list[str]]
     statistics: dict[str, list[tuple[Any, ...]]]
     forgotten: list[tuple[Any, ...]]
+    scoped: dict[str, list[Any]]
 
 
 def _memories(tenant: str) -> list[dict[str, Any]]:
@@ -187,6 +189,80 @@ def read_everything(retriever: HybridRetriever) -> tuple[dict[str, Any], dict[st
     return results, events
 
 
+PEOPLE = {
+    "alice": [
+        "Alice is allergic to peanuts",
+        "Alice flies KLM to Amsterdam",
+        "Alice runs the deploys",
+    ],
+    "bob": ["Bob moved to Denver", "Bob owns the vault rotation", "Bob prefers tea"],
+}
+FILTERS = {
+    "one": {"city": "Denver"},
+    "or": {"$or": [{"topic": "travel"}, {"topic": "ops"}]},
+    "not": {"$not": {"topic": "ops"}},
+    "contains": {"note": {"$icontains": "VAULT"}},
+    "any value": {"topic": "*"},
+}
+
+
+def read_scoped(store: MemoryStore) -> dict[str, list[Any]]:
+    """Scopes below the tenant (namespaces, and Mem0's user ids through its interface) and
+    the logical and text filters, on every read and erase they narrow: what a caller sees, by
+    text (ids and times are each server's own)."""
+    seen: dict[str, list[Any]] = {}
+    topics = {"peanuts": "food", "KLM": "travel", "deploys": "ops", "Denver": "travel",
+              "vault": "ops", "tea": "food"}  # fmt: skip
+    for person, facts in PEOPLE.items():
+        store.remember_many(
+            {"text": fact, "tenant_id": "acme", "namespace": ("people", person),
+             "created_at": AS_OF - timedelta(hours=8, minutes=i),
+             "metadata": {"topic": next(t for w, t in topics.items() if w in fact),
+                          "note": fact, "city": "Denver" if "Denver" in fact else None}}
+            for i, fact in enumerate(facts)
+        )  # fmt: skip
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        for name, condition in FILTERS.items():
+            for namespace in (("people",), ("people", "bob")):
+                response = retriever.retrieve(
+                    "what do we know about them", tenant_id="acme", namespace=namespace,
+                    filter=condition, as_of=AS_OF, limit=10,
+                )  # fmt: skip
+                seen[f"{name}|{'/'.join(namespace)}"] = sorted(r.content for r in response)
+        seen["timeline bob"] = sorted(
+            e.kind for e in retriever.timeline("acme", namespace=("people", "bob"), limit=100)
+        )
+    forgot = store.forget(tenant_id="acme", namespace=("people", "bob"))
+    seen["forgot bob"] = [len(forgot.memory_ids)]
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        response = retriever.retrieve("Bob", tenant_id="acme", namespace=("people",), as_of=AS_OF)
+        seen["after forgetting bob"] = sorted(r.content for r in response)
+    with Memory(store, tenant_id="globex") as memory:
+        for person, facts in PEOPLE.items():
+            memory.add([{"role": "user", "content": fact} for fact in facts], user_id=person)
+        memory.add("Carol reviews the deploys", agent_id="reviewer")
+        for name, filters in {
+            "alice": {"user_id": "alice"},
+            "alice or bob": {"OR": [{"user_id": "alice"}, {"user_id": "bob"}]},
+            "not alice": {"NOT": [{"user_id": "alice"}]},
+            "any user": {"user_id": "*"},
+            "contains": {"AND": [{"user_id": "bob"}, {"role": {"contains": "us"}}]},
+        }.items():
+            found = memory.search("who handles the deploys and the vault", filters=filters)
+            seen[f"mem0 search {name}"] = sorted(r["memory"] for r in found["results"])
+        seen["mem0 all bob"] = sorted(r["memory"] for r in memory.get_all(user_id="bob")["results"])
+        first = memory.get_all(user_id="alice")["results"][0]
+        memory.update(first["id"], "Alice flies Air France to Amsterdam")
+        seen["mem0 history"] = [
+            (h["event"], h["old_memory"], h["new_memory"]) for h in memory.history(first["id"])
+        ]
+        memory.delete_all(user_id="bob")
+        seen["mem0 all after"] = sorted(
+            r["memory"] for r in memory.get_all(filters={"user_id": "*"})["results"]
+        )
+    return seen
+
+
 async def _read_async(store: MemoryStore) -> list[tuple[str, int, float, float, float]]:
     async with (
         AsyncMemoryStore(store) as writer,
@@ -282,4 +358,6 @@ def run_scenario(
     with HybridRetriever.from_store(store, background_writes=False) as retriever:
         after, _ = read_everything(retriever)
     results.update({f"after forget|{key}": value for key, value in after.items()})
-    return Fingerprint(results, events, exports, statistics(admin or engine, schema), forgotten)
+    kept = statistics(admin or engine, schema)
+    scoped = read_scoped(store)  # Mem0's interface writes at the time of the call: after
+    return Fingerprint(results, events, exports, kept, forgotten, scoped)

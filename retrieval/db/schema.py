@@ -205,7 +205,7 @@ def _memories(metadata: MetaData, embedding: Embedding, text_search_config: str)
         ),
         CheckConstraint("access_count >= 0", name="memories_access_count_nonnegative"),
         CheckConstraint("position >= 0", name="memories_position_nonnegative"),
-        Index("memories_tenant_created_idx", "tenant_id", text("created_at DESC")),
+        Index("memories_tenant_created_id_idx", "tenant_id", "created_at", "id"),
         Index("memories_tenant_kind_idx", "tenant_id", "kind"),
         Index(
             "memories_tenant_thread_idx",

@@ -7,7 +7,7 @@
 -- version's time) and when last (its own).
 SELECT m.id, m.key, m.content, m.metadata, m.created_at AS updated_at,
        (SELECT min(v.created_at) FROM {schema}.memories AS v
-         WHERE v.tenant_id = m.tenant_id AND v.key = m.key AND v.namespace = m.namespace)
+         WHERE v.tenant_id = %(tenant_id)s AND v.key = m.key AND v.namespace = m.namespace)
            AS created_at
 FROM {schema}.memories AS m
 WHERE m.tenant_id = %(tenant_id)s AND m.namespace = %(namespace)s::text[]
@@ -19,7 +19,7 @@ WHERE m.tenant_id = %(tenant_id)s AND m.namespace = %(namespace)s::text[]
 -- first, at most %(limit)s.
 SELECT m.id, m.key, m.content, m.metadata, m.created_at AS updated_at,
        (SELECT min(v.created_at) FROM {schema}.memories AS v
-         WHERE v.tenant_id = m.tenant_id AND v.key = m.key AND v.namespace = m.namespace)
+         WHERE v.tenant_id = %(tenant_id)s AND v.key = m.key AND v.namespace = m.namespace)
            AS created_at
 FROM {schema}.memories AS m
 WHERE m.tenant_id = %(tenant_id)s AND m.namespace = %(namespace)s::text[]

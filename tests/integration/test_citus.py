@@ -39,7 +39,7 @@ from retrieval.errors import ConfigurationError, DatabaseError
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
 from tests.citus_cluster import Cluster, citus_bin, citus_cluster, why_no_citus
-from tests.citus_scenario import AS_OF, Fingerprint, run_scenario
+from tests.citus_scenario import AS_OF, PEOPLE, Fingerprint, run_scenario
 from tests.conftest import PgDatabase
 
 pytestmark = [
@@ -91,6 +91,7 @@ def _same(one: Fingerprint, other: Fingerprint) -> None:
     assert other.events == one.events
     assert other.exports == one.exports
     assert other.forgotten == one.forgotten
+    assert other.scoped == one.scoped
     for name, rows in one.statistics.items():
         assert other.statistics[name] == rows, name
 
@@ -116,6 +117,13 @@ def test_the_whole_api_on_a_distributed_schema_equals_one_server(
     assert one_server.results["acme|Why did the deploy fail?|semantic"]
     assert one_server.statistics["memory_term_stats"]
     assert one_server.statistics["episodic_postings"]
+    scoped = one_server.scoped
+    assert scoped["or|people/bob"] == ["Bob moved to Denver", "Bob owns the vault rotation"]
+    assert scoped["contains|people"] == ["Bob owns the vault rotation"]
+    assert not any("Bob" in fact for fact in scoped["after forgetting bob"])
+    assert scoped["mem0 all bob"] == sorted(PEOPLE["bob"])
+    assert not any("Bob" in fact for fact in scoped["mem0 all after"])
+    assert [event for event, *_ in scoped["mem0 history"]] == ["ADD", "UPDATE"]
     _same(one_server, on_cluster)
 
 
@@ -264,6 +272,7 @@ def test_the_mcp_tools_on_a_distributed_schema(cluster: Cluster, cluster_engine:
             assert await call("forget", {"memory_ids": [stored["id"]]}) == {
                 "forgotten": [stored["id"]],
                 "revived": [],  # it corrected nothing
+                "not_found": [],
             }
 
     asyncio.run(scenario())
