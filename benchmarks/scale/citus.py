@@ -9,7 +9,9 @@ as many decisions and tool calls, in batches of ``--batch`` rows. Then:
 
 * ingest rows/s on each (the batches timed, the model not involved);
 * the loaded tables analyzed (``ANALYZE``), so that the timing does not depend on when
-  autovacuum reaches them;
+  autovacuum reaches them; and the pages left in the GIN indexes' pending lists (which ANALYZE
+  does not merge, and every scan of the index reads) reported, on the cluster summed over the
+  workers' shards;
 * ``retrieve()`` p50/p95 over the SciFact claims, each asked of one tenant in turn, all sources
   (``--runs`` runs, median), and the floor: the bare nearest-neighbour statement of the same
   tenants on a plain psycopg connection, none of the library's code (on the cluster with the
@@ -117,6 +119,30 @@ def analyzed(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as connection:
         for table in ("memories", "decisions", "tool_calls"):
             connection.execute(f"ANALYZE {SETTINGS.schema}.{table}")
+
+
+def gin_pending_pages(url: str, nodes: list[str] | None = None) -> int | None:
+    """The pages in the GIN indexes' pending lists when the reads are timed (each scan of an
+    index reads its whole list): the schema's, or on a cluster its shards' on ``nodes``
+    (revision 0021 bounds them). None where ``pgstattuple`` is not installed."""
+    query = (
+        "SELECT COALESCE(sum((pgstatginindex(i.oid)).pending_pages), 0) FROM pg_class AS i "
+        "JOIN pg_am AS a ON a.oid = i.relam "
+        f"WHERE a.amname = 'gin' AND i.relnamespace = '{SETTINGS.schema}'::regnamespace"
+    )
+    try:
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+            if not nodes:
+                return int(connection.execute(query).fetchone()[0])  # type: ignore[index]
+    except psycopg.Error:
+        return None
+    pages = 0
+    for node in nodes:
+        with psycopg.connect(node, autocommit=True) as connection:
+            connection.execute("SET citus.show_shards_for_app_name_prefixes = '*'")
+            pages += int(connection.execute(query).fetchone()[0])  # type: ignore[index]
+    return pages
 
 
 def latency(
@@ -259,6 +285,7 @@ def main() -> None:
         print("one server: ingest", flush=True)
         results["one_server"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
         analyzed(server.url())
+        results["one_server"]["gin_pending_pages"] = gin_pending_pages(server.url())
         results["one_server"]["retrieve"] = latency(
             engine, embedder, queries, args.runs, args.tenants
         )
@@ -271,6 +298,9 @@ def main() -> None:
         print("cluster: ingest", flush=True)
         results["cluster"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
         analyzed(cluster.url)
+        results["cluster"]["gin_pending_pages"] = gin_pending_pages(
+            cluster.url, [worker.url() for worker in cluster.workers]
+        )
         results["cluster"]["retrieve"] = latency(engine, embedder, queries, args.runs, args.tenants)
         results["cluster"]["floor"] = floor(cluster.url, vectors, args.runs, args.tenants)
         results["cluster"]["shards_per_call"] = 1  # else multi_task_query_log_level had failed
