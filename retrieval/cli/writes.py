@@ -73,6 +73,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _ingest(args: argparse.Namespace, database: Database) -> int:
     """store memories, decisions, tool calls and chat transcripts from a JSON Lines or CSV file"""
+    from retrieval.db.planner_statistics import analyze_written
     from retrieval.memory.file_ingest import ingest, read_file
     from retrieval.memory.file_lines import unread_speakers
 
@@ -111,6 +112,9 @@ def _ingest(args: argparse.Namespace, database: Database) -> int:
             else ""
         )
     )
+    if summary.rows:
+        seconds = analyze_written(database.engine, store.schema)
+        print(f"planner statistics refreshed (ANALYZE) in {seconds:.2f} s")
     return 0
 
 

@@ -147,3 +147,9 @@ WHERE NOT success
 SELECT current_setting('server_version_num')::int, current_setting('server_version'),
        (SELECT extversion FROM pg_extension WHERE extname = 'vector'),
        (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')
+
+-- name: analyze_written
+-- The planner's statistics of the tables a bulk load wrote, brought up to date at once
+-- (autovacuum would, within about a minute): a table that grew from nothing is planned as
+-- nearly empty until then.
+ANALYZE {schema}.memories, {schema}.decisions, {schema}.tool_calls, {schema}.episodic_vocabulary, {schema}.episodic_postings

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from retrieval.cli.commands import build_parser, main
 from retrieval.db import migrate
@@ -255,6 +255,31 @@ def test_the_demo_runs_on_the_embedded_server_by_default() -> None:
             assert f"at revision {migrate.head_revision()}" in ran.stdout
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_ingest_brings_the_planner_statistics_up_to_date(
+    database: PgDatabase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A table loaded from nothing is planned as nearly empty until it is analyzed: the ingest
+    # analyzes what it wrote before it returns.
+    with database.engine.connect() as connection:
+        before = connection.execute(
+            text(
+                "SELECT relname, last_analyze FROM pg_stat_user_tables "
+                "WHERE schemaname = 'retrieval' AND relname IN ('memories', 'decisions')"
+            )
+        ).all()
+    assert all(analyzed is None for _, analyzed in before)
+    assert main(["--database-url", database.url, "ingest", str(DATA / "agent_history.jsonl")]) == 0
+    assert "planner statistics refreshed (ANALYZE) in" in capsys.readouterr().out
+    with database.engine.connect() as connection:
+        after = connection.execute(
+            text(
+                "SELECT relname, last_analyze FROM pg_stat_user_tables "
+                "WHERE schemaname = 'retrieval' AND relname IN ('memories', 'decisions')"
+            )
+        ).all()
+    assert len(after) == 2 and all(analyzed is not None for _, analyzed in after)
 
 
 def test_search_prints_a_ranked_table_or_json(
