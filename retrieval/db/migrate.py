@@ -41,7 +41,9 @@ _LOCK_NOT_AVAILABLE = "55P03"
 CONNECTION_KEY = "connection"
 # The revisions whose downgrade runs on tables distributed by Citus (one statement per execute,
 # nothing Citus refuses), tested on a cluster.
-CITUS_DOWNGRADES = frozenset({"0014", "0015", "0016", "0017", "0018", "0019", "0020", "0021", "0022"})
+CITUS_DOWNGRADES = frozenset(
+    {"0014", "0015", "0016", "0017", "0018", "0019", "0020", "0021", "0022"}
+)
 
 
 @dataclass(frozen=True)
