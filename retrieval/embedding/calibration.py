@@ -36,6 +36,18 @@ from retrieval.embedding.models import DEFAULT_MODEL_ID
 logger = logging.getLogger(__name__)
 
 
+# all-MiniLM-L6-v2's same-fact curve, (intercept, slope): fitted on the labelled pairs
+# (retrieval.memory.same_fact).
+MINILM_SAME_FACT_CURVE = (-9.626, 15.645)
+
+
+def same_fact_on_curve(similarity: float, curve: tuple[float, float]) -> float:
+    """How likely, in [0, 1], a memory at cosine ``similarity`` to a text states the same fact,
+    by the logistic ``curve`` (intercept, slope)."""
+    intercept, slope = curve
+    return 1.0 / (1.0 + math.exp(-(intercept + slope * similarity)))
+
+
 @dataclass(frozen=True)
 class ModelThresholds:
     """A model's constants that read its distances (each a cosine similarity unless named a
@@ -65,7 +77,7 @@ class ModelThresholds:
     run_turn_context: float = 0.5
     # How likely a memory at a similarity to a text states the same fact: the logistic curve's
     # (intercept, slope) fitted on the labelled pairs (retrieval.memory.same_fact).
-    same_fact_curve: tuple[float, float] = (-9.626, 15.645)
+    same_fact_curve: tuple[float, float] = MINILM_SAME_FACT_CURVE
 
 
 @dataclass(frozen=True)
@@ -152,8 +164,7 @@ class DenseCalibration:
     def same_fact(self, similarity: float) -> float:
         """How likely, in [0, 1], a memory at cosine ``similarity`` to a text states the same
         fact, by this model's curve."""
-        intercept, slope = self.thresholds.same_fact_curve
-        return 1.0 / (1.0 + math.exp(-(intercept + slope * similarity)))
+        return same_fact_on_curve(similarity, self.thresholds.same_fact_curve)
 
     def own(self, name: str, configured: float) -> float:
         """``configured``, the value of setting ``name``; where it is left at MiniLM's
@@ -174,7 +185,7 @@ MINILM_THRESHOLDS = ModelThresholds(
     unrelated_below=0.35,
     turn_context=0.3,
     run_turn_context=0.5,
-    same_fact_curve=(-9.626, 15.645),
+    same_fact_curve=MINILM_SAME_FACT_CURVE,
 )
 
 

@@ -11,16 +11,14 @@ similarity (0.6-0.7: 0.64 said, 0.56 found; 0.7-0.8: 0.90 said, 0.96 found).
 
 from __future__ import annotations
 
-import math
+from retrieval.embedding.calibration import MINILM_SAME_FACT_CURVE, same_fact_on_curve
 
 # The curve's parameters: likelihood = 1 / (1 + exp(-(INTERCEPT + SLOPE * similarity))).
-INTERCEPT = -9.626
-SLOPE = 15.645
-SAME_FACT_CURVE = (INTERCEPT, SLOPE)  # each model has its own: retrieval.embedding.calibration
+INTERCEPT, SLOPE = MINILM_SAME_FACT_CURVE
+SAME_FACT_CURVE = MINILM_SAME_FACT_CURVE  # each model has its own: retrieval.embedding.calibration
 
 
 def same_fact_likelihood(similarity: float, curve: tuple[float, float] = SAME_FACT_CURVE) -> float:
     """How likely, in [0, 1], a memory at cosine ``similarity`` to a text states the same fact
     (a paraphrase, or another value of it), by ``curve`` (intercept, slope)."""
-    intercept, slope = curve
-    return 1.0 / (1.0 + math.exp(-(intercept + slope * similarity)))
+    return same_fact_on_curve(similarity, curve)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
@@ -262,24 +263,25 @@ def test_ingest_brings_the_planner_statistics_up_to_date(
 ) -> None:
     # A table loaded from nothing is planned as nearly empty until it is analyzed: the ingest
     # analyzes what it wrote before it returns.
-    with database.engine.connect() as connection:
-        before = connection.execute(
-            text(
-                "SELECT relname, last_analyze FROM pg_stat_user_tables "
-                "WHERE schemaname = 'retrieval' AND relname IN ('memories', 'decisions')"
-            )
-        ).all()
+    before = _last_analyzed(database)
     assert all(analyzed is None for _, analyzed in before)
     assert main(["--database-url", database.url, "ingest", str(DATA / "agent_history.jsonl")]) == 0
     assert "planner statistics refreshed (ANALYZE) in" in capsys.readouterr().out
-    with database.engine.connect() as connection:
-        after = connection.execute(
-            text(
-                "SELECT relname, last_analyze FROM pg_stat_user_tables "
-                "WHERE schemaname = 'retrieval' AND relname IN ('memories', 'decisions')"
-            )
-        ).all()
+    after = _last_analyzed(database)
     assert len(after) == 2 and all(analyzed is not None for _, analyzed in after)
+
+
+def _last_analyzed(database: PgDatabase) -> list[Any]:
+    # When the memories and decisions tables were last analyzed by hand (None: never).
+    with database.engine.connect() as connection:
+        return list(
+            connection.execute(
+                text(
+                    "SELECT relname, last_analyze FROM pg_stat_user_tables "
+                    "WHERE schemaname = 'retrieval' AND relname IN ('memories', 'decisions')"
+                )
+            ).all()
+        )
 
 
 def test_search_prints_a_ranked_table_or_json(
