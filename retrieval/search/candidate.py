@@ -95,9 +95,18 @@ def is_turn_candidate(candidate: Candidate) -> bool:
     return is_turn(candidate.kind, thread, position, candidate.content)
 
 
+# How the statement's json_build_object writes a memory without a thread (its own keys have a
+# space before the colon; the jsonb of a memory's metadata has none, and a string escapes its
+# quotes): most candidates, found without decoding their evidence.
+_NO_THREAD = '"thread_id" : null,'
+
+
 @lru_cache(maxsize=1024)
 def _thread_and_position(details: str) -> tuple[str | None, int | None]:
-    # A memory candidate's thread and position, from its evidence (JSON text).
+    # A memory candidate's thread and position, from its evidence (JSON text); no position
+    # is read without a thread, as no caller places a turn by its position alone.
+    if _NO_THREAD in details:
+        return None, None
     decoded = json.loads(details)
     thread, position = decoded.get("thread_id"), decoded.get("position")
     return (

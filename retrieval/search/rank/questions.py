@@ -84,8 +84,8 @@ def questions_yield(scored: Sequence[Scored], discount: float, threshold: float)
         if (
             candidate is None
             or result.final_score < threshold
+            or not is_turn_candidate(candidate)  # first: reading the words costs more
             or not only_asks(said_text(candidate.content))
-            or not is_turn_candidate(candidate)
         ):
             yielded.append(result)
             continue
