@@ -1173,36 +1173,60 @@ documents AS (
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
 --   binds: as_of, tenant_id
 source_presence AS (
-    ((SELECT CAST('episodic' AS text) AS source,
-             CAST('presence' AS text) AS item,
-             CAST(CAST(EXISTS (SELECT
-                               FROM retrieval.decisions AS d
-                               WHERE d.tenant_id = %(tenant_id)s)
-                    OR EXISTS (SELECT
-                               FROM retrieval.tool_calls AS t
-                               WHERE t.tenant_id = %(tenant_id)s) AS integer) AS bigint) AS id,
-             CAST('' AS text) AS content,
-             CAST('presence' AS text) AS kind,
-             CAST(%(as_of)s AS timestamptz) AS created_at,
-             CAST(0.0 AS float8) AS relevance,
-             CAST(0.0 AS float8) AS recency,
-             CAST(0.0 AS float8) AS importance,
-             CAST(0.0 AS float8) AS popularity,
-             CAST(0.0 AS float8) AS entity,
-             CAST(NULL AS float8) AS distance,
-             CAST(NULL AS text[]) AS matched,
-             CAST(NULL AS text[]) AS entities,
-             CAST('{}' AS pg_catalog.json) AS details,
-             TRUE AS evidence,
-             CAST(NULL AS bigint[]) AS newer,
-             CAST(NULL AS boolean[]) AS newer_near
+    (((SELECT CAST('episodic' AS text) AS source,
+              CAST('presence' AS text) AS item,
+              CAST(CAST(EXISTS (SELECT
+                                FROM retrieval.decisions AS d
+                                WHERE d.tenant_id = %(tenant_id)s)
+                     OR EXISTS (SELECT
+                                FROM retrieval.tool_calls AS t
+                                WHERE t.tenant_id = %(tenant_id)s) AS integer) AS bigint) AS id,
+              CAST('' AS text) AS content,
+              CAST('presence' AS text) AS kind,
+              CAST(%(as_of)s AS timestamptz) AS created_at,
+              CAST(0.0 AS float8) AS relevance,
+              CAST(0.0 AS float8) AS recency,
+              CAST(0.0 AS float8) AS importance,
+              CAST(0.0 AS float8) AS popularity,
+              CAST(0.0 AS float8) AS entity,
+              CAST(NULL AS float8) AS distance,
+              CAST(NULL AS text[]) AS matched,
+              CAST(NULL AS text[]) AS entities,
+              CAST('{}' AS pg_catalog.json) AS details,
+              TRUE AS evidence,
+              CAST(NULL AS bigint[]) AS newer,
+              CAST(NULL AS boolean[]) AS newer_near
+
+       UNION ALL
+
+       SELECT CAST('documents' AS text) AS source,
+              CAST('presence' AS text) AS item,
+              CAST(COALESCE((SELECT c.chunks
+                             FROM retrieval.document_corpus AS c
+                             WHERE c.tenant_id = %(tenant_id)s),
+                            0) AS bigint) AS id,
+              CAST('' AS text) AS content,
+              CAST('presence' AS text) AS kind,
+              CAST(%(as_of)s AS timestamptz) AS created_at,
+              CAST(0.0 AS float8) AS relevance,
+              CAST(0.0 AS float8) AS recency,
+              CAST(0.0 AS float8) AS importance,
+              CAST(0.0 AS float8) AS popularity,
+              CAST(0.0 AS float8) AS entity,
+              CAST(NULL AS float8) AS distance,
+              CAST(NULL AS text[]) AS matched,
+              CAST(NULL AS text[]) AS entities,
+              CAST('{}' AS pg_catalog.json) AS details,
+              TRUE AS evidence,
+              CAST(NULL AS bigint[]) AS newer,
+              CAST(NULL AS boolean[]) AS newer_near)
 
       UNION ALL
 
-      SELECT CAST('documents' AS text) AS source,
+      SELECT CAST('memories' AS text) AS source,
              CAST('presence' AS text) AS item,
-             CAST(COALESCE((SELECT c.chunks
-                            FROM retrieval.document_corpus AS c
+             CAST(COALESCE((SELECT c.memories
+                            FROM retrieval.memory_corpus AS c
                             WHERE c.tenant_id = %(tenant_id)s),
                            0) AS bigint) AS id,
              CAST('' AS text) AS content,
@@ -1223,11 +1247,12 @@ source_presence AS (
 
      UNION ALL
 
-     SELECT CAST('memories' AS text) AS source,
+     SELECT CAST('memory_table' AS text) AS source,
             CAST('presence' AS text) AS item,
-            CAST(COALESCE((SELECT c.memories
-                           FROM retrieval.memory_corpus AS c
-                           WHERE c.tenant_id = %(tenant_id)s),
+            CAST(GREATEST(COALESCE((SELECT t.reltuples
+                                    FROM pg_catalog.pg_class AS t
+                                    WHERE t.oid = to_regclass('"retrieval".memories')),
+                                   0),
                           0) AS bigint) AS id,
             CAST('' AS text) AS content,
             CAST('presence' AS text) AS kind,
@@ -1247,12 +1272,22 @@ source_presence AS (
 
     UNION ALL
 
-    SELECT CAST('memory_table' AS text) AS source,
+    SELECT CAST('memory_generic' AS text) AS source,
            CAST('presence' AS text) AS item,
-           CAST(GREATEST(COALESCE((SELECT t.reltuples
-                                   FROM pg_catalog.pg_class AS t
-                                   WHERE t.oid = to_regclass('"retrieval".memories')),
-                                  0),
+           CAST(COALESCE((SELECT GREATEST(t.reltuples, 0) * LEAST((1 - s.null_frac) / GREATEST(CASE
+                                                                                                 WHEN s.n_distinct < 0
+                                                                                                   THEN - s.n_distinct * GREATEST(t.reltuples, 1)
+                                                                                                 ELSE s.n_distinct
+                                                                                               END,
+                                                                                               1),
+                                                                  COALESCE((s.most_common_freqs)[1],
+                                                                           1))
+                          FROM pg_catalog.pg_class AS t
+                               INNER JOIN pg_catalog.pg_namespace AS n ON n.oid = t.relnamespace
+                               INNER JOIN pg_catalog.pg_stats AS s ON s.schemaname = n.nspname
+                                                                  AND s.tablename = t.relname
+                                                                  AND s.attname = 'tenant_id'
+                          WHERE t.oid = to_regclass('"retrieval".memories')),
                          0) AS bigint) AS id,
            CAST('' AS text) AS content,
            CAST('presence' AS text) AS kind,

@@ -19,7 +19,9 @@ plan stage reads it as a :class:`TenantView`, a snapshot that makes :func:`plan_
   reads their context turns too; a call whose leading hits are turns the statement did not
   read around reads them with a statement of their own.
 * **Its size**, and the table's, for the choice of an exact read
-  (:mod:`retrieval.search.plan.exact_read`), asked for again after :data:`REFRESH_SECONDS`.
+  (:mod:`retrieval.search.plan.exact_read`), and the size a generic plan expects of a tenant,
+  for the choice of the plan (:mod:`retrieval.search.plan.plan_cache`), asked for again after
+  :data:`REFRESH_SECONDS`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ EPISODIC = "episodic"  # a presence row: whether the tenant holds a decision or 
 TURNS = "turns"  # learnt from the leading hits, not from a presence row
 MEMORIES = "memories"  # a presence row: the tenant's memories (memory_corpus)
 MEMORY_TABLE = "memory_table"  # a presence row: the memories table's rows (pg_class.reltuples)
-SIZE_ROWS = (MEMORIES, MEMORY_TABLE)
+MEMORY_GENERIC = "memory_generic"  # a presence row: a generic plan's rows of a tenant (pg_stats)
+SIZE_ROWS = (MEMORIES, MEMORY_TABLE, MEMORY_GENERIC)
 REFRESH_SECONDS = 60.0  # a tenant's size is asked for again after this long
 _MAX_TENANTS = 100_000  # tenants remembered per retriever (then it starts afresh)
 
@@ -51,6 +54,7 @@ class TenantView:
     size_stale: bool = True  # the tenant's size is to be asked for (not seen lately)
     memories: int | None = None  # the tenant's memories when last seen (None: not seen)
     table_rows: int = 0  # the memories table's rows when last seen
+    generic_memories: int = 0  # the memories a generic plan expects of a tenant (0: unknown)
     iterative_scan: bool = True  # the database's pgvector has the iterative scan
     bound: bool = False  # the connections' role is bound by row-level security
     distributed: bool = False  # the database is a Citus coordinator
@@ -85,6 +89,7 @@ class TenantSizes:
     def __init__(self) -> None:
         self._memories: dict[str, tuple[int, float]] = {}  # count, when it was learnt
         self.table_rows = 0
+        self.generic_memories = 0  # a generic plan's estimate of a tenant, when last seen
         self._lock = threading.Lock()
 
     def stale(self, tenant_id: str) -> bool:
@@ -107,6 +112,7 @@ class TenantSizes:
                 self._memories.clear()
             self._memories[tenant_id] = (counts[MEMORIES], time.monotonic())
             self.table_rows = counts.get(MEMORY_TABLE, self.table_rows)
+            self.generic_memories = counts.get(MEMORY_GENERIC, self.generic_memories)
 
 
 class TenantKnowledge:
@@ -127,6 +133,7 @@ class TenantKnowledge:
             size_stale=sizes.stale(tenant_id),
             memories=sizes.memories(tenant_id),
             table_rows=sizes.table_rows,
+            generic_memories=sizes.generic_memories,
             iterative_scan=reads.iterative_scan(),
             bound=reads.row_security_active(),
             distributed=reads.distributed(),

@@ -38,6 +38,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.observability.tracing import Tracing
 from retrieval.search.config import Fusion, RetrievalConfig
 from retrieval.search.knowledge import TenantKnowledge
+from retrieval.search.plan.plan_cache import PLAN_CACHE_MODE, plan_cache_mode
 from retrieval.search.plan.read_plan import ef_search, plan_read
 from retrieval.search.prepare.call import prepare_call
 from retrieval.search.prepare.query_vector import QueryVectors
@@ -61,8 +62,9 @@ class HybridRetriever:
     ``session_settings``
     are PostgreSQL settings for the retriever's connections, beside its own
     (``hnsw.iterative_scan = relaxed_order``, ``hnsw.ef_search``, and
-    ``plan_cache_mode = force_custom_plan``: the statement is prepared after a few calls, and a
-    generic plan, blind to the query's keywords and vector, is slower). At most
+    ``plan_cache_mode = force_custom_plan``: the statement is prepared after a few calls, and
+    each call's statement names the plan it runs on, generic only where the generic plan's
+    picture of the tenant holds, :mod:`~retrieval.search.plan.plan_cache`). At most
     ``max_connections`` of them are open at once (concurrent calls beyond wait up to
     ``wait_seconds`` for one, then raise :class:`~retrieval.errors.DatabaseError`). Close the
     retriever (or use it as a context manager) to release its connections.
@@ -314,10 +316,11 @@ def _read_connections(
 
 def read_settings(config: RetrievalConfig) -> dict[str, str]:
     """The session settings of the retriever's connections for ``config``: the HNSW scan
-    iterates until the tenant's pool is full, ``ef_search`` covers the pool, and every
-    execution is planned for its own values (see :class:`HybridRetriever`)."""
+    iterates until the tenant's pool is full, ``ef_search`` covers the pool, and an execution
+    is planned for its own values unless its statement says otherwise (see
+    :class:`HybridRetriever`)."""
     return {
         ITERATIVE_SCAN: "relaxed_order",
         "hnsw.ef_search": ef_search(config),
-        "plan_cache_mode": "force_custom_plan",
+        PLAN_CACHE_MODE: plan_cache_mode(False),
     }

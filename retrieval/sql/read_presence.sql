@@ -17,6 +17,12 @@ COALESCE((SELECT c.memories FROM {schema}.memory_corpus AS c WHERE c.tenant_id =
 -- The memories table's rows, as the planner's statistics estimate them.
 GREATEST(COALESCE((SELECT t.reltuples FROM pg_catalog.pg_class AS t WHERE t.oid = to_regclass('{schema}.memories')), 0), 0)
 
+-- name: memory_generic
+-- The memories PostgreSQL expects of a tenant it does not know, as a generic plan prices
+-- tenant_id = a parameter: the table's rows over its distinct tenants, at most the commonest
+-- tenant's share (0 without statistics, or where row-level security hides them).
+COALESCE((SELECT GREATEST(t.reltuples, 0) * LEAST((1 - s.null_frac) / GREATEST(CASE WHEN s.n_distinct < 0 THEN -s.n_distinct * GREATEST(t.reltuples, 1) ELSE s.n_distinct END, 1), COALESCE(s.most_common_freqs[1], 1)) FROM pg_catalog.pg_class AS t JOIN pg_catalog.pg_namespace AS n ON n.oid = t.relnamespace JOIN pg_catalog.pg_stats AS s ON s.schemaname = n.nspname AND s.tablename = t.relname AND s.attname = 'tenant_id' WHERE t.oid = to_regclass('{schema}.memories')), 0)
+
 -- name: row
 -- The presence row of {source}: its {count} as the id, the other columns empty.
 SELECT '{source}'::text AS source, '{item}'::text AS item,

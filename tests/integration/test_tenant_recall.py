@@ -181,3 +181,42 @@ def test_without_pgvector_s_iterative_scan_a_small_tenant_is_read_exactly(
             exact = sorted(distances.values())[:K]
             assert sorted(distances[i] for i in found) == pytest.approx(exact, abs=1e-3), query
         assert "hnsw.iterative_scan" not in dict(retriever._connections.settings)
+
+
+def _plans_run(retriever: HybridRetriever) -> tuple[int, int]:
+    # The generic and custom plans the read statements ran on, on the pool's next connection
+    # (the calls below run one at a time, so each took the same idle connection).
+    with retriever._reads._connection() as connection:
+        row = connection.execute(
+            "SELECT COALESCE(sum(generic_plans), 0), COALESCE(sum(custom_plans), 0) "
+            "FROM pg_prepared_statements WHERE statement LIKE '%semantic_nearest%'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_a_tenant_the_generic_plan_prices_right_runs_on_it(
+    spread_database: PgDatabase, spread_store: MemoryStore
+) -> None:
+    # 100 tenants of 100 memories: a generic plan prices any tenant at 100 memories, the size
+    # of each. Once the retriever knows the tenant's size and the estimate, and psycopg has
+    # prepared the statement, the statement runs on one plan made once, with the results of a
+    # plan made for each call's values (up to the last bit of a float summed in another order).
+    with spread_database.engine.begin() as connection:
+        connection.exec_driver_sql("ANALYZE retrieval.memories")
+    config = replace(SEMANTIC_ONLY, exact_scan_factor=4.0)
+    queries = _queries()[:3]
+    with HybridRetriever.from_store(spread_store, config=config, max_connections=1) as got:
+        custom = [got.retrieve(q, tenant_id="t07") for q in queries]  # unprepared: custom
+        assert _plans_run(got) == (0, 0)
+        for _ in range(6):
+            generic = [got.retrieve(q, tenant_id="t07") for q in queries]
+        generic_plans, custom_plans = _plans_run(got)
+        assert generic_plans > 0 and custom_plans == 0
+        for before, after in zip(custom, generic, strict=True):
+            assert [r.content for r in after] == [r.content for r in before]
+            assert [r.final_score for r in after] == pytest.approx([r.final_score for r in before])
+        # A scope the plan cannot see (here a namespace) is planned for its values.
+        for _ in range(7):
+            got.retrieve(queries[0], tenant_id="t07", namespace=("nowhere",))
+        assert _plans_run(got)[1] > 0

@@ -18,6 +18,7 @@ from retrieval.search.config import RetrievalConfig
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS, TenantView
 from retrieval.search.plan.exact_read import holds_most, reads_exactly
 from retrieval.search.plan.parameters import context_parameters, statement_parameters
+from retrieval.search.plan.plan_cache import PLAN_CACHE_MODE, generic_plan_fits, plan_cache_mode
 from retrieval.search.plan.shape import (
     DECISION,
     MAX_BITS,
@@ -37,7 +38,7 @@ class ReadPlan:
     the statement with every source the call reads, run when a source ``shape`` left out (its
     tenant held none of it at the last look) shows rows in the presence rows; ``parameters``
     bind either, and the context turns' own statement; ``settings`` are the session settings
-    the statement needs.
+    the statement needs (among them its plan: :mod:`~retrieval.search.plan.plan_cache`).
     """
 
     call: PreparedCall
@@ -90,7 +91,7 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
         if on
     )
     probed = tuple(source for source, on in ((EPISODIC, episodic), (DOCUMENTS, documents)) if on)
-    settings = {"hnsw.ef_search": ef_search(config)}
+    settings = {"hnsw.ef_search": ef_search(config), PLAN_CACHE_MODE: plan_cache_mode(False)}
     if not (semantic or probed):
         return ReadPlan(
             call, semantic, episodic, documents, scored, lifts, None, None, {}, settings
@@ -102,6 +103,14 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
         episodic=full.episodic if tenant.may_hold_episodic else None,
         documents=full.documents and tenant.may_hold_documents,
     )
+    generic = full.semantic is not None and generic_plan_fits(
+        tenant,
+        exact=full.semantic.exact,
+        scoped=bool(call.filter_operators),
+        factor=config.exact_scan_factor,
+        pool=config.pool,
+    )
+    settings[PLAN_CACHE_MODE] = plan_cache_mode(generic)
     parameters = statement_parameters(config, full, call, calibration)
     if lifts:
         parameters |= context_parameters(config)

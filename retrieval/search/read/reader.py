@@ -79,7 +79,7 @@ class Reader:
                 "positions": [where[1] for _, where in placed],
             }
             statement = self.statements.context(plan.call.mode, plan.call.filter_operators)
-            rows = reads.execute(statement, plan.parameters | found)
+            rows = reads.execute(statement, plan.parameters | found, settings=plan.settings)
             return Read(candidates, leading, rows, sent + 1, ids)
         rows = sorted((row for row in turns if row[0] in ids), key=lambda row: row[:3])
         return Read(candidates, leading, rows, sent, ids)

@@ -1,0 +1,56 @@
+"""Whether a call's statement runs on a generic plan, planned once per connection, or on a
+custom plan, planned for its own values on every call.
+
+The read statement is long (every source a chain of CTEs), and planning it for each call's
+values costs about a quarter of its time at a tenant of 100,000 memories. After a few calls
+psycopg prepares it, and PostgreSQL can then run it on a plan made once, without the values:
+the generic plan. That plan prices ``tenant_id = $1`` at the rows the table's statistics give
+a tenant it does not know (its rows over its distinct tenants, at most the commonest tenant's
+share: the ``memory_generic`` presence row). Where the tenant's real size is not that, the
+generic plan can choose the wrong road: at a tenant of 10% among 92, priced at 1%, it read the
+tenant's rows through their btree and sorted them instead of walking the HNSW graph, four to
+five times slower (docs/decisions/0021).
+
+So the generic plan runs only where its picture of the tenant holds: the tenant is read
+exactly and the estimate would be too (both small for the table, where the btree is the road),
+or the estimate is within a factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories.
+It never runs where a value the plan cannot see chooses an index: a metadata filter, a
+namespace or keys; nor on Citus (which refuses a generic plan of this statement), nor for a
+role bound by row-level security (the statistics are hidden from it), nor before the tenant's
+size is known. Every other call is planned for its values, as before. Measured in
+docs/decisions/0039.
+"""
+
+from __future__ import annotations
+
+from retrieval.search.knowledge import TenantView
+from retrieval.search.plan.exact_read import reads_exactly
+
+PLAN_CACHE_MODE = "plan_cache_mode"  # the session setting that chooses
+GENERIC = "force_generic_plan"
+CUSTOM = "force_custom_plan"
+GENERIC_ESTIMATE_FACTOR = 2.0  # the generic plan's tenant within this factor of the real one
+
+
+def generic_plan_fits(
+    tenant: TenantView, *, exact: bool, scoped: bool, factor: float, pool: int
+) -> bool:
+    """Whether the statement of a call for ``tenant`` may run on a generic plan: the tenant read
+    exactly (``exact``) as a tenant of the generic plan's size would be, or its size within
+    :data:`GENERIC_ESTIMATE_FACTOR` of that estimate; never for a ``scoped`` call (a filter, a
+    namespace or keys choose its index), on Citus, under row-level security, or while the
+    tenant's size or the estimate is unknown."""
+    memories, estimate = tenant.memories, tenant.generic_memories
+    if scoped or tenant.distributed or tenant.bound or memories is None or estimate <= 0:
+        return False
+    if exact and reads_exactly(estimate, tenant.table_rows, factor, pool):
+        return True
+    if exact:
+        return False
+    low, high = sorted((max(memories, 1), estimate))
+    return high <= GENERIC_ESTIMATE_FACTOR * low
+
+
+def plan_cache_mode(generic: bool) -> str:
+    """The ``plan_cache_mode`` value of a statement on a generic plan or a custom one."""
+    return GENERIC if generic else CUSTOM
