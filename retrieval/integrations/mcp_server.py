@@ -330,6 +330,25 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
         ] = None,
         namespace: Annotated[Names, STORED_NAMESPACE] = None,
         key: Annotated[Text | None, MEMORY_KEY] = None,
+        thread_id: Annotated[
+            Text | None,
+            Field(
+                description="the conversation a turn of it belongs to (give position too): "
+                "a turn found brings the turns around it"
+            ),
+        ] = None,
+        position: Annotated[
+            int | None,
+            Strict(),
+            Field(ge=0, description="the turn's place in its thread (0, 1, 2, ...)"),
+        ] = None,
+        created_at: Annotated[
+            Time,
+            Field(
+                description="when it was said or learnt, ISO 8601 with a time zone (default: "
+                "now): a conversation stored afterwards keeps its own times"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Store a memory worth keeping across sessions (a fact, a preference, a procedure
         that worked, a conclusion). Returns its id, whether it was already stored (a
@@ -352,6 +371,9 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
                         expires_at=expires_at,
                         namespace=namespace,
                         key=key,
+                        thread_id=thread_id,
+                        position=position,
+                        created_at=created_at,
                     )
                 ]
             )

@@ -830,3 +830,55 @@ def test_the_http_client_of_the_docs_runs_with_a_token(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "The staging database is PostgreSQL 18"
+
+
+def test_an_agent_stores_a_conversation_with_its_threads_places_and_times(
+    database: PgDatabase, embedder: SentenceTransformerEmbedder
+) -> None:
+    # A client replaying a chat gives each turn its thread, place and time, as the API does:
+    # a turn found brings the turns around it, and each keeps the time it was said.
+    from mcp import Client
+
+    from retrieval.integrations.mcp_server import fixed_tenant
+    from retrieval.memory.store import MemoryStore
+    from retrieval.search.retriever import HybridRetriever
+
+    said = datetime(2026, 3, 14, 18, 0, tzinfo=UTC)
+    turns = [
+        "Maria: Where did you go last weekend?",
+        "Jon: I went climbing in the Dolomites with my brother.",
+        "Maria: That sounds amazing!",
+    ]
+    store = MemoryStore(database.engine, embedder=embedder)
+    with HybridRetriever.from_store(store) as retriever:
+
+        async def scenario() -> None:
+            server = memory_server(AsyncMemoryStore(store), AsyncHybridRetriever(retriever),
+                                   fixed_tenant("acme"))  # fmt: skip
+            async with Client(server) as client:
+                for place, turn in enumerate(turns):
+                    _data(await client.call_tool("remember", {
+                        "text": turn, "kind": "message", "thread_id": "chat-1",
+                        "position": place, "created_at": (said + timedelta(minutes=place))
+                        .isoformat(),
+                    }))  # fmt: skip
+                found = _data(await client.call_tool(
+                    "search_memory", {"query": "Who went climbing in the Dolomites?"}
+                ))  # fmt: skip
+                first = found["results"][0]
+                assert first["content"] == turns[1]
+                assert (first["details"]["thread_id"], first["details"]["position"]) == (
+                    "chat-1",
+                    1,
+                )
+                assert datetime.fromisoformat(first["created_at"]) == said + timedelta(minutes=1)
+                assert "thread_id" in _error(await client.call_tool(
+                    "remember", {"text": "a place alone", "position": 4}
+                ))  # fmt: skip
+                assert "position" in _error(await client.call_tool(
+                    "remember", {"text": "x", "thread_id": "chat-1", "position": -1}
+                ))  # fmt: skip
+
+        asyncio.run(scenario())
+    with database.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar() == 3
