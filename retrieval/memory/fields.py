@@ -57,10 +57,14 @@ MEMORY = (
     Field("entities", "text[]", "entities", written=False, column=False, exported=True, tool=True),
     Field("access_count", "int4", written=False, candidate=True),
     Field("last_accessed_at", "timestamptz", written=False, candidate=True),
-    Field("created_at", "timestamptz", "created_at", array="created_at", candidate=True),
+    Field("created_at", "timestamptz", "created_at", array="created_at", candidate=True, tool=True),
     Field("embedding_model", "text", "embedding_model", array="models", candidate=True),
-    Field("thread_id", "text", "thread_id", array="threads", candidate=True, exported=True),
-    Field("position", "int4", "position", array="positions", candidate=True, exported=True),
+    Field(
+        "thread_id", "text", "thread_id", array="threads", candidate=True, exported=True, tool=True
+    ),
+    Field(
+        "position", "int4", "position", array="positions", candidate=True, exported=True, tool=True
+    ),
     Field("expires_at", "timestamptz", "expires_at", array="expires_at", exported=True, tool=True),
     Field(
         "namespace",
