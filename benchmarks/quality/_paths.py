@@ -15,8 +15,10 @@ through the same surface:
   lines, ``speaker``, ``text``, ``time``, ``session``, for a conversation), ``langgraph``
   (LangGraph's ``put`` and ``search`` on :class:`~retrieval.integrations.langgraph.RetrievalStore`)
   and ``mcp`` (the MCP server's ``remember`` and ``search_memory`` tools through the SDK's own
-  client, in process): every corpus. LangGraph and MCP cannot give a memory its time: their
-  memories are told when stored, and their questions asked now.
+  client, in process: a turn with its thread, place and time, a memory with its time, a
+  question asked as of the corpus's time, as docs/mcp.md says a client replaying a
+  conversation calls them): every corpus. LangGraph cannot give a memory its time: its memories
+  are told when stored, and its questions asked now.
 
 Every way returns what a caller reads, in order, each result named by the corpus's reference
 (a turn's ``dia_id``, a memory's ``ref``, kept in its metadata or value).
@@ -44,7 +46,7 @@ COLON = re.compile(r"^(?P<speaker>[^:]{1,40}): (?P<text>.*)$", re.DOTALL)
 CONVERSATION_WAYS = ("thread", "thread, kind not given", "no thread", "other format")
 COMMON_WAYS = ("namespace", "keys", "ingest", "langgraph", "mcp")
 MEMORY_BASE = "remember"
-UNTIMED_WAYS = frozenset({"langgraph", "mcp"})  # their memories are told when stored
+UNTIMED_WAYS = frozenset({"langgraph"})  # its memories are told when stored
 
 
 # -- corpora ------------------------------------------------------------------------------------
@@ -249,8 +251,7 @@ class Way:
         elif self.name == "langgraph":
             self._langgraph(dialogue.tenant, [(f"{n}", t.text, t.ref) for n, t in enumerate(turns)])
         elif self.name == "mcp":
-            self._mcp(tenant, [{"text": t.text, "kind": "message", "metadata": {"ref": t.ref}}
-                               for t in turns])  # fmt: skip
+            self._mcp(tenant, [_mcp_turn(t) for t in turns])
         else:
             self.store.remember_many(self._turn_input(tenant, t, n) for n, t in enumerate(turns))
 
@@ -373,7 +374,9 @@ class Way:
             sessions = McpSessions(self.store, self.config)
 
             def ask_mcp(name: str, query: str, limit: int, as_of: Any = None) -> list[Found]:
-                arguments = {"query": query, "limit": min(limit, 100)}
+                arguments: dict[str, Any] = {"query": query, "limit": min(limit, 100)}
+                if as_of is not None:
+                    arguments["as_of"] = as_of.isoformat()
                 found = sessions.call(self.tenant(name), "search_memory", arguments)
                 return [
                     Found(
@@ -503,7 +506,17 @@ def _transcript_line(turn: Turn) -> dict[str, Any]:
 
 def _mcp_memory(memo: Memo) -> dict[str, Any]:
     # The arguments of MCP's remember for a memory, as an agent that tracks no keys calls it.
-    return {"text": memo.text, "metadata": {"ref": memo.ref}}
+    arguments: dict[str, Any] = {"text": memo.text, "metadata": {"ref": memo.ref}}
+    if memo.created_at is not None:
+        arguments["created_at"] = memo.created_at.isoformat()
+    return arguments
+
+
+def _mcp_turn(turn: Turn) -> dict[str, Any]:
+    # The arguments of MCP's remember for a conversation's turn, replayed with its place.
+    return {"text": turn.text, "kind": "message", "metadata": {"ref": turn.ref},
+            "thread_id": turn.thread, "position": turn.position,
+            "created_at": turn.created_at.isoformat()}  # fmt: skip
 
 
 def _memory_line(memo: Memo) -> dict[str, Any]:

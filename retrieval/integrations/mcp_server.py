@@ -277,6 +277,13 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
             ),
         ] = None,
         namespace: Annotated[Names, SEARCHED_NAMESPACE] = None,
+        as_of: Annotated[
+            Time,
+            Field(
+                description="ask as the memory stood then (ISO 8601 with a zone): the memories "
+                "live at that time, recency counted from it; default now"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Find the most useful memories, past decisions, tool calls and documents for a
         query, ranked best first. Each result has its text, source (semantic: a memory;
@@ -294,6 +301,7 @@ def _add_search(server: MCPServer, tools: _Tools) -> None:
                 neighbors=neighbors,
                 filter=filter,
                 namespace=namespace,
+                as_of=as_of,
             )
         return search_record(response)
 

@@ -872,6 +872,15 @@ def test_an_agent_stores_a_conversation_with_its_threads_places_and_times(
                     1,
                 )
                 assert datetime.fromisoformat(first["created_at"]) == said + timedelta(minutes=1)
+                # Asked as the memory stood before Jon answered: his turn was not told yet.
+                before = _data(await client.call_tool("search_memory", {
+                    "query": "Who went climbing in the Dolomites?",
+                    "as_of": (said + timedelta(seconds=30)).isoformat(),
+                }))  # fmt: skip
+                assert turns[1] not in [r["content"] for r in before["results"]]
+                assert "as_of" in _error(await client.call_tool(
+                    "search_memory", {"query": "x", "as_of": "last weekend"}
+                ))  # fmt: skip
                 assert "thread_id" in _error(await client.call_tool(
                     "remember", {"text": "a place alone", "position": 4}
                 ))  # fmt: skip

@@ -6,8 +6,8 @@ the gaps measured and named in :data:`KNOWN_GAPS`, which may only shrink.
 
 The ways are those of ``benchmarks/quality/paths.py``, which runs every quality corpus through
 them; here, ``tests/data/paths_conversation.json``: two short conversations whose questions
-are answered by a turn's words, never by its date (LangGraph and MCP cannot store a turn's
-time), read three turns at a time. A rule that treats one way apart (as the newer-version rule
+are answered by a turn's words, never by its date (LangGraph cannot store a turn's time),
+read three turns at a time. A rule that treats one way apart (as the newer-version rule
 once capped the turns of a thread stored without their kind, "I sprained my wrist" under "My
 wrist is better too") shows here as a way falling behind.
 """

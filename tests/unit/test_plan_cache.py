@@ -36,6 +36,10 @@ def test_a_generic_plan_where_its_estimate_of_the_tenant_holds() -> None:
     assert _fits(ALONE, exact=False)
     assert _fits(replace(ALONE, memories=60_000), exact=False)  # within a factor of 2
     assert _fits(SMALL, exact=True)  # both small for the table: the btree either way
+    # Read exactly, the estimate just past the line of an exact read but within 2x (a
+    # conversation's tenant of 419 among three, priced at 484).
+    assert _fits(View(size_stale=False, memories=419, table_rows=1_451, generic_memories=484),
+                 exact=True)  # fmt: skip
 
 
 def test_a_custom_plan_where_the_generic_plan_would_misjudge_the_tenant() -> None:

@@ -11,9 +11,10 @@ generic plan can choose the wrong road: at a tenant of 10% among 92, priced at 1
 tenant's rows through their btree and sorted them instead of walking the HNSW graph, four to
 five times slower (docs/decisions/0021).
 
-So the generic plan runs only where its picture of the tenant holds: the tenant is read
-exactly and the estimate would be too (both small for the table, where the btree is the road),
-or the estimate is within a factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories.
+So the generic plan runs only where its picture of the tenant holds: the estimate is within a
+factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories, or the tenant is read exactly
+and a tenant of the estimate's size would be too (both small for the table, where the btree is
+the road).
 It never runs where a value the plan cannot see chooses an index: a metadata filter, a
 namespace or keys; nor on Citus (which refuses a generic plan of this statement), nor for a
 role bound by row-level security (the statistics are hidden from it), nor before the tenant's
@@ -35,20 +36,18 @@ GENERIC_ESTIMATE_FACTOR = 2.0  # the generic plan's tenant within this factor of
 def generic_plan_fits(
     tenant: TenantView, *, exact: bool, scoped: bool, factor: float, pool: int
 ) -> bool:
-    """Whether the statement of a call for ``tenant`` may run on a generic plan: the tenant read
-    exactly (``exact``) as a tenant of the generic plan's size would be, or its size within
-    :data:`GENERIC_ESTIMATE_FACTOR` of that estimate; never for a ``scoped`` call (a filter, a
-    namespace or keys choose its index), on Citus, under row-level security, or while the
-    tenant's size or the estimate is unknown."""
+    """Whether the statement of a call for ``tenant`` may run on a generic plan: its size within
+    :data:`GENERIC_ESTIMATE_FACTOR` of the generic plan's estimate, or the tenant read exactly
+    (``exact``) as a tenant of the estimate's size would be; never for a ``scoped`` call (a
+    filter, a namespace or keys choose its index), on Citus, under row-level security, or while
+    the tenant's size or the estimate is unknown."""
     memories, estimate = tenant.memories, tenant.generic_memories
     if scoped or tenant.distributed or tenant.bound or memories is None or estimate <= 0:
         return False
-    if exact and reads_exactly(estimate, tenant.table_rows, factor, pool):
-        return True
-    if exact:
-        return False
     low, high = sorted((max(memories, 1), estimate))
-    return high <= GENERIC_ESTIMATE_FACTOR * low
+    if high <= GENERIC_ESTIMATE_FACTOR * low:
+        return True
+    return exact and reads_exactly(estimate, tenant.table_rows, factor, pool)
 
 
 def plan_cache_mode(generic: bool) -> str:
