@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from retrieval.memory.speakers import said_text
 from retrieval.search.candidate import is_turn_candidate
@@ -85,10 +86,17 @@ def questions_yield(scored: Sequence[Scored], discount: float, threshold: float)
             candidate is None
             or result.final_score < threshold
             or not is_turn_candidate(candidate)  # first: reading the words costs more
-            or not only_asks(said_text(candidate.content))
+            or not _turn_only_asks(candidate.content)
         ):
             yielded.append(result)
             continue
         final = max(threshold, result.final_score * kept)
         yielded.append(result._replace(final_score=final, asks=result.final_score))
     return yielded
+
+
+@lru_cache(maxsize=4096)
+def _turn_only_asks(content: str) -> bool:
+    # Whether a turn's text (its speaker's name first, if written so) only asks: a tenant's
+    # turns come back call after call, and the answer is the text's alone.
+    return only_asks(said_text(content))
