@@ -14,11 +14,10 @@ five times slower (docs/decisions/0021).
 So the generic plan runs only where its picture of the tenant holds: the estimate is within a
 factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories, or the tenant is read exactly
 and a tenant of the estimate's size would be too (both small for the table, where the btree is
-the road).
-It never runs where a value the plan cannot see chooses an index: a metadata filter, a
-namespace or keys; nor on Citus (which refuses a generic plan of this statement), nor for a
-role bound by row-level security (the statistics are hidden from it), nor before the tenant's
-size is known. Every other call is planned for its values, as before. Measured in
+the road). It never runs where a value the plan cannot see chooses an index: a metadata
+filter, a namespace or keys; nor on Citus (which refuses a generic plan of this statement), nor
+for a role bound by row-level security (the statistics are hidden from it), nor before the
+tenant's size is known. Every other call is planned for its values, as before. Measured in
 docs/decisions/0039.
 """
 
