@@ -53,6 +53,10 @@ _LONGEST_WAIT_SECONDS = 86_400.0  # a day: threading's timeouts overflow past a 
 _SET_SESSION = statement("db.set_session")
 # pgvector 0.8.0's setting: a filtered HNSW scan goes on until it has its rows.
 ITERATIVE_SCAN = "hnsw.iterative_scan"
+# Settings a Citus coordinator reads and its workers do not (a worker runs the statement the
+# coordinator routes to it, unprepared): set once on the coordinator's session, not again as
+# SET LOCAL with each statement.
+_COORDINATOR_ONLY = frozenset({"plan_cache_mode"})
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
@@ -201,10 +205,14 @@ class ReadConnections:
         values: list[Any],
         settings: Mapping[str, str] | None,
     ) -> list[tuple[Any, ...]]:
-        # The statement in a transaction of its own with every setting it needs as SET LOCAL.
-        wanted = {**dict(self.settings), **(settings or {})}
+        # The statement in a transaction of its own with every setting it needs as SET LOCAL,
+        # but those only the coordinator reads where its session already holds them.
+        session = dict(self.settings)
+        wanted = {**session, **(settings or {})}
         with connection.pipeline() as pipeline, connection.transaction():
             for name, value in wanted.items():
+                if name in _COORDINATOR_ONLY and session.get(name) == value:
+                    continue
                 connection.execute(set_local_statement(name, value))
             with psycopg.RawCursor(connection) as cursor:
                 cursor.execute(converted.text, values, binary=True)
