@@ -88,3 +88,5 @@ def test_the_plan_names_its_choice_in_the_statements_settings() -> None:
     assert _mode(View()) == CUSTOM  # a tenant not seen yet
     assert _mode(ALONE, filter={"project": "orders"}) == CUSTOM
     assert _mode(ALONE, namespace=("alice",)) == CUSTOM
+    assert _mode(ALONE, mode="knowledge_lookup") == CUSTOM  # the mode's kinds
+    assert _mode(ALONE, mode="session_recovery") == CUSTOM

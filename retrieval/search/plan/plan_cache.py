@@ -15,7 +15,8 @@ So the generic plan runs only where its picture of the tenant holds: the estimat
 factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories, or the tenant is read exactly
 and a tenant of the estimate's size would be too (both small for the table, where the btree is
 the road). It never runs where a value the plan cannot see chooses an index: a metadata
-filter, a namespace or keys; nor on Citus (which refuses a generic plan of this statement), nor
+filter, a namespace, keys, or a mode's kinds (a rare kind is read through its btree, a common
+one through the graph); nor on Citus (which refuses a generic plan of this statement), nor
 for a role bound by row-level security (the statistics are hidden from it), nor before the
 tenant's size is known. Every other call is planned for its values, as before. Measured in
 docs/decisions/0039.
@@ -38,8 +39,8 @@ def generic_plan_fits(
     """Whether the statement of a call for ``tenant`` may run on a generic plan: its size within
     :data:`GENERIC_ESTIMATE_FACTOR` of the generic plan's estimate, or the tenant read exactly
     (``exact``) as a tenant of the estimate's size would be; never for a ``scoped`` call (a
-    filter, a namespace or keys choose its index), on Citus, under row-level security, or while
-    the tenant's size or the estimate is unknown."""
+    filter, a namespace, keys or a mode's kinds choose its index), on Citus, under row-level
+    security, or while the tenant's size or the estimate is unknown."""
     memories, estimate = tenant.memories, tenant.generic_memories
     if scoped or tenant.distributed or tenant.bound or memories is None or estimate <= 0:
         return False

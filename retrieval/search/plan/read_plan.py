@@ -106,7 +106,10 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     generic = full.semantic is not None and generic_plan_fits(
         tenant,
         exact=full.semantic.exact,
-        scoped=bool(call.filter_operators),
+        # A filter, a namespace, keys or the mode's kinds: their values choose the index.
+        scoped=bool(call.filter_operators)
+        or mode.include_kinds is not None
+        or bool(mode.exclude_kinds),
         factor=config.exact_scan_factor,
         pool=config.pool,
     )
