@@ -286,7 +286,9 @@ def run_lift_cost(dialogues: Sequence[Dialogue], url: str, passes: int) -> dict[
     engine = reached(url, MigrationSettings(schema=SCHEMA, embedding_dim=384)).engine
     store = _store(engine, SCHEMA, bm25=False)
     store_dialogues(store, dialogues)
-    with engine.begin() as connection:  # the statistics autovacuum leaves: a steady state
+    # The statistics autovacuum leaves: a steady state. Not retrieval.db.planner_statistics:
+    # the package on PYTHONPATH may be an earlier revision's, which has none.
+    with engine.begin() as connection:
         for table in ("memories", "decisions", "tool_calls"):
             connection.exec_driver_sql(f"ANALYZE {SCHEMA}.{table}")
     defaults = RetrievalConfig(record_access=False)
