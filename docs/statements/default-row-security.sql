@@ -243,37 +243,14 @@ semantic AS (
            CASE %(fusion)s
              WHEN 'convex'
                THEN LEAST(CAST(1.0 AS float8),
-                          CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                      COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                                FROM mem_total),
-                                                                                               CAST(0.0 AS float8)),
-                                                                               0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                    GREATEST(CAST(0.0 AS float8),
-                                                                                                                                             (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))))
+                          CAST(%(bm25_weight)s AS float8) * c.lexical + CAST(%(dense_weight)s AS float8) * c.dense)
              WHEN 'max'
-               THEN GREATEST(LEAST(CAST(1.0 AS float8),
-                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                             FROM mem_total),
-                                                            CAST(0.0 AS float8)),
-                                            0.0)),
-                             LEAST(CAST(1.0 AS float8),
-                                   GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))))
+               THEN GREATEST(c.lexical, c.dense)
              WHEN 'cascade'
                THEN CASE
-                      WHEN LEAST(CAST(1.0 AS float8),
-                                 COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                           FROM mem_total),
-                                                          CAST(0.0 AS float8)),
-                                          0.0)) >= CAST(%(cascade_threshold)s AS float8)
-                        THEN LEAST(CAST(1.0 AS float8),
-                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                             FROM mem_total),
-                                                            CAST(0.0 AS float8)),
-                                            0.0))
-                      ELSE LEAST(CAST(1.0 AS float8),
-                                 GREATEST(CAST(0.0 AS float8),
-                                          (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                      WHEN c.lexical >= CAST(%(cascade_threshold)s AS float8)
+                        THEN c.lexical
+                      ELSE c.dense
                     END
              WHEN 'rrf'
                THEN LEAST(CAST(1.0 AS float8),
@@ -282,20 +259,10 @@ semantic AS (
                                                     0.0)) / ((CAST(%(bm25_weight)s AS float8) + CAST(%(dense_weight)s AS float8)) / (%(rrf_k)s + 1)))
            END AS relevance,
            CASE
-             WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
-                                                                                          WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
-                                                                                            THEN GREATEST(n.created_at, n.last_seen_at)
-                                                                                          ELSE n.created_at
-                                                                                        END) AS float8),
-                           0.0) / CAST(%(semantic_half_life)s AS float8) > 1000
+             WHEN c.halvings > 1000
                THEN CAST(0.0 AS float8)
              ELSE power(CAST(0.5 AS float8),
-                        GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - CASE
-                                                                                                WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
-                                                                                                  THEN GREATEST(n.created_at, n.last_seen_at)
-                                                                                                ELSE n.created_at
-                                                                                              END) AS float8),
-                                 0.0) / CAST(%(semantic_half_life)s AS float8))
+                        c.halvings)
            END AS recency,
            COALESCE(n.importance,
                     CAST(0.5 AS float8)) AS importance,
@@ -326,9 +293,7 @@ semantic AS (
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
-                             LEAST(CAST(1.0 AS float8),
-                                   GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             c.dense,
                              'fusion',
                              CAST(%(fusion)s AS text),
                              'bm25',
@@ -336,54 +301,24 @@ semantic AS (
                              'bm25_rank',
                              n.bm25_rank,
                              'bm25_relevance',
-                             LEAST(CAST(1.0 AS float8),
-                                   COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                             FROM mem_total),
-                                                            CAST(0.0 AS float8)),
-                                            0.0)),
+                             c.lexical,
                              'lexical_share',
                              CAST(CASE %(fusion)s
                                     WHEN 'convex'
-                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                                                          FROM mem_total),
-                                                                                                                         CAST(0.0 AS float8)),
-                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                    COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                                                                                                                              FROM mem_total),
-                                                                                                                                                                                             CAST(0.0 AS float8)),
-                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
-                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))),
-                                                                                                                        0.0),
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * c.lexical / NULLIF(CAST(%(bm25_weight)s AS float8) * c.lexical + CAST(%(dense_weight)s AS float8) * c.dense,
+                                                                                                             0.0),
                                                     0.0)
                                     WHEN 'max'
                                       THEN CASE
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                  FROM mem_total),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
-                                                                               GREATEST(CAST(0.0 AS float8),
-                                                                                        (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                             WHEN c.lexical > c.dense
                                                THEN 1.0
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                  FROM mem_total),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
-                                                                               GREATEST(CAST(0.0 AS float8),
-                                                                                        (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                             WHEN c.lexical < c.dense
                                                THEN 0.0
                                              ELSE 0.5
                                            END
                                     WHEN 'cascade'
                                       THEN CASE
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(n.bm25 / NULLIF((SELECT total_idf
-                                                                                  FROM mem_total),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                             WHEN c.lexical >= CAST(%(cascade_threshold)s AS float8)
                                                THEN 1.0
                                              ELSE 0.0
                                            END
@@ -413,25 +348,38 @@ semantic AS (
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near,
            n.thread_id,
-           n.position
+           n.position,
+           t.told_at
     FROM semantic_found AS n
+         CROSS JOIN LATERAL (SELECT CASE
+                                      WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
+                                        THEN GREATEST(n.created_at, n.last_seen_at)
+                                      ELSE n.created_at
+                                    END AS told_at) AS t
+         CROSS JOIN LATERAL (SELECT LEAST(CAST(1.0 AS float8),
+                                          GREATEST(CAST(0.0 AS float8),
+                                                   (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))) AS dense,
+                                    LEAST(CAST(1.0 AS float8),
+                                          COALESCE(n.bm25 / NULLIF((SELECT total_idf
+                                                                    FROM mem_total),
+                                                                   CAST(0.0 AS float8)),
+                                                   0.0)) AS lexical,
+                                    GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - t.told_at) AS float8),
+                                             0.0) / CAST(%(semantic_half_life)s AS float8) AS halvings) AS c
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
---   binds: as_of, tenant_id, version_candidates
+--   binds: tenant_id, version_candidates
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
            m.namespace,
-           CASE
-             WHEN m.last_seen_at <= CAST(%(as_of)s AS timestamptz)
-               THEN GREATEST(m.created_at, m.last_seen_at)
-             ELSE m.created_at
-           END AS told_at,
+           s.told_at,
            m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
     FROM (SELECT s.id,
-                 s.kind
+                 s.kind,
+                 s.told_at
           FROM semantic AS s
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
@@ -618,15 +566,15 @@ decision_top AS (
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
                  CASE
-                   WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                 0.0) / CAST(%(episodic_half_life)s AS float8) > 1000
+                   WHEN c.halvings > 1000
                      THEN CAST(0.0 AS float8)
                    ELSE power(CAST(0.5 AS float8),
-                              GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                       0.0) / CAST(%(episodic_half_life)s AS float8))
+                              c.halvings)
                  END AS recency,
                  h.created_at
           FROM decision_hits AS h
+               CROSS JOIN LATERAL (SELECT GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
+                                                   0.0) / CAST(%(episodic_half_life)s AS float8) AS halvings) AS c
           WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
@@ -696,15 +644,15 @@ tool_call_top AS (
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
                  CASE
-                   WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                 0.0) / CAST(%(episodic_half_life)s AS float8) > 1000
+                   WHEN c.halvings > 1000
                      THEN CAST(0.0 AS float8)
                    ELSE power(CAST(0.5 AS float8),
-                              GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                       0.0) / CAST(%(episodic_half_life)s AS float8))
+                              c.halvings)
                  END AS recency,
                  h.created_at
           FROM tool_call_hits AS h
+               CROSS JOIN LATERAL (SELECT GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
+                                                   0.0) / CAST(%(episodic_half_life)s AS float8) AS halvings) AS c
           WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
@@ -1007,37 +955,14 @@ documents AS (
            CASE %(fusion)s
              WHEN 'convex'
                THEN LEAST(CAST(1.0 AS float8),
-                          CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                      COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                FROM doc_idf),
-                                                                                               CAST(0.0 AS float8)),
-                                                                               0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                    GREATEST(CAST(0.0 AS float8),
-                                                                                                                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))))
+                          CAST(%(bm25_weight)s AS float8) * c.lexical + CAST(%(dense_weight)s AS float8) * c.dense)
              WHEN 'max'
-               THEN GREATEST(LEAST(CAST(1.0 AS float8),
-                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                             FROM doc_idf),
-                                                            CAST(0.0 AS float8)),
-                                            0.0)),
-                             LEAST(CAST(1.0 AS float8),
-                                   GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))))
+               THEN GREATEST(c.lexical, c.dense)
              WHEN 'cascade'
                THEN CASE
-                      WHEN LEAST(CAST(1.0 AS float8),
-                                 COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                           FROM doc_idf),
-                                                          CAST(0.0 AS float8)),
-                                          0.0)) >= CAST(%(cascade_threshold)s AS float8)
-                        THEN LEAST(CAST(1.0 AS float8),
-                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                             FROM doc_idf),
-                                                            CAST(0.0 AS float8)),
-                                            0.0))
-                      ELSE LEAST(CAST(1.0 AS float8),
-                                 GREATEST(CAST(0.0 AS float8),
-                                          (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                      WHEN c.lexical >= CAST(%(cascade_threshold)s AS float8)
+                        THEN c.lexical
+                      ELSE c.dense
                     END
              WHEN 'rrf'
                THEN LEAST(CAST(1.0 AS float8),
@@ -1046,12 +971,10 @@ documents AS (
                                                     0.0)) / ((CAST(%(bm25_weight)s AS float8) + CAST(%(dense_weight)s AS float8)) / (%(rrf_k)s + 1)))
            END AS relevance,
            CASE
-             WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - f.created_at) AS float8),
-                           0.0) / CAST(%(documents_half_life)s AS float8) > 1000
+             WHEN c.halvings > 1000
                THEN CAST(0.0 AS float8)
              ELSE power(CAST(0.5 AS float8),
-                        GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - f.created_at) AS float8),
-                                 0.0) / CAST(%(documents_half_life)s AS float8))
+                        c.halvings)
            END AS recency,
            CAST(0.0 AS float8) AS importance,
            CAST(0.0 AS float8) AS popularity,
@@ -1085,54 +1008,24 @@ documents AS (
                              'bm25_rank',
                              f.bm25_rank,
                              'bm25_relevance',
-                             LEAST(CAST(1.0 AS float8),
-                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                             FROM doc_idf),
-                                                            CAST(0.0 AS float8)),
-                                            0.0)),
+                             c.lexical,
                              'lexical_share',
                              CAST(CASE %(fusion)s
                                     WHEN 'convex'
-                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                          FROM doc_idf),
-                                                                                                                         CAST(0.0 AS float8)),
-                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                    COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                                                                                              FROM doc_idf),
-                                                                                                                                                                                             CAST(0.0 AS float8)),
-                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
-                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
-                                                                                                                        0.0),
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * c.lexical / NULLIF(CAST(%(bm25_weight)s AS float8) * c.lexical + CAST(%(dense_weight)s AS float8) * c.dense,
+                                                                                                             0.0),
                                                     0.0)
                                     WHEN 'max'
                                       THEN CASE
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                  FROM doc_idf),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
-                                                                               GREATEST(CAST(0.0 AS float8),
-                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                             WHEN c.lexical > c.dense
                                                THEN 1.0
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                  FROM doc_idf),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
-                                                                               GREATEST(CAST(0.0 AS float8),
-                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                             WHEN c.lexical < c.dense
                                                THEN 0.0
                                              ELSE 0.5
                                            END
                                     WHEN 'cascade'
                                       THEN CASE
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                  FROM doc_idf),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                             WHEN c.lexical >= CAST(%(cascade_threshold)s AS float8)
                                                THEN 1.0
                                              ELSE 0.0
                                            END
@@ -1149,15 +1042,23 @@ documents AS (
                              'dense_rank',
                              f.dense_rank,
                              'dense_relevance',
-                             LEAST(CAST(1.0 AS float8),
-                                   GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             c.dense,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
            TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
+         CROSS JOIN LATERAL (SELECT LEAST(CAST(1.0 AS float8),
+                                          GREATEST(CAST(0.0 AS float8),
+                                                   (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))) AS dense,
+                                    LEAST(CAST(1.0 AS float8),
+                                          COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                    FROM doc_idf),
+                                                                   CAST(0.0 AS float8)),
+                                                   0.0)) AS lexical,
+                                    GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - f.created_at) AS float8),
+                                             0.0) / CAST(%(documents_half_life)s AS float8) AS halvings) AS c
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
     WHERE f.distance <= CAST(%(max_distance)s AS float8)

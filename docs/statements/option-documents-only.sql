@@ -270,37 +270,14 @@ documents AS (
            CASE %(fusion)s
              WHEN 'convex'
                THEN LEAST(CAST(1.0 AS float8),
-                          CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                      COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                FROM doc_idf),
-                                                                                               CAST(0.0 AS float8)),
-                                                                               0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                    GREATEST(CAST(0.0 AS float8),
-                                                                                                                                             (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))))
+                          CAST(%(bm25_weight)s AS float8) * c.lexical + CAST(%(dense_weight)s AS float8) * c.dense)
              WHEN 'max'
-               THEN GREATEST(LEAST(CAST(1.0 AS float8),
-                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                             FROM doc_idf),
-                                                            CAST(0.0 AS float8)),
-                                            0.0)),
-                             LEAST(CAST(1.0 AS float8),
-                                   GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))))
+               THEN GREATEST(c.lexical, c.dense)
              WHEN 'cascade'
                THEN CASE
-                      WHEN LEAST(CAST(1.0 AS float8),
-                                 COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                           FROM doc_idf),
-                                                          CAST(0.0 AS float8)),
-                                          0.0)) >= CAST(%(cascade_threshold)s AS float8)
-                        THEN LEAST(CAST(1.0 AS float8),
-                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                             FROM doc_idf),
-                                                            CAST(0.0 AS float8)),
-                                            0.0))
-                      ELSE LEAST(CAST(1.0 AS float8),
-                                 GREATEST(CAST(0.0 AS float8),
-                                          (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                      WHEN c.lexical >= CAST(%(cascade_threshold)s AS float8)
+                        THEN c.lexical
+                      ELSE c.dense
                     END
              WHEN 'rrf'
                THEN LEAST(CAST(1.0 AS float8),
@@ -309,12 +286,10 @@ documents AS (
                                                     0.0)) / ((CAST(%(bm25_weight)s AS float8) + CAST(%(dense_weight)s AS float8)) / (%(rrf_k)s + 1)))
            END AS relevance,
            CASE
-             WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - f.created_at) AS float8),
-                           0.0) / CAST(%(documents_half_life)s AS float8) > 1000
+             WHEN c.halvings > 1000
                THEN CAST(0.0 AS float8)
              ELSE power(CAST(0.5 AS float8),
-                        GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - f.created_at) AS float8),
-                                 0.0) / CAST(%(documents_half_life)s AS float8))
+                        c.halvings)
            END AS recency,
            CAST(0.0 AS float8) AS importance,
            CAST(0.0 AS float8) AS popularity,
@@ -348,54 +323,24 @@ documents AS (
                              'bm25_rank',
                              f.bm25_rank,
                              'bm25_relevance',
-                             LEAST(CAST(1.0 AS float8),
-                                   COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                             FROM doc_idf),
-                                                            CAST(0.0 AS float8)),
-                                            0.0)),
+                             c.lexical,
                              'lexical_share',
                              CAST(CASE %(fusion)s
                                     WHEN 'convex'
-                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                          FROM doc_idf),
-                                                                                                                         CAST(0.0 AS float8)),
-                                                                                                         0.0)) / NULLIF(CAST(%(bm25_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                    COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                                                                                                                              FROM doc_idf),
-                                                                                                                                                                                             CAST(0.0 AS float8)),
-                                                                                                                                                                             0.0)) + CAST(%(dense_weight)s AS float8) * LEAST(CAST(1.0 AS float8),
-                                                                                                                                                                                                                                  GREATEST(CAST(0.0 AS float8),
-                                                                                                                                                                                                                                           (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
-                                                                                                                        0.0),
+                                      THEN COALESCE(CAST(%(bm25_weight)s AS float8) * c.lexical / NULLIF(CAST(%(bm25_weight)s AS float8) * c.lexical + CAST(%(dense_weight)s AS float8) * c.dense,
+                                                                                                             0.0),
                                                     0.0)
                                     WHEN 'max'
                                       THEN CASE
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                  FROM doc_idf),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) > LEAST(CAST(1.0 AS float8),
-                                                                               GREATEST(CAST(0.0 AS float8),
-                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                             WHEN c.lexical > c.dense
                                                THEN 1.0
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                  FROM doc_idf),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) < LEAST(CAST(1.0 AS float8),
-                                                                               GREATEST(CAST(0.0 AS float8),
-                                                                                        (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8)))
+                                             WHEN c.lexical < c.dense
                                                THEN 0.0
                                              ELSE 0.5
                                            END
                                     WHEN 'cascade'
                                       THEN CASE
-                                             WHEN LEAST(CAST(1.0 AS float8),
-                                                        COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
-                                                                                  FROM doc_idf),
-                                                                                 CAST(0.0 AS float8)),
-                                                                 0.0)) >= CAST(%(cascade_threshold)s AS float8)
+                                             WHEN c.lexical >= CAST(%(cascade_threshold)s AS float8)
                                                THEN 1.0
                                              ELSE 0.0
                                            END
@@ -412,15 +357,23 @@ documents AS (
                              'dense_rank',
                              f.dense_rank,
                              'dense_relevance',
-                             LEAST(CAST(1.0 AS float8),
-                                   GREATEST(CAST(0.0 AS float8),
-                                            (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))),
+                             c.dense,
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + f.distance)) AS details,
            TRUE AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near
     FROM doc_ranked AS f
+         CROSS JOIN LATERAL (SELECT LEAST(CAST(1.0 AS float8),
+                                          GREATEST(CAST(0.0 AS float8),
+                                                   (CAST(%(dense_zero_squared)s AS float8) - f.distance * f.distance) / CAST(%(dense_span_squared)s AS float8))) AS dense,
+                                    LEAST(CAST(1.0 AS float8),
+                                          COALESCE(f.bm25 / NULLIF((SELECT sum(idf)
+                                                                    FROM doc_idf),
+                                                                   CAST(0.0 AS float8)),
+                                                   0.0)) AS lexical,
+                                    GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - f.created_at) AS float8),
+                                             0.0) / CAST(%(documents_half_life)s AS float8) AS halvings) AS c
          INNER JOIN retrieval.documents AS d ON d.tenant_id = %(tenant_id)s
                                             AND d.id = f.document_id
     WHERE f.distance <= CAST(%(max_distance)s AS float8)

@@ -111,15 +111,15 @@ decision_top AS (
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
                  CASE
-                   WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                 0.0) / CAST(%(episodic_half_life)s AS float8) > 1000
+                   WHEN c.halvings > 1000
                      THEN CAST(0.0 AS float8)
                    ELSE power(CAST(0.5 AS float8),
-                              GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                       0.0) / CAST(%(episodic_half_life)s AS float8))
+                              c.halvings)
                  END AS recency,
                  h.created_at
           FROM decision_hits AS h
+               CROSS JOIN LATERAL (SELECT GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
+                                                   0.0) / CAST(%(episodic_half_life)s AS float8) AS halvings) AS c
           WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,
@@ -189,15 +189,15 @@ tool_call_top AS (
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
                  CASE
-                   WHEN GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                 0.0) / CAST(%(episodic_half_life)s AS float8) > 1000
+                   WHEN c.halvings > 1000
                      THEN CAST(0.0 AS float8)
                    ELSE power(CAST(0.5 AS float8),
-                              GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
-                                       0.0) / CAST(%(episodic_half_life)s AS float8))
+                              c.halvings)
                  END AS recency,
                  h.created_at
           FROM tool_call_hits AS h
+               CROSS JOIN LATERAL (SELECT GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - h.created_at) AS float8),
+                                                   0.0) / CAST(%(episodic_half_life)s AS float8) AS halvings) AS c
           WHERE h.hits >= %(episodic_min_hits)s) AS scored
     ORDER BY CAST(%(episodic_relevance)s AS float8) * scored.relevance + CAST(%(episodic_recency)s AS float8) * scored.recency DESC,
              scored.created_at DESC,

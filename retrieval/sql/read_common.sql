@@ -1,5 +1,6 @@
--- What every source's SQL shares (retrieval.search.statement.common): recency, and when a
--- memory is live. Each template is an expression of the row {alias} (or of {created_at}).
+-- What every source's SQL shares (retrieval.search.statement.common): recency, the expressions a
+-- candidate computes once, and when a memory is live. Each template is an expression of the row
+-- {alias} (or of {created_at}).
 
 -- name: halvings
 -- The half-lives between {created_at} and the call's moment (none before it); the half-life
@@ -7,9 +8,13 @@
 (GREATEST(EXTRACT(EPOCH FROM (%(as_of)s::timestamptz - {created_at}))::float8, 0.0) / %({half_life})s::float8)
 
 -- name: recency
--- 0.5 ^ {halvings}, as float8; 0 past {max_halvings} halvings, where PostgreSQL's power()
--- would underflow.
+-- 0.5 ^ {halvings} (a candidate's halvings, computed once), as float8; 0 past {max_halvings}
+-- halvings, where PostgreSQL's power() would underflow.
 (CASE WHEN {halvings} > {max_halvings} THEN 0.0::float8 ELSE power(0.5::float8, {halvings}) END)
+
+-- name: computed_once
+-- A candidate's expressions, each written once and read by name from {alias}: {expressions}.
+CROSS JOIN LATERAL (SELECT {expressions}) AS {alias}
 
 -- name: live
 -- The memory {alias} was live at the call's moment: not retired nor expired then, and stored

@@ -113,7 +113,8 @@ turns AS (
 
 -- name: context
 -- The turns as memory candidates ({relevance}, {recency}, {signals}, {evidence}), each with
--- the hit it is next to and how far.
+-- the hit it is next to and how far; when each was last told ({told_at}), its dense relevance
+-- and its age ({computed}) computed once and read by name.
 context AS (
     SELECT n.hit_id, n."offset", 'semantic'::text AS source, 'memory'::text AS item, n.id,
            n.content, n.kind, n.created_at,
@@ -124,4 +125,6 @@ context AS (
            NULL::text[] AS entities,
            json_build_object({evidence}) AS details, TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM turns AS n
+    {told_at}
+    {computed}
 )

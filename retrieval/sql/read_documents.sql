@@ -72,8 +72,9 @@ WHERE f.distance <= %(max_distance)s::float8
        OR f.coverage >= %(bm25_min_coverage)s::float8
 
 -- name: documents
--- The chunks' candidates: fused relevance {relevance}, recency and evidence ({lexical} the
--- lexical channel's relevance, {share} its share, {dense} the dense one's), behind {gate}.
+-- The chunks' candidates: fused relevance {relevance}, recency and evidence ({share} the
+-- lexical channel's share), behind {gate}; each channel's relevance and the chunk's age
+-- ({computed}) computed once and read by name.
 documents AS (
     SELECT 'documents'::text AS source, 'chunk'::text AS item, f.chunk_id AS id, f.content,
            'chunk'::text AS kind, f.created_at,
@@ -87,12 +88,13 @@ documents AS (
                'page_end', f.page_end, 'metadata', d.metadata || f.metadata,
                'coverage', f.coverage, 'bm25_tier', (SELECT tier FROM doc_tier),
                'fusion', %(fusion)s::text, 'bm25', f.bm25, 'bm25_rank', f.bm25_rank,
-               'bm25_relevance', {lexical}, 'lexical_share', {share},
+               'bm25_relevance', c.lexical, 'lexical_share', {share},
                'dense_distance', f.distance,
-               'dense_rank', f.dense_rank, 'dense_relevance', {dense},
+               'dense_rank', f.dense_rank, 'dense_relevance', c.dense,
                'inverse_distance', 1.0::float8 / (1.0::float8 + f.distance)
            ) AS details, TRUE AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near
     FROM doc_ranked AS f
+    {computed}
     JOIN {schema}.documents AS d ON d.tenant_id = %(tenant_id)s AND d.id = f.document_id
     {gate}
 )

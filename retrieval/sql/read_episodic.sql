@@ -130,9 +130,10 @@ AND x.task_id = %(task_id)s
 AND x.decision_id IN (SELECT d.id FROM {schema}.decisions AS d WHERE d.tenant_id = %(tenant_id)s AND d.task_id = %(task_id)s)
 
 -- name: top
--- The candidate pool of {hits}, by the source's relevance and recency ({recency}), of the
--- rows matching at least episodic_min_hits keywords (a common word alone carries no row); only
--- the count of hits per row: the pool's rows get their matched keywords afterwards.
+-- The candidate pool of {hits}, by the source's relevance and recency ({recency}, of the
+-- row's age computed once: {computed}), of the rows matching at least episodic_min_hits
+-- keywords (a common word alone carries no row); only the count of hits per row: the pool's
+-- rows get their matched keywords afterwards.
 {cte} AS (
     SELECT * FROM (
         SELECT h.id,
@@ -140,6 +141,7 @@ AND x.decision_id IN (SELECT d.id FROM {schema}.decisions AS d WHERE d.tenant_id
                {recency} AS recency,
                h.created_at
         FROM {hits} AS h
+        {computed}
         WHERE h.hits >= %(episodic_min_hits)s
     ) AS scored
     ORDER BY %(episodic_relevance)s::float8 * scored.relevance

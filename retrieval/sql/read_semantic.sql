@@ -197,18 +197,18 @@ COALESCE(n.importance, {neutral}::float8) AS importance,
 
 -- name: evidence
 -- What every memory result carries as evidence (pairs of a json_build_object), of a row n
--- with its distance; {dense} its dense relevance.
+-- with its distance; c.dense its dense relevance, computed once.
 'metadata', n.metadata, 'importance', n.importance,
                'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
                'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
                'position', n.position, 'namespace', n.namespace, 'key', n.key,
                'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
-               'dense_relevance', {dense}
+               'dense_relevance', c.dense
 
 -- name: bm25_evidence
--- Both channels' scores and ranks ({lexical}, its share {share} of the fusion), for the
--- metadata.
-'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, 'bm25_relevance', {lexical}, 'lexical_share', {share}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, 'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, 'bm25_complete', (SELECT unprobed FROM mem_total) = 0
+-- Both channels' scores and ranks (c.lexical, computed once; its share {share} of the fusion),
+-- for the metadata.
+'fusion', %(fusion)s::text, 'bm25', n.bm25, 'bm25_rank', n.bm25_rank, 'bm25_relevance', c.lexical, 'lexical_share', {share}, 'coverage', n.coverage, 'dense_rank', n.dense_rank, 'found_by', CASE WHEN n.near THEN 'dense' ELSE 'bm25' END, 'bm25_complete', (SELECT unprobed FROM mem_total) = 0
 
 -- name: cut_or_covered
 -- The evidence gate with both channels: near enough by meaning, or covering enough idf.
@@ -221,7 +221,8 @@ n.distance <= %(max_distance)s::float8
 -- name: semantic
 -- The memories' candidates from {found}: relevance, recency, signals and evidence, and whether
 -- they pass the evidence gate ({gate}: those that do not are results only when they take an
--- older version's place or fill an answer that would be empty).
+-- older version's place or fill an answer that would be empty). When each was last told
+-- ({told_at}), its channels and its age ({computed}) are computed once and read by name.
 semantic AS (
     SELECT 'semantic'::text AS source, 'memory'::text AS item, n.id, n.content, n.kind,
            n.created_at,
@@ -234,20 +235,22 @@ semantic AS (
                {evidence}{lexical_details}{bm25_evidence}
            ) AS details,
            {gate} AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near,
-           n.thread_id, n.position
+           n.thread_id, n.position, t.told_at
     FROM {found} AS n
+    {told_at}
+    {computed}
     {lexical_join}
 )
 
 -- name: mem_facts
 -- The most relevant memory candidates that state facts (conversation turns aside: {turn}),
--- %(version_candidates)s of them, with their namespaces, vectors and lexemes (read again by the
--- primary key) and when they were last told by the call's moment.
+-- %(version_candidates)s of them, with when they were last told by the call's moment and their
+-- namespaces, vectors and lexemes (read again by the primary key).
 mem_facts AS MATERIALIZED (
-    SELECT s.id, s.kind, m.namespace, {told_at} AS told_at, m.embedding,
+    SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding,
            tsvector_to_array(m.search_vector) AS lexemes
     FROM (
-        SELECT s.id, s.kind FROM semantic AS s WHERE NOT {turn}
+        SELECT s.id, s.kind, s.told_at FROM semantic AS s WHERE NOT {turn}
         ORDER BY s.relevance DESC, s.id LIMIT %(version_candidates)s
     ) AS s
     JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = s.id

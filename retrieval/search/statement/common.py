@@ -1,10 +1,13 @@
-"""What every source's SQL shares: the select list of its rows, recency, and when a memory is live.
+"""What every source's SQL shares: the select list of its rows, recency, the expressions a
+candidate computes once, and when a memory is live.
 
 Each source's CTE selects the same columns (:data:`retrieval.search.candidate.COLUMNS`) so that
 one ``UNION ALL`` returns every candidate of every source in one statement.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from retrieval.memory.fields import MEMORY, MEMORY_CANDIDATE_COLUMNS, select_list
 from retrieval.memory.kinds import MESSAGE_KIND
@@ -34,14 +37,26 @@ def memory_columns(alias: str | None = None) -> str:
 _MAX_HALVINGS = 1000
 
 
-def recency_sql(created_at: str, half_life_param: str) -> str:
-    """SQL for ``0.5 ^ (max(as_of - created_at, 0) / half_life)`` (seconds), as float8.
+def halvings_sql(created_at: str, half_life_param: str) -> str:
+    """SQL for ``max(as_of - created_at, 0) / half_life`` (seconds): the half-lives a row has
+    aged by the call's moment ``%(as_of)s``; ``half_life_param`` names the bound parameter
+    holding the half-life in seconds. A source computes it once per candidate
+    (:func:`computed_once`) and reads it in :func:`recency_sql`."""
+    return template("read_common.halvings", created_at=created_at, half_life=half_life_param)
 
-    ``half_life_param`` names a bound parameter holding the half-life in seconds; ``as_of`` is
-    the bound parameter ``%(as_of)s``.
-    """
-    halvings = template("read_common.halvings", created_at=created_at, half_life=half_life_param)
+
+def recency_sql(halvings: str) -> str:
+    """SQL for ``0.5 ^ halvings`` as float8, ``halvings`` naming :func:`halvings_sql` computed
+    once (0 where PostgreSQL's power() would underflow)."""
     return template("read_common.recency", halvings=halvings, max_halvings=_MAX_HALVINGS)
+
+
+def computed_once(alias: str, expressions: Mapping[str, str]) -> str:
+    """A ``CROSS JOIN LATERAL`` naming each of ``expressions`` (name: SQL of the row being
+    scored) once, read as ``alias.name`` wherever the candidate's CTE needs it: a fragment is
+    written once per source, and a change of it shows once in each statement."""
+    listed = ", ".join(f"{sql} AS {name}" for name, sql in expressions.items())
+    return template("read_common.computed_once", alias=alias, expressions=listed)
 
 
 def live_sql(alias: str) -> str:

@@ -21,12 +21,16 @@ from retrieval.search.statement.common import (
     live_sql,
     memory_columns,
     recency_sql,
-    told_at_sql,
 )
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.metadata import memory_conditions
-from retrieval.search.statement.relevance import dense_relevance_sql
-from retrieval.search.statement.semantic import MEMORY_EVIDENCE, MEMORY_SIGNALS, kind_filters
+from retrieval.search.statement.semantic import (
+    MEMORY_EVIDENCE,
+    MEMORY_SIGNALS,
+    MEMORY_TOLD_AT,
+    kind_filters,
+    memory_once,
+)
 from retrieval.search.statement.template import template
 
 # What each CTE holds, printed above it in docs/statements/.
@@ -103,10 +107,12 @@ def context_ctes(
         template("read_context.turns", schema, told_columns=memory_columns(), **turn),
         template(
             "read_context.context",
-            relevance=dense_relevance_sql("n.distance"),
-            recency=recency_sql(told_at_sql("n"), "semantic_half_life"),
+            relevance="c.dense",
+            recency=recency_sql("c.halvings"),
             signals=MEMORY_SIGNALS,
             evidence=MEMORY_EVIDENCE,
+            told_at=MEMORY_TOLD_AT,
+            computed=memory_once(),
         ),
     ]
 

@@ -25,7 +25,7 @@ from retrieval.search.statement.bm25 import (
     bm25_ctes,
     bm25_factors,
 )
-from retrieval.search.statement.common import recency_sql
+from retrieval.search.statement.common import computed_once, halvings_sql, recency_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.metadata import NOTES as METADATA_NOTES
 from retrieval.search.statement.metadata import allowed_chunks
@@ -90,9 +90,15 @@ def documents_ctes(
     """
     postings = document_postings(schema)
     total_idf = "(SELECT sum(idf) FROM doc_idf)"
-    dense = dense_relevance_sql("f.distance")
-    lexical = lexical_relevance_sql("f.bm25", total_idf)
-    share = lexical_share_sql(lexical, dense, "f.bm25_rank", "f.dense_rank")
+    # Each chunk's channels and age, computed once and read as c.dense, c.lexical, c.halvings.
+    computed = computed_once(
+        "c",
+        {
+            "dense": dense_relevance_sql("f.distance"),
+            "lexical": lexical_relevance_sql("f.bm25", total_idf),
+            "halvings": halvings_sql("f.created_at", "documents_half_life"),
+        },
+    )
     return noted(
         [
             *([allowed_chunks(schema, filter_operators)] if filter_operators else []),
@@ -102,11 +108,12 @@ def documents_ctes(
             template(
                 "read_documents.documents",
                 schema,
-                relevance=fused_relevance_sql(lexical, dense, "f.bm25_rank", "f.dense_rank"),
-                recency=recency_sql("f.created_at", "documents_half_life"),
-                lexical=lexical,
-                share=share,
-                dense=dense,
+                relevance=fused_relevance_sql(
+                    "c.lexical", "c.dense", "f.bm25_rank", "f.dense_rank"
+                ),
+                recency=recency_sql("c.halvings"),
+                share=lexical_share_sql("c.lexical", "c.dense", "f.bm25_rank", "f.dense_rank"),
+                computed=computed,
                 gate=template("read_documents.gate") if gated else "",
             ),
         ],

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.plan.shape import EpisodicQuery
-from retrieval.search.statement.common import known_sql, recency_sql
+from retrieval.search.statement.common import computed_once, halvings_sql, known_sql, recency_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
 from retrieval.search.statement.template import template
@@ -154,5 +154,11 @@ def _hits(name: str, schema: str, table: str, item: int, condition: str) -> str:
 
 def _top(name: str, hits: str) -> str:
     # The candidate pool of one kind, by the source's relevance and recency.
-    recency = recency_sql("h.created_at", "episodic_half_life")
-    return template("read_episodic.top", cte=name, hits=hits, recency=recency)
+    computed = computed_once("c", {"halvings": halvings_sql("h.created_at", "episodic_half_life")})
+    return template(
+        "read_episodic.top",
+        cte=name,
+        hits=hits,
+        recency=recency_sql("c.halvings"),
+        computed=computed,
+    )

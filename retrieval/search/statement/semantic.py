@@ -35,6 +35,8 @@ from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import (
+    computed_once,
+    halvings_sql,
     live_sql,
     memory_columns,
     recency_sql,
@@ -83,8 +85,22 @@ COUNT_CAP = 512
 # A memory's importance and popularity signals, for a row ``n`` of a memories' CTE.
 MEMORY_SIGNALS = template("read_semantic.signals", neutral=NEUTRAL_IMPORTANCE)
 # What every memory result carries as evidence (the pairs of a json_build_object), for a row
-# ``n`` with its ``distance``.
-MEMORY_EVIDENCE = template("read_semantic.evidence", dense=dense_relevance_sql("n.distance"))
+# ``n`` with its ``distance`` and its dense relevance ``c.dense`` (MEMORY_ONCE).
+MEMORY_EVIDENCE = template("read_semantic.evidence")
+# When a memory candidate ``n`` was last told (``t.told_at``), then its dense relevance and its
+# age (``c.dense``, ``c.halvings``; with BM25 ``c.lexical`` too, :func:`memory_once`): each
+# computed once, in the candidate's CTE, and read by name.
+MEMORY_TOLD_AT = computed_once("t", {"told_at": told_at_sql("n")})
+
+
+def memory_once(lexical: str | None = None) -> str:
+    """The expressions a memory candidate ``n`` computes once after :data:`MEMORY_TOLD_AT`:
+    ``c.dense``, with ``lexical`` ``c.lexical`` (its SQL), and ``c.halvings``."""
+    once = {"dense": dense_relevance_sql("n.distance")}
+    if lexical is not None:
+        once["lexical"] = lexical
+    once["halvings"] = halvings_sql("t.told_at", "semantic_half_life")
+    return computed_once("c", once)
 
 
 def semantic_ctes(
@@ -105,20 +121,15 @@ def semantic_ctes(
     (:mod:`retrieval.search.statement.relevance`).
     """
     ctes = [_nearest(schema, query, filter_operators)]
-    dense = dense_relevance_sql("n.distance")
     if query.bm25:
         ctes += _bm25_channel(schema, query, filter_operators)
         found = "semantic_found"
-        own = fused_relevance_sql(
-            lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"),
-            dense,
-            "n.bm25_rank",
-            "n.dense_rank",
-        )
+        computed = memory_once(lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"))
+        own = fused_relevance_sql("c.lexical", "c.dense", "n.bm25_rank", "n.dense_rank")
         evidence = ", " + _bm25_evidence()
         cut = template("read_semantic.cut_or_covered") if query.with_max_distance else ""
     else:
-        found, own, evidence = "semantic_nearest", dense, ""
+        found, computed, own, evidence = "semantic_nearest", memory_once(), "c.dense", ""
         cut = template("read_semantic.cut") if query.with_max_distance else ""
     relevance, lexical_join, lexical_details = own, "", ""
     if query.lexical is not None:
@@ -130,7 +141,7 @@ def semantic_ctes(
         template(
             "read_semantic.semantic",
             relevance=relevance,
-            recency=recency_sql(told_at_sql("n"), "semantic_half_life"),
+            recency=recency_sql("c.halvings"),
             signals=MEMORY_SIGNALS,
             entity=entity,
             entities=entities,
@@ -138,6 +149,8 @@ def semantic_ctes(
             lexical_details=lexical_details,
             bm25_evidence=evidence,
             found=found,
+            told_at=MEMORY_TOLD_AT,
+            computed=computed,
             lexical_join=lexical_join,
             gate=f"({cut})" if cut else "TRUE",
         )
@@ -196,7 +209,7 @@ def _versions(schema: str) -> list[str]:
         f"v.{column}" if column in ("newer", "newer_near") else f"s.{column}" for column in COLUMNS
     )
     return [
-        template("read_semantic.mem_facts", schema, told_at=told_at_sql("m"), turn=turn_sql("s")),
+        template("read_semantic.mem_facts", schema, turn=turn_sql("s")),
         template("read_semantic.mem_newer"),
         template("read_semantic.semantic_versions", columns=columns),
     ]
@@ -311,8 +324,5 @@ def _matching(schema: str, bound: bool) -> str:
 def _bm25_evidence() -> str:
     # Both channels' scores and ranks, and the lexical channel's share of the fusion, for the
     # metadata.
-    lexical = lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)")
-    share = lexical_share_sql(
-        lexical, dense_relevance_sql("n.distance"), "n.bm25_rank", "n.dense_rank"
-    )
-    return template("read_semantic.bm25_evidence", lexical=lexical, share=share)
+    share = lexical_share_sql("c.lexical", "c.dense", "n.bm25_rank", "n.dense_rank")
+    return template("read_semantic.bm25_evidence", share=share)
