@@ -9,7 +9,8 @@ every fragment of every template at least once (tests/unit/test_statement_files.
 
 A file is the statement as it runs, formatted by PostgreSQL's own parser (pglast): a header
 naming the shape and the parameters it binds, then each CTE after a one-line comment saying
-what it holds, then the final select.
+what it holds, then the final select. Each source's CTEs of the default shape are also on file
+by themselves (docs/statements/sources/), so a change of one source reads in one small file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pglast
 from pglast.stream import IndentedStream
@@ -25,7 +27,9 @@ from pglast.stream import IndentedStream
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS
 from retrieval.search.modes import DEFAULT_MODES
 from retrieval.search.plan.shape import EpisodicQuery, SemanticQuery, StatementShape
-from retrieval.search.statement.render import build_statement, statement_parts
+from retrieval.search.statement.context import statement_context_ctes
+from retrieval.search.statement.cte import Cte
+from retrieval.search.statement.render import SOURCES, build_statement, statement_parts
 
 SCHEMA = "retrieval"
 PARAMETER = re.compile(r"%\((\w+)\)s")
@@ -198,7 +202,37 @@ def format_statement(schema: str, shape: StatementShape, title: str) -> str:
     note and the parameters it binds, then the final select."""
     parts, _ = statement_parts(schema, shape)
     sql = build_statement(schema, shape)
-    names = sorted(set(PARAMETER.findall(sql)))
+    blocks, statement = _formatted(sql, parts)
+    body = "WITH\n" + ",\n\n".join(blocks) + "\n\n-- the candidates of every source\n"
+    body += _stream(statement) + "\n"
+    return _header(title, sql) + body
+
+
+def source_parts() -> dict[str, tuple[str, list[Cte]]]:
+    """Each source's CTEs in the default shape (a tenant's later call: the semantic source's
+    context turns besides), by file name: what each holds, and the CTEs."""
+    files: dict[str, tuple[str, list[Cte]]] = {
+        source.name: (f"the {source.name} source's CTEs", source.ctes(SCHEMA, DEFAULT))
+        for source in SOURCES
+    }
+    files["context"] = (
+        "the context turns of the semantic candidates that are turns",
+        statement_context_ctes(SCHEMA, _SEMANTIC.mode),
+    )
+    return files
+
+
+def format_source(title: str, parts: list[Cte]) -> str:
+    """A source's CTEs formatted for reading as :func:`format_statement` writes them: its
+    header, then each CTE after its note and the parameters it binds."""
+    sql = "WITH " + ",\n".join(part.sql for part in parts) + "\nSELECT 1"
+    blocks, _ = _formatted(sql, parts)
+    return _header(title, sql) + ",\n\n".join(blocks) + "\n"
+
+
+def _formatted(sql: str, parts: list[Cte]) -> tuple[list[str], Any]:
+    # Each CTE of ``sql`` after its note and the parameters it binds, and the statement
+    # without them.
     (raw,) = pglast.parse_sql(PARAMETER.sub(lambda m: _MARK + m[1], sql))
     statement = raw.stmt
     ctes = statement.withClause.ctes
@@ -209,10 +243,12 @@ def format_statement(schema: str, shape: StatementShape, title: str) -> str:
         lines = [f"-- {part.name}: {part.note}"]
         lines += _wrapped("--   binds: ", ", ".join(part.binds)) if part.binds else []
         blocks.append("\n".join([*lines, _stream(cte)]))
-    body = "WITH\n" + ",\n\n".join(blocks) + "\n\n-- the candidates of every source\n"
-    body += _stream(statement) + "\n"
-    header = [f"-- {title}", *_wrapped("-- Binds: ", ", ".join(names))]
-    return "\n".join(header) + "\n\n" + body
+    return blocks, statement
+
+
+def _header(title: str, sql: str) -> str:
+    names = sorted(set(PARAMETER.findall(sql)))
+    return "\n".join([f"-- {title}", *_wrapped("-- Binds: ", ", ".join(names))]) + "\n\n"
 
 
 def _stream(node: object) -> str:

@@ -5,7 +5,8 @@ Each template of ``retrieval/sql/read_*.sql`` is followed by a comment naming it
 statement modules load, so a rendered statement says how many times each fragment went into
 it; PostgreSQL's parser (pglast) drops the comments, so the formatted statement (the file in
 docs/statements/) is the one on file. For each fragment: the files it appears in (a change of
-it rewrites them) and its uses in all of them (the places the change shows in their diffs).
+it rewrites them), its uses in all of them (the places the change shows in their diffs), and
+the sources' own files it appears in (docs/statements/sources/).
 
 Usage: python benchmarks/reading/statement_size.py [--shape default] [--fragment NAME ...]
        [--json PATH] [--no-save]
@@ -66,7 +67,7 @@ def mark_templates() -> None:
 def measure(fragments: tuple[str, ...]) -> dict[str, Any]:
     """Each shape's size and fragment uses, and each fragment's files and uses over them."""
     from retrieval.search.statement.render import build_statement, statement_parts
-    from tests.statement_shapes import SCHEMA, format_statement, pinned_shapes
+    from tests.statement_shapes import SCHEMA, format_statement, pinned_shapes, source_parts
 
     shapes: dict[str, Any] = {}
     for name, (title, shape) in sorted(pinned_shapes().items()):
@@ -82,10 +83,15 @@ def measure(fragments: tuple[str, ...]) -> dict[str, Any]:
             "parameter_uses": len(_PARAMETER.findall(plain)),
             "fragment_uses": {fragment: uses[fragment] for fragment in fragments},
         }
+    sources = {
+        name: Counter(_MARKED.findall("".join(part.sql for part in parts)))
+        for name, (_, parts) in sorted(source_parts().items())
+    }
     changes = {
         fragment: {
             "files": sum(1 for s in shapes.values() if s["fragment_uses"][fragment]),
             "uses": sum(s["fragment_uses"][fragment] for s in shapes.values()),
+            "source_files": sorted(name for name, uses in sources.items() if uses[fragment]),
         }
         for fragment in fragments
     }
@@ -111,12 +117,16 @@ def main() -> None:
         f"{args.shape}: {shape['lines']} lines, {shape['ctes']} CTEs, "
         f"{shape['parameters']} parameters bound {shape['parameter_uses']} times"
     )
-    print(f"{'fragment':<30} {'uses in ' + args.shape:>16} {'files':>6} {'uses in all':>12}")
+    print(
+        f"{'fragment':<30} {'uses in ' + args.shape:>16} {'files':>6} {'uses in all':>12}  "
+        "sources' files"
+    )
     for fragment in fragments:
         change = results["a_change_of"][fragment]
         print(
             f"{fragment:<30} {shape['fragment_uses'][fragment]:>16} "
-            f"{change['files']:>3}/{results['files']:<2} {change['uses']:>12}"
+            f"{change['files']:>3}/{results['files']:<2} {change['uses']:>12}  "
+            + ", ".join(change["source_files"])
         )
     write_result("statement-size", results, args)
 

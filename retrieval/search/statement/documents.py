@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from retrieval.db.queries import quote_schema
 from retrieval.search.config import FUSIONS
+from retrieval.search.plan.shape import StatementShape
 from retrieval.search.statement import bm25
 from retrieval.search.statement.bm25 import (
     Postings,
@@ -35,6 +36,7 @@ from retrieval.search.statement.relevance import (
     lexical_relevance_sql,
     lexical_share_sql,
 )
+from retrieval.search.statement.source import StatementSource
 from retrieval.search.statement.template import template
 
 SOURCE = "documents"
@@ -50,7 +52,7 @@ NOTES = {
     "doc_ranked": "the found chunks with their BM25 and dense ranks",
     "documents": "the chunks' candidates: fused relevance, recency and evidence",
 }
-__all__ = ["FUSIONS", "SOURCE", "document_postings", "documents_ctes"]
+__all__ = ["FUSIONS", "SOURCE", "STATEMENT", "document_postings", "documents_ctes"]
 
 
 def document_postings(schema: str) -> Postings:
@@ -119,6 +121,20 @@ def documents_ctes(
         ],
         NOTES,
     )
+
+
+def _statement_ctes(schema: str, shape: StatementShape) -> list[Cte]:
+    if not shape.documents:
+        return []
+    return documents_ctes(
+        schema, gated=shape.gated, capped=shape.capped, filter_operators=shape.filter
+    )
+
+
+# The documents source's part of the read statement.
+STATEMENT = StatementSource(
+    SOURCE, _statement_ctes, lambda shape: [SOURCE] if shape.documents else []
+)
 
 
 def _channels(schema: str, postings: Postings, capped: bool, filtered: bool) -> list[str]:

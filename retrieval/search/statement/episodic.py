@@ -25,10 +25,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from retrieval.db.queries import quote_schema
-from retrieval.search.plan.shape import EpisodicQuery
+from retrieval.search.plan.shape import EpisodicQuery, StatementShape
 from retrieval.search.statement.common import computed_once, halvings_sql, known_sql, recency_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
+from retrieval.search.statement.source import StatementSource
 from retrieval.search.statement.template import template
 
 SOURCE = "episodic"
@@ -102,6 +103,21 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[st
         ]
         names.append(f"episodic_{kind.table}")
     return noted(ctes, NOTES), names
+
+
+def _statement_ctes(schema: str, shape: StatementShape) -> list[Cte]:
+    return [] if shape.episodic is None else episodic_ctes(schema, shape.episodic)[0]
+
+
+def _statement_rows(shape: StatementShape) -> list[str]:
+    # A table's candidates when the shape reads it (the names episodic_ctes gives).
+    if shape.episodic is None:
+        return []
+    return [f"episodic_{kind.table}" for kind in _KINDS if getattr(shape.episodic, kind.table)]
+
+
+# The episodic source's part of the read statement.
+STATEMENT = StatementSource(SOURCE, _statement_ctes, _statement_rows)
 
 
 def _relevance(query: EpisodicQuery) -> str:

@@ -1,8 +1,8 @@
 """The read path's one statement, rendered from the plan's shape.
 
-:func:`build_statement` joins a CTE per enabled source (:mod:`~retrieval.search.statement.semantic`,
-:mod:`~retrieval.search.statement.episodic`, :mod:`~retrieval.search.statement.documents`), their
-rows in one ``UNION ALL``, a presence row for each source probed
+:func:`build_statement` joins the CTEs of each source the shape holds (:data:`SOURCES`, each
+through one interface: :mod:`~retrieval.search.statement.source`), their rows in one
+``UNION ALL``, a presence row for each source probed
 (:mod:`~retrieval.search.statement.presence`) and the context turns of the semantic candidates
 (:mod:`~retrieval.search.statement.context`). A :class:`~retrieval.search.plan.shape.StatementShape`
 says which; :class:`Statements` renders each shape once. The statement of each pinned shape is
@@ -15,6 +15,7 @@ import threading
 
 from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import StatementShape
+from retrieval.search.statement import documents, episodic, semantic
 from retrieval.search.statement.common import SELECT_LIST
 from retrieval.search.statement.context import (
     CONTEXT_COLUMNS,
@@ -23,30 +24,22 @@ from retrieval.search.statement.context import (
     statement_context_ctes,
 )
 from retrieval.search.statement.cte import Cte, noted
-from retrieval.search.statement.documents import documents_ctes
-from retrieval.search.statement.episodic import episodic_ctes
 from retrieval.search.statement.presence import NOTES as PRESENCE_NOTES
 from retrieval.search.statement.presence import presence_cte
-from retrieval.search.statement.semantic import semantic_ctes, semantic_rows
+from retrieval.search.statement.source import StatementSource
 from retrieval.search.statement.template import template
+
+# The sources of the statement, in the order their CTEs and rows come.
+SOURCES: tuple[StatementSource, ...] = (semantic.STATEMENT, episodic.STATEMENT, documents.STATEMENT)
 
 
 def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]:
     """The CTEs of ``shape``'s statement over ``schema``'s tables, and its final select."""
     ctes: list[Cte] = []
     selects: list[str] = []
-    if shape.semantic is not None:
-        ctes += semantic_ctes(schema, shape.semantic, shape.filter)
-        selects.append(semantic_rows(shape.semantic))
-    if shape.episodic is not None:
-        episodic, names = episodic_ctes(schema, shape.episodic)
-        ctes += episodic
-        selects += names
-    if shape.documents:
-        ctes += documents_ctes(
-            schema, gated=shape.gated, capped=shape.capped, filter_operators=shape.filter
-        )
-        selects.append("documents")
+    for source in SOURCES:
+        ctes += source.ctes(schema, shape)
+        selects += source.rows(shape)
     if shape.presence:
         ctes += noted([presence_cte(schema, shape.presence)], PRESENCE_NOTES)
         selects.append("source_presence")

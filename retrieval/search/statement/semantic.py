@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from retrieval.search.candidate import COLUMNS
 from retrieval.search.modes import Mode
-from retrieval.search.plan.shape import SemanticQuery
+from retrieval.search.plan.shape import SemanticQuery, StatementShape
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import (
     computed_once,
@@ -52,6 +52,7 @@ from retrieval.search.statement.relevance import (
     lexical_relevance_sql,
     lexical_share_sql,
 )
+from retrieval.search.statement.source import StatementSource
 from retrieval.search.statement.template import template
 
 SOURCE = "semantic"
@@ -167,6 +168,20 @@ def semantic_rows(query: SemanticQuery) -> str:
     if query.with_max_distance:
         return "semantic_sent"
     return "semantic_versions" if query.versions else "semantic"
+
+
+def _statement_ctes(schema: str, shape: StatementShape) -> list[Cte]:
+    if shape.semantic is None:
+        return []
+    return semantic_ctes(schema, shape.semantic, shape.filter)
+
+
+def _statement_rows(shape: StatementShape) -> list[str]:
+    return [] if shape.semantic is None else [semantic_rows(shape.semantic)]
+
+
+# The semantic source's part of the read statement.
+STATEMENT = StatementSource(SOURCE, _statement_ctes, _statement_rows)
 
 
 def _sent(query: SemanticQuery) -> str:
