@@ -86,7 +86,7 @@ COUNT_CAP = 512
 # A memory's importance and popularity signals, for a row ``n`` of a memories' CTE.
 MEMORY_SIGNALS = template("read_semantic.signals", neutral=NEUTRAL_IMPORTANCE)
 # What every memory result carries as evidence (the pairs of a json_build_object), for a row
-# ``n`` with its ``distance`` and its dense relevance ``c.dense`` (MEMORY_ONCE).
+# ``n`` with its ``distance`` and its dense relevance ``c.dense`` (:func:`memory_once`).
 MEMORY_EVIDENCE = template("read_semantic.evidence")
 # When a memory candidate ``n`` was last told (``t.told_at``), then its dense relevance and its
 # age (``c.dense``, ``c.halvings``; with BM25 ``c.lexical`` too, :func:`memory_once`): each
