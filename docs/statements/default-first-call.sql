@@ -380,7 +380,7 @@ mem_facts AS MATERIALIZED (
            m.namespace,
            s.told_at,
            m.embedding,
-           tsvector_to_array(m.search_vector) AS lexemes
+           m.search_vector AS lexemes
     FROM (SELECT s.id,
                  s.kind,
                  s.told_at
@@ -410,13 +410,12 @@ mem_newer AS MATERIALIZED (
                                   AND n.told_at > o.told_at
                                   AND n.told_at <= CAST(%(as_of)s AS timestamptz)
          CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
+         CROSS JOIN LATERAL (SELECT length(o.lexemes) + length(n.lexemes) - length(o.lexemes || n.lexemes) AS shared) AS w
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
                                         THEN TRUE
                                       WHEN d.similarity >= CAST(%(version_words_similarity)s AS float8)
-                                        THEN (SELECT CAST(count(*) AS float8) >= CAST(%(version_shared_words)s AS float8) * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
-                                              FROM unnest(o.lexemes) AS x
-                                              WHERE x = ANY(n.lexemes))
+                                        THEN CAST(w.shared AS float8) >= CAST(%(version_shared_words)s AS float8) * (length(o.lexemes) + length(n.lexemes) - w.shared)
                                       ELSE FALSE
                                     END AS near) AS p
     WHERE d.similarity >= CAST(%(update_similarity)s AS float8)

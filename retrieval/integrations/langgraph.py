@@ -135,9 +135,9 @@ class RetrievalStore(BaseStore):
         self.ttl_config = ttl
         self.kind = kind
         self._owned = retriever is None
-        self.retriever = retriever or HybridRetriever.from_store(
-            store, config=search_config(), background_writes=False
-        )
+        # Its searches' access counts are written by its background thread, as every
+        # retriever's are: a search is its read alone (close() writes what is pending).
+        self.retriever = retriever or HybridRetriever.from_store(store, config=search_config())
         # A retriever given keeps its settings; its searches leave the unindexed items out too.
         self._search_config = self.retriever.config.with_modes(**{SEARCH_MODE: _SEARCHED})
 

@@ -247,8 +247,7 @@ semantic AS (
 -- %(version_candidates)s of them, with when they were last told by the call's moment and their
 -- namespaces, vectors and lexemes (read again by the primary key).
 mem_facts AS MATERIALIZED (
-    SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding,
-           tsvector_to_array(m.search_vector) AS lexemes
+    SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding, m.search_vector AS lexemes
     FROM (
         SELECT s.id, s.kind, s.told_at FROM semantic AS s WHERE NOT {turn}
         ORDER BY s.relevance DESC, s.id LIMIT %(version_candidates)s
@@ -263,7 +262,9 @@ mem_facts AS MATERIALIZED (
 -- in words may say it with others; a key names an item, as LangGraph's keys do, not a fact);
 -- each marked near when its vector is at %(version_similarity)s or more, or from
 -- %(version_words_similarity)s on it shares %(version_shared_words)s of their lexemes (the same
--- sentence with another value). The rank stage keeps those that are versions for the query.
+-- sentence with another value: the lexemes both hold counted from the lengths of their
+-- tsvectors and of their merge, in one pass over each). The rank stage keeps those that are
+-- versions for the query.
 mem_newer AS MATERIALIZED (
     SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer,
            array_agg(p.near ORDER BY n.told_at DESC, n.id DESC) AS newer_near
@@ -273,13 +274,14 @@ mem_newer AS MATERIALIZED (
      AND n.told_at <= %(as_of)s::timestamptz
     CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
     CROSS JOIN LATERAL (
+        SELECT length(o.lexemes) + length(n.lexemes) - length(o.lexemes || n.lexemes) AS shared
+    ) AS w
+    CROSS JOIN LATERAL (
         SELECT CASE
             WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
-            WHEN d.similarity >= %(version_words_similarity)s::float8 THEN (
-                SELECT count(*)::float8 >= %(version_shared_words)s::float8
-                       * (cardinality(o.lexemes) + cardinality(n.lexemes) - count(*))
-                FROM unnest(o.lexemes) AS x WHERE x = ANY(n.lexemes)
-            )
+            WHEN d.similarity >= %(version_words_similarity)s::float8 THEN
+                w.shared::float8 >= %(version_shared_words)s::float8
+                * (length(o.lexemes) + length(n.lexemes) - w.shared)
             ELSE FALSE
         END AS near
     ) AS p
