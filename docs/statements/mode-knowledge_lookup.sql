@@ -196,14 +196,15 @@ mem_pool AS MATERIALIZED (
 -- mem_scores: each candidate's BM25 score and the idf it covers, from its own lexemes
 mem_scores AS MATERIALIZED (
     SELECT p.id,
-           sum(w.idf_k1 * cardinality(u.positions) / (cardinality(u.positions) + w.base + w.per_length * length(p.search_vector))) AS bm25,
+           sum(w.idf_k1 * cardinality(u.positions) / (cardinality(u.positions) + w.base + w.per_length * length(x.marked))) AS bm25,
            sum(w.idf) AS covered
     FROM mem_pool AS p
-         CROSS JOIN LATERAL unnest(ts_filter(setweight(p.search_vector,
-                                                       'A',
-                                                       (SELECT terms
-                                                        FROM mem_total)),
-                                             '{a}')) AS u
+         CROSS JOIN LATERAL (SELECT setweight(p.search_vector,
+                                              'A',
+                                              (SELECT terms
+                                               FROM mem_total)) AS marked
+                             OFFSET 0) AS x
+         CROSS JOIN LATERAL unnest(ts_filter(x.marked, '{a}')) AS u
          INNER JOIN mem_weights AS w ON w.term = u.lexeme
     GROUP BY p.id
   ),

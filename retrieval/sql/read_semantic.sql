@@ -157,15 +157,18 @@ mem_pool AS MATERIALIZED (
 
 -- name: mem_scores
 -- Each candidate's query lexemes (ts_filter keeps the lexemes setweight marked), and from
--- them its BM25 score ({contribution}) and the idf it covers.
+-- them its BM25 score ({contribution}) and the idf it covers. The marked copy (x.marked, kept
+-- apart by OFFSET 0) is read once from the candidate's stored lexemes, which a long text keeps
+-- compressed: its length is the candidate's, without reading them again for each term.
 mem_scores AS MATERIALIZED (
     SELECT p.id,
            sum({contribution}) AS bm25,
            sum(w.idf) AS covered
     FROM mem_pool AS p
-    CROSS JOIN LATERAL unnest(
-        ts_filter(setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)), '{{a}}')
-    ) AS u
+    CROSS JOIN LATERAL (
+        SELECT setweight(p.search_vector, 'A', (SELECT terms FROM mem_total)) AS marked OFFSET 0
+    ) AS x
+    CROSS JOIN LATERAL unnest(ts_filter(x.marked, '{{a}}')) AS u
     JOIN mem_weights AS w ON w.term = u.lexeme
     GROUP BY p.id
 )

@@ -321,8 +321,8 @@ def _bm25_pool(query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[
 
 
 # A query lexeme's BM25 contribution to a memory: its positions are its frequency, the memory's
-# distinct lexemes its length.
-_CONTRIBUTION = bm25_contribution("w", "cardinality(u.positions)", "length(p.search_vector)")
+# distinct lexemes its length (of its marked copy: setweight keeps every lexeme).
+_CONTRIBUTION = bm25_contribution("w", "cardinality(u.positions)", "length(x.marked)")
 
 
 def _matching(schema: str, bound: bool) -> str:
