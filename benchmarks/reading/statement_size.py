@@ -15,7 +15,6 @@ Usage: python benchmarks/reading/statement_size.py [--shape default] [--fragment
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 import sys
 from collections import Counter
@@ -47,7 +46,8 @@ _STATEMENT_MODULES = ("retrieval.search.statement",)
 
 def mark_templates() -> None:
     """Every template's text ends with ``/*@FILE.NAME*/`` from now on; the statement modules,
-    which render some fragments once when first imported, are imported again."""
+    which render some fragments once when first imported, are forgotten and imported afresh
+    (in their own order) when :func:`measure` imports them."""
     from retrieval.db import queries
 
     plain = queries.blocks
@@ -58,10 +58,8 @@ def mark_templates() -> None:
         )
 
     queries.blocks = marked  # type: ignore[assignment]
-    loaded = sorted(name for name in sys.modules if name.startswith(_STATEMENT_MODULES))
-    for _ in loaded:  # as many passes as modules: each reads its imports' marked fragments
-        for name in loaded:
-            importlib.reload(sys.modules[name])
+    for name in [name for name in sys.modules if name.startswith(_STATEMENT_MODULES)]:
+        del sys.modules[name]
 
 
 def measure(fragments: tuple[str, ...]) -> dict[str, Any]:

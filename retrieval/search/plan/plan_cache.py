@@ -9,7 +9,7 @@ a tenant it does not know (its rows over its distinct tenants, at most the commo
 share: the ``memory_generic`` presence row). Where the tenant's real size is not that, the
 generic plan can choose the wrong road: at a tenant of 10% among 92, priced at 1%, it read the
 tenant's rows through their btree and sorted them instead of walking the HNSW graph, four to
-five times slower (docs/decisions/0021).
+five times slower (docs/decisions/0039).
 
 So the generic plan runs only where its picture of the tenant holds: the estimate is within a
 factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories, or the tenant is read exactly

@@ -70,8 +70,8 @@ _KINDS = (
 )  # fmt: skip
 
 
-def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[str]]:
-    """The CTEs of the episodic source and the names of those to select from.
+def episodic_ctes(schema: str, query: EpisodicQuery) -> list[Cte]:
+    """The CTEs of the episodic source (:func:`episodic_rows` names those to select from).
 
     Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many
     of them it reads: all, or when ``query.capped`` the rarest that many), ``episodic_candidates``,
@@ -84,10 +84,7 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[st
     with the keyword relevance.
     """
     ctes = [_patterns(schema, query.capped), *_found(schema, query.many_keywords, query.bound)]
-    names: list[str] = []
-    for kind in _KINDS:
-        if not getattr(query, kind.table):
-            continue
+    for kind in _read_kinds(query):
         task = template(kind.task_filter, schema) if query.with_task else ""
         ctes += [
             _hits(f"{kind.item}_hits", schema, kind.table, kind.posting_item, task),
@@ -101,19 +98,26 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> tuple[list[Cte], list[st
                 lexical_join="" if query.lexical is None else lexical_scores(kind.compared),
             ),
         ]
-        names.append(f"episodic_{kind.table}")
-    return noted(ctes, NOTES), names
+    return noted(ctes, NOTES)
+
+
+def episodic_rows(query: EpisodicQuery) -> list[str]:
+    """The CTEs whose rows are the episodic source's candidates: a table's when it is read
+    (its candidates' template names it ``episodic_<table>``)."""
+    return [f"episodic_{kind.table}" for kind in _read_kinds(query)]
+
+
+def _read_kinds(query: EpisodicQuery) -> list[_Kind]:
+    # The kinds of row the query reads.
+    return [kind for kind in _KINDS if getattr(query, kind.table)]
 
 
 def _statement_ctes(schema: str, shape: StatementShape) -> list[Cte]:
-    return [] if shape.episodic is None else episodic_ctes(schema, shape.episodic)[0]
+    return [] if shape.episodic is None else episodic_ctes(schema, shape.episodic)
 
 
 def _statement_rows(shape: StatementShape) -> list[str]:
-    # A table's candidates when the shape reads it (the names episodic_ctes gives).
-    if shape.episodic is None:
-        return []
-    return [f"episodic_{kind.table}" for kind in _KINDS if getattr(shape.episodic, kind.table)]
+    return [] if shape.episodic is None else episodic_rows(shape.episodic)
 
 
 # The episodic source's part of the read statement.
