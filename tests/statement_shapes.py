@@ -26,7 +26,10 @@ from pglast.stream import IndentedStream
 
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS
 from retrieval.search.modes import DEFAULT_MODES
-from retrieval.search.plan.shape import EpisodicQuery, SemanticQuery, StatementShape
+from retrieval.search.plan.shape import StatementShape
+from retrieval.search.sources.documents.plan import DocumentsQuery
+from retrieval.search.sources.episodic.plan import EpisodicQuery
+from retrieval.search.sources.semantic.plan import SemanticQuery
 from retrieval.search.statement.context import statement_context_ctes
 from retrieval.search.statement.cte import Cte
 from retrieval.search.statement.render import SOURCES, build_statement, statement_parts
@@ -50,8 +53,9 @@ EVERY_OPERATOR = (
     "eq", "eq_at", "contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists", "substring",
     "isubstring",
 )  # fmt: skip
+_DOCUMENTS = DocumentsQuery(gated=True)
 DEFAULT = StatementShape(
-    semantic=_SEMANTIC, episodic=_EPISODIC, documents=True, gated=True, presence=_PROBED
+    semantic=_SEMANTIC, episodic=_EPISODIC, documents=_DOCUMENTS, presence=_PROBED
 )
 
 
@@ -90,7 +94,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 DEFAULT,
                 semantic=replace(semantic, capped=True),
                 episodic=replace(episodic, capped=True, many_keywords=True),
-                capped=True,
+                documents=replace(_DOCUMENTS, capped=True),
             ),
         ),
         "default-without-threads": (
@@ -125,7 +129,11 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
         ),
         "option-no-gate": (
             "max_distance None: no evidence gate",
-            replace(DEFAULT, semantic=replace(semantic, with_max_distance=False), gated=False),
+            replace(
+                DEFAULT,
+                semantic=replace(semantic, with_max_distance=False),
+                documents=replace(_DOCUMENTS, gated=False),
+            ),
         ),
         "option-no-memory-bm25": (
             "memory_bm25 off: memories by vector only",
@@ -151,7 +159,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
             replace(
                 DEFAULT,
                 episodic=None,
-                documents=False,
+                documents=None,
                 presence=(),
                 context=True,
                 filter=("namespace", "eq"),
@@ -163,7 +171,9 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
         ),
         "option-documents-only": (
             "the semantic and episodic sources off",
-            StatementShape(semantic=None, episodic=None, documents=True, presence=(DOCUMENTS,)),
+            StatementShape(
+                semantic=None, episodic=None, documents=_DOCUMENTS, presence=(DOCUMENTS,)
+            ),
         ),
     }
     for how in ("max", "weighted", "cascade"):
@@ -192,9 +202,12 @@ def shape_space() -> int:
         for flags in itertools.product((False, True), repeat=6)
         if flags[0] or flags[1]
     ]
+    documents = [None] + [
+        DocumentsQuery(*flags) for flags in itertools.product((False, True), repeat=2)
+    ]
     presence = 4  # with or without the size rows, times the probed sources at their defaults
     filters = 3  # none, a metadata filter, or a namespace (each list of operators its own)
-    return len(semantic) * len(episodic) * 2 * 2 * 2 * presence * 2 * filters
+    return len(semantic) * len(episodic) * len(documents) * presence * 2 * filters
 
 
 def format_statement(schema: str, shape: StatementShape, title: str) -> str:

@@ -48,14 +48,14 @@ def main() -> None:
     from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.memory.store import MemoryStore
     from retrieval.search.config import RetrievalConfig
-    from retrieval.search.plan import parameters
     from retrieval.search.retriever import HybridRetriever
+    from retrieval.search.sources.episodic import plan as episodic_plan
 
     server = start_embedded(args.data_dir)
     store = MemoryStore(make_engine(server.url()), schema=ONE.schema,
                         embedder=SentenceTransformerEmbedder())  # fmt: skip
     defaults = RetrievalConfig(record_access=False)
-    rule = parameters.min_keyword_hits
+    rule = episodic_plan.min_keyword_hits
     variants: dict[str, tuple[Any, Callable[[int, float], int]]] = {
         "defaults": (defaults, rule),
         "newer_versions_first off": (replace(defaults, newer_versions_first=False), rule),
@@ -66,11 +66,11 @@ def main() -> None:
                   for name, (config, _) in variants.items()}  # fmt: skip
 
     def ask(name: str, query: str) -> Any:
-        parameters.min_keyword_hits = variants[name][1]  # type: ignore[assignment]
+        episodic_plan.min_keyword_hits = variants[name][1]  # type: ignore[assignment]
         try:
             return retrievers[name].retrieve(query, tenant_id=TENANT, as_of=AS_OF)
         finally:
-            parameters.min_keyword_hits = rule
+            episodic_plan.min_keyword_hits = rule
 
     queries = read_queries()[: args.queries]
     for query in queries:  # warm: query vectors, plans, connections

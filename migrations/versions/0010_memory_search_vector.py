@@ -39,8 +39,9 @@ branch_labels = None
 depends_on = None
 
 # The memories that feed the term statistics: one in SAMPLE, chosen by a hash of the id (so
-# that no way of interleaving tenants' ids can leave one out). retrieval.search.statement.semantic
-# counts the rarer terms exactly; the sample estimates the common ones.
+# that no way of interleaving tenants' ids can leave one out). The read statement
+# (retrieval.search.sources.semantic.statement) counts the rarer terms exactly; the sample
+# estimates the common ones.
 SAMPLE = 8
 SAMPLED = f"(hashint8({{alias}}.id) & {SAMPLE - 1}) = 0"
 

@@ -40,8 +40,8 @@ from retrieval.errors import ValidationError, translate_database_errors
 from retrieval.memory.erasure import erase_cached_texts
 from retrieval.memory.store import MemoryStore
 from retrieval.search.defaults import BM25_B, BM25_K1, DEFAULT_BM25_B, DEFAULT_BM25_K1
+from retrieval.search.sources.documents.statement import document_postings
 from retrieval.search.statement.bm25 import bm25_every_posting, bm25_weight_ctes
-from retrieval.search.statement.documents import document_postings
 
 # The inputs, refused or accepted before a write, are imported from here too.
 __all__ = ["ChunkInput", "DocumentInput", "DocumentStore", "DocumentWrite", "validate_document"]

@@ -48,8 +48,9 @@ _MAX_TENANTS = 100_000  # tenants remembered per retriever (then it starts afres
 class TenantView:
     """What is known, before a call, of its tenant and its database (no I/O)."""
 
-    may_hold_episodic: bool = True  # decisions or tool calls, unless the last look saw none
-    may_hold_documents: bool = True
+    # The sources probed by a presence row (decisions and tool calls, chunks) the tenant held
+    # no rows of at the last look.
+    empty: frozenset[str] = frozenset()
     leads_with_turns: bool = True  # the last call's leading hits were turns of a conversation
     size_stale: bool = True  # the tenant's size is to be asked for (not seen lately)
     memories: int | None = None  # the tenant's memories when last seen (None: not seen)
@@ -65,21 +66,28 @@ class SourcePresence:
     (thread-safe)."""
 
     def __init__(self) -> None:
-        self._held: dict[tuple[str, str], bool] = {}
+        self._held: dict[str, dict[str, bool]] = {}  # per tenant: source -> whether it held rows
         self._lock = threading.Lock()
 
     def may_hold(self, tenant_id: str, source: str) -> bool:
         """False only if the tenant held no rows of ``source`` at the last statement."""
-        return self._held.get((tenant_id, source), True)
+        return self._held.get(tenant_id, {}).get(source, True)
+
+    def empty(self, tenant_id: str) -> frozenset[str]:
+        """The sources the tenant held no rows of at the last statement that looked."""
+        held = self._held.get(tenant_id, {})
+        return frozenset(source for source, any_rows in held.items() if not any_rows) - {TURNS}
 
     def learn(self, tenant_id: str, counts: Mapping[str, int]) -> None:
-        """Remember what the last statement saw."""
+        """Remember what the last statement saw (its sources' presence rows; not the sizes)."""
+        seen = {source: count > 0 for source, count in counts.items() if source not in SIZE_ROWS}
+        if not seen:
+            return
         with self._lock:
             if len(self._held) >= _MAX_TENANTS:
                 self._held.clear()
-            for source, count in counts.items():
-                if source in (DOCUMENTS, EPISODIC, TURNS):
-                    self._held[(tenant_id, source)] = count > 0
+            # A new dict, so that a reader never sees one being changed.
+            self._held[tenant_id] = self._held.get(tenant_id, {}) | seen
 
 
 class TenantSizes:
@@ -127,8 +135,7 @@ class TenantKnowledge:
         row-level security, Citus: asked once per pool)."""
         presence, sizes = self.presence, self.sizes
         return TenantView(
-            may_hold_episodic=presence.may_hold(tenant_id, EPISODIC),
-            may_hold_documents=presence.may_hold(tenant_id, DOCUMENTS),
+            empty=presence.empty(tenant_id),
             leads_with_turns=presence.may_hold(tenant_id, TURNS),
             size_stale=sizes.stale(tenant_id),
             memories=sizes.memories(tenant_id),

@@ -16,9 +16,9 @@ from sqlalchemy import Connection, text
 from retrieval.memory.records import DecisionInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig, SourceConfig
-from retrieval.search.plan.parameters import SEVERAL_KEYWORDS
 from retrieval.search.results import RetrievalResponse
 from retrieval.search.retriever import HybridRetriever
+from retrieval.search.sources.episodic.plan import SEVERAL_KEYWORDS
 from tests.threads import run_together
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

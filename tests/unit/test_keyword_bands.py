@@ -9,7 +9,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from retrieval.search.plan.keyword_bands import Band, keyword_bands
-from retrieval.search.plan.parameters import min_keyword_hits
+from retrieval.search.sources.episodic.plan import min_keyword_hits
 
 AS_OF = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 WEEK = 7 * 24 * 3600.0

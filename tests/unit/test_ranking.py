@@ -113,15 +113,19 @@ def test_an_answer_that_would_be_empty_gets_its_best_weak_matches_marked() -> No
     config = RetrievalConfig(min_final_score=0.5, fallback_results=2)
     under = [ranking.scored_candidate(_candidate(n, 0.3 - n / 100, 0.5), WEIGHTS) for n in (1, 2)]
     beyond = [ranking.scored_candidate(_candidate(3, 0.35, 0.5), WEIGHTS)]  # beyond the gate
-    results, diagnostics = ranking.select({"semantic": under}, config, beyond)
+    results, diagnostics = ranking.select(
+        {"semantic": under}, config, {"semantic": beyond}, ("semantic",)
+    )
     assert [r.metadata["id"] for r in results] == [3, 1]  # the best two, by their own scores
     assert all(r.metadata["below_threshold"] for r in results)
     assert all(r.final_score < config.min_final_score for r in results)
     assert diagnostics["semantic"].candidates == 3 and diagnostics["semantic"].returned == 2
     # An answer with a result gets no weak match; 0 keeps an empty answer empty.
     passing = [ranking.scored_candidate(_candidate(4, 0.9, 0.5), WEIGHTS)]
-    results, _ = ranking.select({"semantic": passing + under}, config, beyond)
+    results, _ = ranking.select(
+        {"semantic": passing + under}, config, {"semantic": beyond}, ("semantic",)
+    )
     assert [r.metadata["id"] for r in results] == [4]
     assert "below_threshold" not in results[0].metadata
     off = replace(config, fallback_results=0)
-    assert ranking.select({"semantic": under}, off, beyond)[0] == []
+    assert ranking.select({"semantic": under}, off, {"semantic": beyond}, ("semantic",))[0] == []

@@ -12,8 +12,7 @@ import pytest
 from retrieval.embedding.calibration import UNCALIBRATED
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS, TenantView
-from retrieval.search.plan.parameters import statement_parameters
-from retrieval.search.plan.read_plan import ReadPlan, plan_read
+from retrieval.search.plan.read_plan import ReadPlan, plan_read, statement_parameters
 from retrieval.search.prepare.call import PreparedCall, prepare_call
 from retrieval.search.statement.render import build_statement
 from tests.statement_shapes import pinned_shapes
@@ -43,16 +42,17 @@ def test_a_first_call_reads_every_source_asks_the_size_and_reads_the_turns() -> 
     assert shape is not None and shape == plan.full_shape
     assert shape.semantic is not None and shape.semantic.bm25 and not shape.semantic.exact
     assert shape.episodic is not None and shape.episodic.decisions and shape.episodic.tool_calls
-    assert shape.documents and shape.gated and shape.context
+    assert shape.documents is not None and shape.documents.gated and shape.context
     assert shape.presence == (EPISODIC, DOCUMENTS, *SIZE_ROWS)
     assert plan.scored == ("semantic", "episodic", "documents") and plan.lifts
 
 
 def test_a_source_the_tenant_held_none_of_is_left_out_but_kept_in_the_full_shape() -> None:
-    plan = _plan(tenant=replace(SEEN, may_hold_documents=False, may_hold_episodic=False))
+    plan = _plan(tenant=replace(SEEN, empty=frozenset({DOCUMENTS, EPISODIC})))
     assert plan.shape is not None and plan.full_shape is not None
-    assert not plan.shape.documents and plan.shape.episodic is None
-    assert plan.full_shape.documents and plan.full_shape.episodic is not None
+    assert plan.shape.documents is None and plan.shape.episodic is None
+    assert plan.full_shape.documents is not None and plan.full_shape.episodic is not None
+    assert plan.left_out == (EPISODIC, DOCUMENTS)
     assert plan.shape.presence == plan.full_shape.presence == (EPISODIC, DOCUMENTS)
 
 
@@ -86,7 +86,7 @@ def test_options_shape_the_statement() -> None:
     assert semantic is not None and not semantic.bm25 and semantic.lexical == "max"
     assert not semantic.with_max_distance and semantic.with_entities
     assert episodic is not None and episodic.with_task and episodic.lexical is None
-    assert not plan.shape.gated  # type: ignore[union-attr]
+    assert not plan.shape.documents.gated  # type: ignore[union-attr]
 
 
 def test_no_source_on_reads_nothing() -> None:
@@ -136,4 +136,4 @@ def test_each_pinned_shape_s_parameters_are_bound(name: str) -> None:
     call = _call(task_id="T-1", entities=["alice"], filter=conditions, namespace=namespace)
     assert call.filter_operators == shape.filter
     named = set(re.findall(r"%\((\w+)\)s", build_statement("retrieval", shape)))
-    assert named <= set(statement_parameters(call.config, shape, call, UNCALIBRATED))
+    assert named <= set(statement_parameters(shape, call, UNCALIBRATED))

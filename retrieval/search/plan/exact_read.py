@@ -22,6 +22,15 @@ graph is always used.
 
 from __future__ import annotations
 
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.knowledge import TenantView
+
+
+def reads_by_size(config: RetrievalConfig, tenant: TenantView) -> bool:
+    """Whether the plan chooses how to read a tenant by its size: an ``exact_scan_factor``
+    above 0, and not on Citus (its router path cannot plan the look at ``pg_class``)."""
+    return config.exact_scan_factor > 0 and not tenant.distributed
+
 
 def reads_exactly(memories: int | None, table_rows: int, factor: float, pool: int) -> bool:
     """Whether a tenant of ``memories`` in a table of ``table_rows`` is read exactly:

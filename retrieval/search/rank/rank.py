@@ -2,13 +2,14 @@
 
 The turns around the leading hits lifted (:mod:`~retrieval.search.rank.context_lift`), each
 candidate scored by its source's weights (and, when the query names a time, by how well its date
-fits it), the turns that only ask scaled down
-(:mod:`~retrieval.search.rank.questions`), older versions of a fact capped under the newer
-(:mod:`~retrieval.search.rank.versions`), the caller's working state scored
+fits it), each source's own rules applied (:data:`SOURCES`, each through one interface:
+:mod:`~retrieval.search.rank.source`; the semantic source's turns that only ask yield, and its
+older versions of a fact are capped under the newer), the caller's working state scored
 (:mod:`~retrieval.search.rank.working_state`), then the thresholds, the ranking and the limits
-(:mod:`~retrieval.search.rank.ranking`). A memory without the evidence the statement's gate
-asks for is a result only as a newer version that takes an older one's place, or among the
-``fallback_results`` weak matches of an answer that would be empty (marked ``below_threshold``).
+(:mod:`~retrieval.search.rank.ranking`). A candidate without the evidence its statement's gate
+asks for is a result only through its source's rules (a newer version that takes an older one's
+place), or among the ``fallback_results`` weak matches of an answer that would be empty, of a
+source whose weak matches fill one (marked ``below_threshold``).
 """
 
 from __future__ import annotations
@@ -18,19 +19,27 @@ from retrieval.search.candidate import Candidate
 from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.rank import ranking
 from retrieval.search.rank.context_lift import context_candidates
-from retrieval.search.rank.questions import questions_yield
-from retrieval.search.rank.versions import newer_versions_first
+from retrieval.search.rank.source import RankSource
 from retrieval.search.rank.working_state import LexicalOption, score_working_state
 from retrieval.search.read.reader import Read
 from retrieval.search.results import RetrievalResult, SourceDiagnostics
+from retrieval.search.sources.documents import rank as documents
+from retrieval.search.sources.episodic import rank as episodic
+from retrieval.search.sources.semantic import rank as semantic
+
+# Each source's part of the ranking, by name.
+SOURCES: dict[str, RankSource] = {
+    source.name: source for source in (semantic.RANK, episodic.RANK, documents.RANK)
+}
 
 
 def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
     """The call's results, best first, and per source what was scored, kept and returned."""
     config, call = plan.config, plan.call
-    lifted = _lifted(plan, read)
-    candidates = [c for c in lifted if c.evidence]
     scored: dict[str, list[ranking.Scored]] = {name: [] for name in plan.scored}
+    # The candidates without their statement's evidence gate's: results only through their
+    # source's rules, or among the weak matches of an answer that would be empty.
+    weak: dict[str, list[ranking.Scored]] = {name: [] for name in plan.scored}
     window = call.window
     weights = {
         name: (
@@ -40,28 +49,15 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
         )
         for name in scored
     }
-
-    def scored_one(candidate: Candidate) -> ranking.Scored:
+    for candidate in _lifted(plan, read):
         extra = None
         if window is not None:
             distance = window.distance_days(candidate.created_at)
             extra = {"time": scoring.time_fit(distance, config.time_half_life_days)}
-        return ranking.scored_candidate(candidate, weights[candidate.source], extra)
-
-    for candidate in candidates:
-        scored[candidate.source].append(scored_one(candidate))
-    # The memories without the gate's evidence: results only as the newer version of a result,
-    # or among the weak matches of an answer that would be empty.
-    beyond = [scored_one(c) for c in lifted if not c.evidence]
-    if "semantic" in scored:
-        scored["semantic"] = questions_yield(
-            scored["semantic"], config.question_discount, config.threshold("semantic")
-        )
-    if config.newer_versions_first and "semantic" in scored:
-        placed = newer_versions_first([*scored["semantic"], *beyond], call.query.text)
-        evident = {s.identity for s in scored["semantic"]}
-        scored["semantic"] = [s for s in placed if s.identity in evident or s.replaces]
-        beyond = [s for s in placed if s.identity not in evident and not s.replaces]
+        one = ranking.scored_candidate(candidate, weights[candidate.source], extra)
+        (scored if candidate.evidence else weak)[candidate.source].append(one)
+    for name in plan.scored:
+        scored[name], weak[name] = SOURCES[name].rules(scored[name], weak[name], plan)
     if call.working_state is not None and config.working_state.enabled:
         lexical = (
             LexicalOption(
@@ -76,7 +72,8 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
                 call.working_state, call.query.keywords, config.working_state, lexical=lexical
             )
         ]
-    return ranking.select(scored, config, beyond)
+    fills = tuple(name for name in plan.scored if SOURCES[name].fills)
+    return ranking.select(scored, config, weak, fills)
 
 
 def _lifted(plan: ReadPlan, read: Read) -> list[Candidate]:

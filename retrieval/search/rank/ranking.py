@@ -216,16 +216,18 @@ def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]
 def select(
     scored: Mapping[str, Sequence[Scored]],
     config: RetrievalConfig,
-    beyond: Sequence[Scored] = (),
+    weak: Mapping[str, Sequence[Scored]] | None = None,
+    fills: Sequence[str] = (),
 ) -> tuple[list[RetrievalResult], dict[str, SourceDiagnostics]]:
     """Apply the threshold and the limits to each source's scored results; rank them all.
-    When none passes, the best ``config.fallback_results`` memories below the threshold (or
-    ``beyond`` it: memories without the evidence the gate asks for) are returned, marked
-    ``below_threshold``.
+    When none passes, the best ``config.fallback_results`` of the sources that ``fills`` names,
+    below the threshold or ``weak`` (without the evidence their gate asks for), are returned,
+    marked ``below_threshold``.
 
     Returns the results best first (only these are built) and, per source, what was scored,
     kept and returned.
     """
+    weak = weak or {}
     chosen: list[Scored] = []
     kept_count: dict[str, int] = {}
     for name, results in scored.items():
@@ -234,13 +236,14 @@ def select(
         kept_count[name] = len(kept)
         chosen.extend(kept[: config.source(name).limit])
     final = sorted(chosen, key=rank_key)[: config.total_limit]
-    final += _filling(scored, config, beyond, len(final))
+    if not final:
+        final = _filling(scored, config, weak, fills)
     returned = {name: 0 for name in scored}
     for result in final:
         returned[result.source] += 1
     diagnostics = {
         name: SourceDiagnostics(
-            candidates=len(results) + (len(beyond) if name == "semantic" else 0),
+            candidates=len(results) + len(weak.get(name, ())),
             kept=kept_count[name],
             returned=returned[name],
             mean_scores=_means(results),
@@ -253,15 +256,17 @@ def select(
 def _filling(
     scored: Mapping[str, Sequence[Scored]],
     config: RetrievalConfig,
-    beyond: Sequence[Scored],
-    returned: int,
+    weak: Mapping[str, Sequence[Scored]],
+    fills: Sequence[str],
 ) -> list[Scored]:
-    # When nothing passed: the best memories under the threshold, or without evidence,
-    # fallback_results of them (within the limits), marked below it.
-    wanted = min(config.fallback_results, config.total_limit, config.semantic.limit)
-    if returned or wanted <= 0 or "semantic" not in scored:
-        return []
-    best = sorted([*scored["semantic"], *beyond], key=rank_key)[:wanted]
+    # When nothing passed: the best results under the threshold, or without evidence, of the
+    # sources that fill, fallback_results of them (within the limits), marked below it.
+    best: list[Scored] = []
+    for name in fills:
+        wanted = min(config.fallback_results, config.source(name).limit)
+        if name in scored and wanted > 0:
+            best += sorted([*scored[name], *weak.get(name, ())], key=rank_key)[:wanted]
+    best = sorted(best, key=rank_key)[: min(config.fallback_results, config.total_limit)]
     return [item._replace(below=True) for item in best]
 
 

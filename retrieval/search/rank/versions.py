@@ -1,20 +1,20 @@
 """The newer version of a fact first, without being told: a memory ranked below its newer versions.
 
-The statement names each memory candidate's possible newer versions among the candidates:
-memories of its kind and namespace (conversation turns aside, not both under a key), told after
-it by the call's moment, near it in meaning, each marked whether it is near enough to be the
-same sentence (``mem_newer``, in :mod:`retrieval.search.statement.semantic`). Here the question
-decides which of them are versions for it (:mod:`retrieval.search.rank.versions_asked`: "Is
-Alice allergic to peanuts?" asks about one of two true facts, "Where does Bob live?" about the
-newer of two). The newest version answers what the older one does: when it scores lower (an
-update may use other words than the question: "We replaced Redshift with Snowflake." for "Which
-data warehouse do we use?"), it takes the older one's final score (its result names the memory
-it replaces, ``newer_version_of``, and carries the raise as a part, ``version``). The older
-memory's final score is then capped :data:`VERSION_MARGIN` under the lowest final score of its
-newer versions (themselves placed first, the newest before the older), so that it ranks right
-below them and stays retrievable. Its result names the newest of them
-(``possibly_outdated_by``) and, when capped, carries the cap as a part of its score
-(``outdated``, negative: the parts still add up to the final score).
+The statement names each memory candidate's possible newer versions among the candidates: memories
+of its kind and namespace (conversation turns aside, not both under a key), told after it by the
+call's moment, near it in meaning, each marked whether it is near enough to be the same sentence
+(``mem_newer``, in :mod:`retrieval.search.sources.semantic.statement`). Here the question decides
+which of them are versions for it (:mod:`retrieval.search.rank.versions_asked`: "Is Alice allergic
+to peanuts?" asks about one of two true facts, "Where does Bob live?" about the newer of two). The
+newest version answers what the older one does: when it scores lower (an update may use other words
+than the question: "We replaced Redshift with Snowflake." for "Which data warehouse do we use?"),
+it takes the older one's final score (its result names the memory it replaces,
+``newer_version_of``, and carries the raise as a part, ``version``). The older memory's final score
+is then capped :data:`VERSION_MARGIN` under the lowest final score of its newer versions
+(themselves placed first, the newest before the older), so that it ranks right below them and stays
+retrievable. Its result names the newest of them (``possibly_outdated_by``) and, when capped,
+carries the cap as a part of its score (``outdated``, negative: the parts still add up to the final
+score).
 """
 
 from __future__ import annotations

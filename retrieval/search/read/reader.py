@@ -17,7 +17,7 @@ from typing import Any
 
 from retrieval.db.read_pool import ReadConnections
 from retrieval.search.candidate import Candidate, leading_hits, place
-from retrieval.search.knowledge import DOCUMENTS, EPISODIC, TURNS, TenantKnowledge
+from retrieval.search.knowledge import TURNS, TenantKnowledge
 from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.plan.shape import StatementShape
 from retrieval.search.statement.presence import PRESENCE_ITEM
@@ -55,10 +55,8 @@ class Reader:
         candidates, counts, turns = self._run(plan, shape, reads)
         self.knowledge.learn(tenant_id, counts)
         sent = 1
-        left_out = (shape.episodic is None and counts.get(EPISODIC, 0) > 0) or (
-            not shape.documents and counts.get(DOCUMENTS, 0) > 0
-        )
-        if left_out and plan.full_shape is not None:  # its first rows: every source in
+        arrived = any(counts.get(source, 0) > 0 for source in plan.left_out)
+        if arrived and plan.full_shape is not None:  # a source's first rows: every source in
             candidates, _, turns = self._run(plan, plan.full_shape, reads)
             sent = 2
         if not plan.lifts or not any(c.source == "semantic" for c in candidates):

@@ -2,12 +2,12 @@
 best rows of a table's postings, exact and pruned.
 
 :func:`bm25_factors` and :func:`bm25_contribution` are the formula, which the memories' channel
-(:mod:`retrieval.search.statement.semantic`), the documents' channel
-(:mod:`retrieval.search.statement.documents`) and ``DocumentStore.bm25`` all use; :func:`bm25_ctes`
-reads the postings and statistics the write path keeps (``*_terms``, ``*_term_stats``,
-``*_corpus``) and returns the best candidates by exact BM25. Its parameters' ranges are declared
-once, with the settings (:data:`retrieval.search.config.BM25_K1`, ``BM25_B``). The plain-Python
-reference the tests check it against is :mod:`retrieval.search.reference_scores`.
+(:mod:`retrieval.search.sources.semantic.statement`), the documents' channel
+(:mod:`retrieval.search.sources.documents.statement`) and ``DocumentStore.bm25`` all use;
+:func:`bm25_ctes` reads the postings and statistics the write path keeps (``*_terms``,
+``*_term_stats``, ``*_corpus``) and returns the best candidates by exact BM25. Its parameters'
+ranges are declared once, with the settings (:data:`retrieval.search.config.BM25_K1`, ``BM25_B``).
+The plain-Python reference the tests check it against is :mod:`retrieval.search.reference_scores`.
 
 Parameters: ``tenant_id``, ``text_search_config``, ``bm25_k1``, ``bm25_b``,
 ``bm25_common_share``, ``max_query_words`` (with ``capped``), and the query text and candidate

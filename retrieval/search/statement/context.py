@@ -16,6 +16,13 @@ from __future__ import annotations
 
 from retrieval.search.config import SIGNALS
 from retrieval.search.modes import Mode
+from retrieval.search.sources.semantic.statement import (
+    MEMORY_EVIDENCE,
+    MEMORY_SIGNALS,
+    MEMORY_TOLD_AT,
+    kind_filters,
+    memory_once,
+)
 from retrieval.search.statement.common import (
     SELECT_LIST,
     live_sql,
@@ -24,13 +31,6 @@ from retrieval.search.statement.common import (
 )
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.metadata import memory_conditions
-from retrieval.search.statement.semantic import (
-    MEMORY_EVIDENCE,
-    MEMORY_SIGNALS,
-    MEMORY_TOLD_AT,
-    kind_filters,
-    memory_once,
-)
 from retrieval.search.statement.template import template
 
 # What each CTE holds, printed above it in docs/statements/.

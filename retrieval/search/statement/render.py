@@ -15,7 +15,9 @@ import threading
 
 from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import StatementShape
-from retrieval.search.statement import documents, episodic, semantic
+from retrieval.search.sources.documents import statement as documents
+from retrieval.search.sources.episodic import statement as episodic
+from retrieval.search.sources.semantic import statement as semantic
 from retrieval.search.statement.common import SELECT_LIST
 from retrieval.search.statement.context import (
     CONTEXT_COLUMNS,
@@ -31,6 +33,8 @@ from retrieval.search.statement.template import template
 
 # The sources of the statement, in the order their CTEs and rows come.
 SOURCES: tuple[StatementSource, ...] = (semantic.STATEMENT, episodic.STATEMENT, documents.STATEMENT)
+# The template of each probed source's count, for its presence row.
+_COUNTED = {source.name: source.presence for source in SOURCES if source.presence is not None}
 
 
 def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]:
@@ -41,7 +45,7 @@ def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]
         ctes += source.ctes(schema, shape)
         selects += source.rows(shape)
     if shape.presence:
-        ctes += noted([presence_cte(schema, shape.presence)], PRESENCE_NOTES)
+        ctes += noted([presence_cte(schema, shape.presence, _COUNTED)], PRESENCE_NOTES)
         selects.append("source_presence")
     columns = {name: SELECT_LIST for name in selects}
     if shape.context and shape.semantic is not None:

@@ -1,12 +1,12 @@
 """A source's part of the read statement, through one interface.
 
-Each source module (:mod:`~retrieval.search.statement.semantic`,
-:mod:`~retrieval.search.statement.episodic`, :mod:`~retrieval.search.statement.documents`)
-gives a :class:`StatementSource`: its CTEs for a shape (none when the shape leaves the source
-out) and the CTEs whose rows are its candidates, in the columns every source selects
-(:data:`~retrieval.search.statement.common.SELECT_LIST`). The statement
-(:mod:`~retrieval.search.statement.render`) joins the sources in order; each source's CTEs of
-the default shape are on file by themselves too (docs/statements/sources/).
+Each source's ``statement.py`` (:mod:`retrieval.search.sources`) gives a
+:class:`StatementSource`: its CTEs for a shape (none when the shape leaves the source out), the
+CTEs whose rows are its candidates, in the columns every source selects
+(:data:`~retrieval.search.statement.common.SELECT_LIST`, decoded alike into a
+:class:`~retrieval.search.candidate.Candidate`), and the count its presence row reads. The
+statement (:mod:`~retrieval.search.statement.render`) joins the sources in order; each source's
+CTEs of the default shape are on file by themselves too (docs/statements/sources/).
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from retrieval.search.statement.cte import Cte
 @dataclass(frozen=True)
 class StatementSource:
     """A source's part of the statement: ``ctes(schema, shape)`` (``[]`` when ``shape`` leaves
-    it out) and ``rows(shape)``, the names of the CTEs whose rows are its candidates."""
+    it out), ``rows(shape)``, the names of the CTEs whose rows are its candidates, and
+    ``presence``, the template of the count of a tenant's rows its presence row reads (a source
+    the plan probes: :class:`~retrieval.search.plan.source.PlanSource`)."""
 
     name: str
     ctes: Callable[[str, StatementShape], list[Cte]]
     rows: Callable[[StatementShape], list[str]]
+    presence: str | None = None

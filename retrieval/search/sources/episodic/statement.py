@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from retrieval.db.queries import quote_schema
-from retrieval.search.plan.shape import EpisodicQuery, StatementShape
+from retrieval.search.plan.shape import StatementShape
+from retrieval.search.sources.episodic.plan import EpisodicQuery
 from retrieval.search.statement.common import computed_once, halvings_sql, known_sql, recency_sql
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
@@ -76,8 +77,8 @@ def episodic_ctes(schema: str, query: EpisodicQuery) -> list[Cte]:
     Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many
     of them it reads: all, or when ``query.capped`` the rarest that many), ``episodic_candidates``,
     ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, the bands
-    of :func:`retrieval.search.plan.parameters.band_parameters`, ``task_id`` when used, and the
-    lexical parameters
+    of :func:`retrieval.search.sources.episodic.plan.band_parameters`, ``task_id`` when used, and
+    the lexical parameters
     (:mod:`retrieval.search.statement.lexical`) when ``query.lexical`` is set: a decision's
     content and
     a tool call's tool name are then compared with the whole query, and the scores combined
@@ -120,8 +121,11 @@ def _statement_rows(shape: StatementShape) -> list[str]:
     return [] if shape.episodic is None else episodic_rows(shape.episodic)
 
 
-# The episodic source's part of the read statement.
-STATEMENT = StatementSource(SOURCE, _statement_ctes, _statement_rows)
+# The episodic source's part of the read statement; its presence row says whether the tenant
+# holds a decision or a tool call.
+STATEMENT = StatementSource(
+    SOURCE, _statement_ctes, _statement_rows, presence="read_presence.episodic"
+)
 
 
 def _relevance(query: EpisodicQuery) -> str:

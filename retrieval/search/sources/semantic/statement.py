@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from retrieval.search.candidate import COLUMNS
 from retrieval.search.modes import Mode
-from retrieval.search.plan.shape import SemanticQuery, StatementShape
+from retrieval.search.plan.shape import StatementShape
+from retrieval.search.sources.semantic.plan import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import (
     computed_once,

@@ -124,16 +124,21 @@ def documents_ctes(
 
 
 def _statement_ctes(schema: str, shape: StatementShape) -> list[Cte]:
-    if not shape.documents:
+    query = shape.documents
+    if query is None:
         return []
     return documents_ctes(
-        schema, gated=shape.gated, capped=shape.capped, filter_operators=shape.filter
+        schema, gated=query.gated, capped=query.capped, filter_operators=shape.filter
     )
 
 
-# The documents source's part of the read statement.
+# The documents source's part of the read statement; its presence row counts the tenant's
+# chunks.
 STATEMENT = StatementSource(
-    SOURCE, _statement_ctes, lambda shape: [SOURCE] if shape.documents else []
+    SOURCE,
+    _statement_ctes,
+    lambda shape: [] if shape.documents is None else [SOURCE],
+    presence="read_presence.documents",
 )
 
 

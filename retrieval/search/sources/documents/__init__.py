@@ -1,0 +1,1 @@
+"""The documents source: chunks of documents, found by meaning and by BM25."""

@@ -1,0 +1,1 @@
+"""The semantic source: memories found by meaning and by their words."""
