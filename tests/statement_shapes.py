@@ -24,10 +24,12 @@ from typing import Any
 import pglast
 from pglast.stream import IndentedStream
 
-from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS
+from retrieval.search.knowledge import SIZE_ROWS
 from retrieval.search.modes import DEFAULT_MODES
 from retrieval.search.plan.shape import StatementShape
+from retrieval.search.sources.documents.plan import SOURCE as DOCUMENTS
 from retrieval.search.sources.documents.plan import DocumentsQuery
+from retrieval.search.sources.episodic.plan import SOURCE as EPISODIC
 from retrieval.search.sources.episodic.plan import EpisodicQuery
 from retrieval.search.sources.semantic.plan import SemanticQuery
 from retrieval.search.statement.context import statement_context_ctes

@@ -40,8 +40,8 @@ FRAGMENTS = (
 )
 _MARKED = re.compile(r"/\*@([\w.]+)\*/")
 _PARAMETER = re.compile(r"%\((\w+)\)s")
-# The modules that render the read statement.
-_STATEMENT_MODULES = ("retrieval.search.statement",)
+# The modules that render the read statement: the statement stage's, and each source's part.
+_STATEMENT_MODULES = ("retrieval.search.statement", "retrieval.search.sources.")
 
 
 def mark_templates() -> None:
@@ -58,8 +58,15 @@ def mark_templates() -> None:
         )
 
     queries.blocks = marked  # type: ignore[assignment]
-    for name in [name for name in sys.modules if name.startswith(_STATEMENT_MODULES)]:
+    for name in [name for name in sys.modules if _renders(name)]:
         del sys.modules[name]
+
+
+def _renders(module: str) -> bool:
+    # Whether ``module`` renders part of the read statement.
+    if module.startswith(_STATEMENT_MODULES[1]):
+        return module.endswith(".statement")
+    return module.startswith(_STATEMENT_MODULES[0])
 
 
 def measure(fragments: tuple[str, ...]) -> dict[str, Any]:

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 
 from retrieval.db.read_pool import ReadConnections
 
-DOCUMENTS = "documents"  # a presence row: the tenant's chunks
-EPISODIC = "episodic"  # a presence row: whether the tenant holds a decision or a tool call
 TURNS = "turns"  # learnt from the leading hits, not from a presence row
 MEMORIES = "memories"  # a presence row: the tenant's memories (memory_corpus)
 MEMORY_TABLE = "memory_table"  # a presence row: the memories table's rows (pg_class.reltuples)

@@ -11,9 +11,11 @@ import pytest
 
 from retrieval.embedding.calibration import UNCALIBRATED
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.knowledge import DOCUMENTS, EPISODIC, SIZE_ROWS, TenantView
+from retrieval.search.knowledge import SIZE_ROWS, TenantView
 from retrieval.search.plan.read_plan import ReadPlan, plan_read, statement_parameters
 from retrieval.search.prepare.call import PreparedCall, prepare_call
+from retrieval.search.sources.documents.plan import SOURCE as DOCUMENTS
+from retrieval.search.sources.episodic.plan import SOURCE as EPISODIC
 from retrieval.search.statement.render import build_statement
 from tests.statement_shapes import pinned_shapes
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from retrieval.embedding.calibration import DenseCalibration
 from retrieval.search.knowledge import TenantView
-from retrieval.search.plan.parameters import bm25_parameters, dense_parameters
+from retrieval.search.plan.parameters import HOUR, bm25_parameters, dense_parameters
 from retrieval.search.plan.source import PlanSource
 from retrieval.search.prepare.call import PreparedCall
 
@@ -54,7 +54,13 @@ def documents_parameters(
     query: DocumentsQuery, call: PreparedCall, calibration: DenseCalibration
 ) -> dict[str, Any]:
     """The values the documents' CTEs bind for ``call``."""
-    return dense_parameters(call, calibration) | bm25_parameters(call.config, call.query)
+    config = call.config
+    return {
+        **dense_parameters(call, calibration),
+        **bm25_parameters(config, call.query),
+        "documents_candidates": config.pool,
+        "documents_half_life": config.documents.half_life_hours * HOUR,
+    }
 
 
 # The documents source's part of the plan: a presence row tells whether a tenant holds chunks.
