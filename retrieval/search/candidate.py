@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from functools import lru_cache
 from typing import NamedTuple
 
 from retrieval.memory.kinds import MESSAGE_KIND, is_turn
 from retrieval.search import scoring
+
+
+class Lift(NamedTuple):
+    """What lifted a turn's relevance (:mod:`~retrieval.search.rank.context_lift`): the leading
+    hit, the turn's offset from it, and the turn's own relevance."""
+
+    id: int
+    offset: int
+    own_relevance: float
 
 
 class Candidate(NamedTuple):
@@ -48,6 +57,8 @@ class Candidate(NamedTuple):
     # (retrieval.search.rank.versions_asked decides with the query).
     newer: list[int] | None = None
     newer_near: list[bool] | None = None
+    # Set by the rank stage, not a column: the hit whose relevance lifted this turn's.
+    lifted_by: Lift | None = None
 
     @property
     def signals(self) -> dict[str, float]:
@@ -61,8 +72,9 @@ class Candidate(NamedTuple):
         }
 
 
-# The columns of every source's rows, in order: the candidate's fields.
-COLUMNS: tuple[str, ...] = Candidate._fields
+# The columns of every source's rows, in order: the candidate's fields up to the lift, which
+# the rank stage sets.
+COLUMNS: tuple[str, ...] = Candidate._fields[: Candidate._fields.index("lifted_by")]
 
 
 def leading_hits(
@@ -95,19 +107,23 @@ def is_turn_candidate(candidate: Candidate) -> bool:
     return is_turn(candidate.kind, thread, position, candidate.content)
 
 
-# How the statement's json_build_object writes a memory without a thread (its own keys have a
-# space before the colon; the jsonb of a memory's metadata has none, and a string escapes its
-# quotes): most candidates, found without decoding their evidence.
+# How the statement's json_build_object writes a memory's thread and position (its own keys have
+# a space before the colon; the jsonb of a memory's metadata has none, and a string escapes its
+# quotes): read without decoding the rest of the evidence, which holds the call's own scores.
 _NO_THREAD = '"thread_id" : null,'
+_PLACE = re.compile(r'"thread_id" : ("(?:[^"\\]|\\.)*"), "position" : (-?\d+)[,}]')
 
 
-@lru_cache(maxsize=1024)
 def _thread_and_position(details: str) -> tuple[str | None, int | None]:
     # A memory candidate's thread and position, from its evidence (JSON text); no position
     # is read without a thread, as no caller places a turn by its position alone.
     if _NO_THREAD in details:
         return None, None
-    decoded = json.loads(details)
+    found = _PLACE.search(details)
+    if found is not None:
+        thread = json.loads(found[1])
+        return thread, int(found[2])
+    decoded = json.loads(details)  # written otherwise, or a thread without a position
     thread, position = decoded.get("thread_id"), decoded.get("position")
     return (
         thread if isinstance(thread, str) else None,

@@ -39,6 +39,12 @@ def _candidate(database: PgDatabase, metadata: str, thread: str | None, position
         ('{"thread_id": null, "position": null, "note": "\\"thread_id\\" : null,"}', "t1", 3,
          True, ("t1", 3)),
         ("{}", None, 7, False, None),  # a position alone places nothing
+        # A thread named with quotes, a backslash and letters JSON escapes; a negative position.
+        ("{}", 'chat "main" \\ caf\u00e9 \u2014 \U0001f338', -2, True,
+         ('chat "main" \\ caf\u00e9 \u2014 \U0001f338', -2)),
+        # The metadata's string holds the evidence's own words for another thread.
+        ('{"note": "\\"thread_id\\" : \\"t9\\", \\"position\\" : 4,"}', "t1", 3, True,
+         ("t1", 3)),
     ],
 )  # fmt: skip
 def test_a_thread_and_position_are_the_memorys_own(

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from retrieval.search.candidate import Candidate, place
+from retrieval.search.candidate import Candidate, Lift, place
 from retrieval.search.rank.context_lift import context_candidates
+from retrieval.search.rank.ranking import to_result
 
 AT = datetime(2026, 5, 8, tzinfo=UTC)
 
@@ -42,8 +43,11 @@ def test_every_hit_lifts_its_neighbours_by_its_own_relevance() -> None:
     lifted = context_candidates([leader, trailer], {}, lift=0.85, rows=rows, placed={1, 2})
     assert math.isclose(lifted[11].relevance, 0.8 * 0.85)
     assert math.isclose(lifted[22].relevance, 0.6 * 0.85**2)
-    evidence = json.loads(lifted[22].details)["lifted_by"]
-    assert evidence == {"id": 2, "offset": -2, "own_relevance": 0.1}
+    assert lifted[22].lifted_by == Lift(id=2, offset=-2, own_relevance=0.1)
+    # The lift joins the evidence of the result it is returned as.
+    result = to_result(lifted[22], {"relevance": 1.0}, lifted[22].relevance)
+    assert result.metadata["lifted_by"] == {"id": 2, "offset": -2, "own_relevance": 0.1}
+    assert result.metadata["parts"]["context"]["value"] == lifted[22].relevance
 
 
 def test_a_neighbour_keeps_its_own_relevance_when_that_is_larger() -> None:

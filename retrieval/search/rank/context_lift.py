@@ -13,18 +13,18 @@ The turn after a question that matched is likely its answer. They are then score
 candidate (the source's weights, threshold, limits), so a neighbour takes a place in the
 results only where it outranks the candidate it would displace: within the caller's budget,
 not beside it. A candidate that is also a neighbour keeps the larger relevance.
-``metadata["lifted_by"]`` names the hit, the offset and the turn's own relevance. (A hit's
+``metadata["lifted_by"]`` names the hit, the offset and the turn's own relevance (the
+candidate's ``lifted_by``, added to its evidence only when it is returned). (A hit's
 lift once depended on its lead over the best hit, and a hit once left its speaker's own run
 alone; neither won on data they were not tuned on: docs/decisions/0036-rules-that-hold.md.)
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from retrieval.search.candidate import Candidate
+from retrieval.search.candidate import Candidate, Lift
 
 Rows = Sequence[tuple[Any, ...]]
 
@@ -55,7 +55,7 @@ def context_candidates(
         if score <= top.relevance:
             continue
         own = candidates.get(turn.id, turn)
-        evidence = json.loads(own.details)
-        evidence["lifted_by"] = {"id": hit_id, "offset": offset, "own_relevance": own.relevance}
-        lifted[turn.id] = own._replace(relevance=score, details=json.dumps(evidence))
+        lifted[turn.id] = own._replace(
+            relevance=score, lifted_by=Lift(hit_id, offset, own.relevance)
+        )
     return lifted
