@@ -63,7 +63,7 @@ def context_parameters(config: RetrievalConfig) -> dict[str, Any]:
         "session_gap": timedelta(minutes=config.session_gap_minutes),
         "message_kind": MESSAGE_KIND,
         "untold_sessions": config.session_gap_minutes > 0,
-        "context_hits": 2 * config.semantic.limit,
+        "context_hits": config.semantic.limit,
         **{f"weight_{name}": getattr(config.semantic, name) for name in SIGNALS},
     }
 

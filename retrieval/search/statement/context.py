@@ -49,9 +49,11 @@ _BOUND_HITS = template("read_context.bound_hits")
 
 # The hits within the read's own statement: of the semantic candidates ranked as the retriever
 # ranks them (its final score, the weighted sum of their signals, then relevance, distance,
-# recency and id), the first ``%(context_hits)s`` (twice the source's limit: the retriever
-# lifts from its first ``limit``, and keeps only their rows) that are turns of a thread, or
-# (with ``%(untold_sessions)s``) messages without a thread, as context_lift places them.
+# recency and id), the first ``%(context_hits)s`` (the source's limit: the retriever lifts from
+# its first ``limit``, :func:`~retrieval.search.candidate.leading_hits`, whose sum is the same
+# float8 sum of the same terms in the same order, the weights of 0 adding exact zeros) that are
+# turns of a thread, or (with ``%(untold_sessions)s``) messages without a thread, as
+# context_lift places them.
 # The source's weighted sum of a candidate's signals, with the weights bound per call.
 _WEIGHTED_SUM = "\n                     + ".join(
     template("read_context.weighted_signal", signal=name) for name in SIGNALS
