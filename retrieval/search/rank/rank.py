@@ -37,8 +37,8 @@ def rank(plan: ReadPlan, read: Read) -> tuple[list[RetrievalResult], dict[str, S
     """The call's results, best first, and per source what was scored, kept and returned."""
     config, call = plan.config, plan.call
     scored: dict[str, list[ranking.Scored]] = {name: [] for name in plan.scored}
-    # The candidates without their statement's evidence gate's: results only through their
-    # source's rules, or among the weak matches of an answer that would be empty.
+    # The candidates without the evidence their statement's gate asks for: results only through
+    # their source's rules, or among the weak matches of an answer that would be empty.
     weak: dict[str, list[ranking.Scored]] = {name: [] for name in plan.scored}
     window = call.window
     weights = {
