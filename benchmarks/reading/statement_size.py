@@ -41,7 +41,8 @@ FRAGMENTS = (
 _MARKED = re.compile(r"/\*@([\w.]+)\*/")
 _PARAMETER = re.compile(r"%\((\w+)\)s")
 # The modules that render the read statement: the statement stage's, and each source's part.
-_STATEMENT_MODULES = ("retrieval.search.statement", "retrieval.search.sources.")
+_STATEMENT_STAGE = "retrieval.search.statement"
+_SOURCES = "retrieval.search.sources."
 
 
 def mark_templates() -> None:
@@ -64,9 +65,9 @@ def mark_templates() -> None:
 
 def _renders(module: str) -> bool:
     # Whether ``module`` renders part of the read statement.
-    if module.startswith(_STATEMENT_MODULES[1]):
+    if module.startswith(_SOURCES):
         return module.endswith(".statement")
-    return module.startswith(_STATEMENT_MODULES[0])
+    return module.startswith(_STATEMENT_STAGE)
 
 
 def measure(fragments: tuple[str, ...]) -> dict[str, Any]:

@@ -74,15 +74,13 @@ _KINDS = (
 def episodic_ctes(schema: str, query: EpisodicQuery) -> list[Cte]:
     """The CTEs of the episodic source (:func:`episodic_rows` names those to select from).
 
-    Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many
-    of them it reads: all, or when ``query.capped`` the rarest that many), ``episodic_candidates``,
+    Parameters: ``tenant_id``, ``keywords``, ``patterns``, ``episodic_keywords`` (how many of
+    them it reads: all, or when ``query.capped`` the rarest that many), ``episodic_candidates``,
     ``episodic_half_life``, ``episodic_relevance``, ``episodic_recency``, ``as_of``, the bands
-    of :func:`retrieval.search.sources.episodic.plan.band_parameters`, ``task_id`` when used, and
-    the lexical parameters
-    (:mod:`retrieval.search.statement.lexical`) when ``query.lexical`` is set: a decision's
-    content and
-    a tool call's tool name are then compared with the whole query, and the scores combined
-    with the keyword relevance.
+    of :func:`retrieval.search.sources.episodic.plan.band_parameters`, ``task_id`` when used,
+    and the lexical parameters (:mod:`retrieval.search.statement.lexical`) when
+    ``query.lexical`` is set: a decision's content and a tool call's tool name are then compared
+    with the whole query, and the scores combined with the keyword relevance.
     """
     ctes = [_patterns(schema, query.capped), *_found(schema, query.many_keywords, query.bound)]
     for kind in _read_kinds(query):
