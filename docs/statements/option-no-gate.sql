@@ -377,7 +377,7 @@ mem_facts AS MATERIALIZED (
            m.namespace,
            s.told_at,
            m.embedding,
-           m.search_vector AS lexemes
+           strip(m.search_vector) AS lexemes
     FROM (SELECT s.id,
                  s.kind,
                  s.told_at

@@ -348,15 +348,13 @@ class RetrievalStore(BaseStore):
             self.store.forget(tenant_id=self.tenant_id, memory_ids=versions)
 
     def _first_puts(self, ids: list[int]) -> dict[int, datetime]:
+        # Read where the search read, on its connections: one prepared round trip.
         if not ids:
             return {}
-        with self.store.engine.begin() as connection:
-            bind_tenant(connection, self.store.schema, self.tenant_id)
-            rows = execute(
-                connection,
-                statement("langgraph.first_put", self.store.schema),
-                {"tenant_id": self.tenant_id, "ids": ids},
-            ).all()
+        rows = self.retriever.read_rows(
+            statement("langgraph.first_put", self.store.schema),
+            {"tenant_id": self.tenant_id, "ids": ids},
+        )
         return {int(memory_id): first for memory_id, first in rows}
 
     def _refresh(self, connection: Any, ids: list[int]) -> None:

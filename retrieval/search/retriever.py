@@ -275,6 +275,18 @@ class HybridRetriever:
         reads = self._connections if replica else self._reads
         return self._presenter.holds(tenant_id, reads)
 
+    def read_rows(
+        self, statement: str, params: Mapping[str, Any], *, read_your_writes: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one of the library's read statements (``%(name)s`` placeholders, the
+        tenant among its values as ``tenant_id``) read where the searches read: on the
+        retriever's connections to its replica if it has one (the primary with
+        ``read_your_writes``), prepared after a few calls, in one round trip. For what an
+        integration reads about the results of a search (LangGraph's items' first puts)."""
+        replica = arguments.flag("read_your_writes", read_your_writes)
+        reads = self._connections if replica else self._reads
+        return reads.execute(statement, params)
+
     @property
     def max_connections(self) -> int:
         """The most connections this retriever opens at once (its concurrent calls)."""

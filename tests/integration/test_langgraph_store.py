@@ -52,6 +52,8 @@ def test_a_put_of_an_existing_key_keeps_its_history(lg: RetrievalStore) -> None:
     assert second.created_at == first.created_at and second.updated_at > first.updated_at
     found = lg.search(("users",), query="which mode does the user prefer?")
     assert [item.value["text"] for item in found] == ["Prefers light mode"]
+    # A search's item too was first put with its key's first version, updated with its last.
+    assert found[0].created_at == first.created_at and found[0].updated_at == second.updated_at
     memory_id = lg.store.similar("Prefers light mode", tenant_id="acme")[0].memory.id
     versions = lg.store.history(memory_id, tenant_id="acme")
     assert [v.memory.content for v in versions] == ["Prefers dark mode", "Prefers light mode"]

@@ -135,6 +135,12 @@ def test_every_call_works_as_the_application_role_and_keeps_to_its_tenant(
     assert [r.metadata.get("id") for r in as_app.results] == [
         r.metadata.get("id") for r in as_owner.results
     ]
+    # A read beside a search (an integration's), on the search's connections: the policies
+    # keep it to the tenant its values name, though the statement names none.
+    unfiltered = "SELECT id FROM retrieval.memories WHERE id = ANY(%(ids)s::bigint[])"
+    both = [owner_ids["alpha"], owner_ids["beta"]]
+    seen = retriever.read_rows(unfiltered, {"tenant_id": "alpha", "ids": both})
+    assert [row[0] for row in seen] == [owner_ids["alpha"]]
 
     # Documents: add, BM25, dense, forget.
     documents = DocumentStore(app)
