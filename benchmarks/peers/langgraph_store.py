@@ -12,7 +12,12 @@ calls it as its ``embed``). For each store:
   cold pass (each claim once: both embed it) and ``--passes`` warm passes (the library's
   embedding cache then holds the claim; ``PostgresStore`` embeds it again), p50/p95 of each
   claim's median;
-* recall@10 and nDCG@10 of the first pass against SciFact's judgments.
+* recall@10 and nDCG@10 of the first pass against SciFact's judgments;
+
+then, with ``RetrievalStore`` and the documented ``PostgresStore`` both loaded, ``--passes``
+warm passes side by side (each claim searched in one store then the other, the order
+alternating): the ratio of their p50 in the same minutes, which the machine's hour does not move
+as it moves two figures measured a quarter of an hour apart.
 
 ``PostgresStore`` runs at its documented settings (an HNSW index, cosine) and at its best for
 recall (``ann_index_config={"kind": "flat"}``: every vector compared); ``RetrievalStore`` at
@@ -31,7 +36,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,8 @@ from retrieval.memory.store import MemoryStore
 NAMESPACE = ("scifact",)
 SCHEMA = "lg_retrieval"
 BATCH = 100
+OURS = "RetrievalStore (defaults)"
+THEIRS = "PostgresStore (documented: HNSW, cosine)"
 
 
 def main() -> None:
@@ -71,16 +78,49 @@ def main() -> None:
     }  # fmt: skip
     results: dict[str, Any] = {"docs": len(docs), "claims": len(claims)}
     stores: dict[str, Callable[[], Any]] = {
-        "RetrievalStore (defaults)": lambda: _ours(bench, embedder),
-        "PostgresStore (documented: HNSW, cosine)": lambda: _theirs(bench, embedder, "hnsw"),
+        OURS: lambda: _ours(bench, embedder),
         "PostgresStore (best recall: flat)": lambda: _theirs(bench, embedder, "flat"),
+        THEIRS: lambda: _theirs(bench, embedder, "hnsw"),
     }
-    for name, made in stores.items():
-        with made() as store:
-            print(f"{name}: putting {len(docs)} documents", flush=True)
-            results[name] = _measured(store, docs, claims, qrels, args)
-            print(name, json.dumps(results[name]), flush=True)
+    with ExitStack() as kept:
+        opened: dict[str, BaseStore] = {}
+        for name, made in stores.items():
+            with ExitStack() as this:
+                store = this.enter_context(made())
+                print(f"{name}: putting {len(docs)} documents", flush=True)
+                results[name] = _measured(store, docs, claims, qrels, args)
+                print(name, json.dumps(results[name]), flush=True)
+                if name in (OURS, THEIRS):  # kept loaded for the pass side by side
+                    opened[name] = store
+                    kept.push(this.pop_all())
+        results["side by side"] = _side_by_side(opened[OURS], opened[THEIRS], claims, args)
+        print("side by side", json.dumps(results["side by side"]), flush=True)
     write_result("langgraph-store", results, args)
+
+
+def _side_by_side(
+    ours: BaseStore, theirs: BaseStore, claims: dict[str, str], args: argparse.Namespace
+) -> dict[str, Any]:
+    # Both stores loaded, each claim searched in one then the other (the order alternating),
+    # --passes times: the ratio of their warm p50 within the same minutes.
+    times: dict[str, dict[str, list[float]]] = {
+        name: {claim_id: [] for claim_id in claims} for name in (OURS, THEIRS)
+    }
+    pair = ((OURS, ours), (THEIRS, theirs))
+    for number in range(args.passes):
+        for index, (claim_id, claim) in enumerate(claims.items()):
+            for name, store in pair if (index + number) % 2 == 0 else pair[::-1]:
+                times[name][claim_id].append(
+                    timed_ms(store.search, NAMESPACE, query=claim, limit=10)[1]
+                )
+    p50 = {
+        name: percentiles([statistics.median(found) for found in by_claim.values()])["p50"]
+        for name, by_claim in times.items()
+    }
+    return {
+        "search_warm_p50_ms": {name: round(value, 2) for name, value in p50.items()},
+        "ratio": round(p50[OURS] / p50[THEIRS], 3),
+    }
 
 
 def _measured(
