@@ -218,7 +218,7 @@ class HybridRetriever:
             with self._tracing.span("retrieval.embedding"):
                 call = self._vectors.with_vector(call)
             clock.mark_prepared()
-            reads = self._connections if call.read_your_writes else self._reads
+            reads = self._reads_for(call.read_your_writes)
             with self._tracing.span("retrieval.statement"):
                 tenant = self._knowledge.view(call.tenant_id, reads)
                 plan = plan_read(call, tenant, self._calibration)
@@ -271,9 +271,7 @@ class HybridRetriever:
         """Whether ``tenant_id`` holds anything at all (a memory, live or not, a decision, a
         tool call or a document): what tells a mistyped tenant from one with nothing relevant."""
         tenant_id = check_tenant(tenant_id)
-        replica = arguments.flag("read_your_writes", read_your_writes)
-        reads = self._connections if replica else self._reads
-        return self._presenter.holds(tenant_id, reads)
+        return self._presenter.holds(tenant_id, self._reads_for(read_your_writes))
 
     def read_rows(
         self, statement: str, params: Mapping[str, Any], *, read_your_writes: bool = False
@@ -283,9 +281,13 @@ class HybridRetriever:
         retriever's connections to its replica if it has one (the primary with
         ``read_your_writes``), prepared after a few calls, in one round trip. For what an
         integration reads about the results of a search (LangGraph's items' first puts)."""
-        replica = arguments.flag("read_your_writes", read_your_writes)
-        reads = self._connections if replica else self._reads
-        return reads.execute(statement, params)
+        return self._reads_for(read_your_writes).execute(statement, params)
+
+    def _reads_for(self, read_your_writes: bool) -> ReadConnections:
+        # Where a read goes: the primary's connections when the caller must see its own
+        # writes, else the searches' (the replica's, when there is one).
+        primary = arguments.flag("read_your_writes", read_your_writes)
+        return self._connections if primary else self._reads
 
     @property
     def max_connections(self) -> int:
