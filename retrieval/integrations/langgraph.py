@@ -70,21 +70,24 @@ WHOLE_VALUE = "$"
 
 
 # The kind of an item put with index=False, and the mode of a store's searches, which leaves
-# them out.
+# them out; its results carry no metadata, as the store reads the values of the items it
+# returns itself (with their first puts), not of every candidate.
 UNINDEXED = "unindexed"
 SEARCH_MODE = "langgraph_store"
-_SEARCHED = Mode(exclude_kinds=frozenset({UNINDEXED}))
+_SEARCHED = Mode(exclude_kinds=frozenset({UNINDEXED}), metadata=False)
 
 
 def search_config(config: RetrievalConfig | None = None) -> RetrievalConfig:
     """The retriever's config for a store's searches: memories only (items are memories), no
-    threshold (a store's search returns its ``limit`` best items, however weak), and the mode
-    that leaves out the items put with ``index=False``."""
+    threshold (a store's search returns its ``limit`` best items, however weak), no access
+    counted (a search is a read, as in LangGraph's stores), and the mode that leaves out the
+    items put with ``index=False``."""
     config = (config or RetrievalConfig.from_env()).with_modes(**{SEARCH_MODE: _SEARCHED})
     return replace(
         config,
         min_final_score=0.0,
         max_distance=None,
+        record_access=False,
         semantic=replace(config.semantic, min_final_score=None),
         episodic=replace(config.episodic, enabled=False),
         documents=replace(config.documents, enabled=False),
@@ -135,8 +138,8 @@ class RetrievalStore(BaseStore):
         self.ttl_config = ttl
         self.kind = kind
         self._owned = retriever is None
-        # Its searches' access counts are written by its background thread, as every
-        # retriever's are: a search is its read alone (close() writes what is pending).
+        # A search is a read, as in LangGraph's stores: its retriever counts no accesses (a
+        # time to live refreshed on read is the one write a search makes).
         self.retriever = retriever or HybridRetriever.from_store(store, config=search_config())
         # A retriever given keeps its settings; its searches leave the unindexed items out too.
         self._search_config = self.retriever.config.with_modes(**{SEARCH_MODE: _SEARCHED})
@@ -231,21 +234,23 @@ class RetrievalStore(BaseStore):
         )
         results = list(response)[op.offset :]
         ids = [int(r.metadata["id"]) for r in results]
-        first = self._first_puts(ids)
-        return [
-            (
-                memory_id,
-                SearchItem(
-                    namespace=tuple(result.metadata["namespace"]),
-                    key=str(result.metadata["key"]),
-                    value=dict(result.metadata["metadata"]),
-                    created_at=first.get(memory_id) or _time(result.metadata["created_at"]),
-                    updated_at=_time(result.metadata["created_at"]),
-                    score=result.final_score,
-                ),
+        read = self._values_and_first_puts(ids)
+        found: list[tuple[int, SearchItem]] = []
+        for memory_id, result in zip(ids, results, strict=True):
+            if memory_id not in read:  # deleted since the search read it
+                continue
+            value, first = read[memory_id]
+            updated = _time(result.metadata["created_at"])
+            item = SearchItem(
+                namespace=tuple(result.metadata["namespace"]),
+                key=str(result.metadata["key"]),
+                value=dict(value),
+                created_at=first or updated,
+                updated_at=updated,
+                score=result.final_score,
             )
-            for memory_id, result in zip(ids, results, strict=True)
-        ]
+            found.append((memory_id, item))
+        return found
 
     def _listed(self, op: SearchOp) -> list[tuple[int, SearchItem]]:
         # The items of the prefix meeting the filter, the last put first.
@@ -347,15 +352,18 @@ class RetrievalStore(BaseStore):
         if versions:
             self.store.forget(tenant_id=self.tenant_id, memory_ids=versions)
 
-    def _first_puts(self, ids: list[int]) -> dict[int, datetime]:
-        # Read where the search read, on its connections: one prepared round trip.
+    def _values_and_first_puts(
+        self, ids: list[int]
+    ) -> dict[int, tuple[dict[str, Any], datetime | None]]:
+        # The values of the items a search returns and when each key was first put, read where
+        # the search read, on its connections: one prepared round trip.
         if not ids:
             return {}
         rows = self.retriever.read_rows(
-            statement("langgraph.first_put", self.store.schema),
+            statement("langgraph.values_and_first_puts", self.store.schema),
             {"tenant_id": self.tenant_id, "ids": ids},
         )
-        return {int(memory_id): first for memory_id, first in rows}
+        return {int(memory_id): (value, first) for memory_id, value, first in rows}
 
     def _refresh(self, connection: Any, ids: list[int]) -> None:
         execute(

@@ -28,10 +28,12 @@ WHERE m.tenant_id = %(tenant_id)s AND m.key IS NOT NULL
 ORDER BY m.created_at DESC, m.id DESC
 LIMIT %(limit)s OFFSET %(offset)s
 
--- name: first_put
--- When each of some keyed memories' keys was first put in its namespace.
-SELECT m.id, (SELECT min(v.created_at) FROM {schema}.memories AS v
-               WHERE v.tenant_id = m.tenant_id AND v.key = m.key AND v.namespace = m.namespace)
+-- name: values_and_first_puts
+-- Some keyed memories' values (their metadata), and when each one's key was first put in its
+-- namespace.
+SELECT m.id, m.metadata,
+       (SELECT min(v.created_at) FROM {schema}.memories AS v
+        WHERE v.tenant_id = m.tenant_id AND v.key = m.key AND v.namespace = m.namespace)
 FROM {schema}.memories AS m
 WHERE m.tenant_id = %(tenant_id)s AND m.id = ANY(%(ids)s::bigint[])
 

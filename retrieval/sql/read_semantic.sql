@@ -200,13 +200,18 @@ COALESCE(n.importance, {neutral}::float8) AS importance,
 
 -- name: evidence
 -- What every memory result carries as evidence (pairs of a json_build_object), of a row n
--- with its distance; c.dense its dense relevance, computed once.
-'metadata', n.metadata, 'importance', n.importance,
+-- with its distance; c.dense its dense relevance, computed once. {metadata}: the memory's own
+-- metadata first (metadata_evidence) where the mode's results carry it, else nothing.
+{metadata}'importance', n.importance,
                'access_count', n.access_count, 'last_accessed_at', n.last_accessed_at,
                'embedding_model', n.embedding_model, 'thread_id', n.thread_id,
                'position', n.position, 'namespace', n.namespace, 'key', n.key,
                'inverse_distance', 1.0::float8 / (1.0::float8 + n.distance),
                'dense_relevance', c.dense
+
+-- name: metadata_evidence
+-- A memory's own metadata, the first pair of its evidence (a mode's results may leave it out).
+'metadata', n.metadata,
 
 -- name: bm25_evidence
 -- Both channels' scores and ranks (c.lexical, computed once; its share {share} of the fusion),

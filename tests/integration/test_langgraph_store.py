@@ -39,6 +39,13 @@ def test_put_get_and_a_value_kept_exactly(lg: RetrievalStore) -> None:
     assert item.namespace == ("users", "u1") and item.created_at == item.updated_at
     assert lg.get(("users", "u1"), "missing") is None
     assert lg.get(("users",), "prefs") is None  # a namespace is matched whole
+    # A search's item carries the same value, read for the items it returns; a search is a
+    # read: it counts no access of the memories it returns.
+    found = lg.search(("users",), query="dark mode")
+    assert [(i.key, i.value) for i in found] == [("prefs", value)]
+    lg.retriever.flush()
+    memory = lg.store.similar("Prefers dark mode", tenant_id="acme")[0].memory
+    assert memory.access_count == 0 and memory.last_accessed_at is None
 
 
 def test_a_put_of_an_existing_key_keeps_its_history(lg: RetrievalStore) -> None:

@@ -365,6 +365,56 @@ def test_modes_filter_kinds_in_sql(store: MemoryStore, retriever: HybridRetrieve
         retriever.retrieve("database migration", tenant_id="acme", mode="nope")
 
 
+def test_a_mode_whose_results_leave_the_memories_metadata_out(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # A conversation's turns (the turns around its hits read too) and a fact, each with
+    # metadata: a mode whose results carry none returns the same results with the
+    # rest of their evidence, and the statements it runs send no memory's metadata.
+    turns = [
+        "Maria: I finally booked the flights to Lisbon for March.",
+        "Sam: Lisbon in spring sounds lovely, which hotel?",
+        "Maria: A small place near the Alfama, with a view of the river.",
+    ]
+    for position, turn in enumerate(turns):
+        metadata = {"channel": "chat", "turn": position}
+        store.remember(
+            turn, tenant_id="acme", thread_id="trip", position=position, metadata=metadata,
+            created_at=AS_OF,
+        )  # fmt: skip
+    store.remember(
+        "Maria's passport expires in June 2027.",
+        tenant_id="acme",
+        metadata={"source": "profile", "notes": "x" * 3000},
+        created_at=AS_OF,
+    )
+    quiet = RetrievalConfig(**{**OPEN.__dict__, "record_access": False})
+    lean = quiet.with_modes(lean=Mode(metadata=False))
+    sent: list[str] = []
+    execute = retriever._reads.execute
+
+    def spy(query: str, params: dict[str, object], **options: object) -> object:
+        sent.append(query)
+        return execute(query, params, **options)  # type: ignore[arg-type]
+
+    question = "Where is Maria staying in Lisbon, and is her passport valid?"
+    full = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, config=quiet)
+    retriever._reads.execute = spy  # type: ignore[method-assign]
+    try:
+        bare = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, config=lean, mode="lean")
+    finally:
+        retriever._reads.execute = execute  # type: ignore[method-assign]
+    assert [r.metadata["id"] for r in bare] == [r.metadata["id"] for r in full]
+    assert len(full) >= 3 and all(r.metadata["metadata"] for r in full)
+    for lean_result, full_result in zip(bare, full, strict=True):
+        assert "metadata" not in lean_result.metadata
+        assert lean_result.final_score == full_result.final_score
+        rest = {k: v for k, v in full_result.metadata.items() if k != "metadata"}
+        assert lean_result.metadata == rest
+    assert any("context_hits" in query for query in sent)  # the turns around the hits read
+    assert not any("'metadata', n.metadata" in query for query in sent)
+
+
 def test_bad_queries_get_clear_errors(retriever: HybridRetriever) -> None:
     with pytest.raises(ValidationError, match="query is empty"):
         retriever.retrieve("   ", tenant_id="acme")

@@ -17,10 +17,10 @@ from __future__ import annotations
 from retrieval.search.config import SIGNALS
 from retrieval.search.modes import Mode
 from retrieval.search.sources.semantic.statement import (
-    MEMORY_EVIDENCE,
     MEMORY_SIGNALS,
     MEMORY_TOLD_AT,
     kind_filters,
+    memory_evidence,
     memory_once,
 )
 from retrieval.search.statement.common import (
@@ -112,7 +112,7 @@ def context_ctes(
             relevance="c.dense",
             recency=recency_sql("c.halvings"),
             signals=MEMORY_SIGNALS,
-            evidence=MEMORY_EVIDENCE,
+            evidence=memory_evidence(mode),
             told_at=MEMORY_TOLD_AT,
             computed=memory_once(),
         ),

@@ -87,8 +87,23 @@ COUNT_CAP = 512
 # A memory's importance and popularity signals, for a row ``n`` of a memories' CTE.
 MEMORY_SIGNALS = template("read_semantic.signals", neutral=NEUTRAL_IMPORTANCE)
 # What every memory result carries as evidence (the pairs of a json_build_object), for a row
-# ``n`` with its ``distance`` and its dense relevance ``c.dense`` (:func:`memory_once`).
-MEMORY_EVIDENCE = template("read_semantic.evidence")
+# ``n`` with its ``distance`` and its dense relevance ``c.dense`` (:func:`memory_once`): with the
+# memory's own metadata first, and without it (a mode whose results leave it out).
+_EVIDENCE = {
+    True: template(
+        "read_semantic.evidence", metadata=template("read_semantic.metadata_evidence") + " "
+    ),
+    False: template("read_semantic.evidence", metadata=""),
+}
+
+
+def memory_evidence(mode: Mode) -> str:
+    """The evidence of a memory result of ``mode`` (the pairs of a json_build_object, for a row
+    ``n`` as :data:`_EVIDENCE`'s): the memory's own metadata only where the mode's results
+    carry it."""
+    return _EVIDENCE[mode.metadata]
+
+
 # When a memory candidate ``n`` was last told (``t.told_at``), then its dense relevance and its
 # age (``c.dense``, ``c.halvings``; with BM25 ``c.lexical`` too, :func:`memory_once`): each
 # computed once, in the candidate's CTE, and read by name.
@@ -147,7 +162,7 @@ def semantic_ctes(
             signals=MEMORY_SIGNALS,
             entity=entity,
             entities=entities,
-            evidence=MEMORY_EVIDENCE,
+            evidence=memory_evidence(query.mode),
             lexical_details=lexical_details,
             bm25_evidence=evidence,
             found=found,
