@@ -1,7 +1,7 @@
 """The newer version of a fact first, without being told: a memory ranked below its newer versions.
 
 The statement names each memory candidate's possible newer versions among the candidates: memories
-of its kind and namespace (conversation turns aside, not both under a key), told after it by the
+of its kind and namespace (conversation turns aside; under a key or not), told after it by the
 call's moment, near it in meaning, each marked whether it is near enough to be the same sentence
 (``mem_newer``, in :mod:`retrieval.search.sources.semantic.statement`). Here the question decides
 which of them are versions for it (:mod:`retrieval.search.rank.versions_asked`: "Is Alice allergic
