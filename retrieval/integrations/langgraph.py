@@ -56,8 +56,10 @@ from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ConfigurationError, ValidationError
 from retrieval.memory.json_text import whole_value_text
+from retrieval.memory.kinds import MESSAGE_KIND
 from retrieval.memory.namespaces import IN_NAMESPACE
 from retrieval.memory.records import MemoryInput
+from retrieval.memory.speakers import speaker_of
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.modes import Mode
@@ -100,7 +102,10 @@ class RetrievalStore(BaseStore):
     ``index`` is LangGraph's ``IndexConfig``: its ``fields`` choose the text of each item
     (default ``["$"]``, the whole value); the store's embedder embeds it (an ``embed`` given
     is refused in words, and ``dims``, when given, must be the embedder's). ``ttl`` is LangGraph's
-    ``TTLConfig``. ``kind`` is the kind of the memories the store writes. ``retriever``
+    ``TTLConfig``. ``kind`` is the kind of the memories the store writes; by default an item
+    whose text opens with who said it ("Maria: ...", 'Maria said, "..."') is a message, a
+    conversation's turn placed in it by the time it was put (its session, the turn before it,
+    the turns around it; :mod:`retrieval.memory.kinds`), and any other a fact. ``retriever``
     (default: one made from ``store`` with :func:`search_config`, closed with the store)
     answers the searches with a query.
     """
@@ -114,7 +119,7 @@ class RetrievalStore(BaseStore):
         tenant_id: str,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        kind: str = "fact",
+        kind: str | None = None,
         retriever: HybridRetriever | None = None,
     ) -> None:
         self.store = store
@@ -327,10 +332,11 @@ class RetrievalStore(BaseStore):
         _check_json(op.key, value)
         fields = self.fields if op.index is None or op.index is False else list(op.index)
         minutes = _minutes(op.ttl)
+        text = _text(value, fields)
         return MemoryInput(
-            text=_text(value, fields),
+            text=text,
             tenant_id=self.tenant_id,
-            kind=UNINDEXED if op.index is False else self.kind,
+            kind=UNINDEXED if op.index is False else self.kind or _kind_of(text),
             metadata=value,
             namespace=op.namespace,
             key=op.key,
@@ -469,3 +475,8 @@ def _fields(row: Any) -> dict[str, Any]:
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }
+
+def _kind_of(text: str) -> str:
+    # The kind of an item's memory when the store names none: a message when its text opens
+    # with who said it (a conversation's turn, placed by the time it was put), else a fact.
+    return MESSAGE_KIND if speaker_of(text) is not None else "fact"

@@ -273,3 +273,48 @@ def test_an_item_put_with_index_false_is_kept_but_not_found_by_a_query(
         RetrievalStore(store, tenant_id="acme", retriever=own) as other,
     ):
         assert "secret" not in [item.key for item in other.search(("users",), query="dark")]
+
+
+def test_an_item_that_opens_with_who_said_it_is_a_turn_of_its_conversation(
+    lg: RetrievalStore,
+) -> None:
+    # A conversation put turn by turn, as an app keeps a chat in its store: each item whose
+    # text opens with who said it is a message, placed by the time it was put (its session,
+    # the turn before it, the turns around a hit); any other item a fact, and a store given a
+    # kind keeps it.
+    namespace = ("chats", "c1")
+    turns = [
+        "Sam: How was your weekend?",
+        "Maria: Busy! I tried the new climbing gym downtown on Saturday.",
+        "Sam: Nice, I have been meaning to go climbing again.",
+        "Maria: On Sunday I went to a gym class with my sister too.",
+        'Sam said, "Which class?"',
+        "Maria: Spinning, it was exhausting.",
+    ]
+    for n, text in enumerate(turns):
+        lg.put(namespace, f"t{n}", {"text": text})
+    lg.put(("notes",), "note", {"text": "Maria prefers morning meetings."})
+    with RetrievalStore(lg.store, tenant_id="acme", index={"fields": ["text"]},
+                        kind="fact") as facts:  # fmt: skip
+        facts.put(("chats", "c2"), "t0", {"text": "Sam: See you on Monday."})
+
+    def kind_of(text: str) -> str:
+        return next(
+            found.memory.kind
+            for found in lg.store.similar(text, tenant_id="acme", limit=20)
+            if found.memory.content == text
+        )
+
+    assert [kind_of(text) for text in turns] == ["message"] * len(turns)
+    assert kind_of("Maria prefers morning meetings.") == "fact"
+    assert kind_of("Sam: See you on Monday.") == "fact"
+    # A hit lifts the turns around it in its conversation: the reply after the question that
+    # follows it comes with the hit that lifted it.
+    results = lg.retriever.retrieve(
+        "Which class did Maria take with her sister?", tenant_id="acme", namespace=namespace
+    )
+    hit = results[0]
+    assert hit.content == turns[3]
+    reply = next(r for r in results if r.content == turns[5])
+    assert reply.metadata["lifted_by"]["id"] == hit.metadata["id"]
+    assert reply.metadata["lifted_by"]["offset"] == 2
