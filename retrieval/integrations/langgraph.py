@@ -476,6 +476,7 @@ def _fields(row: Any) -> dict[str, Any]:
         "updated_at": row.updated_at,
     }
 
+
 def _kind_of(text: str) -> str:
     # The kind of an item's memory when the store names none: a message when its text opens
     # with who said it (a conversation's turn, placed by the time it was put), else a fact.

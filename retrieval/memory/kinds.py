@@ -39,7 +39,8 @@ def is_turn(kind: str, thread_id: str | None, position: int | None, content: str
 MEMORY_KINDS: Mapping[str, str] = MappingProxyType(
     {
         "fact": "a statement about the world or the user (the default)",
-        "message": "one turn of a conversation (what `retrieval ingest` stores for a transcript)",
+        "message": "one turn of a conversation (what `retrieval ingest` stores for a transcript, "
+        "and LangGraph's store for an item that opens with who said it)",
         "preference": "what a user likes, dislikes or wants",
         "event": "something that happened, at its created_at",
         "episteme": "knowledge of how a system is: its architecture, its behaviour",
