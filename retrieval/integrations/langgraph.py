@@ -11,7 +11,9 @@ An item is a memory of the store's tenant, fixed at construction (as the MCP ser
 graph never chooses whose memory it reads): its namespace is the memory's namespace, its key
 the memory's key, its value the memory's metadata, kept exactly. The memory's text is the
 item's ``index`` fields (the store's, or the put's; by default the whole value as JSON), which
-the store's embedder embeds. A search with a query is the library's hybrid search
+the store's embedder embeds; a text that opens with who said it ("Maria: ...") makes a message,
+a conversation's turn placed by the time it was put, any other a fact (unless the store is
+given a ``kind``). A search with a query is the library's hybrid search
 (``retrieve`` with the namespace prefix and the filter, inside the one statement): its score is
 the result's final score in [0, 1]; without a query, the items in the namespace, the last put
 first. ``filter`` is the library's metadata filter (a value or ``$eq``: equal, as
