@@ -14,8 +14,11 @@ as many decisions and tool calls, in batches of ``--batch`` rows. Then:
   workers' shards;
 * ``retrieve()`` p50/p95 over the SciFact claims, each asked of one tenant in turn, all sources
   (``--runs`` runs, median), and the floor: the bare nearest-neighbour statement of the same
-  tenants on a plain psycopg connection, none of the library's code (on the cluster with the
-  settings sent as ``SET LOCAL``); every statement on the cluster's connections runs with
+  tenants on a plain psycopg connection, none of the library's code. On the cluster the library
+  reads as a role that holds the read settings on every node (``ALTER ROLE ... SET``, as
+  docs/scale-out.md says), so its statements go alone; the same calls as a role without them,
+  whose statements carry them (``SET LOCAL`` in a transaction), are timed in turn with them
+  (``retrieve_settings_sent``); every statement on the cluster's connections runs with
   ``citus.multi_task_query_log_level = error``, so a statement touching two shards would fail
   the benchmark: the shards each call touched is one;
 * a third worker added (``citus_add_node``) and the shards rebalanced onto it
@@ -53,17 +56,19 @@ from retrieval.db.distribute import distribute
 from retrieval.db.engine import make_engine
 from retrieval.db.local_settings import propagate_to_workers
 from retrieval.db.migrate import MigrationSettings, head_revision, upgrade
+from retrieval.db.read_pool import ITERATIVE_SCAN
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.retriever import HybridRetriever
+from retrieval.search.retriever import HybridRetriever, read_settings
 
 sys.path.insert(0, str(ROOT))
 from tests.citus_cluster import Cluster, citus_cluster, plain_server
 
 SETTINGS = MigrationSettings(schema="retrieval", embedding_dim=384)
 ONE_SHARD = "options=-c%20citus.multi_task_query_log_level%3Derror"
+HELD = "reader"  # the role whose settings every node holds
 CACHE = Path(tempfile.gettempdir()) / "rtv-scifact-title-vectors.npy"  # computed once
 
 
@@ -146,30 +151,77 @@ def gin_pending_pages(url: str, nodes: list[str] | None = None) -> int | None:
 
 
 def latency(
-    engine: Engine, embedder: SentenceTransformerEmbedder, queries: list[str], runs: int,
-    tenants: int,
-) -> dict[str, Any]:  # fmt: skip
-    """``retrieve()`` p50/p95 of each run (all sources, one tenant per query in turn)."""
-    store = MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder)
+    engines: dict[str, Engine], embedder: SentenceTransformerEmbedder, queries: list[str],
+    runs: int, tenants: int,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """``retrieve()`` p50/p95 of each run through each engine (all sources, one tenant per
+    query in turn; with several engines each query goes through all of them, in turn)."""
     config = RetrievalConfig(record_access=False)
-    per_run = []
-    with HybridRetriever.from_store(store, config=config) as retriever:
-        for n, query in enumerate(queries):  # every query vector cached, connections warm
-            retriever.retrieve(query, tenant_id=tenant_of(n % tenants), as_of=AS_OF)
-        for _ in range(runs):
-            times = []
-            for n, query in enumerate(queries):
-                times.append(
-                    timed_ms(
-                        retriever.retrieve, query, tenant_id=tenant_of(n % tenants), as_of=AS_OF
-                    )[1]
-                )
-            per_run.append(percentiles(times))
-    return {
-        "runs": per_run,
-        "p50_ms": statistics.median(run["p50"] for run in per_run),
-        "p95_ms": statistics.median(run["p95"] for run in per_run),
+    retrievers = {
+        label: HybridRetriever.from_store(
+            MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder), config=config
+        )
+        for label, engine in engines.items()
     }
+    per_run: dict[str, list[dict[str, float]]] = {label: [] for label in engines}
+    try:
+        for retriever in retrievers.values():  # every query vector cached, connections warm
+            for n, query in enumerate(queries):
+                retriever.retrieve(query, tenant_id=tenant_of(n % tenants), as_of=AS_OF)
+        for _ in range(runs):
+            times: dict[str, list[float]] = {label: [] for label in engines}
+            for n, query in enumerate(queries):
+                order = list(retrievers.items())
+                for label, retriever in order[n % len(order) :] + order[: n % len(order)]:
+                    times[label].append(
+                        timed_ms(
+                            retriever.retrieve,
+                            query,
+                            tenant_id=tenant_of(n % tenants),
+                            as_of=AS_OF,
+                        )[1]
+                    )
+            for label, measured in times.items():
+                per_run[label].append(percentiles(measured))
+    finally:
+        for retriever in retrievers.values():
+            retriever.close()
+    return {
+        label: {
+            "runs": runs_of,
+            "p50_ms": statistics.median(run["p50"] for run in runs_of),
+            "p95_ms": statistics.median(run["p95"] for run in runs_of),
+        }
+        for label, runs_of in per_run.items()
+    }
+
+
+def hold_read_settings(cluster: Cluster, role: str) -> dict[str, str]:
+    """Give ``role`` (made here, a superuser as the benchmark's own) the settings the
+    retriever's reads need, as docs/scale-out.md says: Citus carries them to every node, and
+    the library then sends none of them with a statement. What each worker holds."""
+    wanted = read_settings(RetrievalConfig(record_access=False))
+    cluster.coordinator.execute(f"CREATE ROLE {role} LOGIN SUPERUSER")
+    for name in (ITERATIVE_SCAN, "hnsw.ef_search"):
+        cluster.coordinator.execute(f"ALTER ROLE {role} SET {name} = '{wanted[name]}'")
+    return settings_on_workers(cluster, role)
+
+
+def settings_on_workers(cluster: Cluster, role: str) -> dict[str, str]:
+    """Each worker's ``hnsw.ef_search`` and ``hnsw.iterative_scan`` for a new session of
+    ``role``."""
+    found = {}
+    for worker in cluster.coordinator.execute(
+        "SELECT nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid > 0"
+    ):
+        url = f"postgresql://{role}@{worker[0]}:{worker[1]}/retrieval"
+        with psycopg.connect(url, autocommit=True) as connection:
+            row = connection.execute(
+                "SELECT current_setting('hnsw.ef_search', true) || ' / ' || "
+                "current_setting('hnsw.iterative_scan', true)"
+            ).fetchone()
+        found[f"{worker[0]}:{worker[1]}"] = row[0] if row else None
+    return found
 
 
 FLOOR = (
@@ -178,14 +230,16 @@ FLOOR = (
 )
 
 
-def floor(url: str, vectors: np.ndarray, runs: int, tenants: int) -> dict[str, Any]:
+def floor(
+    url: str, vectors: np.ndarray, runs: int, tenants: int, *, held: bool = False
+) -> dict[str, Any]:
     """The bare operation, none of the library's code: a tenant's 40 nearest memories by one
     statement on a plain psycopg connection (on the cluster with the settings the library
-    sends there, as SET LOCAL in one pipelined transaction)."""
+    sends there, as SET LOCAL in one pipelined transaction, unless the role ``held`` them)."""
     per_run = []
     with psycopg.connect(url, autocommit=True) as connection:
         register_vector(connection)
-        distributed = propagate_to_workers(connection)
+        distributed = propagate_to_workers(connection) and not held
         if not distributed:
             connection.execute("SET hnsw.iterative_scan = relaxed_order")
             connection.execute("SET hnsw.ef_search = 160")
@@ -287,8 +341,8 @@ def main() -> None:
         analyzed(server.url())
         results["one_server"]["gin_pending_pages"] = gin_pending_pages(server.url())
         results["one_server"]["retrieve"] = latency(
-            engine, embedder, queries, args.runs, args.tenants
-        )
+            {"library": engine}, embedder, queries, args.runs, args.tenants
+        )["library"]
         results["one_server"]["floor"] = floor(server.url(), vectors, args.runs, args.tenants)
         engine.dispose()
     with citus_cluster(workers=2, spare=1) as cluster:
@@ -301,13 +355,24 @@ def main() -> None:
         results["cluster"]["gin_pending_pages"] = gin_pending_pages(
             cluster.url, [worker.url() for worker in cluster.workers]
         )
-        results["cluster"]["retrieve"] = latency(engine, embedder, queries, args.runs, args.tenants)
-        results["cluster"]["floor"] = floor(cluster.url, vectors, args.runs, args.tenants)
+        # The role the library reads as holds its settings on every node (docs/scale-out.md);
+        # the benchmark's own role does not, and its statements carry them (SET LOCAL).
+        results["cluster"]["settings_on_workers"] = hold_read_settings(cluster, HELD)
+        held = make_engine(
+            cluster.coordinator.url().replace("postgres@", f"{HELD}@") + f"?{ONE_SHARD}"
+        )
+        timed = latency({"held": held, "sent": engine}, embedder, queries, args.runs, args.tenants)
+        results["cluster"]["retrieve"] = timed["held"]
+        results["cluster"]["retrieve_settings_sent"] = timed["sent"]
+        results["cluster"]["floor"] = floor(
+            cluster.coordinator.url().replace("postgres@", f"{HELD}@"), vectors, args.runs,
+            args.tenants, held=True,
+        )  # fmt: skip
         results["cluster"]["shards_per_call"] = 1  # else multi_task_query_log_level had failed
         print("cluster: a worker added, shards rebalanced", flush=True)
-        results["cluster"]["rebalance"] = rebalance(
-            cluster, engine, embedder, queries, args.tenants
-        )
+        results["cluster"]["rebalance"] = rebalance(cluster, held, embedder, queries, args.tenants)
+        results["cluster"]["settings_on_workers_after_the_add"] = settings_on_workers(cluster, HELD)
+        held.dispose()
         results["cluster"]["citus"] = cluster.coordinator.execute("SELECT citus_version()")[0][0]
         engine.dispose()
     one, many = results["one_server"], results["cluster"]
@@ -319,6 +384,9 @@ def main() -> None:
             many["ingest_rows_per_s"]["decisions"] / one["ingest_rows_per_s"]["decisions"], 2
         ),
         "retrieve_p50": round(many["retrieve"]["p50_ms"] / one["retrieve"]["p50_ms"], 2),
+        "retrieve_p50_settings_sent": round(
+            many["retrieve_settings_sent"]["p50_ms"] / one["retrieve"]["p50_ms"], 2
+        ),
         "retrieve_p95": round(many["retrieve"]["p95_ms"] / one["retrieve"]["p95_ms"], 2),
         "floor_p50": round(many["floor"]["p50_ms"] / one["floor"]["p50_ms"], 2),
     }

@@ -116,7 +116,9 @@ def _distribute(args: argparse.Namespace, database: Database) -> int:
     rows then live on one node, and every statement of the library is routed to it. Run it after
     `retrieval db upgrade` (the schema must be at the newest revision); a second run finds
     nothing to do, and later upgrades keep new tables distributed. On a server without Citus it
-    changes nothing. See docs/scale-out.md."""
+    changes nothing. It then prints the ALTER ROLE commands that give the role the application
+    reads as the settings of its reads on every node, so that a read sends none of them (about
+    1.5 ms a call). See docs/scale-out.md."""
     from retrieval.db.distribute import distribute
 
     schema = database.config.schema
@@ -124,13 +126,47 @@ def _distribute(args: argparse.Namespace, database: Database) -> int:
     done = distribute(database.engine, schema, head=migrate.head_revision(), revision=revision)
     if not done.changed:
         print(f"{database.url}: nothing to do: schema {schema!r} is already distributed")
-        return 0
-    print(
-        f"{database.url} (Citus {done.citus_version}): {len(done.tables)} tables distributed "
-        "by tenant_id"
-        + (f", {len(done.functions)} functions on every node" if done.functions else "")
-    )
+    else:
+        print(
+            f"{database.url} (Citus {done.citus_version}): {len(done.tables)} tables distributed "
+            "by tenant_id"
+            + (f", {len(done.functions)} functions on every node" if done.functions else "")
+        )
+    print(_role_settings_hint())
     return 0
+
+
+def role_settings_commands(role: str) -> list[str]:
+    """The ``ALTER ROLE`` commands that give ``role`` the settings the retriever's reads need
+    (with the ``RETRIEVAL_*`` settings here): on a Citus coordinator, Citus carries them to every
+    node, and a read whose settings every worker holds goes without ``SET LOCAL``."""
+    from psycopg import sql
+
+    from retrieval.db.read_pool import ITERATIVE_SCAN
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import read_settings
+
+    wanted = read_settings(RetrievalConfig.from_env())
+    return [
+        sql.SQL("ALTER ROLE {} SET {} = {}")
+        .format(sql.Identifier(role), sql.SQL(name), sql.Literal(wanted[name]))
+        .as_string(None)
+        for name in (ITERATIVE_SCAN, "hnsw.ef_search")
+    ]
+
+
+def _role_settings_hint() -> str:
+    commands = "\n".join(f"  {command};" for command in role_settings_commands("app_role"))
+    return (
+        "reads send their settings to the worker with each statement; where the role they run "
+        "as (app_role below)\nholds them on every node, they go without (Citus carries an ALTER "
+        "ROLE to every node):\n" + commands
+    )
+    return (
+        "reads send their settings to the worker with each statement; where the role they run "
+        "as (app_role below)\nholds them on every node, they go without (Citus carries an ALTER "
+        "ROLE to every node):\n" + commands
+    )
 
 
 def _current(args: argparse.Namespace, database: Database) -> int:

@@ -21,13 +21,16 @@ open a server connection each and keep them all, up to PostgreSQL's ``max_connec
 On a Citus coordinator a statement runs on the worker that holds its tenant's shard, which
 does not see the coordinator's session settings: there each statement runs in a transaction of
 its own that names its settings with ``SET LOCAL`` (sent on to the worker, see
-:mod:`retrieval.db.local_settings`), in one pipelined round trip.
+:mod:`retrieval.db.local_settings`), in one pipelined round trip; a statement whose settings
+every worker holds for the role already goes alone, outside a transaction.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,7 +41,7 @@ import psycopg
 from sqlalchemy import Engine
 
 from retrieval.db.engine import ensure_vector_types
-from retrieval.db.local_settings import has_citus, set_local_statement
+from retrieval.db.local_settings import has_citus, held_on_workers, set_local_statement
 from retrieval.db.queries import statement
 from retrieval.db.row_security import PROBE, SETTING, probe_parameters
 from retrieval.db.versions import versions_of
@@ -57,6 +60,8 @@ ITERATIVE_SCAN = "hnsw.iterative_scan"
 # coordinator routes to it, unprepared): set once on the coordinator's session, not again as
 # SET LOCAL with each statement.
 _COORDINATOR_ONLY = frozenset({"plan_cache_mode"})
+# How long a connection trusts what the workers said they hold before asking again.
+_HELD_SECONDS = 60.0
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
@@ -117,8 +122,12 @@ class ReadConnections:
         # each statement (its ``tenant_id`` parameter) to the policies first.
         self.schema = schema
         self._bound: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
-        # Connections to a Citus coordinator: their settings go with each statement.
+        # Connections to a Citus coordinator: their settings go with each statement, but those
+        # every worker holds already for the role (asked when the connection opens).
         self._distributed: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
+        self._held: weakref.WeakKeyDictionary[Connection, tuple[float, dict[str, str]]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._row_security: bool | None = None
         self._citus: bool | None = None
         self.settings = tuple(settings)
@@ -206,13 +215,22 @@ class ReadConnections:
         settings: Mapping[str, str] | None,
     ) -> list[tuple[Any, ...]]:
         # The statement in a transaction of its own with every setting it needs as SET LOCAL,
-        # but those only the coordinator reads where its session already holds them.
+        # but those only the coordinator reads where its session already holds them, and those
+        # every worker holds for the role; alone, outside a transaction, when none is left.
         session = dict(self.settings)
-        wanted = {**session, **(settings or {})}
+        held = self._held_on_workers(connection)
+        local = {
+            name: value
+            for name, value in {**session, **(settings or {})}.items()
+            if not (name in _COORDINATOR_ONLY and session.get(name) == value)
+            and held.get(name) != value
+        }
+        if not local:
+            with psycopg.RawCursor(connection) as cursor:
+                cursor.execute(converted.text, values, binary=True)
+                return cursor.fetchall() if cursor.description else []
         with connection.pipeline() as pipeline, connection.transaction():
-            for name, value in wanted.items():
-                if name in _COORDINATOR_ONLY and session.get(name) == value:
-                    continue
+            for name, value in local.items():
                 connection.execute(set_local_statement(name, value))
             with psycopg.RawCursor(connection) as cursor:
                 cursor.execute(converted.text, values, binary=True)
@@ -273,6 +291,17 @@ class ReadConnections:
             self._bound[connection] = bool(probe and probe[0])
         self._distributed[connection] = has_citus(connection)
         return connection
+
+    def _held_on_workers(self, connection: Connection) -> dict[str, str]:
+        # The settings every worker holds for the role, asked again after a while: a role's
+        # setting removed, or a worker added without it, is then sent again.
+        asked_at, held = self._held.get(connection, (-math.inf, {}))
+        now = time.monotonic()
+        if now - asked_at >= _HELD_SECONDS:
+            names = (name for name, _ in self.settings if name not in _COORDINATOR_ONLY)
+            held = held_on_workers(connection, names)
+            self._held[connection] = (now, held)
+        return held
 
 
 def _check_pool_size(max_connections: int, wait_seconds: float) -> None:

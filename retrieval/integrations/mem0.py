@@ -276,8 +276,15 @@ class Memory:
         scoped = _scoped_filter(filters, user_id, agent_id, run_id, app_id)
         config = self.retriever.config
         if threshold is not None:
-            if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-                raise ValidationError("threshold must be a number in [0, 1]", field="threshold")
+            if (
+                isinstance(threshold, bool)
+                or not isinstance(threshold, int | float)
+                or not 0.0 <= threshold <= 1.0
+            ):
+                raise ValidationError(
+                    f"threshold must be a number in [0, 1] (a score), got {threshold!r}",
+                    field="threshold",
+                )
             config = replace(
                 config,
                 min_final_score=float(threshold),

@@ -141,6 +141,11 @@ WHERE attrelid = %(relation)s::regclass AND attnum > 0 AND NOT attisdropped
 SELECT nodename, nodeport, result FROM run_command_on_workers(%(command)s)
 WHERE NOT success
 
+-- name: settings_on_workers
+-- A command's one value on every worker of a Citus cluster, as a new connection of this role
+-- finds it there (the role's and the database's defaults), and whether each worker answered.
+SELECT success, result FROM run_command_on_workers(%(command)s)
+
 -- name: versions
 -- The server's version and pgvector's: installed in this database, else the one CREATE
 -- EXTENSION would install (NULL when the server has none).

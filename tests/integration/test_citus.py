@@ -22,6 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from sqlalchemy import Engine, text
 
+from retrieval.cli.db import role_settings_commands
 from retrieval.db.distribute import distribute, distributed_tables
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import (
@@ -37,6 +38,7 @@ from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.errors import ConfigurationError, DatabaseError
 from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.citus_cluster import Cluster, citus_bin, citus_cluster, why_no_citus
 from tests.citus_scenario import AS_OF, PEOPLE, Fingerprint, run_scenario
@@ -234,6 +236,55 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
         assert store.forget(tenant_id="beta", namespace=["people"]).memory_ids == (mine[3],)
     finally:
         app.dispose()
+
+
+def test_settings_every_worker_holds_for_the_role_are_not_sent_with_each_statement(
+    cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember_many(
+        [{"text": text, "tenant_id": "acme", "created_at": AS_OF}
+         for text in ("Ann owns the deploy key", "The vault rotates keys monthly")]
+    )  # fmt: skip
+    role = f"reader_{next(_schemas)}"
+    cluster.coordinator.execute(f"CREATE ROLE {role} LOGIN SUPERUSER")  # Citus makes it everywhere
+    # Every command the coordinator sends a worker, written to its log.
+    logged = "%20".join(
+        ("options=-c", "citus.log_remote_commands%3Don", "-c", "log_min_messages%3Dnotice",
+         "-c", "citus.multi_task_query_log_level%3Derror")
+    )  # fmt: skip
+    config = RetrievalConfig(record_access=False)
+
+    def read() -> tuple[list[tuple[str, float]], str]:
+        engine = make_engine(
+            f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval?{logged}"
+        )
+        store = MemoryStore(engine, schema=schema, embedder=embedder)
+        try:
+            with HybridRetriever.from_store(store, config=config) as retriever:
+                start = len(cluster.coordinator.log())
+                found = retriever.retrieve(
+                    "Who owns the deploy key?", tenant_id="acme", as_of=AS_OF
+                )
+                issued = cluster.coordinator.log()[start:]
+        finally:
+            engine.dispose()
+        return [(r.content, round(r.final_score, 6)) for r in found], issued
+
+    found, issued = read()
+    assert found and 'SET LOCAL "hnsw"."ef_search"' in issued, issued
+    # What `retrieval db distribute` tells an operator to run, for this role.
+    for command in role_settings_commands(role):
+        cluster.coordinator.execute(command)
+    again, issued = read()
+    assert again == found
+    assert "SET LOCAL" not in issued and "issuing WITH" in issued, issued
+    # A value the workers hold that is not the statement's: that setting goes again.
+    cluster.coordinator.execute(f"ALTER ROLE {role} SET hnsw.ef_search = '41'")
+    third, issued = read()
+    assert third == found
+    assert 'SET LOCAL "hnsw"."ef_search"' in issued, issued
+    assert 'SET LOCAL "hnsw"."iterative_scan"' not in issued
 
 
 def test_the_mcp_tools_on_a_distributed_schema(cluster: Cluster, cluster_engine: Engine) -> None:

@@ -161,6 +161,8 @@ def test_careless_calls_are_refused_in_words(memory: Memory) -> None:
         memory.search("x", filters={"user_id": "alice", "OR": []})
     with pytest.raises(ValidationError, match="top_k must be"):
         memory.search("x", filters={"user_id": "alice"}, top_k=0)
+    with pytest.raises(ValidationError, match=r"threshold must be a number in \[0, 1\].*1\.5"):
+        memory.search("x", filters={"user_id": "alice"}, threshold=1.5)
     with pytest.raises(ValidationError, match="given twice"):
         memory.search("x", user_id="alice", filters={"user_id": "bob"})
     with pytest.raises(ValidationError, match="delete_all needs a scope"):
