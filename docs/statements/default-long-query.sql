@@ -6,8 +6,8 @@
 --        episodic_min_hits, episodic_recency, episodic_relevance, fallback_results, fusion,
 --        keywords, known_at, max_distance, max_query_words, memory_bm25_rows, patterns,
 --        query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life, tenant_id,
---        text_search_config, update_similarity, version_candidates, version_shared_words,
---        version_similarity, version_words_similarity
+--        text_search_config, update_similarity, version_candidates, version_most_characters,
+--        version_shared_words, version_similarity, version_words_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -375,7 +375,7 @@ semantic AS (
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
---   binds: tenant_id, version_candidates
+--   binds: tenant_id, version_candidates, version_most_characters
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
@@ -390,6 +390,7 @@ mem_facts AS MATERIALIZED (
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
                  AND s.position IS NOT NULL))
+            AND char_length(s.content) <= %(version_most_characters)s
           ORDER BY s.relevance DESC,
                    s.id
           LIMIT %(version_candidates)s) AS s

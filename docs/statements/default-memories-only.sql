@@ -3,7 +3,8 @@
 --        dense_span_squared, dense_weight, dense_zero_squared, fallback_results, fusion, known_at,
 --        max_distance, memory_bm25_rows, query_text, query_vector, rrf_k, semantic_candidates,
 --        semantic_half_life, tenant_id, update_similarity, version_candidates,
---        version_shared_words, version_similarity, version_words_similarity
+--        version_most_characters, version_shared_words, version_similarity,
+--        version_words_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -368,7 +369,7 @@ semantic AS (
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
---   binds: tenant_id, version_candidates
+--   binds: tenant_id, version_candidates, version_most_characters
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
@@ -383,6 +384,7 @@ mem_facts AS MATERIALIZED (
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
                  AND s.position IS NOT NULL))
+            AND char_length(s.content) <= %(version_most_characters)s
           ORDER BY s.relevance DESC,
                    s.id
           LIMIT %(version_candidates)s) AS s

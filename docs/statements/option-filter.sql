@@ -9,9 +9,9 @@
 --        filter_value_6, filter_value_7, filter_value_8, filter_value_9, filter_within_0, fusion,
 --        known_at, max_distance, memory_bm25_rows, message_kind, query_text, query_vector, rrf_k,
 --        semantic_candidates, semantic_half_life, session_gap, tenant_id, text_search_config,
---        untold_sessions, update_similarity, version_candidates, version_shared_words,
---        version_similarity, version_words_similarity, weight_entity, weight_importance,
---        weight_popularity, weight_recency, weight_relevance
+--        untold_sessions, update_similarity, version_candidates, version_most_characters,
+--        version_shared_words, version_similarity, version_words_similarity, weight_entity,
+--        weight_importance, weight_popularity, weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -433,7 +433,7 @@ semantic AS (
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
---   binds: tenant_id, version_candidates
+--   binds: tenant_id, version_candidates, version_most_characters
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
@@ -448,6 +448,7 @@ mem_facts AS MATERIALIZED (
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
                  AND s.position IS NOT NULL))
+            AND char_length(s.content) <= %(version_most_characters)s
           ORDER BY s.relevance DESC,
                    s.id
           LIMIT %(version_candidates)s) AS s

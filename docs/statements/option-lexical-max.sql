@@ -7,7 +7,8 @@
 --        keywords, known_at, lexical_query, max_distance, memory_bm25_rows, patterns,
 --        query_normalized, query_text, query_vector, query_words, rrf_k, semantic_candidates,
 --        semantic_half_life, tenant_id, text_search_config, update_similarity, version_candidates,
---        version_shared_words, version_similarity, version_words_similarity
+--        version_most_characters, version_shared_words, version_similarity,
+--        version_words_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -432,7 +433,7 @@ semantic AS (
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
---   binds: tenant_id, version_candidates
+--   binds: tenant_id, version_candidates, version_most_characters
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
@@ -447,6 +448,7 @@ mem_facts AS MATERIALIZED (
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
                  AND s.position IS NOT NULL))
+            AND char_length(s.content) <= %(version_most_characters)s
           ORDER BY s.relevance DESC,
                    s.id
           LIMIT %(version_candidates)s) AS s

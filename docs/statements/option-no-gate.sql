@@ -6,7 +6,8 @@
 --        episodic_recency, episodic_relevance, fusion, keywords, known_at, memory_bm25_rows,
 --        patterns, query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life,
 --        tenant_id, text_search_config, update_similarity, version_candidates,
---        version_shared_words, version_similarity, version_words_similarity
+--        version_most_characters, version_shared_words, version_similarity,
+--        version_words_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -370,7 +371,7 @@ semantic AS (
   ),
 
 -- mem_facts: the most relevant candidates stating facts (not turns), with their vectors
---   binds: tenant_id, version_candidates
+--   binds: tenant_id, version_candidates, version_most_characters
 mem_facts AS MATERIALIZED (
     SELECT s.id,
            s.kind,
@@ -385,6 +386,7 @@ mem_facts AS MATERIALIZED (
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
                  AND s.position IS NOT NULL))
+            AND char_length(s.content) <= %(version_most_characters)s
           ORDER BY s.relevance DESC,
                    s.id
           LIMIT %(version_candidates)s) AS s

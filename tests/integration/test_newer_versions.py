@@ -13,6 +13,7 @@ from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.results import RetrievalResult
 from retrieval.search.retriever import HybridRetriever
+from retrieval.search.sources.semantic.plan import VERSION_MOST_CHARACTERS
 
 JANUARY = datetime(2026, 1, 1, 9, tzinfo=UTC)
 APRIL = datetime(2026, 4, 1, 9, tzinfo=UTC)
@@ -63,6 +64,32 @@ def test_in_the_past_the_version_then_newest_comes_first(
     february = retriever.retrieve(QUESTION, tenant_id="acme", as_of=JANUARY + timedelta(days=45))
     assert _memories(february) == [java]
     assert "possibly_outdated_by" not in february[0].metadata
+
+
+def test_long_texts_on_one_topic_are_never_versions_of_one_another(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # Three notes that differ as the versions above do, but each a page of its own: two texts on
+    # one topic both stay true (abstracts, notes, pages put one after the other).
+    page = (
+        " It takes card payments from the web shop and the mobile app, settles them nightly with"
+        " the acquiring bank, sends refunds back the same way, and keeps every ledger entry for"
+        " seven years, as the auditors ask. Its on-call rota, dashboards and runbooks live in the"
+        " platform team's wiki."
+    )
+    notes = [
+        store.remember(
+            f"The payments service is written in {language}.{page}",
+            tenant_id="acme",
+            created_at=when,
+        )
+        for language, when in (("Java", JANUARY), ("Go", APRIL), ("Rust", JULY))
+    ]
+    assert len(f"The payments service is written in Java.{page}") > VERSION_MOST_CHARACTERS
+    results = retriever.retrieve(QUESTION, tenant_id="acme")
+    assert sorted(_memories(results)[:3]) == sorted(notes)
+    assert all("possibly_outdated_by" not in r.metadata for r in results)
+    assert all("newer_version_of" not in r.metadata for r in results)
 
 
 def test_the_setting_turns_it_off(store: MemoryStore) -> None:

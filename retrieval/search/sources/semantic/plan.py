@@ -29,6 +29,10 @@ SOURCE = "semantic"
 # The semantic source's most relevant candidates whose newer versions are looked for: this many
 # times what it returns (a version further down does not reach the results).
 VERSION_CANDIDATES = 2
+# A version is a short statement ("Bob moved to Denver."): memories longer than this many
+# characters (about 50 words) are never versions of one another. Two abstracts, notes or pages on
+# one topic are near in meaning and share most words, as versions do, but both stay true.
+VERSION_MOST_CHARACTERS = 280
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ def semantic_parameters(
             "version_words_similarity": thresholds.version_words_similarity,
             "update_similarity": thresholds.update_similarity,
             "version_candidates": VERSION_CANDIDATES * config.semantic.limit,
+            "version_most_characters": VERSION_MOST_CHARACTERS,
         }
     if query.bm25:
         params |= bm25_parameters(config, call.query)
