@@ -118,7 +118,7 @@ def _distribute(args: argparse.Namespace, database: Database) -> int:
     nothing to do, and later upgrades keep new tables distributed. On a server without Citus it
     changes nothing. It then prints the ALTER ROLE commands that give the role the application
     reads as the settings of its reads on every node, so that a read sends none of them (about
-    1.5 ms a call). See docs/scale-out.md."""
+    1 ms less a read). See docs/scale-out.md."""
     from retrieval.db.distribute import distribute
 
     schema = database.config.schema
@@ -157,11 +157,6 @@ def role_settings_commands(role: str) -> list[str]:
 
 def _role_settings_hint() -> str:
     commands = "\n".join(f"  {command};" for command in role_settings_commands("app_role"))
-    return (
-        "reads send their settings to the worker with each statement; where the role they run "
-        "as (app_role below)\nholds them on every node, they go without (Citus carries an ALTER "
-        "ROLE to every node):\n" + commands
-    )
     return (
         "reads send their settings to the worker with each statement; where the role they run "
         "as (app_role below)\nholds them on every node, they go without (Citus carries an ALTER "

@@ -55,7 +55,7 @@ def propagate_to_workers(connection: psycopg.Connection[Any]) -> bool:
 
 def held_on_workers(connection: psycopg.Connection[Any], names: Iterable[str]) -> dict[str, str]:
     """The settings among ``names`` that every worker of this (driver) connection's Citus
-    cluster holds with one value for a new connection of its role, with that value. None where
+    cluster holds with one value for a new connection of its role, with that value; none where
     there is no worker, a worker does not answer, or the role may not ask (``SET LOCAL`` then
     sends each setting, as always)."""
     wanted = sorted(set(names))

@@ -123,7 +123,8 @@ class ReadConnections:
         self.schema = schema
         self._bound: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
         # Connections to a Citus coordinator: their settings go with each statement, but those
-        # every worker holds already for the role (asked when the connection opens).
+        # every worker holds already for the role (asked on a connection's first read, and
+        # again after a minute), with when they were asked.
         self._distributed: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
         self._held: weakref.WeakKeyDictionary[Connection, tuple[float, dict[str, str]]] = (
             weakref.WeakKeyDictionary()

@@ -254,10 +254,10 @@ semantic AS (
 -- The most relevant memory candidates that state facts (conversation turns aside: {turn}) in a
 -- short statement (at most %(version_most_characters)s characters: two long texts on one topic
 -- are two texts, not versions of one), %(version_candidates)s of them, with when they were last
--- told by the call's moment and their
--- namespaces, vectors and lexemes (read again by the primary key). The lexemes are stripped of
--- their positions here, once: a long text's are stored compressed, and the pairs of mem_newer
--- would read them again for each pair (what two facts share counts lexemes, not positions).
+-- told by the call's moment and their namespaces, vectors and lexemes (read again by the primary
+-- key). The lexemes are stripped of their positions here, once: a long text's are stored
+-- compressed, and the pairs of mem_newer would read them again for each pair (what two facts
+-- share counts lexemes, not positions).
 mem_facts AS MATERIALIZED (
     SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding, strip(m.search_vector) AS lexemes
     FROM (
