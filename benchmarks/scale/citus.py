@@ -52,16 +52,16 @@ from _scifact import AS_OF, TOOLS, Corpus, load_corpus, noisy_copies
 from pgvector.psycopg import register_vector
 from sqlalchemy import Engine
 
+from retrieval.cli.db import role_settings_commands
 from retrieval.db.distribute import distribute
 from retrieval.db.engine import make_engine
 from retrieval.db.local_settings import propagate_to_workers
 from retrieval.db.migrate import MigrationSettings, head_revision, upgrade
-from retrieval.db.read_pool import ITERATIVE_SCAN
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import DecisionInput, MemoryInput, ToolCallInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.retriever import HybridRetriever, read_settings
+from retrieval.search.retriever import HybridRetriever
 
 sys.path.insert(0, str(ROOT))
 from tests.citus_cluster import Cluster, citus_cluster, plain_server
@@ -200,10 +200,9 @@ def hold_read_settings(cluster: Cluster, role: str) -> dict[str, str]:
     """Give ``role`` (made here, a superuser as the benchmark's own) the settings the
     retriever's reads need, as docs/scale-out.md says: Citus carries them to every node, and
     the library then sends none of them with a statement. What each worker holds."""
-    wanted = read_settings(RetrievalConfig(record_access=False))
     cluster.coordinator.execute(f"CREATE ROLE {role} LOGIN SUPERUSER")
-    for name in (ITERATIVE_SCAN, "hnsw.ef_search"):
-        cluster.coordinator.execute(f"ALTER ROLE {role} SET {name} = '{wanted[name]}'")
+    for command in role_settings_commands(role):  # what `retrieval db distribute` prints
+        cluster.coordinator.execute(command)
     return settings_on_workers(cluster, role)
 
 

@@ -142,16 +142,16 @@ def role_settings_commands(role: str) -> list[str]:
     node, and a read whose settings every worker holds goes without ``SET LOCAL``."""
     from psycopg import sql
 
-    from retrieval.db.read_pool import ITERATIVE_SCAN
+    from retrieval.db.read_pool import worker_settings
     from retrieval.search.config import RetrievalConfig
     from retrieval.search.retriever import read_settings
 
     wanted = read_settings(RetrievalConfig.from_env())
     return [
         sql.SQL("ALTER ROLE {} SET {} = {}")
-        .format(sql.Identifier(role), sql.SQL(name), sql.Literal(wanted[name]))
+        .format(sql.Identifier(role), sql.SQL(name), sql.Literal(value))
         .as_string(None)
-        for name in (ITERATIVE_SCAN, "hnsw.ef_search")
+        for name, value in worker_settings(wanted.items())
     ]
 
 

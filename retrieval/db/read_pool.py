@@ -32,7 +32,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +63,13 @@ _COORDINATOR_ONLY = frozenset({"plan_cache_mode"})
 # How long a connection trusts what the workers said they hold before asking again.
 _HELD_SECONDS = 60.0
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
+
+
+def worker_settings(settings: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of a read's ``(name, value)`` settings, those a Citus worker reads (all but the
+    coordinator's own, such as ``plan_cache_mode``): what a read sends to the worker unless
+    the worker holds it already for the role."""
+    return [(name, value) for name, value in settings if name not in _COORDINATOR_ONLY]
 
 
 @dataclass(frozen=True)
@@ -176,9 +183,7 @@ class ReadConnections:
                             return self._on_workers(connection, converted, values, settings)
                         if settings:
                             self._apply(connection, settings)
-                        with psycopg.RawCursor(connection) as cursor:
-                            cursor.execute(converted.text, values, binary=True)
-                            return cursor.fetchall() if cursor.description else []
+                        return _rows(connection, converted, values)
                     except psycopg.OperationalError:
                         if attempt == 2 or not connection.closed:
                             raise
@@ -227,9 +232,7 @@ class ReadConnections:
             and held.get(name) != value
         }
         if not local:
-            with psycopg.RawCursor(connection) as cursor:
-                cursor.execute(converted.text, values, binary=True)
-                return cursor.fetchall() if cursor.description else []
+            return _rows(connection, converted, values)
         with connection.pipeline() as pipeline, connection.transaction():
             for name, value in local.items():
                 connection.execute(set_local_statement(name, value))
@@ -299,10 +302,16 @@ class ReadConnections:
         asked_at, held = self._held.get(connection, (-math.inf, {}))
         now = time.monotonic()
         if now - asked_at >= _HELD_SECONDS:
-            names = (name for name, _ in self.settings if name not in _COORDINATOR_ONLY)
-            held = held_on_workers(connection, names)
+            held = held_on_workers(connection, (name for name, _ in worker_settings(self.settings)))
             self._held[connection] = (now, held)
         return held
+
+
+def _rows(connection: Connection, converted: PositionalQuery, values: list[Any]) -> list[Any]:
+    # One statement, its rows (none for a command) in binary format.
+    with psycopg.RawCursor(connection) as cursor:
+        cursor.execute(converted.text, values, binary=True)
+        return cursor.fetchall() if cursor.description else []
 
 
 def _check_pool_size(max_connections: int, wait_seconds: float) -> None:

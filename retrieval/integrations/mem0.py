@@ -37,7 +37,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from retrieval.arguments import MAX_RESULTS, check_tenant
+from retrieval.arguments import MAX_RESULTS, check_tenant, unit_number
 from retrieval.db.queries import execute, statement
 from retrieval.db.row_security import bind_tenant
 from retrieval.errors import ValidationError
@@ -276,18 +276,9 @@ class Memory:
         scoped = _scoped_filter(filters, user_id, agent_id, run_id, app_id)
         config = self.retriever.config
         if threshold is not None:
-            if (
-                isinstance(threshold, bool)
-                or not isinstance(threshold, int | float)
-                or not 0.0 <= threshold <= 1.0
-            ):
-                raise ValidationError(
-                    f"threshold must be a number in [0, 1] (a score), got {threshold!r}",
-                    field="threshold",
-                )
             config = replace(
                 config,
-                min_final_score=float(threshold),
+                min_final_score=unit_number("threshold", threshold),
                 fallback_results=0,
                 semantic=replace(config.semantic, min_final_score=None),
             )
