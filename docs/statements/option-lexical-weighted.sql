@@ -520,6 +520,7 @@ semantic_sent AS (
                    FROM semantic AS w
                    WHERE NOT w.evidence
                    ORDER BY w.relevance DESC,
+                            w.distance,
                             w.id
                    LIMIT %(fallback_results)s)
   ),

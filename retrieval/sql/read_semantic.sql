@@ -310,13 +310,13 @@ semantic_versions AS (
 
 -- name: semantic_sent
 -- The candidates of {rows} the ranking reads: those with the gate's evidence; beyond the gate,
--- the newer versions of a candidate{versions_note} and the %(fallback_results)s most relevant
--- (an empty answer's weak matches).
+-- the newer versions of a candidate{versions_note} and the %(fallback_results)s most relevant,
+-- the nearest where relevance ties at 0 (an empty answer's weak matches).
 semantic_sent AS (
     SELECT * FROM {rows} AS s
     WHERE s.evidence{or_newer}
        OR s.id IN (SELECT w.id FROM semantic AS w WHERE NOT w.evidence
-                   ORDER BY w.relevance DESC, w.id LIMIT %(fallback_results)s)
+                   ORDER BY w.relevance DESC, w.distance, w.id LIMIT %(fallback_results)s)
 )
 
 -- name: or_newer

@@ -129,3 +129,23 @@ def test_an_answer_that_would_be_empty_gets_its_best_weak_matches_marked() -> No
     assert "below_threshold" not in results[0].metadata
     off = replace(config, fallback_results=0)
     assert ranking.select({"semantic": under}, off, {"semantic": beyond}, ("semantic",))[0] == []
+
+
+def test_the_weak_matches_are_the_most_relevant_then_the_nearest_ranked_by_final() -> None:
+    # Past the calibrated zero every relevance is 0 and the final score is the recency alone:
+    # the newest, farthest rows would fill the answer. The nearest two fill it, ranked by final.
+    config = RetrievalConfig(min_final_score=0.5, fallback_results=2)
+    rows = [
+        _candidate(1, 0.0, 0.2)._replace(distance=1.40),  # told long ago, the nearest
+        _candidate(2, 0.0, 0.6)._replace(distance=1.42),
+        _candidate(3, 0.0, 1.0)._replace(distance=1.48),  # told last, the farthest
+        _candidate(4, 0.0, 0.9)._replace(distance=1.45),
+    ]
+    under = [ranking.scored_candidate(c, WEIGHTS) for c in rows]
+    results, _ = ranking.select({"semantic": under}, config, {}, ("semantic",))
+    assert [r.metadata["id"] for r in results] == [2, 1]  # chosen nearest, ranked by final
+    assert all(r.metadata["below_threshold"] for r in results)
+    # A relevance above 0 still comes first, whatever the distance.
+    relevant = ranking.scored_candidate(_candidate(5, 0.1, 0.0)._replace(distance=1.6), WEIGHTS)
+    results, _ = ranking.select({"semantic": [*under, relevant]}, config, {}, ("semantic",))
+    assert [r.metadata["id"] for r in results] == [5, 1]

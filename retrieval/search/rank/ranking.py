@@ -198,7 +198,10 @@ def _cut(parts: dict[str, dict[str, float]], name: str, final: float, own: float
         parts[name] = {"weight": 1.0, "signal": final - own, "value": final - own}
 
 
-def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]:
+RankKey = tuple[float, float, float, float, int, str, int]  # final, relevance, distance, ...
+
+
+def rank_key(scored: Scored) -> RankKey:
     """Best first: final, then relevance, then the smaller vector distance (a relevance clamped
     to 0 or 1 ties rows the distance still tells apart), then recency, then source, item and
     id (stable)."""
@@ -215,6 +218,16 @@ def rank_key(scored: Scored) -> tuple[float, float, float, float, int, str, int]
     )
 
 
+def weak_key(scored: Scored) -> tuple[float, float, RankKey]:
+    """Which weak matches fill an empty answer first: the more relevant, then the nearer vector,
+    then as :func:`rank_key`. A weak match's relevance is often clamped to 0 (beyond the model's
+    calibrated zero), where its final score is its recency alone: chosen by final score, an
+    empty answer would get the memories told last rather than those nearest the query."""
+    candidate = scored.candidate
+    distance = candidate.distance if candidate is not None else None
+    return (-scored.relevance_score, math.inf if distance is None else distance, rank_key(scored))
+
+
 def select(
     scored: Mapping[str, Sequence[Scored]],
     config: RetrievalConfig,
@@ -224,7 +237,8 @@ def select(
     """Apply the threshold and the limits to each source's scored results; rank them all.
     When none passes, the best ``config.fallback_results`` of the sources that ``fills`` names,
     below the threshold or ``weak`` (without the evidence their gate asks for), are returned,
-    marked ``below_threshold``.
+    marked ``below_threshold``: the most relevant, the nearest where relevance ties
+    (:func:`weak_key`), ranked by their final scores.
 
     Returns the results best first (only these are built) and, per source, what was scored,
     kept and returned.
@@ -262,14 +276,15 @@ def _filling(
     fills: Sequence[str],
 ) -> list[Scored]:
     # When nothing passed: the best results under the threshold, or without evidence, of the
-    # sources that fill, fallback_results of them (within the limits), marked below it.
+    # sources that fill, fallback_results of them (within the limits; the most relevant, then
+    # the nearest: weak_key), ranked by their final scores and marked below it.
     best: list[Scored] = []
     for name in fills:
         wanted = min(config.fallback_results, config.source(name).limit)
         if name in scored and wanted > 0:
-            best += sorted([*scored[name], *weak.get(name, ())], key=rank_key)[:wanted]
-    best = sorted(best, key=rank_key)[: min(config.fallback_results, config.total_limit)]
-    return [item._replace(below=True) for item in best]
+            best += sorted([*scored[name], *weak.get(name, ())], key=weak_key)[:wanted]
+    best = sorted(best, key=weak_key)[: min(config.fallback_results, config.total_limit)]
+    return [item._replace(below=True) for item in sorted(best, key=rank_key)]
 
 
 def _means(results: Iterable[Scored]) -> dict[str, float]:
