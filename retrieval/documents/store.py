@@ -189,9 +189,7 @@ class DocumentStore:
         limit = arguments.count("limit", limit, maximum=arguments.MAX_RESULTS)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
-            vector = self.memories.cache.embed(
-                connection, tenant_id, [query], store=False, side="query"
-            )[0]
+            vector = self.memories.cache.question(tenant_id, query)
             # The HNSW search widened to the chunks asked for, and pgvector's iterative scan
             # (a small tenant still gets its chunks through the index), for this transaction.
             set_local(connection, "hnsw.ef_search", str(max(limit, 40)))

@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from retrieval.db import migrate
 from retrieval.db.migrate import MigrationSettings
@@ -224,3 +224,31 @@ def test_cached_vectors_that_vanish_mid_batch_fail_the_whole_batch(
     with database.engine.connect() as connection:
         after = connection.execute(text("SELECT count(*) FROM retrieval.memories")).scalar()
     assert after == before
+
+
+def test_a_question_is_embedded_without_a_round_trip_to_the_table(
+    database: PgDatabase, counting_embedder: CountingEmbedder
+) -> None:
+    # A read never stores its question, so the table could only answer one written exactly as
+    # a text stored; asking it cost a connection and a round trip before every new question.
+    told = "Our Berlin office opens at 9am."
+    MemoryStore(database.engine, embedder=counting_embedder).remember(told, tenant_id="t1")
+    fresh = MemoryStore(database.engine, embedder=counting_embedder)  # a new process: empty LRU
+    fresh.cache.prepare_model()  # the model's first call checks its dimensions, once
+    checkouts: list[object] = []
+
+    def checked_out(*_: object) -> None:
+        checkouts.append(1)
+
+    event.listen(database.engine, "checkout", checked_out)
+    try:
+        question = fresh.cache.question("t1", told)
+        again = fresh.cache.question("t1", told)
+    finally:
+        event.remove(database.engine, "checkout", checked_out)
+    assert checkouts == []
+    assert counting_embedder.embedded == [told, told]  # stored, then asked: the model twice
+    assert np.array_equal(question, again)  # the second time from the in-process LRU
+    assert fresh.cache_stats.memory_hits == 1 and fresh.cache_stats.database_hits == 0
+    stored = counting_embedder.embed([told])[0]
+    assert np.allclose(question, stored, atol=1e-6)  # MiniLM: one side, the same vector

@@ -1,7 +1,10 @@
 """The query's vector, through the embedding cache: the last step of the prepare stage.
 
-A read never writes: the vector is looked up in the in-process LRU, then in the cache table,
-and a new one is kept in the LRU only.
+A read never writes: the vector is looked up in the in-process LRU, else embedded by the model
+and kept in the LRU only. The cache table is not asked: it holds the texts stored, never a
+question, so it could answer only a question written exactly as a memory, and asking costs a
+connection and a round trip before every new question (:meth:`EmbeddingCache.question
+<retrieval.embedding.cache.EmbeddingCache.question>`).
 """
 
 from __future__ import annotations
@@ -46,11 +49,8 @@ class QueryVectors:
         """``call`` with its query's vector, when a source of it reads one."""
         if not call.reads_vector:
             return call
-        text, tenant_id = call.query.text, call.tenant_id
-        vector = self.cache.remembered(tenant_id, text, side="query")
-        if vector is not None:
-            return replace(call, vector=vector, vector_cached=True)
         before = self.cache.stats.embedded
-        with translate_database_errors(str(self.engine.url)), self.engine.connect() as connection:
-            vectors = self.cache.embed(connection, tenant_id, [text], store=False, side="query")
-        return replace(call, vector=vectors[0], vector_cached=self.cache.stats.embedded == before)
+        # The model's first call checks its dimensions against the schema's, in the database.
+        with translate_database_errors(str(self.engine.url)):
+            vector = self.cache.question(call.tenant_id, call.query.text)
+        return replace(call, vector=vector, vector_cached=self.cache.stats.embedded == before)
