@@ -187,9 +187,12 @@ class DocumentStore:
         check_query(query)
         check_tenant(tenant_id)
         limit = arguments.count("limit", limit, maximum=arguments.MAX_RESULTS)
+        # Embedded before the transaction (the model's first call checks its dimensions in the
+        # database), so that no connection is held while the model runs.
+        with translate_database_errors(str(self.engine.url)):
+            vector = self.memories.cache.question(tenant_id, query)
         with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
-            vector = self.memories.cache.question(tenant_id, query)
             # The HNSW search widened to the chunks asked for, and pgvector's iterative scan
             # (a small tenant still gets its chunks through the index), for this transaction.
             set_local(connection, "hnsw.ef_search", str(max(limit, 40)))

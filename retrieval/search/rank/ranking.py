@@ -205,12 +205,10 @@ def rank_key(scored: Scored) -> RankKey:
     """Best first: final, then relevance, then the smaller vector distance (a relevance clamped
     to 0 or 1 ties rows the distance still tells apart), then recency, then source, item and
     id (stable)."""
-    candidate = scored.candidate
-    distance = candidate.distance if candidate is not None else None
     return (
         -scored.final_score,
         -scored.relevance_score,
-        math.inf if distance is None else distance,
+        _distance(scored),
         -scored.recency_score,
         SOURCES.index(scored.source),
         scored.item,
@@ -223,9 +221,14 @@ def weak_key(scored: Scored) -> tuple[float, float, RankKey]:
     then as :func:`rank_key`. A weak match's relevance is often clamped to 0 (beyond the model's
     calibrated zero), where its final score is its recency alone: chosen by final score, an
     empty answer would get the memories told last rather than those nearest the query."""
+    return (-scored.relevance_score, _distance(scored), rank_key(scored))
+
+
+def _distance(scored: Scored) -> float:
+    # The candidate's vector distance (infinite without one: after every row that has one).
     candidate = scored.candidate
     distance = candidate.distance if candidate is not None else None
-    return (-scored.relevance_score, math.inf if distance is None else distance, rank_key(scored))
+    return math.inf if distance is None else distance
 
 
 def select(
