@@ -175,12 +175,11 @@ class EmbeddingCache:
         question, so the table could answer only a question written exactly as a text stored,
         and asking it cost a connection and a round trip before every new question's model
         call (1.1-1.4 ms, ``benchmarks/reading/question_vector.py``)."""
+        remembered = self.remembered(tenant_id, text, side="query")
+        if remembered is not None:
+            return remembered
         entry = (tenant_id, cache_key(self.embedder.model_id, text, self._side("query")))
         self.stats.texts += 1
-        remembered = self._from_memory([entry]).get(entry)
-        if remembered is not None:
-            self.stats.memory_hits += 1
-            return remembered
         self.prepare_model()
         vector: Vectors = self.model([text], side="query")[0]
         self.stats.embedded += 1
