@@ -13,9 +13,12 @@ them, each told two days and one day before the question, with the question:
 Each pair lives in a tenant of its own beside ten other memories of a team, stored through the
 public API (``remember``), and is asked with ``retrieve()`` and the defaults (and with
 ``newer_versions_first`` off, in the same run). The answer is right when the memory expected
-first is the first of the pair among the results (and is returned). Reported per half of the
-file (``half``: ``tuning`` and ``validation``, every other pair of each relation): a rule is
-tuned on the tuning half and kept when it holds on the validation half.
+first is the first of the pair among the results (and is returned). Reported per part of the
+file (``half``): ``tuning`` and ``validation`` (every other pair of each relation of the first
+110), and ``held-out`` (36 distinct pairs and 24 updates written on 2026-12-06, after the rule
+of decision 0034 was tuned and its validation misses read, and before any change was measured
+on them). A rule is tuned on the tuning half, kept when it holds on the validation half, and
+reported on the held-out part.
 
 Usage: python benchmarks/quality/versions_for_a_question.py [--set FIELD=VALUE ...] [--json PATH]
 """
@@ -59,7 +62,7 @@ class Pair:
     id: int
     relation: str  # distinct | update
     topic: str
-    half: str  # tuning | validation
+    half: str  # tuning | validation | held-out
     older: str
     newer: str
     query: str
