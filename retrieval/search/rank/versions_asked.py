@@ -55,6 +55,21 @@ _UPDATE = re.compile(
     r"sold|bought|got married|divorced|retired|promoted|rolled out)\b",
     re.IGNORECASE,
 )
+# A question asked with "do": its verb is in its base form, which a statement inflects.
+_DO_QUESTION = re.compile(r"\b(?:do|does|did)\b", re.IGNORECASE)
+_INFLECTIONS = ("s", "es", "d", "ed")
+# A value that holds from a moment on: "since last month", "starting next week", "as of
+# today", "from next month", "effective immediately" (a time must follow: "since it is cheaper"
+# gives a reason, "the starting salary" names a value, "works from the Berlin office" a place).
+_WHEN = (
+    r"(?:today|tonight|tomorrow|yesterday|now|immediately|next|this|last|the|early|mid|late|"
+    r"\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
+    r"spring|summer|autumn|fall|winter)"
+)
+_ONSET = re.compile(
+    rf"\b(?:since|as of|starting|beginning|effective) {_WHEN}|\bfrom (?:next|today|tomorrow)\b",
+    re.IGNORECASE,
+)
 # An update is one statement: a longer text that holds such a word (an abstract, a summary,
 # a page: "increased", "now", "new" among its many claims) states many things.
 UPDATE_MOST_WORDS = 30
@@ -66,16 +81,23 @@ _ADDITION = re.compile(
 
 def states_update(text: str) -> bool:
     """Whether ``text`` says that it replaces an earlier value ("Bob moved to Denver.", "We
-    switched to GitLab.", "Max upload size is 100 MB now.") and does not say it adds to one
-    ("Alice is now also allergic to shellfish.")."""
-    return _UPDATE.search(text) is not None and _ADDITION.search(text) is None
+    switched to GitLab.", "Max upload size is 100 MB now.") or when its value began ("Trial is
+    30 days starting next week.", "Mark is on day shifts since last month.") and does not say
+    it adds to one ("Alice is now also allergic to shellfish.")."""
+    said = _UPDATE.search(text) is not None or _ONSET.search(text) is not None
+    return said and _ADDITION.search(text) is None
 
 
 def tells_apart(query: str, older: str, newer: str) -> bool:
     """Whether ``query`` names a content word that one of ``older`` and ``newer`` holds and
-    the other does not ("Is Alice allergic to peanuts?")."""
+    the other does not ("Is Alice allergic to peanuts?"). The verb of a question asked with
+    "do", "does" or "did", which a statement inflects ("Where does Dmitri live?", "Dmitri lives
+    with his parents."), names the relation asked about, not a value: an update may say it in
+    another verb ("Dmitri got his own flat in Leeds."), so it tells nothing apart."""
     asked = _words(query)
     first, second = _text(older), _text(newer)
+    if _DO_QUESTION.search(query):
+        asked = asked - first.inflected(asked) - second.inflected(asked)
     return _apart(first.holds(asked), second.holds(asked), first, second, asked)
 
 
@@ -139,6 +161,15 @@ class _Text:
     def names_held(self, asked: frozenset[str]) -> frozenset[str]:
         """The words of ``asked`` this text holds as a name or a number."""
         return frozenset(w for w in self.holds(asked) if _held(w, self.names))
+
+    def inflected(self, asked: frozenset[str]) -> frozenset[str]:
+        """The words of ``asked`` this text holds only inflected as a verb is after "he" or
+        in the past ("live": "lives", "lived"), never as they are."""
+        return frozenset(
+            w
+            for w in asked
+            if w not in self.words and any(w + end in self.words for end in _INFLECTIONS)
+        )
 
     def inside(self, asked: frozenset[str]) -> frozenset[str]:
         """The words of ``asked`` this text holds, or holds inside a word of its own (a word of
