@@ -75,6 +75,8 @@ SCHEMA = "paths"
 CONVERSATIONS = ("dialogues", "chat")
 CORPORA = ("dialogues", "chat", "updates", "keywords", "versions", "vague", "scifact")
 HALVES = ("tuning", "validation")
+# The labelled versions' part written after their rule was tuned and its validation misses read.
+HELD_OUT = "held-out"
 
 
 def ways_of(corpus: str) -> tuple[str, ...]:
@@ -350,6 +352,13 @@ def compared(before: Mapping[str, Any], after: Mapping[str, Any], half: str) -> 
     return "\n".join(lines)
 
 
+def _halves(matrix: Mapping[str, Mapping[str, Any]], halves: Sequence[str]) -> list[str]:
+    # The halves some corpus of ``matrix`` reports (only the labelled versions hold a part
+    # held out of tuning and validation both).
+    found = {h for by_way in matrix.values() for result in by_way.values() for h in result}
+    return [h for h in halves if h in found]
+
+
 def parse_setting(text: str) -> tuple[str, Any]:
     """``FIELD=VALUE`` as a config field and its JSON value (a bare word: a string)."""
     name, _, value = text.partition("=")
@@ -544,7 +553,7 @@ def main() -> None:
 
     if args.compare:
         before, after = (_matrix_of(json.loads(Path(f).read_text())) for f in args.compare)
-        for half in ("validation", "tuning", "all"):
+        for half in _halves(after, ("validation", "tuning", HELD_OUT, "all")):
             print(f"\n{compared(before, after, half)}")
         return
 
@@ -575,7 +584,7 @@ def main() -> None:
     variant = "-".join(f"{k}-{v}" for k, v in (changes | write).items()) or None
     record = {"changes": changes, "write_changes": write, "matrix": matrix}
     write_result("paths", record, args, variant=variant)
-    for half in ("validation", "tuning"):
+    for half in _halves(matrix, ("validation", "tuning", HELD_OUT)):
         print(f"\n{table(matrix, half)}")
 
 
