@@ -311,7 +311,9 @@ def _rows(connection: Connection, converted: PositionalQuery, values: list[Any])
     # One statement, its rows (none for a command) in binary format.
     with psycopg.RawCursor(connection) as cursor:
         cursor.execute(converted.text, values, binary=True)
-        return cursor.fetchall() if cursor.description else []
+        # Whether it returned rows, without describing its columns (description builds them).
+        result = cursor.pgresult
+        return cursor.fetchall() if result is not None and result.nfields else []
 
 
 def _check_pool_size(max_connections: int, wait_seconds: float) -> None:
