@@ -204,8 +204,9 @@ def run_keywords(way: Way) -> dict[str, Any]:
 
 
 def run_versions(way: Way) -> dict[str, Any]:
-    """The fact asked about first, and the newer of an update, per half of the pairs."""
-    from versions_for_a_question import ASKED_AT, OTHERS, load
+    """The fact asked about first, the newer of an update, and one of the tenant's other
+    memories asked about first, per half of the pairs."""
+    from versions_for_a_question import ASKED_AT, OTHER_QUESTIONS, OTHERS, load
 
     pairs = load()
     earlier = ASKED_AT - timedelta(days=30)
@@ -228,6 +229,10 @@ def run_versions(way: Way) -> dict[str, Any]:
             found = ask(f"pair-{pair.id}", pair.query, 10, ASKED_AT)
             first = next((f.ref for f in found if f.ref in ("older", "newer")), None)
             tally.add(pair.half, pair.relation, float(first == pair.first))
+            # One of the team's other memories, in turn: asked about, it comes first.
+            other = pair.id % len(OTHERS)
+            found = ask(f"pair-{pair.id}", OTHER_QUESTIONS[other], 10, ASKED_AT)
+            tally.add(pair.half, "others", float([f.ref for f in found[:1]] == [f"o{other}"]))
     return tally.summary(scale=1.0, digits=3)
 
 

@@ -13,7 +13,9 @@ them, each told two days and one day before the question, with the question:
 Each pair lives in a tenant of its own beside ten other memories of a team, stored through the
 public API (``remember``), and is asked with ``retrieve()`` and the defaults (and with
 ``newer_versions_first`` off, in the same run). The answer is right when the memory expected
-first is the first of the pair among the results (and is returned). Reported per part of the
+first is the first of the pair among the results (and is returned). Each tenant is also asked
+about each of the ten others (``others``): the one asked about must come first, not a newer
+memory of the pair that says it changed something else. Reported per part of the
 file (``half``): ``tuning`` and ``validation`` (every other pair of each relation of the first
 110), and ``held-out`` (36 distinct pairs and 24 updates written on 2026-12-06, after the rule
 of decision 0034 was tuned and its validation misses read, and before any change was measured
@@ -52,6 +54,20 @@ OTHERS = (
     "Expense reports are due by the fifth of each month.",
     "The coffee machine on the ground floor takes oat milk.",
     "Holiday requests go through the HR portal.",
+)
+# A question for each of OTHERS: a newer memory that says it changed something else (a pair's
+# "We migrated CI to GitHub Actions.") must not take the place of the one asked about.
+OTHER_QUESTIONS = (
+    "How often is the team retro?",
+    "How many approvals do deploys need?",
+    "Where does the design system live?",
+    "When are invoices sent?",
+    "What is the incident channel?",
+    "What do new joiners get?",
+    "Where is the quarterly offsite?",
+    "When are expense reports due?",
+    "What milk does the coffee machine take?",
+    "How do I request a holiday?",
 )
 
 
@@ -119,6 +135,13 @@ def evaluate(
             right[half][pair.relation].append(ok)
         if not ok:
             missed.append({"id": pair.id, "half": pair.half, "query": pair.query, "first": first})
+        for text, query in zip(OTHERS, OTHER_QUESTIONS, strict=True):
+            response = retriever.retrieve(query, tenant_id=f"{prefix}-{pair.id}", as_of=ASKED_AT)
+            leading = next((r.content for r in response.results if r.source == "semantic"), None)
+            for half in (pair.half, "all"):
+                right[half]["others"].append(leading == text)
+            if leading != text:
+                missed.append({"id": pair.id, "half": pair.half, "query": query, "first": leading})
     return {
         half: {
             relation: {

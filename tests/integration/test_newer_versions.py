@@ -217,3 +217,29 @@ def test_keyed_memories_are_versions_for_a_question_that_does_not_tell_them_apar
     assert all("possibly_outdated_by" not in r.metadata for r in asked)
     either = retriever.retrieve("Which airport does Alice use?", tenant_id="keys")
     assert _memories(either)[:2] == [work, home]
+
+
+def test_a_newer_memory_that_changed_something_else_leaves_the_one_asked_about_first(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    retro = store.remember(
+        "The team retro is every other Thursday.", tenant_id="acme", created_at=JANUARY
+    )
+    store.remember("Our on-call rotation is weekly.", tenant_id="acme", created_at=APRIL)
+    rotation = store.remember(
+        "On-call rotation changed to every two weeks.",
+        tenant_id="acme",
+        created_at=APRIL + timedelta(days=1),
+    )
+    lives = store.remember("Dmitri lives with his parents.", tenant_id="acme", created_at=JANUARY)
+    flat = store.remember(
+        "Dmitri has his own flat in Leeds since last month.", tenant_id="acme", created_at=APRIL
+    )
+    results = retriever.retrieve("How often is the team retro?", tenant_id="acme", as_of=JULY)
+    assert _memories(results)[0] == retro
+    assert "possibly_outdated_by" not in results[0].metadata
+    assert rotation not in _memories(results)[:1]
+    # An update that says when its value began, asked with the verb the older holds.
+    results = retriever.retrieve("Where does Dmitri live?", tenant_id="acme", as_of=JULY)
+    memories = _memories(results)
+    assert memories.index(flat) < memories.index(lives)

@@ -8,6 +8,7 @@ import pytest
 
 from retrieval.search.rank.versions_asked import (
     names_apart,
+    shares_a_word,
     states_update,
     tells_apart,
     versions_for_query,
@@ -141,4 +142,22 @@ def test_the_verb_of_a_question_asked_with_do_tells_nothing_apart() -> None:
     # Without "do" an inflected word is no verb of the question: "cats" tells apart.
     assert tells_apart(
         "Is Tom allergic to cat hair?", "Tom is allergic to cats.", "Tom is allergic to dust."
+    )
+
+
+def test_an_update_names_what_it_changes() -> None:
+    # A subject both hold, or the same teller ("we"), as an update of the fact has it.
+    assert shares_a_word("Bob lives in Paris.", "Bob moved to Denver.")
+    assert shares_a_word("We use GitHub for our code.", "We switched to GitLab.")
+    assert shares_a_word("The CI runs on Jenkins.", "We migrated CI to GitHub Actions.")
+    # A memory that changed something else names nothing of the one asked about.
+    older, newer = (
+        "The design system lives in the shared Figma workspace.",
+        ("We migrated CI to GitHub Actions."),
+    )
+    assert not shares_a_word(older, newer)
+    assert not versions_for_query("Where does the design system live?", older, newer, near=False)
+    # "other" is no subject: "every other Thursday" and "every other Monday" share none.
+    assert not shares_a_word(
+        "The team retro is every other Thursday.", "Client meetings moved to every other Monday."
     )

@@ -36,7 +36,7 @@ _FUNCTION_WORDS = frozenset(
     would shall should can could may might must what when where who whom whose which why how i
     me my mine we us our ours you your yours he him his she her hers it its they them their
     theirs this that these those there here some any all each every no not very just still also
-    too much many more most own same such only again ever s t get gets got
+    too much many more most own same such other only again ever s t get gets got
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 _WORD = re.compile(r"\w+(?:['\u2019]\w+)*")
@@ -120,7 +120,22 @@ def versions_for_query(query: str, older: str, newer: str, *, near: bool) -> boo
         return False
     if near and not tells_apart(query, older, newer):
         return True
-    return said.short_update and not names_apart(query, older, newer)
+    return (
+        said.short_update and shares_a_word(older, newer) and not names_apart(query, older, newer)
+    )
+
+
+def shares_a_word(older: str, newer: str) -> bool:
+    """Whether ``newer`` holds a content word of ``older`` (the same, one that starts it and
+    adds at most three letters, or one inside a word of its own), or both are told by "we" or
+    "I": an update names what it changes ("Bob moved to Denver." after "Bob lives in Paris.",
+    "We switched to GitLab." after "We use GitHub for our code."), where a memory that changed
+    something else ("We migrated CI to GitHub Actions.") names nothing of "The design system
+    lives in the shared Figma workspace."."""
+    first, second = _text(older), _text(newer)
+    if first.tellers & second.tellers:
+        return True
+    return any(second.shares(word) for word in first.words)
 
 
 def _apart(
@@ -144,6 +159,7 @@ class _Text:
         self.words = _words(text)
         self.names = _names(text)
         self.short_update = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS and states_update(text)
+        self.tellers = _tellers(text)
         self._by_start: dict[str, list[str]] = {}
         for word in self.words:
             self._by_start.setdefault(word[:_SHORTEST_STEM], []).append(word)
@@ -176,6 +192,10 @@ class _Text:
         at least three letters, no digit: "vpn" in "openvpn")."""
         self._read(asked)
         return self._inside
+
+    def shares(self, word: str) -> bool:
+        """Whether this text holds ``word``, or holds it inside a word of its own."""
+        return self._holds(word) or (_may_be_inside(word) and word in self._joined)
 
     def _read(self, asked: frozenset[str]) -> None:
         if asked is self._asked or asked == self._asked:
@@ -226,6 +246,14 @@ def _words(text: str) -> frozenset[str]:
     # The content words of ``text``, in lower case, without a possessive's ending.
     found = (_POSSESSIVE.sub("", word.lower()) for word in _WORD.findall(text))
     return frozenset(w for w in found if w and w not in _FUNCTION_WORDS)
+
+
+# Who tells a memory, when it says so: one team ("we", "our") or one person ("I", "my").
+_TELLERS = {"we": "we", "our": "we", "us": "we", "ours": "we", "i": "i", "my": "i", "me": "i"}
+
+
+def _tellers(text: str) -> frozenset[str]:
+    return frozenset(_TELLERS[w] for w in map(str.lower, _WORD.findall(text)) if w in _TELLERS)
 
 
 @lru_cache(maxsize=4096)
