@@ -11,16 +11,21 @@ older one for a question when either
   same sentence with another value: ``near``) and the question names no content word that one
   of them holds and the other does not (:func:`tells_apart`); or
 * the newer, one short statement (at most 30 words), says in words that it replaces something
-  ("moved to", "switched to", "no longer", "is now", "a new number", :func:`states_update`),
-  not that it adds to it ("also", "too", "another"), and the question names no name or number
-  that only one of them holds (:func:`names_apart`): "Where does Bob live?" still asks about
-  "Bob moved to Denver.", but not about "Alice moved to Denver.".
+  ("moved to", "switched to", "no longer", "is now", "a new number") or when its value began
+  ("since last month", "starting next week", :func:`states_update`), not that it adds to it
+  ("also", "too", "another"), names what it changes (a word of the older, or the same "we" or
+  "I": :func:`shares_a_word`), and the question names no name or number that only one of them
+  holds (:func:`names_apart`): "Where does Bob live?" still asks about "Bob moved to Denver.",
+  but not about "Alice moved to Denver.".
+
+The verb of a question asked with "do" ("Where does Dmitri live?"), which a statement inflects
+("lives"), names the relation asked about and tells nothing apart.
 
 Words are compared in lower case, a word matching another that starts with it and adds at most
 three letters ("live", "lives", "lived"); words with digits match only themselves; a word the
 other memory holds inside one of its own ("VPN" in "OpenVPN") tells nothing apart. The signs of
 an update are read in English; in another language only the first way applies.
-See docs/decisions/0034-versions-for-the-question.md.
+See docs/decisions/0034-versions-for-the-question.md and 0053-an-update-says-when-it-began.md.
 """
 
 from __future__ import annotations
