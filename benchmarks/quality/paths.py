@@ -205,12 +205,22 @@ def run_keywords(way: Way) -> dict[str, Any]:
 
 def run_versions(way: Way) -> dict[str, Any]:
     """The fact asked about first, the newer of an update, and one of the tenant's other
-    memories asked about first, per half of the pairs."""
-    from versions_for_a_question import ASKED_AT, OTHER_QUESTIONS, OTHERS, load
+    memories asked about first, per half of the pairs; and the first two with every pair in one
+    tenant, told one a day (``one tenant``)."""
+    from versions_for_a_question import ASKED_AT, OTHER_QUESTIONS, OTHERS, load, one_tenant_order
 
     pairs = load()
     earlier = ASKED_AT - timedelta(days=30)
     memos: list[Memo] = []
+    # Every pair in one tenant too, as one user's memory grows (one a day; keyed as below).
+    told = one_tenant_order(pairs)
+    first_day = ASKED_AT - timedelta(days=len(told) + 1)
+    updates = {pair.id for pair in pairs if pair.relation == "update"}
+    memos += [
+        Memo(f"{role}-{pair_id}", text, first_day + timedelta(days=day), "pairs-one",
+             f"pair-{pair_id}" if pair_id in updates else f"{role}-{pair_id}-{day}")
+        for day, (pair_id, role, text) in enumerate(told)
+    ]  # fmt: skip
     for pair in pairs:
         tenant = f"pair-{pair.id}"
         memos += [Memo(f"o{n}", text, earlier, tenant, f"other-{n}")
@@ -233,6 +243,11 @@ def run_versions(way: Way) -> dict[str, Any]:
             other = pair.id % len(OTHERS)
             found = ask(f"pair-{pair.id}", OTHER_QUESTIONS[other], 10, ASKED_AT)
             tally.add(pair.half, "others", float([f.ref for f in found[:1]] == [f"o{other}"]))
+            # In the one tenant, the expected memory first among all the results.
+            found = ask("pairs-one", pair.query, 10, ASKED_AT)
+            expected = f"{pair.first}-{pair.id}"
+            tally.add(pair.half, f"one tenant {pair.relation}",
+                      float([f.ref for f in found[:1]] == [expected]))  # fmt: skip
     return tally.summary(scale=1.0, digits=3)
 
 

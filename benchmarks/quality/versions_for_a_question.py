@@ -15,7 +15,13 @@ public API (``remember``), and is asked with ``retrieve()`` and the defaults (an
 ``newer_versions_first`` off, in the same run). The answer is right when the memory expected
 first is the first of the pair among the results (and is returned). Each tenant is also asked
 about each of the ten others (``others``): the one asked about must come first, not a newer
-memory of the pair that says it changed something else. Reported per part of the
+memory of the pair that says it changed something else.
+
+Then every pair in one tenant (``one tenant``), as one user's memory grows: the ten others, every
+older fact, then every newer one, one a day in a shuffled order; each question's expected memory
+must come first among all the results: a newer memory of another pair that says it changed
+something ("Leo has a new piano teacher, Mr Evans.") must not take the place of the fact asked
+about ("How old is Leo?" beside "My son Leo is 8 years old."). Reported per part of the
 file (``half``): ``tuning`` and ``validation`` (every other pair of each relation of the first
 110), and ``held-out`` (36 distinct pairs and 24 updates written on 2026-12-06, after the rule
 of decision 0034 was tuned and its validation misses read, and before any change was measured
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -109,6 +116,65 @@ def store_pairs(store: Any, pairs: Sequence[Pair], prefix: str = "versions") -> 
     return ids
 
 
+def one_tenant_order(pairs: Sequence[Pair]) -> list[tuple[int, str, str]]:
+    """The order one tenant is told every pair in: :data:`OTHERS` (pair id -1), then every
+    older fact, then every newer one, each part shuffled (seed 7): (pair id, role, text)."""
+    rng = random.Random(7)
+    olders = [(pair.id, "older", pair.older) for pair in pairs]
+    newers = [(pair.id, "newer", pair.newer) for pair in pairs]
+    rng.shuffle(olders)
+    rng.shuffle(newers)
+    return [(-1, "other", text) for text in OTHERS] + olders + newers
+
+
+def store_in_one_tenant(store: Any, pairs: Sequence[Pair], tenant: str = "versions-one") -> dict:
+    """Every pair in one tenant, as one user's memory grows: :data:`OTHERS`, then every older
+    fact, then every newer one, one a day, each part in a shuffled order (seed 7); the ids of
+    each pair's two memories."""
+    told = one_tenant_order(pairs)
+    store.forget(tenant_id=tenant, everything=True)
+    first_day = ASKED_AT - timedelta(days=len(told) + 1)
+    ids: dict[int, dict[str, Any]] = defaultdict(dict)
+    for day, (pair_id, role, text) in enumerate(told):
+        memory = store.remember(text, tenant_id=tenant, created_at=first_day + timedelta(days=day))
+        if pair_id >= 0:
+            ids[pair_id][role] = memory
+    return ids
+
+
+def evaluate_one_tenant(
+    retriever: Any, pairs: Sequence[Pair], ids: Mapping[int, Any], tenant: str = "versions-one"
+) -> dict[str, Any]:
+    """In the one tenant, the share of questions whose expected memory comes first among all
+    the results (not only the pair's), per half and relation, and those that missed."""
+    right: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    missed: list[dict[str, Any]] = []
+    for pair in pairs:
+        response = retriever.retrieve(pair.query, tenant_id=tenant, as_of=ASKED_AT)
+        memories = [r for r in response.results if r.source == "semantic"]
+        ok = bool(memories) and memories[0].metadata["id"] == ids[pair.id][pair.first]
+        for half in (pair.half, "all"):
+            right[half][pair.relation].append(ok)
+        if not ok:
+            first = memories[0].content if memories else None
+            missed.append({"id": pair.id, "half": pair.half, "query": pair.query, "first": first})
+    return _shares(right) | {"missed": missed}
+
+
+def _shares(right: Mapping[str, Mapping[str, list[bool]]]) -> dict[str, Any]:
+    return {
+        half: {
+            relation: {
+                "right": sum(found),
+                "of": len(found),
+                "share": round(sum(found) / len(found), 3),
+            }
+            for relation, found in sorted(by.items())
+        }
+        for half, by in right.items()
+    }
+
+
 def first_of_pair(results: Sequence[Any], ids: Mapping[str, Any]) -> str | None:
     """Which of the pair (``older`` or ``newer``) comes first among ``results``."""
     for result in results:
@@ -142,17 +208,7 @@ def evaluate(
                 right[half]["others"].append(leading == text)
             if leading != text:
                 missed.append({"id": pair.id, "half": pair.half, "query": query, "first": leading})
-    return {
-        half: {
-            relation: {
-                "right": sum(found),
-                "of": len(found),
-                "share": round(sum(found) / len(found), 3),
-            }
-            for relation, found in sorted(by.items())
-        }
-        for half, by in right.items()
-    } | {"missed": missed}
+    return _shares(right) | {"missed": missed}
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
@@ -187,6 +243,7 @@ def main() -> None:
     store = MemoryStore(bench.engine, schema="versions")
     pairs = load()
     ids = store_pairs(store, pairs)
+    one_tenant = store_in_one_tenant(store, pairs)
     changes = dict(parse_setting(text) for text in args.set)
     configs = {
         "defaults": replace(RetrievalConfig(record_access=False), **changes),
@@ -198,10 +255,12 @@ def main() -> None:
     for name, config in configs.items():
         with HybridRetriever.from_store(store, config=config) as retriever:
             results[name] = evaluate(retriever, pairs, ids)
+            results[f"{name}, one tenant"] = evaluate_one_tenant(retriever, pairs, one_tenant)
     write_result("versions-for-a-question", results, args)
-    for name in configs:
-        print(name, {h: {r: v["share"] for r, v in by.items()} for h, by in results[name].items()
-                     if h != "missed"})  # fmt: skip
+    for name in results:
+        if name != "pairs":
+            print(name, {h: {r: v["share"] for r, v in by.items()}
+                         for h, by in results[name].items() if h != "missed"})  # fmt: skip
 
 
 if __name__ == "__main__":

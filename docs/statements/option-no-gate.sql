@@ -415,7 +415,6 @@ mem_newer AS MATERIALIZED (
                                         THEN TRUE
                                       WHEN d.similarity >= CAST(%(version_words_similarity)s AS float8)
                                         THEN CAST(w.shared AS float8) >= CAST(%(version_shared_words)s AS float8) * (length(o.lexemes) + length(n.lexemes) - w.shared)
-                                      ELSE FALSE
                                     END AS near) AS p
     WHERE d.similarity >= CAST(%(update_similarity)s AS float8)
     GROUP BY o.id

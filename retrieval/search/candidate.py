@@ -54,9 +54,10 @@ class Candidate(NamedTuple):
     evidence: bool = True
     # The candidates that may be newer versions of the same fact, newest first (semantic, when
     # newer_versions_first), else NULL; and for each, whether the statement found it near
+    # (True), close (False: at version_words_similarity or more) or neither (None)
     # (retrieval.search.rank.versions_asked decides with the query).
     newer: list[int] | None = None
-    newer_near: list[bool] | None = None
+    newer_near: list[bool | None] | None = None
     # Set by the rank stage, not a column: the hit whose relevance lifted this turn's.
     lifted_by: Lift | None = None
 

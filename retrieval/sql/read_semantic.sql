@@ -273,11 +273,12 @@ mem_facts AS MATERIALIZED (
 -- namespace, told after it and by the call's moment (a memory dated later is no version yet),
 -- at a cosine similarity of %(update_similarity)s or more (an update
 -- in words may say it with others; a key names an item, as LangGraph's keys do, not a fact);
--- each marked near when its vector is at %(version_similarity)s or more, or from
+-- each marked near (TRUE) when its vector is at %(version_similarity)s or more, or from
 -- %(version_words_similarity)s on it shares %(version_shared_words)s of their lexemes (the same
 -- sentence with another value: the lexemes both hold counted from the lengths of their
--- tsvectors and of their merge, in one pass over each). The rank stage keeps those that are
--- versions for the query.
+-- tsvectors and of their merge, in one pass over each), else close (FALSE) from
+-- %(version_words_similarity)s on, else NULL. The rank stage keeps those that are versions for
+-- the query.
 mem_newer AS MATERIALIZED (
     SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer,
            array_agg(p.near ORDER BY n.told_at DESC, n.id DESC) AS newer_near
@@ -295,7 +296,6 @@ mem_newer AS MATERIALIZED (
             WHEN d.similarity >= %(version_words_similarity)s::float8 THEN
                 w.shared::float8 >= %(version_shared_words)s::float8
                 * (length(o.lexemes) + length(n.lexemes) - w.shared)
-            ELSE FALSE
         END AS near
     ) AS p
     WHERE d.similarity >= %(update_similarity)s::float8

@@ -243,3 +243,17 @@ def test_a_newer_memory_that_changed_something_else_leaves_the_one_asked_about_f
     results = retriever.retrieve("Where does Dmitri live?", tenant_id="acme", as_of=JULY)
     memories = _memories(results)
     assert memories.index(flat) < memories.index(lives)
+
+
+def test_a_later_memory_of_the_same_person_is_no_version_of_a_fact_the_question_names(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    age = store.remember("My son Leo is 8 years old.", tenant_id="acme", created_at=JANUARY)
+    teacher = store.remember(
+        "Leo has a new piano teacher, Mr Evans.", tenant_id="acme", created_at=APRIL
+    )
+    results = retriever.retrieve("How old is Leo?", tenant_id="acme", as_of=JULY)
+    assert _memories(results)[0] == age
+    assert "possibly_outdated_by" not in results[0].metadata
+    by_id = {r.metadata["id"]: r for r in results}
+    assert teacher not in by_id or "newer_version_of" not in by_id[teacher].metadata

@@ -161,3 +161,27 @@ def test_an_update_names_what_it_changes() -> None:
     assert not shares_a_word(
         "The team retro is every other Thursday.", "Client meetings moved to every other Monday."
     )
+
+
+def test_an_update_the_question_tells_apart_is_a_version_only_when_close() -> None:
+    # "old" is only the older's word: a later memory about Leo that says something changed is
+    # another fact, unless the statement found the two close in meaning.
+    older, newer = "My son Leo is 8 years old.", "Leo has a new piano teacher, Mr Evans."
+    assert tells_apart("How old is Leo?", older, newer)
+    assert not versions_for_query("How old is Leo?", older, newer, near=False, close=False)
+    # Not told apart by the question, an update stays one however far its words.
+    assert versions_for_query(
+        "Where does Bob live?",
+        "Bob lives in Paris.",
+        "Bob moved to Denver.",
+        near=False,
+        close=False,
+    )
+    # Close, an update the question tells apart is one: "phone" is only the older's word.
+    assert versions_for_query(
+        "What is Carol's phone number?",
+        "Carol's phone number is 555-0142.",
+        "Carol has a new number: 555-0199.",
+        near=False,
+        close=True,
+    )

@@ -48,7 +48,9 @@ def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
             n
             for n, near in zip(_newer(s), _near(s), strict=True)
             if n in content
-            and versions_for_query(query, content[s.identity], content[n], near=near)
+            and versions_for_query(
+                query, content[s.identity], content[n], near=near is True, close=near is not None
+            )
         ]
         for s in scored
         if s.identity in content and _newer(s)
@@ -81,6 +83,6 @@ def _newer(item: Scored) -> list[int]:
     return (item.candidate.newer if item.candidate is not None else None) or []
 
 
-def _near(item: Scored) -> list[bool]:
+def _near(item: Scored) -> list[bool | None]:
     near = item.candidate.newer_near if item.candidate is not None else None
     return near if near is not None else [True] * len(_newer(item))

@@ -115,18 +115,25 @@ def names_apart(query: str, older: str, newer: str) -> bool:
     return _apart(first.names_held(asked), second.names_held(asked), first, second, asked)
 
 
-def versions_for_query(query: str, older: str, newer: str, *, near: bool) -> bool:
+def versions_for_query(
+    query: str, older: str, newer: str, *, near: bool, close: bool = True
+) -> bool:
     """Whether ``newer`` is a newer version of ``older`` for the question ``query``: found
     ``near`` and not told apart by the question, or a short statement of an update (at most
-    :data:`UPDATE_MOST_WORDS` words) that the question does not tell apart by a name or a
-    number."""
+    :data:`UPDATE_MOST_WORDS` words) that names what it changes and that the question does not
+    tell apart by a name or a number, nor, unless the two are ``close`` (the statement's
+    ``version_words_similarity``), by any content word: "How old is Leo?" asks about "My son Leo
+    is 8 years old.", not about the later "Leo has a new piano teacher, Mr Evans."."""
     said = _text(newer)
     if not (near or said.short_update):
         return False
     if near and not tells_apart(query, older, newer):
         return True
     return (
-        said.short_update and shares_a_word(older, newer) and not names_apart(query, older, newer)
+        said.short_update
+        and shares_a_word(older, newer)
+        and not names_apart(query, older, newer)
+        and (close or not tells_apart(query, older, newer))
     )
 
 
