@@ -189,9 +189,10 @@ class DocumentStore:
         limit = arguments.count("limit", limit, maximum=arguments.MAX_RESULTS)
         # Embedded before the transaction (the model's first call checks its dimensions in the
         # database), so that no connection is held while the model runs.
-        with translate_database_errors(str(self.engine.url)):
+        url = str(self.engine.url)
+        with translate_database_errors(url):
             vector = self.memories.cache.question(tenant_id, query)
-        with translate_database_errors(str(self.engine.url)), self.engine.begin() as connection:
+        with translate_database_errors(url), self.engine.begin() as connection:
             bind_tenant(connection, self.schema, tenant_id)
             # The HNSW search widened to the chunks asked for, and pgvector's iterative scan
             # (a small tenant still gets its chunks through the index), for this transaction.

@@ -127,13 +127,14 @@ def versions_for_query(
     said = _text(newer)
     if not (near or said.short_update):
         return False
-    if near and not tells_apart(query, older, newer):
+    apart = tells_apart(query, older, newer)
+    if near and not apart:
         return True
     return (
         said.short_update
         and shares_a_word(older, newer)
         and not names_apart(query, older, newer)
-        and (close or not tells_apart(query, older, newer))
+        and (close or not apart)
     )
 
 
