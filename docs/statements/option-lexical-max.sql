@@ -7,8 +7,8 @@
 --        keywords, known_at, lexical_query, max_distance, memory_bm25_rows, patterns,
 --        query_normalized, query_text, query_vector, query_words, rrf_k, semantic_candidates,
 --        semantic_half_life, tenant_id, text_search_config, update_similarity, version_candidates,
---        version_most_characters, version_shared_words, version_similarity,
---        version_words_similarity
+--        version_most_characters, version_nearest_margin, version_shared_words,
+--        version_similarity, version_words_similarity
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -440,7 +440,11 @@ mem_facts AS MATERIALIZED (
            m.namespace,
            s.told_at,
            m.embedding,
-           strip(m.search_vector) AS lexemes
+           strip(m.search_vector) AS lexemes,
+           EXISTS (SELECT 1
+                   FROM retrieval.memories AS r
+                   WHERE r.tenant_id = %(tenant_id)s
+                     AND r.superseded_by = s.id) AS replaced
     FROM (SELECT s.id,
                  s.kind,
                  s.told_at
@@ -457,29 +461,41 @@ mem_facts AS MATERIALIZED (
   ),
 
 -- mem_newer: each fact's possible newer versions among them, marked near or not
---   binds: as_of, update_similarity, version_shared_words, version_similarity,
---          version_words_similarity
+--   binds: as_of, update_similarity, version_nearest_margin, version_shared_words,
+--          version_similarity, version_words_similarity
 mem_newer AS MATERIALIZED (
-    SELECT o.id,
-           array_agg(n.id ORDER BY n.told_at DESC,
-                                   n.id DESC) AS newer,
-           array_agg(p.near ORDER BY n.told_at DESC,
-                                     n.id DESC) AS newer_near
-    FROM mem_facts AS o
-         INNER JOIN mem_facts AS n ON n.kind = o.kind
-                                  AND n.namespace = o.namespace
-                                  AND n.told_at > o.told_at
-                                  AND n.told_at <= CAST(%(as_of)s AS timestamptz)
-         CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
-         CROSS JOIN LATERAL (SELECT length(o.lexemes) + length(n.lexemes) - length(o.lexemes || n.lexemes) AS shared) AS w
-         CROSS JOIN LATERAL (SELECT CASE
-                                      WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
-                                        THEN TRUE
-                                      WHEN d.similarity >= CAST(%(version_words_similarity)s AS float8)
-                                        THEN CAST(w.shared AS float8) >= CAST(%(version_shared_words)s AS float8) * (length(o.lexemes) + length(n.lexemes) - w.shared)
-                                    END AS near) AS p
-    WHERE d.similarity >= CAST(%(update_similarity)s AS float8)
-    GROUP BY o.id
+    SELECT q.id,
+           array_agg(q.newer ORDER BY q.told_at DESC,
+                                      q.newer DESC) AS newer,
+           array_agg(q.near ORDER BY q.told_at DESC,
+                                     q.newer DESC) AS newer_near
+    FROM (SELECT o.id,
+                 n.id AS newer,
+                 n.told_at,
+                 p.near,
+                 d.similarity,
+                 CASE
+                   WHEN n.replaced
+                     THEN CAST(1.0 AS float8)
+                   ELSE max(d.similarity) OVER (PARTITION BY n.id)
+                 END AS nearest
+          FROM mem_facts AS o
+               INNER JOIN mem_facts AS n ON n.kind = o.kind
+                                        AND n.namespace = o.namespace
+                                        AND n.told_at > o.told_at
+                                        AND n.told_at <= CAST(%(as_of)s AS timestamptz)
+               CROSS JOIN LATERAL (SELECT CAST(1.0 AS float8) - (o.embedding <=> n.embedding) AS similarity) AS d
+               CROSS JOIN LATERAL (SELECT length(o.lexemes) + length(n.lexemes) - length(o.lexemes || n.lexemes) AS shared) AS w
+               CROSS JOIN LATERAL (SELECT CASE
+                                            WHEN d.similarity >= CAST(%(version_similarity)s AS float8)
+                                              THEN TRUE
+                                            WHEN d.similarity >= CAST(%(version_words_similarity)s AS float8)
+                                              THEN CAST(w.shared AS float8) >= CAST(%(version_shared_words)s AS float8) * (length(o.lexemes) + length(n.lexemes) - w.shared)
+                                          END AS near) AS p
+          WHERE d.similarity >= CAST(%(update_similarity)s AS float8)) AS q
+    WHERE q.near IS TRUE
+       OR q.similarity >= q.nearest - CAST(%(version_nearest_margin)s AS float8)
+    GROUP BY q.id
   ),
 
 -- semantic_versions: the memories' candidates, each with its newer versions

@@ -257,9 +257,14 @@ semantic AS (
 -- told by the call's moment and their namespaces, vectors and lexemes (read again by the primary
 -- key). The lexemes are stripped of their positions here, once: a long text's are stored
 -- compressed, and the pairs of mem_newer would read them again for each pair (what two facts
--- share counts lexemes, not positions).
+-- share counts lexemes, not positions). Whether each replaced a memory (under its key, or
+-- told so): that is the fact it updates.
 mem_facts AS MATERIALIZED (
-    SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding, strip(m.search_vector) AS lexemes
+    SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding, strip(m.search_vector) AS lexemes,
+           EXISTS (
+               SELECT 1 FROM {schema}.memories AS r
+               WHERE r.tenant_id = %(tenant_id)s AND r.superseded_by = s.id
+           ) AS replaced
     FROM (
         SELECT s.id, s.kind, s.told_at FROM semantic AS s
         WHERE NOT {turn} AND char_length(s.content) <= %(version_most_characters)s
@@ -277,29 +282,38 @@ mem_facts AS MATERIALIZED (
 -- %(version_words_similarity)s on it shares %(version_shared_words)s of their lexemes (the same
 -- sentence with another value: the lexemes both hold counted from the lengths of their
 -- tsvectors and of their merge, in one pass over each), else close (FALSE) from
--- %(version_words_similarity)s on, else NULL. The rank stage keeps those that are versions for
--- the query.
+-- %(version_words_similarity)s on, else NULL. A newer that is not near is a version only of the
+-- facts it is nearest to, within %(version_nearest_margin)s of its highest similarity to any of
+-- them, and of none when it replaced one (under its key, or told so): an update names one fact
+-- ("Maria got married and her name is now Maria Silva." updates "Maria's last name is Lopez.",
+-- not "Maria is vegetarian."). The rank stage keeps those that are versions for the query.
 mem_newer AS MATERIALIZED (
-    SELECT o.id, array_agg(n.id ORDER BY n.told_at DESC, n.id DESC) AS newer,
-           array_agg(p.near ORDER BY n.told_at DESC, n.id DESC) AS newer_near
-    FROM mem_facts AS o
-    JOIN mem_facts AS n
-      ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
-     AND n.told_at <= %(as_of)s::timestamptz
-    CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
-    CROSS JOIN LATERAL (
-        SELECT length(o.lexemes) + length(n.lexemes) - length(o.lexemes || n.lexemes) AS shared
-    ) AS w
-    CROSS JOIN LATERAL (
-        SELECT CASE
-            WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
-            WHEN d.similarity >= %(version_words_similarity)s::float8 THEN
-                w.shared::float8 >= %(version_shared_words)s::float8
-                * (length(o.lexemes) + length(n.lexemes) - w.shared)
-        END AS near
-    ) AS p
-    WHERE d.similarity >= %(update_similarity)s::float8
-    GROUP BY o.id
+    SELECT q.id, array_agg(q.newer ORDER BY q.told_at DESC, q.newer DESC) AS newer,
+           array_agg(q.near ORDER BY q.told_at DESC, q.newer DESC) AS newer_near
+    FROM (
+        SELECT o.id, n.id AS newer, n.told_at, p.near, d.similarity,
+               CASE WHEN n.replaced THEN 1.0::float8
+                    ELSE max(d.similarity) OVER (PARTITION BY n.id) END AS nearest
+        FROM mem_facts AS o
+        JOIN mem_facts AS n
+          ON n.kind = o.kind AND n.namespace = o.namespace AND n.told_at > o.told_at
+         AND n.told_at <= %(as_of)s::timestamptz
+        CROSS JOIN LATERAL (SELECT 1.0::float8 - (o.embedding <=> n.embedding) AS similarity) AS d
+        CROSS JOIN LATERAL (
+            SELECT length(o.lexemes) + length(n.lexemes) - length(o.lexemes || n.lexemes) AS shared
+        ) AS w
+        CROSS JOIN LATERAL (
+            SELECT CASE
+                WHEN d.similarity >= %(version_similarity)s::float8 THEN TRUE
+                WHEN d.similarity >= %(version_words_similarity)s::float8 THEN
+                    w.shared::float8 >= %(version_shared_words)s::float8
+                    * (length(o.lexemes) + length(n.lexemes) - w.shared)
+            END AS near
+        ) AS p
+        WHERE d.similarity >= %(update_similarity)s::float8
+    ) AS q
+    WHERE q.near IS TRUE OR q.similarity >= q.nearest - %(version_nearest_margin)s::float8
+    GROUP BY q.id
 )
 
 -- name: semantic_versions

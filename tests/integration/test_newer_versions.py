@@ -257,3 +257,45 @@ def test_a_later_memory_of_the_same_person_is_no_version_of_a_fact_the_question_
     assert "possibly_outdated_by" not in results[0].metadata
     by_id = {r.metadata["id"]: r for r in results}
     assert teacher not in by_id or "newer_version_of" not in by_id[teacher].metadata
+
+
+def test_an_update_takes_the_place_of_the_fact_it_is_nearest_to_only(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # One person's facts in one memory: the update names her name, not what she eats.
+    name = store.remember("Maria's last name is Lopez.", tenant_id="acme", created_at=JANUARY)
+    diet = store.remember(
+        "Maria is vegetarian.", tenant_id="acme", created_at=JANUARY + timedelta(days=1)
+    )
+    married = store.remember(
+        "Maria got married and her name is now Maria Silva.", tenant_id="acme", created_at=APRIL
+    )
+    results = retriever.retrieve("Is Maria vegetarian?", tenant_id="acme", as_of=JULY)
+    assert _memories(results)[0] == diet
+    assert "possibly_outdated_by" not in results[0].metadata
+    results = retriever.retrieve("What is Maria's last name?", tenant_id="acme", as_of=JULY)
+    memories = _memories(results)
+    assert memories[0] == married
+    by_id = {r.metadata["id"]: r for r in results}
+    assert by_id[name].metadata["possibly_outdated_by"]["id"] == married
+
+
+def test_an_update_that_replaced_its_fact_under_a_key_is_no_version_of_another(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # The fact it updates is retired (the same key): it found its fact, and is not another's.
+    store.remember("Maria's last name is Lopez.", tenant_id="acme", created_at=JANUARY, key="name")
+    diet = store.remember(
+        "Maria is vegetarian.", tenant_id="acme", created_at=JANUARY + timedelta(days=1), key="diet"
+    )
+    married = store.remember(
+        "Maria got married and her name is now Maria Silva.",
+        tenant_id="acme",
+        created_at=APRIL,
+        key="name",
+    )
+    results = retriever.retrieve("Is Maria vegetarian?", tenant_id="acme", as_of=JULY)
+    assert _memories(results)[0] == diet
+    assert "possibly_outdated_by" not in results[0].metadata
+    results = retriever.retrieve("What is Maria's last name?", tenant_id="acme", as_of=JULY)
+    assert _memories(results)[0] == married

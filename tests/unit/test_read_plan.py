@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval.embedding.calibration import UNCALIBRATED
+from retrieval.embedding.calibration import CALIBRATIONS, UNCALIBRATED
+from retrieval.embedding.e5_model import E5_MODEL_ID
+from retrieval.embedding.models import DEFAULT_MODEL_ID
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.knowledge import SIZE_ROWS, TenantView
 from retrieval.search.plan.read_plan import ReadPlan, plan_read, statement_parameters
@@ -139,3 +141,15 @@ def test_each_pinned_shape_s_parameters_are_bound(name: str) -> None:
     assert call.filter_operators == shape.filter
     named = set(re.findall(r"%\((\w+)\)s", build_statement("retrieval", shape)))
     assert named <= set(statement_parameters(shape, call, UNCALIBRATED))
+
+
+@pytest.mark.parametrize(
+    ("model", "margin"), [(DEFAULT_MODEL_ID, 0.077), (E5_MODEL_ID, 0.0099), (None, 0.1)]
+)
+def test_an_update_s_nearest_facts_are_within_one_relevance_margin_of_each_model(
+    model: str | None, margin: float
+) -> None:
+    # The same relevance (a tenth) in each model's cosines: e5's texts lie close together.
+    calibration = CALIBRATIONS[model] if model else UNCALIBRATED
+    plan = plan_read(_call(), SEEN, calibration)
+    assert plan.parameters["version_nearest_margin"] == pytest.approx(margin, abs=5e-4)

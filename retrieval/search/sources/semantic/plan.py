@@ -33,6 +33,11 @@ VERSION_CANDIDATES = 2
 # characters (about 50 words) are never versions of one another. Two abstracts, notes or pages on
 # one topic are near in meaning and share most words, as versions do, but both stay true.
 VERSION_MOST_CHARACTERS = 280
+# An update that is not near a fact ("Maria got married and her name is now Maria Silva.") is a
+# version of the facts it is nearest to among the candidates, within this much relevance (a
+# cosine of 0.077 with all-MiniLM-L6-v2, 0.010 with e5-small): of "Maria's last name is Lopez.",
+# not of "Maria is vegetarian." (docs/decisions/0055-an-update-replaces-the-fact-it-is-nearest.md).
+NEAREST_VERSION_MARGIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,8 @@ def semantic_parameters(
             "update_similarity": thresholds.update_similarity,
             "version_candidates": VERSION_CANDIDATES * config.semantic.limit,
             "version_most_characters": VERSION_MOST_CHARACTERS,
+            "version_nearest_margin": calibration.cosine_at(NEAREST_VERSION_MARGIN)
+            - calibration.cosine_at(0.0),
         }
     if query.bm25:
         params |= bm25_parameters(config, call.query)
