@@ -299,3 +299,16 @@ def test_an_update_that_replaced_its_fact_under_a_key_is_no_version_of_another(
     assert "possibly_outdated_by" not in results[0].metadata
     results = retriever.retrieve("What is Maria's last name?", tenant_id="acme", as_of=JULY)
     assert _memories(results)[0] == married
+
+
+def test_a_chain_of_updates_said_in_words_comes_newest_first(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # Each update is nearest the one before it: the chain still ranks newest first.
+    paris = store.remember("Bob lives in Paris.", tenant_id="acme", created_at=JANUARY)
+    denver = store.remember("Bob moved to Denver.", tenant_id="acme", created_at=APRIL)
+    austin = store.remember(
+        "Bob moved to Austin last week.", tenant_id="acme", created_at=JULY - timedelta(days=1)
+    )
+    results = retriever.retrieve("Where does Bob live?", tenant_id="acme", as_of=JULY)
+    assert _memories(results)[:3] == [austin, denver, paris]

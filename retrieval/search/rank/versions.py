@@ -12,7 +12,8 @@ it takes the older one's final score (its result names the memory it replaces,
 ``newer_version_of``, and carries the raise as a part, ``version``). The older memory's final score
 is then capped :data:`VERSION_MARGIN` under the lowest final score of its newer versions
 (themselves placed first, the newest before the older), so that it ranks right below them and stays
-retrievable. Its result names the newest of them (``possibly_outdated_by``) and, when capped,
+retrievable. In a chain, where each update is a version of the one before it only (an update is
+the version of the fact it is nearest to), the newest of the chain is the one that answers. Its result names the newest of them (``possibly_outdated_by``) and, when capped,
 carries the cap as a part of its score (``outdated``, negative: the parts still add up to the final
 score).
 """
@@ -55,16 +56,18 @@ def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
         for s in scored
         if s.identity in content and _newer(s)
     }
-    older = [s for s in scored if versions.get(s.identity)]
     final = {s.identity: s.final_score for s in scored}
     by_id = {s.identity: s for s in scored}
     changed: dict[int, Scored] = {}
-    # Fewer newer versions first: in a chain of versions the newer ones are placed before the
-    # older ones that they place in turn.
-    for item in sorted(older, key=lambda s: (len(versions[s.identity]), s.identity)):
-        newer = versions[item.identity]
-        own = final[item.identity]
-        newest = newer[0]
+    # The newer versions first: in a chain of versions ("Bob moved to Austin." after "Bob moved
+    # to Denver." after "Bob lives in Paris.", each an update of the one before it only) the
+    # newer ones are placed before the older ones that they place in turn, and the newest of
+    # the chain answers what each older one did.
+    for identity in _newer_first(versions):
+        item = by_id[identity]
+        newer = versions[identity]
+        own = final[identity]
+        newest = _newest(newer[0], versions)
         if final[newest] < own:  # the newest version answers what the older one did
             final[newest] = own
             base = changed.get(newest, by_id[newest])
@@ -77,6 +80,33 @@ def newer_versions_first(scored: Sequence[Scored], query: str) -> list[Scored]:
             final_score=capped, outdated=Outdated(by=newest, own_final=item.final_score)
         )
     return [changed.get(s.identity, s) for s in scored]
+
+
+def _newer_first(versions: dict[int, list[int]]) -> list[int]:
+    # Each memory with newer versions after those of its versions that have newer ones in turn
+    # (a version is told after the memory it updates: no cycle).
+    ordered: list[int] = []
+    seen: set[int] = set()
+
+    def visit(identity: int) -> None:
+        if identity in seen:
+            return
+        seen.add(identity)
+        for newer in versions.get(identity, ()):
+            visit(newer)
+        if versions.get(identity):
+            ordered.append(identity)
+
+    for identity in sorted(versions):
+        visit(identity)
+    return ordered
+
+
+def _newest(identity: int, versions: dict[int, list[int]]) -> int:
+    # The end of a chain of versions from ``identity``, by the newest version of each.
+    while versions.get(identity):
+        identity = versions[identity][0]
+    return identity
 
 
 def _newer(item: Scored) -> list[int]:
