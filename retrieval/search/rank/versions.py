@@ -12,10 +12,10 @@ it takes the older one's final score (its result names the memory it replaces,
 ``newer_version_of``, and carries the raise as a part, ``version``). The older memory's final score
 is then capped :data:`VERSION_MARGIN` under the lowest final score of its newer versions
 (themselves placed first, the newest before the older), so that it ranks right below them and stays
-retrievable. In a chain, where each update is a version of the one before it only (an update is
-the version of the fact it is nearest to), the newest of the chain is the one that answers. Its result names the newest of them (``possibly_outdated_by``) and, when capped,
+retrievable. Its result names the newest of them (``possibly_outdated_by``) and, when capped,
 carries the cap as a part of its score (``outdated``, negative: the parts still add up to the final
-score).
+score). In a chain, where each update is a version of the one before it only (an update is the
+version of the fact it is nearest to), the newest of the chain is the one that answers.
 """
 
 from __future__ import annotations
