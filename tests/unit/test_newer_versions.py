@@ -66,6 +66,22 @@ def test_a_chain_of_versions_ranks_newest_first() -> None:
     assert _ranked([v3, v2, v1]) == [1, 2, 3]
 
 
+@pytest.mark.parametrize(
+    "relevances", [(0.99, 0.97, 0.6), (0.99, 0.6, 0.97), (0.6, 0.99, 0.97), (0.97, 0.6, 0.99)]
+)
+def test_a_chain_of_updates_each_of_the_one_before_ranks_newest_first(
+    relevances: tuple[float, float, float],
+) -> None:
+    # Each update a version of the one before it only (an update is the version of the fact it
+    # is nearest to): the newest of the chain still first, each older right under the newer.
+    r3, r2, r1 = relevances
+    v3, v2, v1 = _scored(3, r3, newer=[2]), _scored(2, r2, newer=[1]), _scored(1, r1)
+    moved = newer_versions_first([v3, v2, v1], QUERY)
+    assert _ranked([v3, v2, v1]) == [1, 2, 3]
+    oldest = next(s for s in moved if s.identity == v3.identity)
+    assert oldest.outdated is not None and oldest.outdated.by == 1
+
+
 def test_an_older_version_already_under_the_newer_keeps_its_score_and_is_still_named() -> None:
     older, newer = _scored(2, 0.5, newer=[1]), _scored(1, 0.9)
     (kept, same) = newer_versions_first([older, newer], QUERY)
