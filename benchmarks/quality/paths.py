@@ -213,13 +213,11 @@ def run_versions(way: Way) -> dict[str, Any]:
     earlier = ASKED_AT - timedelta(days=30)
     memos: list[Memo] = []
     # Every pair in one tenant too, as one user's memory grows (one a day; keyed as below).
-    told = one_tenant_order(pairs)
-    first_day = ASKED_AT - timedelta(days=len(told) + 1)
     updates = {pair.id for pair in pairs if pair.relation == "update"}
     memos += [
-        Memo(f"{role}-{pair_id}", text, first_day + timedelta(days=day), "pairs-one",
+        Memo(f"{role}-{pair_id}", text, told_at, "pairs-one",
              f"pair-{pair_id}" if pair_id in updates else f"{role}-{pair_id}-{day}")
-        for day, (pair_id, role, text) in enumerate(told)
+        for day, (pair_id, role, text, told_at) in enumerate(one_tenant_order(pairs))
     ]  # fmt: skip
     for pair in pairs:
         tenant = f"pair-{pair.id}"

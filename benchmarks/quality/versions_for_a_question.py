@@ -116,27 +116,28 @@ def store_pairs(store: Any, pairs: Sequence[Pair], prefix: str = "versions") -> 
     return ids
 
 
-def one_tenant_order(pairs: Sequence[Pair]) -> list[tuple[int, str, str]]:
-    """The order one tenant is told every pair in: :data:`OTHERS` (pair id -1), then every
-    older fact, then every newer one, each part shuffled (seed 7): (pair id, role, text)."""
+def one_tenant_order(pairs: Sequence[Pair]) -> list[tuple[int, str, str, datetime]]:
+    """The order one tenant is told every pair in, one a day until the day before
+    :data:`ASKED_AT`: :data:`OTHERS` (pair id -1), then every older fact, then every newer one,
+    each part shuffled (seed 7): (pair id, role, text, when told)."""
     rng = random.Random(7)
     olders = [(pair.id, "older", pair.older) for pair in pairs]
     newers = [(pair.id, "newer", pair.newer) for pair in pairs]
     rng.shuffle(olders)
     rng.shuffle(newers)
-    return [(-1, "other", text) for text in OTHERS] + olders + newers
+    told = [(-1, "other", text) for text in OTHERS] + olders + newers
+    first_day = ASKED_AT - timedelta(days=len(told) + 1)
+    return [(*memory, first_day + timedelta(days=day)) for day, memory in enumerate(told)]
 
 
 def store_in_one_tenant(store: Any, pairs: Sequence[Pair], tenant: str = "versions-one") -> dict:
     """Every pair in one tenant, as one user's memory grows: :data:`OTHERS`, then every older
     fact, then every newer one, one a day, each part in a shuffled order (seed 7); the ids of
     each pair's two memories."""
-    told = one_tenant_order(pairs)
     store.forget(tenant_id=tenant, everything=True)
-    first_day = ASKED_AT - timedelta(days=len(told) + 1)
     ids: dict[int, dict[str, Any]] = defaultdict(dict)
-    for day, (pair_id, role, text) in enumerate(told):
-        memory = store.remember(text, tenant_id=tenant, created_at=first_day + timedelta(days=day))
+    for pair_id, role, text, told_at in one_tenant_order(pairs):
+        memory = store.remember(text, tenant_id=tenant, created_at=told_at)
         if pair_id >= 0:
             ids[pair_id][role] = memory
     return ids
