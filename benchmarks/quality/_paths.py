@@ -20,6 +20,10 @@ through the same surface:
   conversation calls them): every corpus. LangGraph cannot give a memory its time: its memories
   are told when stored, and its questions asked now.
 
+``thread, told now`` (a thread and a position, no time: each turn told when stored, as a
+LangGraph ``put`` is, and asked now) runs only when named (``--way``): what the conversation
+corpora lose by their times alone.
+
 Every way returns what a caller reads, in order, each result named by the corpus's reference
 (a turn's ``dia_id``, a memory's ``ref``, kept in its metadata or value).
 """
@@ -46,7 +50,9 @@ COLON = re.compile(r"^(?P<speaker>[^:]{1,40}): (?P<text>.*)$", re.DOTALL)
 CONVERSATION_WAYS = ("thread", "thread, kind not given", "no thread", "other format")
 COMMON_WAYS = ("namespace", "keys", "ingest", "langgraph", "mcp")
 MEMORY_BASE = "remember"
-UNTIMED_WAYS = frozenset({"langgraph"})  # its memories are told when stored
+# A conversation stored with its threads and places but no times: measured when named.
+TOLD_NOW = "thread, told now"
+UNTIMED_WAYS = frozenset({"langgraph", TOLD_NOW})  # their memories are told when stored
 
 
 # -- corpora ------------------------------------------------------------------------------------
@@ -283,6 +289,8 @@ class Way:
         }
         if self.name != "no thread":
             item |= {"thread_id": turn.thread, "position": turn.position}
+        if self.name == TOLD_NOW:
+            del item["created_at"]
         if self.name != "thread, kind not given":
             item["kind"] = "message"
         if self.name == "namespace":

@@ -57,6 +57,7 @@ from _paths import (
     COMMON_WAYS,
     CONVERSATION_WAYS,
     MEMORY_BASE,
+    TOLD_NOW,
     Dialogue,
     Memo,
     MemoEmbedder,
@@ -79,11 +80,15 @@ HALVES = ("tuning", "validation")
 HELD_OUT = "held-out"
 
 
-def ways_of(corpus: str) -> tuple[str, ...]:
-    """The ways that can carry ``corpus``."""
+def ways_of(corpus: str, named: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The ways that can carry ``corpus`` (``named``: only those, and a conversation's
+    ``thread, told now`` when it is named)."""
     if corpus in CONVERSATIONS:
-        return CONVERSATION_WAYS + COMMON_WAYS
-    return (MEMORY_BASE, *COMMON_WAYS)
+        told_now = (TOLD_NOW,) if named and TOLD_NOW in named else ()
+        ways = CONVERSATION_WAYS + COMMON_WAYS + told_now
+    else:
+        ways = (MEMORY_BASE, *COMMON_WAYS)
+    return tuple(w for w in ways if named is None or w in named)
 
 
 class Tally:
@@ -319,9 +324,7 @@ def run_matrix(
     matrix: dict[str, dict[str, Any]] = {}
     for corpus in corpora:
         matrix[corpus] = {}
-        for name in ways_of(corpus):
-            if ways is not None and name not in ways:
-                continue
+        for name in ways_of(corpus, ways):
             began = time.perf_counter()
             way = Way(name, store, config)
             try:
@@ -542,7 +545,11 @@ def _matrix_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", nargs="*", choices=CORPORA, help="only these corpora")
-    parser.add_argument("--way", nargs="*", help="only these ways of storing")
+    parser.add_argument(
+        "--way", nargs="*",
+        help="only these ways of storing ('thread, told now', a conversation's turns stored "
+        "without their times, runs only when named)",
+    )  # fmt: skip
     parser.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE",
         help="a RetrievalConfig field of the measured configuration (repeatable)",

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "quality"))  # the matrix's ways, s
 from _paths import (  # noqa: E402
     COMMON_WAYS,
     CONVERSATION_WAYS,
+    TOLD_NOW,
     Dialogue,
     Turn,
     Way,
@@ -106,3 +107,16 @@ def test_every_documented_way_of_storing_a_conversation_answers_as_well_as_the_b
             f"({KNOWN_GAPS.get(name, 0)} questions) and two points behind; every way: {recall}"
         )
     assert best >= 0.9, recall
+
+
+def test_a_conversation_told_now_keeps_its_threads_and_places_but_not_its_times() -> None:
+    # The way that measures what the conversation corpora lose by their times alone (as a
+    # LangGraph put is told when it is made): each turn told when stored, asked now.
+    told = datetime(2026, 3, 1, 9, 30).astimezone()
+    turn = Turn("0:4", 'Maria said, "I play tennis on Sundays."', told, "s0", 4)
+    way = Way(TOLD_NOW, None, RetrievalConfig())
+    item = way._turn_input("t", turn, 4)
+    assert "created_at" not in item
+    assert (item["thread_id"], item["position"], item["kind"]) == ("s0", 4, "message")
+    assert not way.timed
+    assert Way("thread", None, RetrievalConfig())._turn_input("t", turn, 4)["created_at"] == told
