@@ -24,7 +24,7 @@ from typing import Any
 import pglast
 from pglast.stream import IndentedStream
 
-from retrieval.search.knowledge import SIZE_ROWS
+from retrieval.search.knowledge import FACTS, SIZE_ROWS
 from retrieval.search.modes import DEFAULT_MODES
 from retrieval.search.plan.shape import StatementShape
 from retrieval.search.sources.documents.plan import SOURCE as DOCUMENTS
@@ -48,7 +48,9 @@ _SEMANTIC = SemanticQuery(
     versions=True,
 )
 _EPISODIC = EpisodicQuery(decisions=True, tool_calls=True, with_task=False)
-_PROBED = (EPISODIC, DOCUMENTS)
+_SOURCES_PROBED = (EPISODIC, DOCUMENTS)
+# And whether the memories' candidates hold a pair of facts that may be versions.
+_PROBED = (*_SOURCES_PROBED, FACTS)
 # A later call of a tenant that holds memories, decisions and tool calls, and documents.
 # Every operator of a metadata filter, each condition's part of the statement.
 EVERY_OPERATOR = (
@@ -77,6 +79,11 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
         "default-memories-only": (
             "the defaults, a tenant holding memories only",
             StatementShape(semantic=semantic, episodic=None, presence=_PROBED),
+        ),
+        "default-no-facts": (
+            "the defaults, a tenant whose candidates held no pair of facts that may be versions "
+            "(abstracts, turns): the versions left out, their presence row kept",
+            replace(DEFAULT, semantic=replace(semantic, versions=False)),
         ),
         "default-small-tenant": (
             "the defaults, a tenant small for its table: its memories read exactly",
@@ -143,7 +150,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
         ),
         "option-no-versions": (
             "newer_versions_first off: no memory's newer versions named",
-            replace(DEFAULT, semantic=replace(semantic, versions=False)),
+            replace(DEFAULT, semantic=replace(semantic, versions=False), presence=_SOURCES_PROBED),
         ),
         "option-filter": (
             "a metadata filter with every operator: memories, their context turns and the "
@@ -162,14 +169,14 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 DEFAULT,
                 episodic=None,
                 documents=None,
-                presence=(),
+                presence=(FACTS,),
                 context=True,
                 filter=("namespace", "eq"),
             ),
         ),
         "option-episodic-only": (
             "the semantic source off",
-            StatementShape(semantic=None, episodic=episodic, presence=_PROBED),
+            StatementShape(semantic=None, episodic=episodic, presence=_SOURCES_PROBED),
         ),
         "option-documents-only": (
             "the semantic and episodic sources off",

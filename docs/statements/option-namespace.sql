@@ -489,6 +489,34 @@ semantic_sent AS (
                    LIMIT %(fallback_results)s)
   ),
 
+-- source_presence: a row per source asked for: whether the tenant holds it, its size
+--   binds: as_of, version_most_characters
+source_presence AS (
+    SELECT CAST('facts' AS text) AS source,
+           CAST('presence' AS text) AS item,
+           CAST((SELECT count(*) - 1
+                 FROM semantic AS s
+                 WHERE NOT(s.kind = 'message'
+                        OR (s.thread_id IS NOT NULL
+                        AND s.position IS NOT NULL))
+                   AND char_length(s.content) <= %(version_most_characters)s) AS bigint) AS id,
+           CAST('' AS text) AS content,
+           CAST('presence' AS text) AS kind,
+           CAST(%(as_of)s AS timestamptz) AS created_at,
+           CAST(0.0 AS float8) AS relevance,
+           CAST(0.0 AS float8) AS recency,
+           CAST(0.0 AS float8) AS importance,
+           CAST(0.0 AS float8) AS popularity,
+           CAST(0.0 AS float8) AS entity,
+           CAST(NULL AS float8) AS distance,
+           CAST(NULL AS text[]) AS matched,
+           CAST(NULL AS text[]) AS entities,
+           CAST('{}' AS pg_catalog.json) AS details,
+           TRUE AS evidence,
+           CAST(NULL AS bigint[]) AS newer,
+           CAST(NULL AS boolean[]) AS newer_near
+  ),
+
 -- context_hits: the leading memory candidates that are turns of a conversation
 --   binds: context_hits, message_kind, untold_sessions, weight_entity, weight_importance,
 --          weight_popularity, weight_recency, weight_relevance
@@ -797,27 +825,51 @@ context AS (
   )
 
 -- the candidates of every source
-SELECT source,
-       item,
-       id,
-       content,
-       kind,
-       created_at,
-       relevance,
-       recency,
-       importance,
-       popularity,
-       entity,
-       distance,
-       matched,
-       entities,
-       CAST(details AS text) AS details,
-       evidence,
-       newer,
-       newer_near,
-       CAST(NULL AS bigint) AS hit_id,
-       CAST(NULL AS integer) AS "offset"
-FROM semantic_sent
+(SELECT source,
+        item,
+        id,
+        content,
+        kind,
+        created_at,
+        relevance,
+        recency,
+        importance,
+        popularity,
+        entity,
+        distance,
+        matched,
+        entities,
+        CAST(details AS text) AS details,
+        evidence,
+        newer,
+        newer_near,
+        CAST(NULL AS bigint) AS hit_id,
+        CAST(NULL AS integer) AS "offset"
+ FROM semantic_sent
+
+ UNION ALL
+
+ SELECT source,
+        item,
+        id,
+        content,
+        kind,
+        created_at,
+        relevance,
+        recency,
+        importance,
+        popularity,
+        entity,
+        distance,
+        matched,
+        entities,
+        CAST(details AS text) AS details,
+        evidence,
+        newer,
+        newer_near,
+        CAST(NULL AS bigint) AS hit_id,
+        CAST(NULL AS integer) AS "offset"
+ FROM source_presence)
 
 UNION ALL
 

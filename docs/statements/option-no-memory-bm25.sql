@@ -821,40 +821,66 @@ documents AS (
   ),
 
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
---   binds: as_of, tenant_id
+--   binds: as_of, tenant_id, version_most_characters
 source_presence AS (
-    SELECT CAST('episodic' AS text) AS source,
-           CAST('presence' AS text) AS item,
-           CAST(CAST(EXISTS (SELECT
-                             FROM retrieval.decisions AS d
-                             WHERE d.tenant_id = %(tenant_id)s)
-                  OR EXISTS (SELECT
-                             FROM retrieval.tool_calls AS t
-                             WHERE t.tenant_id = %(tenant_id)s) AS integer) AS bigint) AS id,
-           CAST('' AS text) AS content,
-           CAST('presence' AS text) AS kind,
-           CAST(%(as_of)s AS timestamptz) AS created_at,
-           CAST(0.0 AS float8) AS relevance,
-           CAST(0.0 AS float8) AS recency,
-           CAST(0.0 AS float8) AS importance,
-           CAST(0.0 AS float8) AS popularity,
-           CAST(0.0 AS float8) AS entity,
-           CAST(NULL AS float8) AS distance,
-           CAST(NULL AS text[]) AS matched,
-           CAST(NULL AS text[]) AS entities,
-           CAST('{}' AS pg_catalog.json) AS details,
-           TRUE AS evidence,
-           CAST(NULL AS bigint[]) AS newer,
-           CAST(NULL AS boolean[]) AS newer_near
+    (SELECT CAST('episodic' AS text) AS source,
+            CAST('presence' AS text) AS item,
+            CAST(CAST(EXISTS (SELECT
+                              FROM retrieval.decisions AS d
+                              WHERE d.tenant_id = %(tenant_id)s)
+                   OR EXISTS (SELECT
+                              FROM retrieval.tool_calls AS t
+                              WHERE t.tenant_id = %(tenant_id)s) AS integer) AS bigint) AS id,
+            CAST('' AS text) AS content,
+            CAST('presence' AS text) AS kind,
+            CAST(%(as_of)s AS timestamptz) AS created_at,
+            CAST(0.0 AS float8) AS relevance,
+            CAST(0.0 AS float8) AS recency,
+            CAST(0.0 AS float8) AS importance,
+            CAST(0.0 AS float8) AS popularity,
+            CAST(0.0 AS float8) AS entity,
+            CAST(NULL AS float8) AS distance,
+            CAST(NULL AS text[]) AS matched,
+            CAST(NULL AS text[]) AS entities,
+            CAST('{}' AS pg_catalog.json) AS details,
+            TRUE AS evidence,
+            CAST(NULL AS bigint[]) AS newer,
+            CAST(NULL AS boolean[]) AS newer_near
+
+     UNION ALL
+
+     SELECT CAST('documents' AS text) AS source,
+            CAST('presence' AS text) AS item,
+            CAST(COALESCE((SELECT c.chunks
+                           FROM retrieval.document_corpus AS c
+                           WHERE c.tenant_id = %(tenant_id)s),
+                          0) AS bigint) AS id,
+            CAST('' AS text) AS content,
+            CAST('presence' AS text) AS kind,
+            CAST(%(as_of)s AS timestamptz) AS created_at,
+            CAST(0.0 AS float8) AS relevance,
+            CAST(0.0 AS float8) AS recency,
+            CAST(0.0 AS float8) AS importance,
+            CAST(0.0 AS float8) AS popularity,
+            CAST(0.0 AS float8) AS entity,
+            CAST(NULL AS float8) AS distance,
+            CAST(NULL AS text[]) AS matched,
+            CAST(NULL AS text[]) AS entities,
+            CAST('{}' AS pg_catalog.json) AS details,
+            TRUE AS evidence,
+            CAST(NULL AS bigint[]) AS newer,
+            CAST(NULL AS boolean[]) AS newer_near)
 
     UNION ALL
 
-    SELECT CAST('documents' AS text) AS source,
+    SELECT CAST('facts' AS text) AS source,
            CAST('presence' AS text) AS item,
-           CAST(COALESCE((SELECT c.chunks
-                          FROM retrieval.document_corpus AS c
-                          WHERE c.tenant_id = %(tenant_id)s),
-                         0) AS bigint) AS id,
+           CAST((SELECT count(*) - 1
+                 FROM semantic AS s
+                 WHERE NOT(s.kind = 'message'
+                        OR (s.thread_id IS NOT NULL
+                        AND s.position IS NOT NULL))
+                   AND char_length(s.content) <= %(version_most_characters)s) AS bigint) AS id,
            CAST('' AS text) AS content,
            CAST('presence' AS text) AS kind,
            CAST(%(as_of)s AS timestamptz) AS created_at,

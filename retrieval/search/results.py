@@ -64,7 +64,8 @@ class Diagnostics:
     one statement, round trip included), ``fusion_ms`` (weights, threshold, ranking in Python),
     ``total_ms``. ``statements`` is the number of SQL statements the call ran: 0 or 1, or 2
     on the first call after a tenant that held no documents, or no decisions and tool calls,
-    got some (see :mod:`retrieval.search.knowledge`), one more for the turns around a
+    got some, or whose candidates held no two facts that may be versions of one another found
+    such a pair (see :mod:`retrieval.search.knowledge`), one more for the turns around a
     hit of a conversation when the statement did not read them (a tenant's first turns), and
     one more when nothing was found (does the tenant hold anything?).
     ``notes`` says what the caller should know about an empty answer: a tenant that holds

@@ -9,6 +9,11 @@ COALESCE((SELECT c.chunks FROM {schema}.document_corpus AS c WHERE c.tenant_id =
 -- 1 when the tenant holds a decision or a tool call.
 (EXISTS (SELECT FROM {schema}.decisions AS d WHERE d.tenant_id = %(tenant_id)s) OR EXISTS (SELECT FROM {schema}.tool_calls AS t WHERE t.tenant_id = %(tenant_id)s))::int
 
+-- name: facts
+-- The semantic candidates that may be versions of one another (short statements, not turns),
+-- less one: above zero when a pair may form.
+(SELECT count(*) - 1 FROM semantic AS s WHERE NOT {turn} AND char_length(s.content) <= %(version_most_characters)s)
+
 -- name: memories
 -- The tenant's memory count.
 COALESCE((SELECT c.memories FROM {schema}.memory_corpus AS c WHERE c.tenant_id = %(tenant_id)s), 0)

@@ -11,6 +11,7 @@ import pytest
 
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
+from retrieval.search.knowledge import FACTS
 from retrieval.search.results import RetrievalResult
 from retrieval.search.retriever import HybridRetriever
 from retrieval.search.sources.semantic.plan import VERSION_MOST_CHARACTERS
@@ -90,6 +91,39 @@ def test_long_texts_on_one_topic_are_never_versions_of_one_another(
     assert sorted(_memories(results)[:3]) == sorted(notes)
     assert all("possibly_outdated_by" not in r.metadata for r in results)
     assert all("newer_version_of" not in r.metadata for r in results)
+
+
+def test_a_tenant_of_long_texts_is_read_without_the_versions_until_facts_come(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # Pairing the candidates as versions costs every statement; a tenant whose candidates held
+    # no two short statements (abstracts, pages) is read without it, its presence row still
+    # counting them: the first facts that may be versions bring the versions back in that call.
+    page = (
+        " It takes card payments from the web shop and the mobile app, settles them nightly with"
+        " the acquiring bank, sends refunds back the same way, and keeps every ledger entry for"
+        " seven years, as the auditors ask. Its on-call rota, dashboards and runbooks live in the"
+        " platform team's wiki."
+    )
+    assert len(f"The payments service was once written in Go.{page}") > VERSION_MOST_CHARACTERS
+    for language, when in (("Java", JANUARY), ("Go", APRIL)):
+        store.remember(f"The payments service was once written in {language}.{page}",
+                       tenant_id="acme", created_at=when)  # fmt: skip
+
+    def ask() -> tuple[list[int], int]:
+        response = retriever.retrieve(QUESTION, tenant_id="acme")
+        return _memories(response), response.diagnostics.statements
+
+    assert ask()[1] == 1  # not known yet: read with the versions, and learnt
+    assert FACTS in retriever._knowledge.view("acme", retriever._reads).empty
+    pages, statements = ask()  # read without them
+    assert statements == 1 and len(pages) == 2
+    java, go, rust = _versions(store)
+    found, statements = ask()
+    assert statements == 2  # the facts arrived: the full statement ran, in the same call
+    assert found[:3] == [rust, go, java]
+    assert FACTS not in retriever._knowledge.view("acme", retriever._reads).empty
+    assert ask() == (found, 1)  # known to hold facts: one statement with the versions
 
 
 def test_the_setting_turns_it_off(store: MemoryStore) -> None:

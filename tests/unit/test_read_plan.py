@@ -13,7 +13,7 @@ from retrieval.embedding.calibration import CALIBRATIONS, UNCALIBRATED
 from retrieval.embedding.e5_model import E5_MODEL_ID
 from retrieval.embedding.models import DEFAULT_MODEL_ID
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.knowledge import SIZE_ROWS, TenantView
+from retrieval.search.knowledge import FACTS, SIZE_ROWS, TenantView
 from retrieval.search.plan.read_plan import ReadPlan, plan_read, statement_parameters
 from retrieval.search.prepare.call import PreparedCall, prepare_call
 from retrieval.search.sources.documents.plan import SOURCE as DOCUMENTS
@@ -47,7 +47,7 @@ def test_a_first_call_reads_every_source_asks_the_size_and_reads_the_turns() -> 
     assert shape.semantic is not None and shape.semantic.bm25 and not shape.semantic.exact
     assert shape.episodic is not None and shape.episodic.decisions and shape.episodic.tool_calls
     assert shape.documents is not None and shape.documents.gated and shape.context
-    assert shape.presence == (EPISODIC, DOCUMENTS, *SIZE_ROWS)
+    assert shape.presence == (EPISODIC, DOCUMENTS, FACTS, *SIZE_ROWS)
     assert plan.scored == ("semantic", "episodic", "documents") and plan.lifts
 
 
@@ -57,7 +57,22 @@ def test_a_source_the_tenant_held_none_of_is_left_out_but_kept_in_the_full_shape
     assert plan.shape.documents is None and plan.shape.episodic is None
     assert plan.full_shape.documents is not None and plan.full_shape.episodic is not None
     assert plan.left_out == (EPISODIC, DOCUMENTS)
-    assert plan.shape.presence == plan.full_shape.presence == (EPISODIC, DOCUMENTS)
+    assert plan.shape.presence == plan.full_shape.presence == (EPISODIC, DOCUMENTS, FACTS)
+
+
+def test_a_tenant_whose_candidates_held_no_pair_of_facts_is_read_without_the_versions() -> None:
+    plan = _plan(tenant=replace(SEEN, empty=frozenset({FACTS})))
+    assert plan.shape is not None and plan.full_shape is not None
+    assert plan.shape.semantic is not None and not plan.shape.semantic.versions
+    assert plan.full_shape.semantic is not None and plan.full_shape.semantic.versions
+    assert plan.shape.episodic is not None and plan.shape.documents is not None
+    assert plan.left_out == (FACTS,) and FACTS in plan.shape.presence
+    # Seen with facts, or asked without versions (a time named), the shape is the full one.
+    assert _plan().shape == _plan().full_shape
+    assert _plan().shape.semantic.versions  # type: ignore[union-attr]
+    off = replace(RetrievalConfig(), newer_versions_first=False)
+    plain = _plan(_call(config=off), tenant=replace(SEEN, empty=frozenset({FACTS})))
+    assert plain.left_out == () and FACTS not in plain.shape.presence  # type: ignore[union-attr]
 
 
 def test_a_small_tenant_is_read_exactly_but_never_on_citus() -> None:
@@ -74,7 +89,7 @@ def test_a_small_tenant_is_read_exactly_but_never_on_citus() -> None:
 def test_a_query_without_keywords_reads_no_episodic_source() -> None:
     plan = _plan(_call("the of and"))
     assert plan.shape is not None and plan.shape.episodic is None
-    assert plan.shape.presence == (DOCUMENTS,) and "episodic" in plan.scored
+    assert plan.shape.presence == (DOCUMENTS, FACTS) and "episodic" in plan.scored
 
 
 def test_a_mode_s_kinds_choose_the_episodic_rows() -> None:

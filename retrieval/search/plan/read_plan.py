@@ -15,7 +15,7 @@ from typing import Any
 from retrieval import arguments
 from retrieval.embedding.calibration import DenseCalibration
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.knowledge import SIZE_ROWS, TenantView
+from retrieval.search.knowledge import FACTS, SIZE_ROWS, TenantView
 from retrieval.search.plan.exact_read import reads_by_size
 from retrieval.search.plan.parameters import call_parameters, context_parameters
 from retrieval.search.plan.plan_cache import PLAN_CACHE_MODE, generic_plan_fits, plan_cache_mode
@@ -36,7 +36,9 @@ class ReadPlan:
 
     ``shape`` is the statement to run (``None``: no database source to read); ``full_shape``
     the statement with every source the call reads, run when a source ``shape`` left out
-    (``left_out``: its tenant held none of it at the last look) shows rows in the presence rows;
+    (``left_out``: its tenant held none of it at the last look) shows rows in the presence rows,
+    or when the candidates of a shape without the versions (``facts`` left out) hold a pair of
+    facts that may be versions;
     ``parameters`` bind either, and the context turns' own statement; ``settings`` are the
     session settings the statement needs (among them its plan:
     :mod:`~retrieval.search.plan.plan_cache`).
@@ -68,16 +70,25 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     if not read:
         return ReadPlan(call, scored, lifts, None, None, {}, settings)
     probed = tuple(source.name for source in SOURCES if source.probed and source.name in read)
+    # Whether the candidates hold facts that may be versions: a tenant whose last candidates
+    # held none is read without the versions (see retrieval.search.knowledge).
+    memories = queries[semantic.SOURCE]
+    paired = (
+        memories if isinstance(memories, semantic.SemanticQuery) and memories.versions else None
+    )
     # The tenant's size, when it is to be asked for again, chooses how its memories are read.
     sized = semantic.SOURCE in read and reads_by_size(config, tenant) and tenant.size_stale
     full = StatementShape(
         **queries,
-        presence=probed + (SIZE_ROWS if sized else ()),
+        presence=probed + ((FACTS,) if paired else ()) + (SIZE_ROWS if sized else ()),
         context=lifts and tenant.leads_with_turns,
         filter=call.filter_operators,
     )
     left_out = tuple(name for name in probed if name in tenant.empty)
     shape = replace(full, **{name: None for name in left_out})  # type: ignore[arg-type]
+    if paired is not None and FACTS in tenant.empty:
+        shape = replace(shape, semantic=replace(paired, versions=False))
+        left_out += (FACTS,)
     generic = full.semantic is not None and generic_plan_fits(
         tenant,
         exact=full.semantic.exact,

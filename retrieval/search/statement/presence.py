@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from retrieval.search.knowledge import MEMORIES, MEMORY_GENERIC, MEMORY_TABLE
+from retrieval.search.knowledge import FACTS, MEMORIES, MEMORY_GENERIC, MEMORY_TABLE
+from retrieval.search.statement.common import turn_sql
 from retrieval.search.statement.template import template
 
 NOTES = {"source_presence": "a row per source asked for: whether the tenant holds it, its size"}
@@ -22,10 +23,12 @@ def presence_cte(schema: str, sources: Iterable[str], counted: Mapping[str, str]
     ``memory_table`` the
     tenant's memory count and the table's rows (:mod:`~retrieval.search.plan.exact_read`); for
     ``memory_generic`` the memories a generic plan expects of a tenant
-    (:mod:`~retrieval.search.plan.plan_cache`).
-    Parameters: ``tenant_id``, ``as_of``."""
+    (:mod:`~retrieval.search.plan.plan_cache`); for ``facts`` the semantic candidates that may
+    be versions, less one (above zero: a pair may form).
+    Parameters: ``tenant_id``, ``as_of``, and ``version_most_characters`` for ``facts``."""
     counts = {
         **{source: template(name, schema) for source, name in counted.items()},
+        FACTS: template("read_presence.facts", turn=turn_sql("s")),
         MEMORIES: template("read_presence.memories", schema),
         MEMORY_TABLE: template("read_presence.memory_table", schema),
         MEMORY_GENERIC: template("read_presence.memory_generic", schema),

@@ -113,6 +113,8 @@ def semantic_parameters(
     params = signal_parameters(call, calibration) | {
         "semantic_candidates": config.pool,
         "entity_ids": list(dict.fromkeys(call.entities)),
+        # The facts that may be versions: their CTEs, or their presence row when left out.
+        "version_most_characters": VERSION_MOST_CHARACTERS,
     }
     if query.with_max_distance:
         params["fallback_results"] = config.fallback_results
@@ -123,7 +125,6 @@ def semantic_parameters(
             "version_words_similarity": thresholds.version_words_similarity,
             "update_similarity": thresholds.update_similarity,
             "version_candidates": VERSION_CANDIDATES * config.semantic.limit,
-            "version_most_characters": VERSION_MOST_CHARACTERS,
             "version_nearest_margin": calibration.cosine_at(NEAREST_VERSION_MARGIN)
             - calibration.cosine_at(0.0),
         }
