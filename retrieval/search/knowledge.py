@@ -19,8 +19,9 @@ plan stage reads it as a :class:`TenantView`, a snapshot that makes :func:`plan_
   that are short statements, not turns. Pairing the candidates as versions costs a statement
   about 1.1 ms of planning and execution even where no pair can form (LangGraph's store of
   abstracts: a search 11.07 against 9.80 ms p50 without them, the same results): a tenant whose
-  last statement's candidates held fewer than two is read without the versions' CTEs, its
-  presence row still counting them; when they come, the full statement runs (once).
+  candidates have held no two is read without the versions' CTEs, its presence row still
+  counting them; when they come, the full statement runs (once), and the tenant keeps the
+  versions from then on.
 * **Whether its leading hits are turns** of a conversation (:data:`TURNS`): the statement then
   reads their context turns too; a call whose leading hits are turns the statement did not
   read around reads them with a statement of their own.
@@ -42,6 +43,8 @@ from retrieval.db.read_pool import ReadConnections
 TURNS = "turns"  # learnt from the leading hits, not from a presence row
 # A presence row: whether the semantic candidates held two memories that may be versions of one
 # another (short statements, not turns); the plan leaves the versions out while they held none.
+# Once they held a pair, the tenant keeps the versions: a call whose candidates hold a pair
+# after one whose did not runs a second statement, which costs more than the versions do.
 FACTS = "facts"
 MEMORIES = "memories"  # a presence row: the tenant's memories (memory_corpus)
 MEMORY_TABLE = "memory_table"  # a presence row: the memories table's rows (pg_class.reltuples)
@@ -93,8 +96,11 @@ class SourcePresence:
         with self._lock:
             if len(self._held) >= _MAX_TENANTS:
                 self._held.clear()
+            held = self._held.get(tenant_id, {})
+            if held.get(FACTS):  # a pair once seen keeps the versions: see FACTS
+                seen.pop(FACTS, None)
             # A new dict, so that a reader never sees one being changed.
-            self._held[tenant_id] = self._held.get(tenant_id, {}) | seen
+            self._held[tenant_id] = held | seen
 
 
 class TenantSizes:
