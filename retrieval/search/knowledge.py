@@ -42,7 +42,7 @@ from retrieval.db.read_pool import ReadConnections
 
 TURNS = "turns"  # learnt from the leading hits, not from a presence row
 # A presence row: whether the semantic candidates held two memories that may be versions of one
-# another (short statements, not turns); the plan leaves the versions out while they held none.
+# another (short statements, not turns); the plan leaves the versions out while they hold none.
 # Once they held a pair, the tenant keeps the versions: a call whose candidates hold a pair
 # after one whose did not runs a second statement, which costs more than the versions do.
 FACTS = "facts"

@@ -70,8 +70,8 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     if not read:
         return ReadPlan(call, scored, lifts, None, None, {}, settings)
     probed = tuple(source.name for source in SOURCES if source.probed and source.name in read)
-    # Whether the candidates hold facts that may be versions: a tenant whose last candidates
-    # held none is read without the versions (see retrieval.search.knowledge).
+    # Whether the candidates hold facts that may be versions: a tenant whose candidates have
+    # held no pair is read without the versions (see retrieval.search.knowledge).
     memories = queries[semantic.SOURCE]
     paired = (
         memories if isinstance(memories, semantic.SemanticQuery) and memories.versions else None
