@@ -20,6 +20,13 @@ JANUARY = datetime(2026, 1, 1, 9, tzinfo=UTC)
 APRIL = datetime(2026, 4, 1, 9, tzinfo=UTC)
 JULY = datetime(2026, 7, 1, 9, tzinfo=UTC)
 QUESTION = "What language is the payments service written in?"
+# What follows a page's first sentence: the rest of a long text about the payments service.
+PAGE = (
+    " It takes card payments from the web shop and the mobile app, settles them nightly with"
+    " the acquiring bank, sends refunds back the same way, and keeps every ledger entry for"
+    " seven years, as the auditors ask. Its on-call rota, dashboards and runbooks live in the"
+    " platform team's wiki."
+)
 
 
 @pytest.fixture
@@ -72,21 +79,15 @@ def test_long_texts_on_one_topic_are_never_versions_of_one_another(
 ) -> None:
     # Three notes that differ as the versions above do, but each a page of its own: two texts on
     # one topic both stay true (abstracts, notes, pages put one after the other).
-    page = (
-        " It takes card payments from the web shop and the mobile app, settles them nightly with"
-        " the acquiring bank, sends refunds back the same way, and keeps every ledger entry for"
-        " seven years, as the auditors ask. Its on-call rota, dashboards and runbooks live in the"
-        " platform team's wiki."
-    )
     notes = [
         store.remember(
-            f"The payments service is written in {language}.{page}",
+            f"The payments service is written in {language}.{PAGE}",
             tenant_id="acme",
             created_at=when,
         )
         for language, when in (("Java", JANUARY), ("Go", APRIL), ("Rust", JULY))
     ]
-    assert len(f"The payments service is written in Java.{page}") > VERSION_MOST_CHARACTERS
+    assert len(f"The payments service is written in Java.{PAGE}") > VERSION_MOST_CHARACTERS
     results = retriever.retrieve(QUESTION, tenant_id="acme")
     assert sorted(_memories(results)[:3]) == sorted(notes)
     assert all("possibly_outdated_by" not in r.metadata for r in results)
@@ -99,15 +100,9 @@ def test_a_tenant_of_long_texts_is_read_without_the_versions_until_facts_come(
     # Pairing the candidates as versions costs every statement; a tenant whose candidates held
     # no two short statements (abstracts, pages) is read without it, its presence row still
     # counting them: the first facts that may be versions bring the versions back in that call.
-    page = (
-        " It takes card payments from the web shop and the mobile app, settles them nightly with"
-        " the acquiring bank, sends refunds back the same way, and keeps every ledger entry for"
-        " seven years, as the auditors ask. Its on-call rota, dashboards and runbooks live in the"
-        " platform team's wiki."
-    )
-    assert len(f"The payments service was once written in Go.{page}") > VERSION_MOST_CHARACTERS
+    assert len(f"The payments service was once written in Go.{PAGE}") > VERSION_MOST_CHARACTERS
     for language, when in (("Java", JANUARY), ("Go", APRIL)):
-        store.remember(f"The payments service was once written in {language}.{page}",
+        store.remember(f"The payments service was once written in {language}.{PAGE}",
                        tenant_id="acme", created_at=when)  # fmt: skip
 
     def ask() -> tuple[list[int], int]:
