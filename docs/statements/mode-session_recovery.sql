@@ -395,7 +395,9 @@ mem_facts AS MATERIALIZED (
           WHERE NOT(s.kind = 'message'
                  OR (s.thread_id IS NOT NULL
                  AND s.position IS NOT NULL))
-            AND char_length(s.content) <= %(version_most_characters)s
+            AND (octet_length(s.content) <= %(version_most_characters)s
+              OR (octet_length(s.content) <= 4 * %(version_most_characters)s
+              AND char_length(s.content) <= %(version_most_characters)s))
           ORDER BY s.relevance DESC,
                    s.id
           LIMIT %(version_candidates)s) AS s
@@ -1150,7 +1152,9 @@ source_presence AS (
                  WHERE NOT(s.kind = 'message'
                         OR (s.thread_id IS NOT NULL
                         AND s.position IS NOT NULL))
-                   AND char_length(s.content) <= %(version_most_characters)s) AS bigint) AS id,
+                   AND (octet_length(s.content) <= %(version_most_characters)s
+                     OR (octet_length(s.content) <= 4 * %(version_most_characters)s
+                     AND char_length(s.content) <= %(version_most_characters)s))) AS bigint) AS id,
            CAST('' AS text) AS content,
            CAST('presence' AS text) AS kind,
            CAST(%(as_of)s AS timestamptz) AS created_at,

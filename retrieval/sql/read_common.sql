@@ -25,6 +25,15 @@ CROSS JOIN LATERAL (SELECT {expressions}) AS {alias}
 -- The row {alias} was stored by the past moment a call asks about (%(known_at)s; NULL: now).
 (%(known_at)s::timestamptz IS NULL OR {alias}.created_at <= %(known_at)s::timestamptz)
 
+-- name: short_fact
+-- The memory {alias} may be a version of a fact: not a conversation turn ({turn}), and a short
+-- statement (at most %(version_most_characters)s characters). Its length in bytes answers without
+-- reading a long text, which is stored compressed or out of line: a character takes one to four
+-- bytes in every server encoding, so only a text in between is read to count its characters.
+(NOT {turn} AND (octet_length({alias}.content) <= %(version_most_characters)s
+     OR (octet_length({alias}.content) <= 4 * %(version_most_characters)s
+         AND char_length({alias}.content) <= %(version_most_characters)s)))
+
 -- name: told_at
 -- When the memory {alias} was last told by the call's moment: its created_at, or a later
 -- copy's time (last_seen_at) if that came by then.

@@ -10,9 +10,9 @@ COALESCE((SELECT c.chunks FROM {schema}.document_corpus AS c WHERE c.tenant_id =
 (EXISTS (SELECT FROM {schema}.decisions AS d WHERE d.tenant_id = %(tenant_id)s) OR EXISTS (SELECT FROM {schema}.tool_calls AS t WHERE t.tenant_id = %(tenant_id)s))::int
 
 -- name: facts
--- The semantic candidates that may be versions of one another (short statements, not turns),
--- less one: above zero when a pair may form.
-(SELECT count(*) - 1 FROM semantic AS s WHERE NOT {turn} AND char_length(s.content) <= %(version_most_characters)s)
+-- The semantic candidates that may be versions of one another ({short_fact}), less one: above
+-- zero when a pair may form.
+(SELECT count(*) - 1 FROM semantic AS s WHERE {short_fact})
 
 -- name: memories
 -- The tenant's memory count.

@@ -251,9 +251,9 @@ semantic AS (
 )
 
 -- name: mem_facts
--- The most relevant memory candidates that state facts (conversation turns aside: {turn}) in a
--- short statement (at most %(version_most_characters)s characters: two long texts on one topic
--- are two texts, not versions of one), %(version_candidates)s of them, with when they were last
+-- The most relevant memory candidates that state facts in a short statement ({short_fact}:
+-- conversation turns aside, and two long texts on one topic are two texts, not versions of
+-- one), %(version_candidates)s of them, with when they were last
 -- told by the call's moment and their namespaces, vectors and lexemes (read again by the primary
 -- key). The lexemes are stripped of their positions here, once: a long text's are stored
 -- compressed, and the pairs of mem_newer would read them again for each pair (what two facts
@@ -267,7 +267,7 @@ mem_facts AS MATERIALIZED (
            ) AS replaced
     FROM (
         SELECT s.id, s.kind, s.told_at FROM semantic AS s
-        WHERE NOT {turn} AND char_length(s.content) <= %(version_most_characters)s
+        WHERE {short_fact}
         ORDER BY s.relevance DESC, s.id LIMIT %(version_candidates)s
     ) AS s
     JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = s.id

@@ -121,6 +121,27 @@ def test_a_tenant_of_long_texts_is_read_without_the_versions_until_facts_come(
     assert ask() == (found, 1)  # known to hold facts: one statement with the versions
 
 
+def test_a_short_statement_in_a_script_of_several_bytes_a_character_is_a_version(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # A short statement's length is counted in characters, though its bytes are read first:
+    # these statements in Chinese are under the limit in characters and over it in bytes.
+    statement = (
+        "商店的支付服务接受来自网站和手机应用的银行卡付款、每天晚上与收单银行结算、用同样的方式退款、"
+        "并按照审计师的要求将每一笔账目保存七年。它的值班表、仪表盘和运行手册都放在平台团队的维基上。"
+        "这个支付服务是用{}编写的。"
+    )
+    versions = [
+        store.remember(statement.format(language), tenant_id="acme", created_at=when)
+        for language, when in (("Java", JANUARY), ("Go", APRIL), ("Rust", JULY))
+    ]
+    text = statement.format("Java")
+    assert len(text) <= VERSION_MOST_CHARACTERS < len(text.encode())
+    results = retriever.retrieve(statement.format("什么语言"), tenant_id="acme")
+    assert _memories(results)[:3] == versions[::-1]
+    assert FACTS not in retriever._knowledge.view("acme", retriever._reads).empty
+
+
 def test_the_setting_turns_it_off(store: MemoryStore) -> None:
     java, _, _ = _versions(store)
     config = RetrievalConfig(record_access=False, newer_versions_first=False)

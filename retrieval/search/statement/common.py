@@ -79,6 +79,13 @@ def turn_sql(alias: str) -> str:
     return template("read_common.turn", alias=alias, message=MESSAGE_KIND)
 
 
+def short_fact_sql(alias: str) -> str:
+    """SQL: the memory ``alias`` may be a version of a fact: not a conversation turn
+    (:func:`turn_sql`) and a short statement (at most ``%(version_most_characters)s``
+    characters), its length in bytes read first so that a long text is not read."""
+    return template("read_common.short_fact", alias=alias, turn=turn_sql(alias))
+
+
 def told_at_sql(alias: str) -> str:
     """SQL: when the memory ``alias`` was last told by the call's moment: its ``created_at``,
     or a later copy's time (``last_seen_at``) if that came by ``%(as_of)s``."""

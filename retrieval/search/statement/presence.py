@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from retrieval.search.knowledge import FACTS, MEMORIES, MEMORY_GENERIC, MEMORY_TABLE
-from retrieval.search.statement.common import turn_sql
+from retrieval.search.statement.common import short_fact_sql
 from retrieval.search.statement.template import template
 
 NOTES = {"source_presence": "a row per source asked for: whether the tenant holds it, its size"}
@@ -28,7 +28,7 @@ def presence_cte(schema: str, sources: Iterable[str], counted: Mapping[str, str]
     Parameters: ``tenant_id``, ``as_of``, and ``version_most_characters`` for ``facts``."""
     counts = {
         **{source: template(name, schema) for source, name in counted.items()},
-        FACTS: template("read_presence.facts", turn=turn_sql("s")),
+        FACTS: template("read_presence.facts", short_fact=short_fact_sql("s")),
         MEMORIES: template("read_presence.memories", schema),
         MEMORY_TABLE: template("read_presence.memory_table", schema),
         MEMORY_GENERIC: template("read_presence.memory_generic", schema),

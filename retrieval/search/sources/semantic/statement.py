@@ -41,8 +41,8 @@ from retrieval.search.statement.common import (
     live_sql,
     memory_columns,
     recency_sql,
+    short_fact_sql,
     told_at_sql,
-    turn_sql,
 )
 from retrieval.search.statement.cte import Cte, noted
 from retrieval.search.statement.lexical import lexical_evidence, lexical_relevance, lexical_scores
@@ -240,7 +240,7 @@ def _versions(schema: str) -> list[str]:
         f"v.{column}" if column in ("newer", "newer_near") else f"s.{column}" for column in COLUMNS
     )
     return [
-        template("read_semantic.mem_facts", schema, turn=turn_sql("s")),
+        template("read_semantic.mem_facts", schema, short_fact=short_fact_sql("s")),
         template("read_semantic.mem_newer"),
         template("read_semantic.semantic_versions", columns=columns),
     ]
