@@ -20,8 +20,9 @@ DEFAULT_EXACT_SCAN_FACTOR = 4.0  # see retrieval.search.plan.exact_read
 DEFAULT_EF_SEARCH = 160
 # Memories the rarest query terms of the memories' BM25 channel may bring in (their summed
 # document frequencies), beside the vector channel's pool
-# (docs/decisions/0002-memory-bm25-on-by-default.md).
-DEFAULT_MEMORY_BM25_ROWS = 300
+# (docs/decisions/0002-memory-bm25-on-by-default.md; 300 until
+# docs/decisions/0057-a-smaller-bm25-budget.md).
+DEFAULT_MEMORY_BM25_ROWS = 150
 # A turn's relevance lifts its thread's neighbours by this share per position away, up to two
 # positions (docs/decisions/0012-conversation-context-and-time.md).
 DEFAULT_CONTEXT_LIFT = 0.85
