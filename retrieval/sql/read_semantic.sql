@@ -253,12 +253,12 @@ semantic AS (
 -- name: mem_facts
 -- The most relevant memory candidates that state facts in a short statement ({short_fact}:
 -- conversation turns aside, and two long texts on one topic are two texts, not versions of
--- one), %(version_candidates)s of them, with when they were last
--- told by the call's moment and their namespaces, vectors and lexemes (read again by the primary
--- key). The lexemes are stripped of their positions here, once: a long text's are stored
--- compressed, and the pairs of mem_newer would read them again for each pair (what two facts
--- share counts lexemes, not positions). Whether each replaced a memory (under its key, or
--- told so): that is the fact it updates.
+-- one), %(version_candidates)s of them, with when they were last told by the call's moment and
+-- their namespaces, vectors and lexemes (read again by the primary key). The lexemes are
+-- stripped of their positions here, once: a long text's are stored compressed or out of line,
+-- and the pairs of mem_newer would read them again for each pair (what two facts share counts
+-- lexemes, not positions). Whether each replaced a memory (under its key, or told so): that is
+-- the fact it updates.
 mem_facts AS MATERIALIZED (
     SELECT s.id, s.kind, m.namespace, s.told_at, m.embedding, strip(m.search_vector) AS lexemes,
            EXISTS (
