@@ -2,7 +2,9 @@
 
 A chat's line is stored as ``Maria: text`` (``retrieval ingest`` of a transcript) and a
 narrated turn as ``Maria said, "text"``; a name may have up to three words (``Maria Lopez:
-text``). A text that opens with neither has no known speaker.
+text``). A text that opens with neither has no known speaker, nor does one that opens with a
+label ("Update: ...", "Note: ...", "Decision: ...", "Step 2: ...": :data:`LABELS`): a note
+written down, not a turn of a conversation.
 The writer reads it for the turn before a message's run (:mod:`retrieval.memory.turn_context`),
 a memory that names who said it is a conversation turn (:mod:`retrieval.memory.kinds`), and
 forgetting a turn finds the run after it whose vectors hold its share
@@ -21,16 +23,36 @@ from functools import lru_cache
 _NAME_WORD = r"\w[\w'.-]*"
 _OPENING = re.compile(rf'({_NAME_WORD}(?: (?![a-z\u00df-\u00ff])[^\s:]+){{0,2}})(?:: | said, ")')
 _LONGEST_NAME = 40
+# The first words of an opening that labels a text rather than naming who said it (compared in
+# lower case): what an agent or a person writes before a note, the kinds of memory, a
+# document's headings, a message's header fields, the parts of a list. A person or a role who
+# speaks ("User", "Assistant", "Speaker 1", "Q", "Interviewer") is none of them.
+LABELS = frozenset(
+    """
+    note notes nb ps fyi update updated correction corrected edit edited reminder todo to-do
+    fixme important warning caution tip hint info memo idea summary recap tldr context
+    background status goal goals task tasks action reason
+    fact facts preference preferences event decision directive proposal critique insight
+    lesson lessons rule rules policy procedure observation learning learned
+    title subtitle abstract introduction objective objectives aim aims purpose method methods
+    result results conclusion conclusions discussion findings overview description definition
+    example examples source sources reference references keywords perspective
+    subject re fw fwd cc bcc date time location address phone email url link price cost
+    deadline due owner priority category tag tags type
+    step day part chapter section item
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
 
 
 def _opening(content: str) -> re.Match[str] | None:
     # The speaker's name and what follows it, when ``content`` opens with a name: at most
     # 40 characters, its words after the first not in lower case ("Note to self: ..." names
-    # nobody).
+    # nobody), its first word no label ("Update: ...").
     opening = _OPENING.match(content)
     if opening is None or len(opening[1]) > _LONGEST_NAME:
         return None
-    if any(word[0].islower() for word in opening[1].split(" ")[1:]):
+    first, *rest = opening[1].split(" ")
+    if any(word[0].islower() for word in rest) or first.replace(".", "").lower() in LABELS:
         return None
     return opening
 

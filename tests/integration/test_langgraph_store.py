@@ -294,6 +294,7 @@ def test_an_item_that_opens_with_who_said_it_is_a_turn_of_its_conversation(
     for n, text in enumerate(turns):
         lg.put(namespace, f"t{n}", {"text": text})
     lg.put(("notes",), "note", {"text": "Maria prefers morning meetings."})
+    lg.put(("notes",), "update", {"text": "Update: Maria's meetings moved to Tuesdays."})
     with RetrievalStore(lg.store, tenant_id="acme", index={"fields": ["text"]},
                         kind="fact") as facts:  # fmt: skip
         facts.put(("chats", "c2"), "t0", {"text": "Sam: See you on Monday."})
@@ -307,6 +308,7 @@ def test_an_item_that_opens_with_who_said_it_is_a_turn_of_its_conversation(
 
     assert [kind_of(text) for text in turns] == ["message"] * len(turns)
     assert kind_of("Maria prefers morning meetings.") == "fact"
+    assert kind_of("Update: Maria's meetings moved to Tuesdays.") == "fact"  # a label, no name
     assert kind_of("Sam: See you on Monday.") == "fact"
     # A hit lifts the turns around it in its conversation: the reply after the question that
     # follows it comes with the hit that lifted it.

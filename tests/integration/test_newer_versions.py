@@ -362,3 +362,19 @@ def test_a_chain_of_updates_said_in_words_comes_newest_first(
     )
     results = retriever.retrieve("Where does Bob live?", tenant_id="acme", as_of=JULY)
     assert _memories(results)[:3] == [austin, denver, paris]
+
+
+@pytest.mark.parametrize("label", ["Update", "Note", "UPDATE", "Correction", "FYI"])
+def test_a_note_that_opens_with_a_label_is_a_fact_and_may_be_a_version(
+    store: MemoryStore, retriever: HybridRetriever, label: str
+) -> None:
+    # "Update: ..." names no one who said it: an agent's note, not a conversation's turn, so it
+    # may be the newer version of a fact as any other fact may.
+    deadline = store.remember("The project deadline is March 1.", tenant_id="acme",
+                              created_at=APRIL)  # fmt: skip
+    slipped = store.remember(f"{label}: the project deadline slipped to April 15.",
+                             tenant_id="acme", created_at=JULY)  # fmt: skip
+    results = retriever.retrieve("When is the project deadline?", tenant_id="acme")
+    assert _memories(results)[:2] == [slipped, deadline]
+    by_id = {r.metadata["id"]: r for r in results}
+    assert by_id[deadline].metadata["possibly_outdated_by"]["id"] == slipped

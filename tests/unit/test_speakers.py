@@ -36,6 +36,17 @@ from retrieval.search.candidate import Candidate, is_turn_candidate
         (f"{'A' * 41}: hi", None, f"{'A' * 41}: hi"),
         ("I joined a climbing gym.", None, "I joined a climbing gym."),
         ("Maria:no space", None, "Maria:no space"),
+        # a label, not a name: a note written down, a heading, a field, a list's step
+        ("Update: the deadline moved to Friday.", None, "Update: the deadline moved to Friday."),
+        ("NOTE: never deploy on Fridays", None, "NOTE: never deploy on Fridays"),
+        ("N.B.: bring ID", None, "N.B.: bring ID"),
+        ("Decision: we use Postgres.", None, "Decision: we use Postgres."),
+        ("Background: Many studies ...", None, "Background: Many studies ..."),
+        ("Step 2: run the tests", None, "Step 2: run the tests"),
+        # a role or a numbered speaker still speaks
+        ("User: hi", "User", "hi"),
+        ("Speaker 1: hello", "Speaker 1", "hello"),
+        ("Q: where?", "Q", "where?"),
     ],
 )
 def test_the_speaker_is_the_name_a_message_opens_with(
@@ -60,4 +71,5 @@ def test_a_turn_is_a_message_a_place_in_a_thread_or_a_text_naming_who_said_it() 
     assert is_turn_candidate(candidate("fact", "Maria Lopez: hi", {}))
     assert not is_turn_candidate(candidate("fact", "hi", {"thread_id": "t", "position": None}))
     assert not is_turn_candidate(candidate("fact", "Note to self: hi", {}))
+    assert not is_turn_candidate(candidate("fact", "Update: the standup is at 10.", {}))
     assert is_turn("fact", None, None, 'Maria said, "hi"') and not is_turn("fact", None, None)

@@ -67,6 +67,8 @@ def test_a_question_that_names_neither_value_asks_about_the_newer(
         "Gateway timeout is 60s as of today.",
         "Mark is on day shifts since last month.",
         "P1 SLA is 2h from next month.",
+        "Correction: the standup is at 10.",  # a note labelled as what replaces another
+        "UPDATE: the on-call phone is Priya's.",
     ],
 )
 def test_an_update_is_said_in_words(text: str) -> None:
@@ -84,6 +86,8 @@ def test_an_update_is_said_in_words(text: str) -> None:
         "We chose Postgres since it is free.",  # a reason
         "Ravi works from the Berlin office.",
         "Support is open from 8 to 18 on weekdays.",
+        "The update broke the login page.",  # a label only where it opens the text
+        "Note: the standup is at 10.",
     ],
 )
 def test_a_fact_that_adds_is_no_update(text: str) -> None:

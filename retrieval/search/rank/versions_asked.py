@@ -75,6 +75,10 @@ _ONSET = re.compile(
     rf"\b(?:since|as of|starting|beginning|effective) {_WHEN}|\bfrom (?:next|today|tomorrow)\b",
     re.IGNORECASE,
 )
+# A note labelled as what replaces an earlier one: "Update: ...", "Correction: ...".
+_LABELLED_UPDATE = re.compile(
+    r"^\s*(?:update|updated|correction|corrected|edit|edited|change|changed)\s*:", re.IGNORECASE
+)
 # An update is one statement: a longer text that holds such a word (an abstract, a summary,
 # a page: "increased", "now", "new" among its many claims) states many things.
 UPDATE_MOST_WORDS = 30
@@ -86,10 +90,15 @@ _ADDITION = re.compile(
 
 def states_update(text: str) -> bool:
     """Whether ``text`` says that it replaces an earlier value ("Bob moved to Denver.", "We
-    switched to GitLab.", "Max upload size is 100 MB now.") or when its value began ("Trial is
-    30 days starting next week.", "Mark is on day shifts since last month.") and does not say
-    it adds to one ("Alice is now also allergic to shellfish.")."""
-    said = _UPDATE.search(text) is not None or _ONSET.search(text) is not None
+    switched to GitLab.", "Max upload size is 100 MB now.", "Correction: the standup is at
+    10."), or when its value began ("Trial is 30 days starting next week.", "Mark is on day
+    shifts since last month.") and does not say it adds to one ("Alice is now also allergic to
+    shellfish.")."""
+    said = (
+        _UPDATE.search(text) is not None
+        or _ONSET.search(text) is not None
+        or _LABELLED_UPDATE.match(text) is not None
+    )
     return said and _ADDITION.search(text) is None
 
 
