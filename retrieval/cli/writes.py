@@ -127,7 +127,8 @@ def _note_unread_speakers(unread: list[str]) -> None:
         f"note: {counted(len(unread), 'speaker')} not read as a name ({shown}): their messages "
         "are stored, but the conversation rules (runs of messages, the person a question "
         "names) do not know who said them; a name of one to three words, those after the "
-        "first not in lower case (Maria Lopez), is read (docs/api.md)",
+        "first not in lower case (Maria Lopez) and not a label (Update, Note, Step 2), is read "
+        "(docs/api.md)",
         file=sys.stderr,
     )
 

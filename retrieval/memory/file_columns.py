@@ -59,7 +59,9 @@ COLUMNS = (
            "thread, and its position counted in file order after the turns its session already "
            "holds (unless given); `time` (or `created_at`) when it was said; `speaker` and "
            "`text` are required; a speaker of one to three words, those after the first not in "
-           "lower case (`Maria Lopez`), is read back as who said it (a note names the others)"),
+           "lower case (`Maria Lopez`), and not a label (`Update`, `Note`, `Step 2`: "
+           "`retrieval.memory.speakers.LABELS`), is read back as who said it (a note names the "
+           "others)"),
 )  # fmt: skip
 
 
