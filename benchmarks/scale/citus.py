@@ -117,6 +117,28 @@ def ingest(
     return {kind: round(rows / spent, 1) for kind, spent in seconds.items()} | {"rows": rows}
 
 
+def add_data_arguments(parser: argparse.ArgumentParser, *, tenants: int) -> None:
+    """The data's arguments every Citus benchmark takes: ``--tenants`` (default ``tenants``),
+    ``--memories`` per tenant, ``--batch`` rows per batch."""
+    parser.add_argument("--tenants", type=int, default=tenants)
+    parser.add_argument("--memories", type=int, default=1000, help="memories per tenant")
+    parser.add_argument("--batch", type=int, default=2000, help="rows per batch")
+
+
+def loaded_cluster(
+    cluster: Cluster, embedder: SentenceTransformerEmbedder, corpus: Corpus,
+    args: argparse.Namespace,
+) -> tuple[Engine, dict[str, Any]]:  # fmt: skip
+    """The cluster's schema migrated and distributed by tenant, the data ingested (rows/s of
+    each kind) and analyzed; the engine the library is given (every statement single-shard)."""
+    engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
+    upgrade(engine, SETTINGS)
+    distribute(engine, SETTINGS.schema, head=head_revision(), revision=head_revision())
+    rates = ingest(engine, embedder, corpus, args)
+    analyzed(cluster.url)
+    return engine, rates
+
+
 def analyzed(url: str) -> None:
     """The loaded tables' planner statistics brought up to date (as autovacuum would soon after
     a load), so that the timing does not depend on whether autovacuum has reached them yet: a
@@ -319,9 +341,7 @@ def rebalance(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tenants", type=int, default=100)
-    parser.add_argument("--memories", type=int, default=1000, help="memories per tenant")
-    parser.add_argument("--batch", type=int, default=2000, help="rows per batch")
+    add_data_arguments(parser, tenants=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--queries", type=int, default=300)
     add_output(parser)
@@ -345,12 +365,9 @@ def main() -> None:
         results["one_server"]["floor"] = floor(server.url(), vectors, args.runs, args.tenants)
         engine.dispose()
     with citus_cluster(workers=2, spare=1) as cluster:
-        engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
-        upgrade(engine, SETTINGS)
-        distribute(engine, SETTINGS.schema, head=head_revision(), revision=head_revision())
         print("cluster: ingest", flush=True)
-        results["cluster"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
-        analyzed(cluster.url)
+        engine, rates = loaded_cluster(cluster, embedder, corpus, args)
+        results["cluster"] = {"ingest_rows_per_s": rates}
         results["cluster"]["gin_pending_pages"] = gin_pending_pages(
             cluster.url, [worker.url() for worker in cluster.workers]
         )

@@ -42,13 +42,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _comm
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # citus.py's load
 from _common import ROOT, add_output, timed_ms, write_result
 from _scifact import AS_OF, load_corpus
-from citus import CACHE, ONE_SHARD, SETTINGS, analyzed, ingest, tenant_of
+from citus import (
+    CACHE,
+    SETTINGS,
+    add_data_arguments,
+    analyzed,
+    ingest,
+    loaded_cluster,
+    tenant_of,
+)
 from sqlalchemy import Engine
 
 from retrieval.db import read_pool
-from retrieval.db.distribute import distribute
 from retrieval.db.engine import make_engine
-from retrieval.db.migrate import head_revision, upgrade
+from retrieval.db.migrate import upgrade
 from retrieval.db.read_pool import PositionalQuery, positional
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
@@ -205,11 +212,7 @@ def cluster_side(
 ) -> dict[str, Any]:  # fmt: skip
     found: dict[str, Any] = {}
     with citus_cluster(workers=2) as cluster:
-        engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
-        upgrade(engine, SETTINGS)
-        distribute(engine, SETTINGS.schema, head=head_revision(), revision=head_revision())
-        ingest(engine, embedder, corpus, args)
-        analyzed(cluster.url)
+        engine, _ = loaded_cluster(cluster, embedder, corpus, args)
         sent, retriever, p50 = captured_reads(engine, embedder, queries, args.tenants, args.repeat)
         found["retrieve_p50_ms"] = round(p50, 2)
         text, sendings = commonest(sent)
@@ -279,9 +282,7 @@ def cluster_side(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tenants", type=int, default=20)
-    parser.add_argument("--memories", type=int, default=1000, help="memories per tenant")
-    parser.add_argument("--batch", type=int, default=2000, help="rows per batch")
+    add_data_arguments(parser, tenants=20)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the claims")
     add_output(parser)

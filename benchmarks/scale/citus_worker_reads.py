@@ -32,11 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _comm
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # citus.py's loading
 from _common import ROOT, add_output, write_result
 from _scifact import AS_OF, load_corpus
-from citus import CACHE, HELD, ONE_SHARD, SETTINGS, analyzed, hold_read_settings, ingest, tenant_of
+from citus import (
+    CACHE,
+    HELD,
+    ONE_SHARD,
+    SETTINGS,
+    add_data_arguments,
+    hold_read_settings,
+    loaded_cluster,
+    tenant_of,
+)
 
-from retrieval.db.distribute import distribute
 from retrieval.db.engine import make_engine
-from retrieval.db.migrate import head_revision, upgrade
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
@@ -63,9 +70,7 @@ def holders(cluster: Cluster, tenants: int) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tenants", type=int, default=20)
-    parser.add_argument("--memories", type=int, default=1000, help="memories per tenant")
-    parser.add_argument("--batch", type=int, default=2000, help="rows per batch")
+    add_data_arguments(parser, tenants=20)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--compare", type=int, default=50, help="claims whose results compared")
@@ -77,11 +82,7 @@ def main() -> None:
     queries = corpus.queries[: args.queries]
     results: dict[str, Any] = {"tenants": args.tenants, "memories": args.memories}
     with citus_cluster(workers=2, spare=0) as cluster:
-        engine = make_engine(f"{cluster.url}?{ONE_SHARD}")
-        upgrade(engine, SETTINGS)
-        distribute(engine, SETTINGS.schema, head=head_revision(), revision=head_revision())
-        ingest(engine, embedder, corpus, args)
-        analyzed(cluster.url)
+        engine, _ = loaded_cluster(cluster, embedder, corpus, args)
         hold_read_settings(cluster, HELD)
         held = {
             "coordinator": cluster.coordinator.url(),
