@@ -1,15 +1,16 @@
 -- default-first-call: the defaults, a tenant's first call: its size asked for, the context turns read
 -- Binds: as_of, bm25_b, bm25_common_share, bm25_k1, bm25_min_coverage, bm25_weight,
---        cascade_threshold, context_hits, context_window, dense_span_squared, dense_weight,
---        dense_zero_squared, documents_candidates, documents_half_life, episodic_band_lists,
---        episodic_band_since, episodic_band_until, episodic_candidates, episodic_half_life,
---        episodic_keywords, episodic_min_hits, episodic_recency, episodic_relevance,
---        fallback_results, fusion, keywords, known_at, max_distance, memory_bm25_rows,
---        message_kind, patterns, query_text, query_vector, rrf_k, semantic_candidates,
---        semantic_half_life, session_gap, tenant_id, text_search_config, untold_sessions,
---        update_similarity, version_candidates, version_most_characters, version_nearest_margin,
---        version_shared_words, version_similarity, version_words_similarity, weight_entity,
---        weight_importance, weight_popularity, weight_recency, weight_relevance
+--        cascade_threshold, context_hits, context_lift, context_window, dense_span_squared,
+--        dense_weight, dense_zero_squared, documents_candidates, documents_half_life,
+--        episodic_band_lists, episodic_band_since, episodic_band_until, episodic_candidates,
+--        episodic_half_life, episodic_keywords, episodic_min_hits, episodic_recency,
+--        episodic_relevance, fallback_results, fusion, keywords, known_at, max_distance,
+--        memory_bm25_rows, message_kind, patterns, query_text, query_vector, rrf_k,
+--        semantic_candidates, semantic_half_life, session_gap, tenant_id, text_search_config,
+--        untold_sessions, update_similarity, version_candidates, version_most_characters,
+--        version_nearest_margin, version_shared_words, version_similarity,
+--        version_words_similarity, weight_entity, weight_importance, weight_popularity,
+--        weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -1260,7 +1261,8 @@ source_presence AS (
 context_hits AS (
     SELECT c.id AS hit_id,
            c.details ->> 'thread_id' AS thread_id,
-           CAST(c.details ->> 'position' AS integer) AS position
+           CAST(c.details ->> 'position' AS integer) AS position,
+           c.relevance AS hit_relevance
     FROM (SELECT *
           FROM semantic AS s
           WHERE s.evidence
@@ -1483,7 +1485,7 @@ turns AS (
   ),
 
 -- context: the turns as memory candidates, each with the hit it is next to and how far
---   binds: as_of, dense_span_squared, dense_zero_squared, semantic_half_life
+--   binds: as_of, context_lift, dense_span_squared, dense_zero_squared, semantic_half_life
 context AS (
     SELECT n.hit_id,
            n."offset",
@@ -1544,6 +1546,13 @@ context AS (
                                                    (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))) AS dense,
                                     GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - t.told_at) AS float8),
                                              0.0) / CAST(%(semantic_half_life)s AS float8) AS halvings) AS c
+    WHERE n.id IN (SELECT s.id
+                   FROM semantic AS s)
+       OR LEAST(CAST(1.0 AS float8),
+                (SELECT h.hit_relevance
+                 FROM context_hits AS h
+                 WHERE h.hit_id = n.hit_id) * power(CAST(%(context_lift)s AS float8),
+                                                    abs(n."offset"))) > c.dense - 1e-9
   )
 
 -- the candidates of every source

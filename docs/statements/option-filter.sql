@@ -1,18 +1,18 @@
 -- option-filter: a metadata filter with every operator: memories, their context turns and the chunks that meet it; no decisions or tool calls
 -- Binds: as_of, bm25_b, bm25_common_share, bm25_k1, bm25_min_coverage, bm25_weight,
---        cascade_threshold, context_hits, context_window, dense_span_squared, dense_weight,
---        dense_zero_squared, documents_candidates, documents_half_life, fallback_results,
---        filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
---        filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7, filter_path_8,
---        filter_path_9, filter_value_0, filter_value_1, filter_value_10, filter_value_11,
---        filter_value_12, filter_value_2, filter_value_3, filter_value_4, filter_value_5,
---        filter_value_6, filter_value_7, filter_value_8, filter_value_9, filter_within_0, fusion,
---        known_at, max_distance, memory_bm25_rows, message_kind, query_text, query_vector, rrf_k,
---        semantic_candidates, semantic_half_life, session_gap, tenant_id, text_search_config,
---        untold_sessions, update_similarity, version_candidates, version_most_characters,
---        version_nearest_margin, version_shared_words, version_similarity,
---        version_words_similarity, weight_entity, weight_importance, weight_popularity,
---        weight_recency, weight_relevance
+--        cascade_threshold, context_hits, context_lift, context_window, dense_span_squared,
+--        dense_weight, dense_zero_squared, documents_candidates, documents_half_life,
+--        fallback_results, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
+--        filter_path_12, filter_path_3, filter_path_4, filter_path_5, filter_path_6,
+--        filter_path_7, filter_path_8, filter_path_9, filter_value_0, filter_value_1,
+--        filter_value_10, filter_value_11, filter_value_12, filter_value_2, filter_value_3,
+--        filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
+--        filter_value_9, filter_within_0, fusion, known_at, max_distance, memory_bm25_rows,
+--        message_kind, query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life,
+--        session_gap, tenant_id, text_search_config, untold_sessions, update_similarity,
+--        version_candidates, version_most_characters, version_nearest_margin,
+--        version_shared_words, version_similarity, version_words_similarity, weight_entity,
+--        weight_importance, weight_popularity, weight_recency, weight_relevance
 
 WITH
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
@@ -1049,7 +1049,8 @@ source_presence AS (
 context_hits AS (
     SELECT c.id AS hit_id,
            c.details ->> 'thread_id' AS thread_id,
-           CAST(c.details ->> 'position' AS integer) AS position
+           CAST(c.details ->> 'position' AS integer) AS position,
+           c.relevance AS hit_relevance
     FROM (SELECT *
           FROM semantic AS s
           WHERE s.evidence
@@ -1358,7 +1359,7 @@ turns AS (
   ),
 
 -- context: the turns as memory candidates, each with the hit it is next to and how far
---   binds: as_of, dense_span_squared, dense_zero_squared, semantic_half_life
+--   binds: as_of, context_lift, dense_span_squared, dense_zero_squared, semantic_half_life
 context AS (
     SELECT n.hit_id,
            n."offset",
@@ -1419,6 +1420,13 @@ context AS (
                                                    (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))) AS dense,
                                     GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - t.told_at) AS float8),
                                              0.0) / CAST(%(semantic_half_life)s AS float8) AS halvings) AS c
+    WHERE n.id IN (SELECT s.id
+                   FROM semantic AS s)
+       OR LEAST(CAST(1.0 AS float8),
+                (SELECT h.hit_relevance
+                 FROM context_hits AS h
+                 WHERE h.hit_id = n.hit_id) * power(CAST(%(context_lift)s AS float8),
+                                                    abs(n."offset"))) > c.dense - 1e-9
   )
 
 -- the candidates of every source

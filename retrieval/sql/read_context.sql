@@ -17,9 +17,9 @@ SELECT *
 -- The hits within the read's own statement: of the semantic candidates with evidence ranked
 -- as the retriever ranks them (the weighted sum {weighted_sum} of their signals, then relevance,
 -- distance, recency and id), the first %(context_hits)s that are turns of a thread, or (with
--- %(untold_sessions)s) messages without a thread.
+-- %(untold_sessions)s) messages without a thread; each with its relevance, what it lifts.
 SELECT c.id AS hit_id, c.details ->> 'thread_id' AS thread_id,
-           (c.details ->> 'position')::int AS position
+           (c.details ->> 'position')::int AS position, c.relevance AS hit_relevance
     FROM (
         SELECT * FROM semantic AS s
         WHERE s.evidence
@@ -114,7 +114,7 @@ turns AS (
 -- name: context
 -- The turns as memory candidates ({relevance}, {recency}, {signals}, {evidence}), each with
 -- the hit it is next to and how far; when each was last told ({told_at}), its dense relevance
--- and its age ({computed}) computed once and read by name.
+-- and its age ({computed}) computed once and read by name; those the lift may raise ({worth}).
 context AS (
     SELECT n.hit_id, n."offset", 'semantic'::text AS source, 'memory'::text AS item, n.id,
            n.content, n.kind, n.created_at,
@@ -127,4 +127,16 @@ context AS (
     FROM turns AS n
     {told_at}
     {computed}
+    {worth}
 )
+
+-- name: worth_lifting
+-- A turn the ranking may raise: a semantic candidate (its relevance may be fused with BM25's),
+-- or one whose lift from its hit (the hit's relevance times %(context_lift)s per position away,
+-- at most 1) is above its own dense relevance; the others the ranking would pass over (a
+-- billionth of slack: the ranking compares the same products in Python).
+WHERE n.id IN (SELECT s.id FROM semantic AS s)
+       OR LEAST(1.0::float8,
+                (SELECT h.hit_relevance FROM context_hits AS h WHERE h.hit_id = n.hit_id)
+                * power(%(context_lift)s::float8, abs(n."offset")))
+          > c.dense - 1e-9

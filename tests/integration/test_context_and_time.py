@@ -110,6 +110,50 @@ def test_the_turns_are_read_in_the_one_statement_while_the_tenant_has_them(
     assert [r.content for r in first] == [r.content for r in apart]
 
 
+def test_the_one_statement_sends_only_the_turns_the_lift_may_raise(store: MemoryStore) -> None:
+    # The statement of a second call reads the turns itself and leaves out those the lift
+    # cannot raise above their own relevance (no candidate, and as near the question as the
+    # lift from their hit would make them); the first call's statement, sent apart, reads every
+    # turn in the window: the same results. A conversation on one topic, a small pool.
+    question = "Which neighbourhood did Bo end up in after the move?"
+    store.remember(
+        "Bo likes the bakery near the old flat", tenant_id="acme", kind="fact", created_at=MAY
+    )
+    more = [
+        'Bo said, "The new flat is near the river and the old bakery."',
+        'Ana said, "Is the neighbourhood quiet at night?"',
+        'Bo said, "Very quiet, the move was worth it."',
+        'Ana said, "How far is Riverside from your work?"',
+        'Bo said, "Twenty minutes by bike along the river."',
+        'Ana said, "Did the movers break anything in the flat?"',
+        'Bo said, "Only one lamp, the rest of the move went fine."',
+    ]
+    config = RetrievalConfig(record_access=False, candidate_pool=4)
+    with HybridRetriever.from_store(store, config=config, background_writes=False) as retriever:
+        retriever.retrieve(question, tenant_id="acme", as_of=AS_OF)  # a tenant without turns
+        store.remember_many(
+            MemoryInput(text=body, tenant_id="acme", kind="message", thread_id="chat",
+                        position=position, created_at=MAY + timedelta(minutes=position))
+            for position, body in enumerate([*TURNS, *more])
+        )  # fmt: skip
+        reads = []
+        read = retriever._reader.read
+
+        def spy(*args: object, **kwargs: object) -> object:
+            reads.append(read(*args, **kwargs))  # type: ignore[arg-type]
+            return reads[-1]
+
+        retriever._reader.read = spy  # type: ignore[method-assign]
+        apart = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=3)
+        together = retriever.retrieve(question, tenant_id="acme", as_of=AS_OF, limit=3)
+    assert (apart.diagnostics.statements, together.diagnostics.statements) == (2, 1)
+    every, worth = ({(row[0], row[1], row[4]) for row in r.turns} for r in reads)  # hit, offset, id
+    assert worth < every  # fewer turns sent, each one the first statement read too
+    assert [(r.metadata["id"], r.final_score, r.metadata.get("lifted_by")) for r in together] == [
+        (r.metadata["id"], r.final_score, r.metadata.get("lifted_by")) for r in apart
+    ]
+
+
 CHAT = [  # a chat's messages, one thought typed as several
     "Bo: Finally moved into the new flat!",
     "Bo: Riverside, two streets from the old bakery.",

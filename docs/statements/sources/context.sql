@@ -1,7 +1,8 @@
 -- context: the context turns of the semantic candidates that are turns
--- Binds: as_of, context_hits, context_window, dense_span_squared, dense_zero_squared, known_at,
---        message_kind, query_vector, semantic_half_life, session_gap, tenant_id, untold_sessions,
---        weight_entity, weight_importance, weight_popularity, weight_recency, weight_relevance
+-- Binds: as_of, context_hits, context_lift, context_window, dense_span_squared,
+--        dense_zero_squared, known_at, message_kind, query_vector, semantic_half_life,
+--        session_gap, tenant_id, untold_sessions, weight_entity, weight_importance,
+--        weight_popularity, weight_recency, weight_relevance
 
 -- context_hits: the leading memory candidates that are turns of a conversation
 --   binds: context_hits, message_kind, untold_sessions, weight_entity, weight_importance,
@@ -9,7 +10,8 @@
 context_hits AS (
     SELECT c.id AS hit_id,
            c.details ->> 'thread_id' AS thread_id,
-           CAST(c.details ->> 'position' AS integer) AS position
+           CAST(c.details ->> 'position' AS integer) AS position,
+           c.relevance AS hit_relevance
     FROM (SELECT *
           FROM semantic AS s
           WHERE s.evidence
@@ -232,7 +234,7 @@ turns AS (
   ),
 
 -- context: the turns as memory candidates, each with the hit it is next to and how far
---   binds: as_of, dense_span_squared, dense_zero_squared, semantic_half_life
+--   binds: as_of, context_lift, dense_span_squared, dense_zero_squared, semantic_half_life
 context AS (
     SELECT n.hit_id,
            n."offset",
@@ -293,4 +295,11 @@ context AS (
                                                    (CAST(%(dense_zero_squared)s AS float8) - n.distance * n.distance) / CAST(%(dense_span_squared)s AS float8))) AS dense,
                                     GREATEST(CAST(EXTRACT(EPOCH FROM CAST(%(as_of)s AS timestamptz) - t.told_at) AS float8),
                                              0.0) / CAST(%(semantic_half_life)s AS float8) AS halvings) AS c
+    WHERE n.id IN (SELECT s.id
+                   FROM semantic AS s)
+       OR LEAST(CAST(1.0 AS float8),
+                (SELECT h.hit_relevance
+                 FROM context_hits AS h
+                 WHERE h.hit_id = n.hit_id) * power(CAST(%(context_lift)s AS float8),
+                                                    abs(n."offset"))) > c.dense - 1e-9
   )

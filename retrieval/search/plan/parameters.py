@@ -60,6 +60,7 @@ def context_parameters(config: RetrievalConfig) -> dict[str, Any]:
     (:mod:`retrieval.search.statement.context`)."""
     return {
         "context_window": config.context_window,
+        "context_lift": config.context_lift,
         "session_gap": timedelta(minutes=config.session_gap_minutes),
         "message_kind": MESSAGE_KIND,
         "untold_sessions": config.session_gap_minutes > 0,

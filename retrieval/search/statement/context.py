@@ -72,7 +72,7 @@ def context_statement(schema: str, mode: Mode, filter_operators: tuple[str, ...]
     thread) within ``%(context_window)s`` positions (``%(session_gap)s`` the longest pause
     within a session of messages without a thread), in the mode's kinds: rows of ``hit_id,
     offset`` then the source's columns."""
-    ctes = ",\n".join(context_ctes(schema, mode, _BOUND_HITS, filter_operators))
+    ctes = ",\n".join(context_ctes(schema, mode, _BOUND_HITS, filter_operators, worth=""))
     return template("read_context.statement", ctes=ctes, select_list=SELECT_LIST)
 
 
@@ -82,15 +82,20 @@ def statement_context_ctes(
     """The CTEs that read, within the read's statement (after its ``semantic`` CTE), the
     context turns of every semantic candidate that is a turn: a CTE ``context`` of rows of
     ``hit_id, offset`` then the source's columns. Its parameters are the context statement's
-    but the hits, and ``%(untold_sessions)s``."""
-    return noted(context_ctes(schema, mode, _STATEMENT_HITS, filter_operators), NOTES)
+    but the hits, and ``%(untold_sessions)s`` and ``%(context_lift)s``: only the turns the lift
+    may raise come out (a semantic candidate, or a turn its hit lifts above its own relevance;
+    the rank stage passes over the others, :mod:`retrieval.search.rank.context_lift`)."""
+    worth = template("read_context.worth_lifting")
+    return noted(context_ctes(schema, mode, _STATEMENT_HITS, filter_operators, worth), NOTES)
 
 
 def context_ctes(
-    schema: str, mode: Mode, hits: str, filter_operators: tuple[str, ...] = ()
+    schema: str, mode: Mode, hits: str, filter_operators: tuple[str, ...] = (), worth: str = ""
 ) -> list[str]:
-    """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``) to ``context``, the
-    turns of ``mode``'s kinds meeting a metadata filter of ``filter_operators``."""
+    """The CTEs from ``hits`` (a query of ``hit_id, thread_id, position``, and in the read's
+    statement ``hit_relevance``) to ``context``, the turns of ``mode``'s kinds meeting a
+    metadata filter of ``filter_operators`` and the condition ``worth`` (on a turn ``n`` and
+    its computed ``c``; empty: every turn)."""
     conditions = [*kind_filters(mode, "m"), *memory_conditions(filter_operators, "m")]
     kinds = "".join(f" AND {condition}" for condition in conditions)
     # The fragments every read of a hit's turns fills (its memory ``m``).
@@ -115,6 +120,7 @@ def context_ctes(
             evidence=memory_evidence(mode),
             told_at=MEMORY_TOLD_AT,
             computed=memory_once(),
+            worth=worth,
         ),
     ]
 
