@@ -84,7 +84,7 @@ def main() -> None:
     with citus_cluster(workers=2, spare=0) as cluster:
         engine, _ = loaded_cluster(cluster, embedder, corpus, args)
         hold_read_settings(cluster, HELD)
-        held = {
+        urls = {
             "coordinator": cluster.coordinator.url(),
             **{str(w.port): w.url() for w in cluster.workers},
         }
@@ -97,13 +97,13 @@ def main() -> None:
                 ),
                 config=RetrievalConfig(record_access=False),
             )
-            for name, url in held.items()
+            for name, url in urls.items()
         }
         holding = holders(cluster, args.tenants)
         ports = [str(w.port) for w in cluster.workers]
 
-        def through(name: Callable[[str], str]) -> Callable[[str, str], Any]:
-            return lambda query, tenant: retrievers[name(tenant)].retrieve(
+        def through(node_of: Callable[[str], str]) -> Callable[[str, str], Any]:
+            return lambda query, tenant: retrievers[node_of(tenant)].retrieve(
                 query, tenant_id=tenant, as_of=AS_OF
             )
 

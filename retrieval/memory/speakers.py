@@ -23,13 +23,17 @@ from functools import lru_cache
 _NAME_WORD = r"\w[\w'.-]*"
 _OPENING = re.compile(rf'({_NAME_WORD}(?: (?![a-z\u00df-\u00ff])[^\s:]+){{0,2}})(?:: | said, ")')
 _LONGEST_NAME = 40
+# The labels of a note that replaces an earlier one ("Update: ...", "Correction: ...").
+UPDATE_LABELS = frozenset(
+    "update updated correction corrected edit edited change changed".split()  # noqa: SIM905
+)
 # The first words of an opening that labels a text rather than naming who said it (compared in
 # lower case): what an agent or a person writes before a note, the kinds of memory, a
 # document's headings, a message's header fields, the parts of a list. A person or a role who
 # speaks ("User", "Assistant", "Speaker 1", "Q", "Interviewer") is none of them.
-LABELS = frozenset(
+LABELS = UPDATE_LABELS | frozenset(
     """
-    note notes nb ps fyi update updated correction corrected edit edited reminder todo to-do
+    note notes nb ps fyi reminder todo to-do
     fixme important warning caution tip hint info memo idea summary recap tldr context
     background status goal goals task tasks action reason
     fact facts preference preferences event decision directive proposal critique insight

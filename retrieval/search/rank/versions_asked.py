@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from retrieval.memory.speakers import UPDATE_LABELS
+
 # Words that say nothing about which fact a question asks for.
 _FUNCTION_WORDS = frozenset(
     """
@@ -76,9 +78,7 @@ _ONSET = re.compile(
     re.IGNORECASE,
 )
 # A note labelled as what replaces an earlier one: "Update: ...", "Correction: ...".
-_LABELLED_UPDATE = re.compile(
-    r"^\s*(?:update|updated|correction|corrected|edit|edited|change|changed)\s*:", re.IGNORECASE
-)
+_LABELLED_UPDATE = re.compile(rf"^\s*(?:{'|'.join(sorted(UPDATE_LABELS))})\s*:", re.IGNORECASE)
 # An update is one statement: a longer text that holds such a word (an abstract, a summary,
 # a page: "increased", "now", "new" among its many claims) states many things.
 UPDATE_MOST_WORDS = 30
