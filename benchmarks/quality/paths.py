@@ -76,8 +76,9 @@ SCHEMA = "paths"
 CONVERSATIONS = ("dialogues", "chat")
 CORPORA = ("dialogues", "chat", "updates", "keywords", "versions", "vague", "scifact")
 HALVES = ("tuning", "validation")
-# The labelled versions' part written after their rule was tuned and its validation misses read.
-HELD_OUT = "held-out"
+# The labelled versions' parts written after their rule was tuned and its validation misses read
+# (the second after the first one's misses were read).
+HELD_OUT = ("held-out", "held-out-2")
 
 
 def ways_of(corpus: str, named: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -578,7 +579,7 @@ def main() -> None:
 
     if args.compare:
         before, after = (_matrix_of(json.loads(Path(f).read_text())) for f in args.compare)
-        for half in _halves(after, ("validation", "tuning", HELD_OUT, "all")):
+        for half in _halves(after, ("validation", "tuning", *HELD_OUT, "all")):
             print(f"\n{compared(before, after, half)}")
         return
 
@@ -609,7 +610,7 @@ def main() -> None:
     variant = "-".join(f"{k}-{v}" for k, v in (changes | write).items()) or None
     record = {"changes": changes, "write_changes": write, "matrix": matrix}
     write_result("paths", record, args, variant=variant)
-    for half in _halves(matrix, ("validation", "tuning", HELD_OUT)):
+    for half in _halves(matrix, ("validation", "tuning", *HELD_OUT)):
         print(f"\n{table(matrix, half)}")
 
 

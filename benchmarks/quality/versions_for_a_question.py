@@ -23,10 +23,12 @@ must come first among all the results: a newer memory of another pair that says 
 something ("Leo has a new piano teacher, Mr Evans.") must not take the place of the fact asked
 about ("How old is Leo?" beside "My son Leo is 8 years old."). Reported per part of the
 file (``half``): ``tuning`` and ``validation`` (every other pair of each relation of the first
-110), and ``held-out`` (36 distinct pairs and 24 updates written on 2026-12-06, after the rule
+110), ``held-out`` (36 distinct pairs and 24 updates written on 2026-12-06, after the rule
 of decision 0034 was tuned and its validation misses read, and before any change was measured
+on them; their misses were read on 2026-12-07) and ``held-out-2`` (30 distinct pairs and 20
+updates written on 2026-12-07, after those misses were read and before any change was measured
 on them). A rule is tuned on the tuning half, kept when it holds on the validation half, and
-reported on the held-out part.
+reported on the held-out parts.
 
 Usage: python benchmarks/quality/versions_for_a_question.py [--set FIELD=VALUE ...] [--json PATH]
 """
