@@ -25,10 +25,12 @@ about ("How old is Leo?" beside "My son Leo is 8 years old."). Reported per part
 file (``half``): ``tuning`` and ``validation`` (every other pair of each relation of the first
 110), ``held-out`` (36 distinct pairs and 24 updates written on 2026-12-06, after the rule
 of decision 0034 was tuned and its validation misses read, and before any change was measured
-on them; their misses were read on 2026-12-07) and ``held-out-2`` (30 distinct pairs and 20
-updates written on 2026-12-07, after those misses were read and before any change was measured
-on them). A rule is tuned on the tuning half, kept when it holds on the validation half, and
-reported on the held-out parts.
+on them; their misses were read on 2026-12-07), ``held-out-2`` (30 distinct pairs and 20
+updates written on 2026-12-07, after those misses were read, and measured before any change;
+their misses were read then) and ``held-out-3`` (20 distinct pairs and 20 updates written on
+2026-12-07 after that, whose misses were not read before the next change was measured). A rule
+is tuned on the tuning half, kept when it holds on the validation half, and reported on the
+held-out parts.
 
 Usage: python benchmarks/quality/versions_for_a_question.py [--set FIELD=VALUE ...] [--json PATH]
 """
