@@ -378,3 +378,24 @@ def test_a_note_that_opens_with_a_label_is_a_fact_and_may_be_a_version(
     assert _memories(results)[:2] == [slipped, deadline]
     by_id = {r.metadata["id"]: r for r in results}
     assert by_id[deadline].metadata["possibly_outdated_by"]["id"] == slipped
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "question"),
+    [
+        ("Carlos is dating Mia.", "Carlos and Mia broke up.", "Is Carlos dating Mia?"),
+        ("Frank is single.", "Frank is engaged to Julia.", "Is Frank single?"),
+        ("Priti is vegan.", "Priti eats fish again.", "Is Priti vegan?"),
+    ],
+)
+def test_a_state_that_ended_or_began_takes_the_place_of_the_one_asked_about(
+    store: MemoryStore, retriever: HybridRetriever, before: str, after: str, question: str
+) -> None:
+    # The question names a word only the older holds ("dating", "single", "vegan"), yet the
+    # newer says the state it asks about ended or another began: the newer leads.
+    older = store.remember(before, tenant_id="acme", created_at=APRIL)
+    newer = store.remember(after, tenant_id="acme", created_at=JULY)
+    results = retriever.retrieve(question, tenant_id="acme")
+    assert _memories(results)[:2] == [newer, older]
+    by_id = {r.metadata["id"]: r for r in results}
+    assert by_id[older].metadata["possibly_outdated_by"]["id"] == newer

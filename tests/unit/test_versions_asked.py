@@ -69,6 +69,17 @@ def test_a_question_that_names_neither_value_asks_about_the_newer(
         "P1 SLA is 2h from next month.",
         "Correction: the standup is at 10.",  # a note labelled as what replaces another
         "UPDATE: the on-call phone is Priya's.",
+        # A state that began, ended, came back or passed to another.
+        "Carlos and Mia broke up.",
+        "Frank is engaged to Julia.",
+        "Priti eats fish again.",
+        "I swapped my Kobo for a Kindle Paperwhite.",
+        "Sam handed the mobile app over to Nadia.",
+        "We remortgaged at 4.2 percent.",
+        "Hannah had the twins last week, two girls.",
+        "Maya gave up Spanish and is learning Italian.",
+        "Derek's back on days.",
+        "We moved in two years ago.",
     ],
 )
 def test_an_update_is_said_in_words(text: str) -> None:
@@ -88,6 +99,9 @@ def test_an_update_is_said_in_words(text: str) -> None:
         "Support is open from 8 to 18 on weekdays.",
         "The update broke the login page.",  # a label only where it opens the text
         "Note: the standup is at 10.",
+        "The annual review is in the last week of November.",  # a time, not a change
+        "The last month of the quarter is the busiest.",
+        "Frank is engaged to Julia too.",  # one more, not another in its place
     ],
 )
 def test_a_fact_that_adds_is_no_update(text: str) -> None:
@@ -181,6 +195,11 @@ def test_an_update_the_question_tells_apart_is_a_version_only_when_close() -> No
         near=False,
         close=False,
     )
+    # A state that ended, close to the one asked about: "dating" is only the older's word.
+    assert versions_for_query(
+        "Is Carlos dating Mia?", "Carlos is dating Mia.", "Carlos and Mia broke up.",
+        near=True, close=True,
+    )  # fmt: skip
     # Close, an update the question tells apart is one: "phone" is only the older's word.
     assert versions_for_query(
         "What is Carol's phone number?",

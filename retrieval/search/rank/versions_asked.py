@@ -11,8 +11,10 @@ older one for a question when either
   same sentence with another value: ``near``) and the question names no content word that one
   of them holds and the other does not (:func:`tells_apart`); or
 * the newer, one short statement (at most 30 words), says in words that it replaces something
-  ("moved to", "switched to", "no longer", "is now", "a new number") or when its value began
-  ("since last month", "starting next week", :func:`states_update`), not that it adds to it
+  ("moved to", "switched to", "no longer", "is now", "a new number"), that a state began,
+  ended, came back or passed to another ("broke up", "is engaged", "eats fish again", "handed
+  it over") or when its value began ("since last month", "starting next week", "last week":
+  :func:`states_update`), not that it adds to it
   ("also", "too", "another"), names what it changes (a word of the older, or the same "we" or
   "I": :func:`shares_a_word`), and the question names no name or number that only one of them
   holds (:func:`names_apart`): "Where does Bob live?" still asks about "Bob moved to Denver.",
@@ -62,6 +64,20 @@ _UPDATE = re.compile(
     r"sold|bought|got married|divorced|retired|promoted|rolled out)\b",
     re.IGNORECASE,
 )
+# A memory that says a state began, ended, came back or passed to another: an event that
+# replaces what was true before ("Carlos and Mia broke up.", "Frank is engaged to Julia.",
+# "Priti eats fish again.", "I swapped my Kobo for a Kindle.", "Sam handed the app over to
+# Nadia.", "We remortgaged at 4.2 percent.").
+_CHANGE_OF_STATE = re.compile(
+    r"\b(again|back (?:on|to|in|at)|went back|returned|"
+    r"swap(?:ped|ping|s)?|traded|exchanged|hand(?:ed|s|ing)? (?:\w+ ){0,4}?over|succeeded|"
+    r"hired|appointed|acquired|merged|"
+    r"broke up|broken up|split up|separated|ended|cancell?ed|resigned|fired|laid off|"
+    r"graduated|passed away|died|gave up|given up|giving up|"
+    r"engaged|gave birth|had (?:a|the|her|his|their) (?:baby|babies|twins|triplets)|adopted|"
+    r"retrained|took up|renewed|refinanced|remortgaged|rebranded|reopened)\b",
+    re.IGNORECASE,
+)
 # A question asked with "do": its verb is in its base form, which a statement inflects.
 _DO_QUESTION = re.compile(r"\b(?:do|does|did)\b", re.IGNORECASE)
 _INFLECTIONS = ("s", "es", "d", "ed")
@@ -74,7 +90,11 @@ _WHEN = (
     r"spring|summer|autumn|fall|winter)"
 )
 _ONSET = re.compile(
-    rf"\b(?:since|as of|starting|beginning|effective) {_WHEN}|\bfrom (?:next|today|tomorrow)\b",
+    rf"\b(?:since|as of|starting|beginning|effective) {_WHEN}|\bfrom (?:next|today|tomorrow)\b"
+    # ... or a moment it happened: "had the twins last week", "two months ago" ("in the last
+    # week of November" names a time, not when something changed).
+    r"|(?<!the )\blast (?:week|weekend|month|year)\b(?! of)"
+    r"|\b\w+ (?:days|weeks|months|years) ago\b",
     re.IGNORECASE,
 )
 # A note labelled as what replaces an earlier one: "Update: ...", "Correction: ...".
@@ -91,11 +111,13 @@ _ADDITION = re.compile(
 def states_update(text: str) -> bool:
     """Whether ``text`` says that it replaces an earlier value ("Bob moved to Denver.", "We
     switched to GitLab.", "Max upload size is 100 MB now.", "Correction: the standup is at
-    10."), or when its value began ("Trial is 30 days starting next week.", "Mark is on day
-    shifts since last month.") and does not say it adds to one ("Alice is now also allergic to
-    shellfish.")."""
+    10."), that a state began, ended or came back ("Carlos and Mia broke up.", "Priti eats fish
+    again."), or when its value began ("Trial is 30 days starting next week.", "Mark is on day
+    shifts since last month.", "Hannah had the twins last week.") and does not say it adds to
+    one ("Alice is now also allergic to shellfish.")."""
     said = (
         _UPDATE.search(text) is not None
+        or _CHANGE_OF_STATE.search(text) is not None
         or _ONSET.search(text) is not None
         or _LABELLED_UPDATE.match(text) is not None
     )
