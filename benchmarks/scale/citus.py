@@ -13,8 +13,10 @@ as many decisions and tool calls, in batches of ``--batch`` rows. Then:
   does not merge, and every scan of the index reads) reported, on the cluster summed over the
   workers' shards;
 * ``retrieve()`` p50/p95 over the SciFact claims, each asked of one tenant in turn, all sources
-  (``--runs`` runs, median), and the floor: the bare nearest-neighbour statement of the same
-  tenants on a plain psycopg connection, none of the library's code. On the cluster the library
+  (``--runs`` runs, median), one server and the cluster side by side (both running, each claim
+  asked of each in turn, the order turning claim by claim), and the floor: the bare
+  nearest-neighbour statement of the same tenants on a plain psycopg connection, none of the
+  library's code. On the cluster the library
   reads as a role that holds the read settings on every node (``ALTER ROLE ... SET``, as
   docs/scale-out.md says), so its statements go alone; the same calls as a role without them,
   whose statements carry them (``SET LOCAL`` in a transaction), are timed in turn with them
@@ -352,21 +354,17 @@ def main() -> None:
     queries = corpus.queries[: args.queries]
     vectors = embedder.embed(queries)
     results: dict[str, Any] = {}
-    with plain_server() as server:
+    # Both alive at once, so that their calls are timed side by side, query by query: the ratio
+    # is taken at the same moment of the machine, not minutes apart.
+    with plain_server() as server, citus_cluster(workers=2, spare=1) as cluster:
         engine = make_engine(server.url())
         upgrade(engine, SETTINGS)
         print("one server: ingest", flush=True)
         results["one_server"] = {"ingest_rows_per_s": ingest(engine, embedder, corpus, args)}
         analyzed(server.url())
         results["one_server"]["gin_pending_pages"] = gin_pending_pages(server.url())
-        results["one_server"]["retrieve"] = latency(
-            {"library": engine}, embedder, queries, args.runs, args.tenants
-        )["library"]
-        results["one_server"]["floor"] = floor(server.url(), vectors, args.runs, args.tenants)
-        engine.dispose()
-    with citus_cluster(workers=2, spare=1) as cluster:
         print("cluster: ingest", flush=True)
-        engine, rates = loaded_cluster(cluster, embedder, corpus, args)
+        distributed, rates = loaded_cluster(cluster, embedder, corpus, args)
         results["cluster"] = {"ingest_rows_per_s": rates}
         results["cluster"]["gin_pending_pages"] = gin_pending_pages(
             cluster.url, [worker.url() for worker in cluster.workers]
@@ -377,20 +375,27 @@ def main() -> None:
         held = make_engine(
             cluster.coordinator.url().replace("postgres@", f"{HELD}@") + f"?{ONE_SHARD}"
         )
-        timed = latency({"held": held, "sent": engine}, embedder, queries, args.runs, args.tenants)
+        print("both: retrieve(), side by side", flush=True)
+        timed = latency(
+            {"one server": engine, "held": held, "sent": distributed},
+            embedder, queries, args.runs, args.tenants,
+        )  # fmt: skip
+        results["one_server"]["retrieve"] = timed["one server"]
         results["cluster"]["retrieve"] = timed["held"]
         results["cluster"]["retrieve_settings_sent"] = timed["sent"]
+        results["one_server"]["floor"] = floor(server.url(), vectors, args.runs, args.tenants)
         results["cluster"]["floor"] = floor(
             cluster.coordinator.url().replace("postgres@", f"{HELD}@"), vectors, args.runs,
             args.tenants, held=True,
         )  # fmt: skip
+        engine.dispose()
         results["cluster"]["shards_per_call"] = 1  # else multi_task_query_log_level had failed
         print("cluster: a worker added, shards rebalanced", flush=True)
         results["cluster"]["rebalance"] = rebalance(cluster, held, embedder, queries, args.tenants)
         results["cluster"]["settings_on_workers_after_the_add"] = settings_on_workers(cluster, HELD)
         held.dispose()
         results["cluster"]["citus"] = cluster.coordinator.execute("SELECT citus_version()")[0][0]
-        engine.dispose()
+        distributed.dispose()
     one, many = results["one_server"], results["cluster"]
     results["ratios_cluster_to_one_server"] = {
         "ingest_memories": round(
