@@ -8,10 +8,11 @@ distribute`` has distributed by tenant. The same data goes to both: ``--tenants`
 as many decisions and tool calls, in batches of ``--batch`` rows. Then:
 
 * ingest rows/s on each (the batches timed, the model not involved);
-* the loaded tables analyzed (``ANALYZE``), so that the timing does not depend on when
-  autovacuum reaches them; and the pages left in the GIN indexes' pending lists (which ANALYZE
-  does not merge, and every scan of the index reads) reported, on the cluster summed over the
-  workers' shards;
+* the loaded tables vacuumed and analyzed (``VACUUM (ANALYZE)``) and every node checkpointed,
+  so that the timing does not depend on when autovacuum or the checkpointer reaches them (one
+  server and the cluster are timed alike settled); and the pages left in the GIN indexes'
+  pending lists (which every scan of the index reads; the vacuum merges them) reported, on the
+  cluster summed over the workers' shards;
 * ``retrieve()`` p50/p95 over the SciFact claims, each asked of one tenant in turn, all sources
   (``--runs`` runs, median), one server and the cluster side by side (both running, each claim
   asked of each in turn, the order turning claim by claim), and the floor: the bare
@@ -137,17 +138,23 @@ def loaded_cluster(
     upgrade(engine, SETTINGS)
     distribute(engine, SETTINGS.schema, head=head_revision(), revision=head_revision())
     rates = ingest(engine, embedder, corpus, args)
-    analyzed(cluster.url)
+    analyzed(cluster.url, [worker.url() for worker in cluster.workers])
     return engine, rates
 
 
-def analyzed(url: str) -> None:
-    """The loaded tables' planner statistics brought up to date (as autovacuum would soon after
-    a load), so that the timing does not depend on whether autovacuum has reached them yet: a
-    tenant's exact read is chosen from the table's row count in those statistics."""
+def analyzed(url: str, workers: list[str] | None = None) -> None:
+    """The loaded tables vacuumed and their planner statistics brought up to date (as
+    autovacuum would soon after a load; on a cluster Citus does it on every shard), then a
+    checkpoint on every node: the timing does not depend on whether autovacuum or the
+    checkpointer has reached the load yet (a tenant's exact read is chosen from the table's
+    row count in those statistics), and one server and a cluster are timed alike settled."""
     with psycopg.connect(url, autocommit=True) as connection:
         for table in ("memories", "decisions", "tool_calls"):
-            connection.execute(f"ANALYZE {SETTINGS.schema}.{table}")
+            connection.execute(f"VACUUM (ANALYZE) {SETTINGS.schema}.{table}")
+        connection.execute("CHECKPOINT")
+    for worker in workers or ():
+        with psycopg.connect(worker, autocommit=True) as connection:
+            connection.execute("CHECKPOINT")
 
 
 def gin_pending_pages(url: str, nodes: list[str] | None = None) -> int | None:
