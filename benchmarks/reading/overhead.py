@@ -16,9 +16,10 @@ median, then the p50 over claims):
 * **retrieve()**: the whole call (the query's vector cached).
 
 Also the server's own planning and execution times (``EXPLAIN (ANALYZE)``, median of 30) of the
-statement. The differences say what each layer costs: the server's work beyond the floor's,
-sending and decoding the rows, the pool, and the Python around the statement (the call's
-plan, its parameters, the scoring and ranking, the results with their evidence).
+statement. The differences say what each layer costs (from the bare statement run with the
+plan the retriever chose for the tenant, ``retriever_plan``): the server's work beyond the
+floor's, sending and decoding the rows, the pool, and the Python around the statement (the
+call's plan, its parameters, the scoring and ranking, the results with their evidence).
 
 Usage: python benchmarks/reading/overhead.py --data-dir DIR [--passes 3] [--json PATH]
 """
@@ -130,15 +131,21 @@ def _tenant(  # type: ignore[no-untyped-def]
         for way, found in times.items()
     }
     planning, execution = _explained(connections["custom"], statements[:30])
+    # The plan the retriever chose for this tenant's calls (the plan stage names it in the
+    # statement's settings): the layers are taken from the bare statement run with that plan.
+    plans = [(settings or {}).get("plan_cache_mode") for _, _, (_, _, settings) in statements]
+    generic = plans.count("force_generic_plan") > len(plans) / 2
+    as_planned = p50["statement, generic plan" if generic else "statement"]
     return {
         "read_exactly": read_exactly,
+        "retriever_plan": "generic" if generic else "custom",
         "p50_ms": p50,
         "over_floor": {way: p50[way] / p50["floor"] for way in WAYS},
         "server_planning_ms": planning,
         "server_execution_ms": execution,
         "layers_ms": {
-            "the statement beyond the floor": p50["statement"] - p50["floor"],
-            "the pool": p50["through the pool"] - p50["statement"],
+            "the statement beyond the floor": as_planned - p50["floor"],
+            "the pool": p50["through the pool"] - as_planned,
             "the Python around the statement": p50["retrieve()"] - p50["through the pool"],
         },
     }
