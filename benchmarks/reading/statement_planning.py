@@ -1,0 +1,138 @@
+"""What the read statement costs PostgreSQL to plan, and which part of it: each source and rule
+left out in turn.
+
+A plan cached on one server skips planning, but a statement planned for each call pays it (a
+custom plan; on a Citus cluster twice, on the coordinator and again on the worker:
+docs/scale-out.md). On the data ``retrieve.py`` loads (``--data-dir``; schema ``bench_one``: one
+tenant with 100,000 memories, 100,000 decisions and 100,000 tool calls), each configuration's
+statement for each SciFact claim is captured from its retriever (text and values), then run
+bare by psycopg under ``EXPLAIN (ANALYZE, SUMMARY)`` with a custom plan, the configurations in
+turn claim by claim, ``--passes`` times: per configuration the median planning and execution
+times, and the statement's lines. Configurations: the defaults; the newer versions' part off;
+the memories' BM25 off; the episodic source off; the documents source off; the semantic source
+alone; the conversation lift off. What a part costs to plan is the defaults' planning time less
+the configuration's without it.
+
+Usage: python benchmarks/reading/statement_planning.py --data-dir DIR [--queries 30]
+       [--passes 3] [--json PATH] [--no-save]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
+from _common import add_output, write_result
+from _scifact import AS_OF, ONE, TENANT, read_queries
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="retrieve.py's data")
+    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--passes", type=int, default=3)
+    add_output(parser)
+    args = parser.parse_args()
+
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from retrieval.db.embedded import start_embedded
+    from retrieval.db.engine import make_engine
+    from retrieval.db.read_pool import positional
+    from retrieval.embedding.models import SentenceTransformerEmbedder
+    from retrieval.memory.store import MemoryStore
+    from retrieval.search.config import RetrievalConfig
+    from retrieval.search.retriever import read_settings
+
+    server = start_embedded(args.data_dir)
+    store = MemoryStore(make_engine(server.url()), schema=ONE.schema,
+                        embedder=SentenceTransformerEmbedder())  # fmt: skip
+    base = RetrievalConfig(record_access=False)
+    alone = replace(
+        base,
+        episodic=replace(base.episodic, enabled=False),
+        documents=replace(base.documents, enabled=False),
+    )
+    variants = {
+        "defaults": base,
+        "no newer versions first": replace(base, newer_versions_first=False),
+        "no memory BM25": replace(base, memory_bm25=False),
+        "no episodic source": replace(base, episodic=replace(base.episodic, enabled=False)),
+        "no documents source": replace(base, documents=replace(base.documents, enabled=False)),
+        "the semantic source alone": alone,
+        "no conversation lift": replace(base, context_lift=0.0),
+    }
+    queries = read_queries()[: args.queries]
+    statements = {
+        name: [_captured(store, config, query, positional) for query in queries]
+        for name, config in variants.items()
+    }
+    planning: dict[str, list[float]] = {name: [] for name in variants}
+    execution: dict[str, list[float]] = {name: [] for name in variants}
+    with psycopg.connect(server.libpq_dsn(), autocommit=True) as connection:
+        register_vector(connection)
+        for setting, value in read_settings(base).items():
+            connection.execute("SELECT set_config(%s, %s, false)", (setting, value))
+        connection.execute("SET plan_cache_mode = force_custom_plan")
+        cursor = psycopg.RawCursor(connection)
+        names = list(variants)
+        for number in range(args.passes + 1):  # the first pass warms the caches
+            for index in range(len(queries)):
+                order = names if (index + number) % 2 == 0 else names[::-1]
+                for name in order:
+                    text, values = statements[name][index]
+                    explain = b"EXPLAIN (ANALYZE, SUMMARY, FORMAT JSON) " + text
+                    row = cursor.execute(explain, values).fetchone()
+                    assert row is not None
+                    if number:
+                        planning[name].append(row[0][0]["Planning Time"])
+                        execution[name].append(row[0][0]["Execution Time"])
+    defaults = statistics.median(planning["defaults"])
+    results: dict[str, Any] = {"queries": len(queries), "passes": args.passes}
+    for name in variants:
+        planned = statistics.median(planning[name])
+        results[name] = {
+            "lines": statements[name][0][0].count(b"\n") + 1,
+            "planning_ms": round(planned, 3),
+            "execution_ms": round(statistics.median(execution[name]), 3),
+            "planning_saved_ms": round(defaults - planned, 3),
+        }
+        print(name, results[name], flush=True)
+    write_result("statement-planning", results, args)
+
+
+def _captured(store: Any, config: Any, query: str, positional: Any) -> tuple[bytes, Any]:
+    """The statement a retriever with ``config`` sends for ``query`` (after a first call, so
+    that the tenant's presence rows are read and not sent again): its text and values as
+    psycopg runs them."""
+    from retrieval.search.retriever import HybridRetriever
+
+    with HybridRetriever.from_store(store, config=config) as retriever:
+        retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+        reads = retriever._reads
+        sent: list[tuple[str, Any]] = []
+        execute = reads.execute
+
+        def spy(statement: str, params: Any, *, settings: Any = None) -> Any:
+            sent.append((statement, dict(params)))
+            return execute(statement, params, settings=settings)
+
+        reads.execute = spy  # type: ignore[method-assign]
+        try:
+            retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
+        finally:
+            del reads.execute
+    statement, params = sent[-1]
+    converted = positional(statement)
+    text = converted.text
+    return (text if isinstance(text, bytes) else text.encode()), converted.values(params)
+
+
+if __name__ == "__main__":
+    main()
