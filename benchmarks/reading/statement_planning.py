@@ -10,8 +10,10 @@ bare by psycopg under ``EXPLAIN (ANALYZE, SUMMARY)`` with a custom plan, the con
 turn claim by claim, ``--passes`` times: per configuration the median planning and execution
 times, and the statement's lines. Configurations: the defaults; the newer versions' part off;
 the memories' BM25 off; the episodic source off; the documents source off; the semantic source
-alone; the conversation lift off. What a part costs to plan is the defaults' planning time less
-the configuration's without it.
+alone; the conversation lift off; and the defaults' statement with every CTE materialized, and
+with the episodic source's CTEs materialized (PostgreSQL plans a materialized CTE apart, where
+it inlines one read once into the query that reads it), each checked to return the same rows.
+What a part costs to plan is the defaults' planning time less the configuration's without it.
 
 Usage: python benchmarks/reading/statement_planning.py --data-dir DIR [--queries 30]
        [--passes 3] [--json PATH] [--no-save]
@@ -20,8 +22,10 @@ Usage: python benchmarks/reading/statement_planning.py --data-dir DIR [--queries
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -73,15 +77,22 @@ def main() -> None:
         name: [_captured(store, config, query, positional) for query in queries]
         for name, config in variants.items()
     }
-    planning: dict[str, list[float]] = {name: [] for name in variants}
-    execution: dict[str, list[float]] = {name: [] for name in variants}
+    for name, rewrite in REWRITES.items():
+        statements[name] = [(rewrite(text), values) for text, values in statements["defaults"]]
+    planning: dict[str, list[float]] = {name: [] for name in statements}
+    execution: dict[str, list[float]] = {name: [] for name in statements}
+    same: dict[str, int] = {name: 0 for name in REWRITES}
     with psycopg.connect(server.libpq_dsn(), autocommit=True) as connection:
         register_vector(connection)
         for setting, value in read_settings(base).items():
             connection.execute("SELECT set_config(%s, %s, false)", (setting, value))
         connection.execute("SET plan_cache_mode = force_custom_plan")
         cursor = psycopg.RawCursor(connection)
-        names = list(variants)
+        names = list(statements)
+        for index in range(len(queries)):
+            rows = {name: cursor.execute(*statements[name][index]).fetchall() for name in names}
+            for name in REWRITES:
+                same[name] += rows[name] == rows["defaults"]
         for number in range(args.passes + 1):  # the first pass warms the caches
             for index in range(len(queries)):
                 order = names if (index + number) % 2 == 0 else names[::-1]
@@ -95,7 +106,7 @@ def main() -> None:
                         execution[name].append(row[0][0]["Execution Time"])
     defaults = statistics.median(planning["defaults"])
     results: dict[str, Any] = {"queries": len(queries), "passes": args.passes}
-    for name in variants:
+    for name in statements:
         planned = statistics.median(planning[name])
         results[name] = {
             "lines": statements[name][0][0].count(b"\n") + 1,
@@ -103,8 +114,32 @@ def main() -> None:
             "execution_ms": round(statistics.median(execution[name]), 3),
             "planning_saved_ms": round(defaults - planned, 3),
         }
+        if name in REWRITES:
+            results[name]["same_rows"] = f"{same[name]} of {len(queries)}"
         print(name, results[name], flush=True)
     write_result("statement-planning", results, args)
+
+
+_CTE_HEAD = re.compile(rb"^(\w+) AS \(", re.MULTILINE)
+_EPISODIC = (b"decision_hits", b"decision_top", b"episodic_decisions", b"tool_call_hits",
+             b"tool_call_top", b"episodic_tool_calls")  # fmt: skip
+
+
+def _materialized(text: bytes, names: tuple[bytes, ...] | None = None) -> bytes:
+    # ``text`` with its CTEs (those of ``names``, or every one) written AS MATERIALIZED.
+    def head(found: re.Match[bytes]) -> bytes:
+        if names is None or found[1] in names:
+            return found[1] + b" AS MATERIALIZED ("
+        return found[0]
+
+    return _CTE_HEAD.sub(head, text)
+
+
+# The defaults' statement rewritten: each rewrite's name and how.
+REWRITES: dict[str, Callable[[bytes], bytes]] = {
+    "every CTE materialized": _materialized,
+    "the episodic CTEs materialized": lambda text: _materialized(text, _EPISODIC),
+}
 
 
 def _captured(store: Any, config: Any, query: str, positional: Any) -> tuple[bytes, Any]:
