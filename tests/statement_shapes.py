@@ -106,6 +106,10 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 documents=replace(_DOCUMENTS, capped=True),
             ),
         ),
+        "default-citus": (
+            "the defaults on a Citus cluster: every CTE materialized, each planned apart",
+            replace(DEFAULT, materialized=True),
+        ),
         "default-without-threads": (
             "the defaults, memories only, messages stored without threads: context turns read",
             StatementShape(semantic=semantic, episodic=None, presence=_PROBED, context=True),

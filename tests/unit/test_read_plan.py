@@ -86,6 +86,20 @@ def test_a_small_tenant_is_read_exactly_but_never_on_citus() -> None:
     assert _plan(tenant=old).shape.semantic.exact  # type: ignore[union-attr]
 
 
+def test_on_citus_every_cte_of_the_statement_is_materialized_and_only_there() -> None:
+    one, cluster = _plan(), _plan(tenant=replace(SEEN, distributed=True))
+    assert one.shape is not None and cluster.shape is not None
+    assert not one.shape.materialized and cluster.shape.materialized
+    alone = build_statement("retrieval", replace(cluster.shape, materialized=False))
+    planned_apart = build_statement("retrieval", cluster.shape)
+    assert re.search(r"^\w+ AS \(", alone, re.MULTILINE)  # some CTEs inlined on one server
+    assert not re.search(r"^\w+ AS \(", planned_apart, re.MULTILINE)
+    # The same statement but for the word.
+    assert planned_apart.replace(" AS MATERIALIZED (", " AS (") == alone.replace(
+        " AS MATERIALIZED (", " AS ("
+    )
+
+
 def test_a_query_without_keywords_reads_no_episodic_source() -> None:
     plan = _plan(_call("the of and"))
     assert plan.shape is not None and plan.shape.episodic is None

@@ -83,6 +83,7 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
         presence=probed + ((FACTS,) if paired else ()) + (SIZE_ROWS if sized else ()),
         context=lifts and tenant.leads_with_turns,
         filter=call.filter_operators,
+        materialized=tenant.distributed,
     )
     left_out = tuple(name for name in probed if name in tenant.empty)
     shape = replace(full, **{name: None for name in left_out})  # type: ignore[arg-type]

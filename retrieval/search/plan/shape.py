@@ -35,6 +35,10 @@ class StatementShape:
     # The operators of the call's metadata filter, in order (prepare.metadata_filter): the
     # memories and the chunks meet them; () for no filter.
     filter: tuple[str, ...] = ()
+    # Every CTE written AS MATERIALIZED, each then planned apart, where PostgreSQL would inline
+    # one read once into the query reading it: on a Citus cluster, which plans each call twice
+    # (its coordinator, then the worker), the statement plans in less (docs/scale-out.md).
+    materialized: bool = False
 
     def query(self, source: str) -> object | None:
         """The shape of ``source``'s part (its field), ``None`` when the statement leaves it out."""

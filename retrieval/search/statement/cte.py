@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 _HEAD = re.compile(r"^(\w+) AS (?:MATERIALIZED )?\(")
+_INLINED = re.compile(r"^(\w+) AS \(")
 PARAMETER = re.compile(r"%\((\w+)\)s")
 
 
@@ -43,3 +44,9 @@ def noted(texts: Iterable[str], notes: Mapping[str, str]) -> list[Cte]:
             raise KeyError(f"the CTE {name} has no note: say what it holds in its NOTES")
         found.append(Cte(name, note, text))
     return found
+
+
+def materialized(cte: Cte) -> Cte:
+    """``cte`` written ``AS MATERIALIZED``: PostgreSQL plans it apart rather than inline it
+    into the query that reads it once (the same rows; planned in less where it is long)."""
+    return Cte(cte.name, cte.note, _INLINED.sub(r"\1 AS MATERIALIZED (", cte.sql, count=1))

@@ -25,7 +25,7 @@ from retrieval.search.statement.context import (
     context_statement,
     statement_context_ctes,
 )
-from retrieval.search.statement.cte import Cte, noted
+from retrieval.search.statement.cte import Cte, materialized, noted
 from retrieval.search.statement.presence import NOTES as PRESENCE_NOTES
 from retrieval.search.statement.presence import presence_cte
 from retrieval.search.statement.source import StatementSource
@@ -56,6 +56,8 @@ def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]
         template("read_statement.select", columns=listed, cte=name)
         for name, listed in columns.items()
     )
+    if shape.materialized:
+        ctes = [materialized(cte) for cte in ctes]
     return ctes, union
 
 
