@@ -1,0 +1,152 @@
+"""The read statement on a Citus cluster with its CTEs as one server writes them, and with every
+CTE materialized: the bare statement through the coordinator, the same rows.
+
+Citus plans a call's statement on its coordinator (PostgreSQL's planner, then its own router
+planning) and the worker plans the shard's query again; a CTE written ``AS MATERIALIZED`` is
+planned apart, where one read once is inlined into the query that reads it. On the data of
+``citus.py`` (``--tenants`` tenants of ``--memories`` memories, as many decisions and tool
+calls, loaded, vacuumed and analyzed), each SciFact claim's statement is captured from a
+retriever that reads as one server writes the statement, then run bare by psycopg through the
+coordinator both ways (as a role that holds the read settings, so that none is sent), the two
+in turn claim by claim, the order alternating, after a pass that checks the rows are the same:
+p50 of each over ``--runs`` passes.
+
+Usage: RETRIEVAL_CITUS_BIN=/path/to/bin python benchmarks/scale/citus_materialized.py
+       [--tenants 20] [--memories 1000] [--queries 100] [--runs 3] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # citus.py's loading
+from _common import ROOT, add_output, write_result
+from _scifact import AS_OF, load_corpus
+from citus import (
+    CACHE,
+    HELD,
+    ONE_SHARD,
+    SETTINGS,
+    add_data_arguments,
+    hold_read_settings,
+    loaded_cluster,
+    tenant_of,
+)
+
+from retrieval.db.engine import make_engine
+from retrieval.db.read_pool import positional
+from retrieval.embedding.models import SentenceTransformerEmbedder
+from retrieval.memory.store import MemoryStore
+from retrieval.search.config import RetrievalConfig
+from retrieval.search.plan import read_plan
+from retrieval.search.retriever import HybridRetriever
+
+sys.path.insert(0, str(ROOT))
+from tests.citus_cluster import citus_cluster
+
+WAYS = ("as one server writes it", "every CTE materialized")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_arguments(parser, tenants=20)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    add_output(parser)
+    args = parser.parse_args()
+
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    embedder = SentenceTransformerEmbedder()
+    corpus = load_corpus(embedder, CACHE)
+    queries = corpus.queries[: args.queries]
+    results: dict[str, Any] = {"tenants": args.tenants, "memories": args.memories}
+    with citus_cluster(workers=2, spare=0) as cluster:
+        loaded_cluster(cluster, embedder, corpus, args)
+        hold_read_settings(cluster, HELD)
+        url = cluster.coordinator.url().replace("postgres@", f"{HELD}@")
+        store = MemoryStore(
+            make_engine(f"{url}?{ONE_SHARD}"), schema=SETTINGS.schema, embedder=embedder
+        )
+        statements: dict[str, list[tuple[bytes, Any]]] = {way: [] for way in WAYS}
+        with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as r:
+            for n, query in enumerate(queries):
+                for way in WAYS:
+                    statements[way].append(
+                        _captured(r, query, tenant_of(n % args.tenants), way != WAYS[0])
+                    )
+        with psycopg.connect(url, autocommit=True) as connection:
+            register_vector(connection)
+            cursor = psycopg.RawCursor(connection)
+
+            def rows(way: str, index: int) -> list[Any]:
+                return cursor.execute(*statements[way][index]).fetchall()
+
+            results["same_rows"] = sum(
+                rows(WAYS[0], n) == rows(WAYS[1], n) for n in range(len(queries))
+            )
+            results["compared"] = len(queries)
+            runs: list[dict[str, float]] = []
+            for number in range(args.runs):
+                times: dict[str, list[float]] = {way: [] for way in WAYS}
+                for n in range(len(queries)):
+                    for way in WAYS if (n + number) % 2 == 0 else WAYS[::-1]:
+                        began = time.perf_counter()
+                        rows(way, n)
+                        times[way].append((time.perf_counter() - began) * 1000)
+                runs.append({way: statistics.median(found) for way, found in times.items()})
+                print(runs[-1], flush=True)
+    results["runs"] = runs
+    results["p50_ms"] = {way: statistics.median(run[way] for run in runs) for way in WAYS}
+    results["ratio"] = round(results["p50_ms"][WAYS[1]] / results["p50_ms"][WAYS[0]], 3)
+    write_result("citus-materialized", results, args)
+
+
+def _captured(
+    retriever: HybridRetriever, query: str, tenant: str, materialized: bool
+) -> tuple[bytes, Any]:
+    """The statement ``retriever`` sends for ``query`` (after a first call: the tenant's
+    presence known), its CTEs materialized or as one server writes them: text and values as
+    psycopg runs them."""
+    plan_read = read_plan.plan_read
+
+    def planned(*plan_args: Any) -> Any:
+        plan = plan_read(*plan_args)
+        if plan.shape is None:
+            return plan
+        return replace(plan, shape=replace(plan.shape, materialized=materialized))
+
+    reads = retriever._reads
+    execute = reads.execute
+    sent: list[tuple[str, Any]] = []
+
+    def spy(statement: str, params: Any, *, settings: Any = None) -> Any:
+        sent.append((statement, dict(params)))
+        return execute(statement, params, settings=settings)
+
+    import retrieval.search.retriever as reader
+
+    reader.plan_read = planned  # type: ignore[assignment]
+    try:
+        retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
+        reads.execute = spy  # type: ignore[method-assign]
+        retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
+    finally:
+        del reads.execute
+        reader.plan_read = plan_read  # type: ignore[assignment]
+    statement, params = next(s for s in reversed(sent) if s[0].startswith("WITH semantic"))
+    converted = positional(statement)
+    text = converted.text
+    return (text if isinstance(text, bytes) else text.encode()), converted.values(params)
+
+
+if __name__ == "__main__":
+    main()
