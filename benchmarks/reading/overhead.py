@@ -38,6 +38,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
+from _captured import Captured, captured
 from _common import add_output, write_result
 from _scifact import AS_OF, OURS, TENANTS, floor_statement, read_queries, shapes, vector_alone
 from pgvector import HalfVector
@@ -45,7 +46,6 @@ from pgvector.psycopg import register_vector
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
-from retrieval.db.read_pool import positional
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever, read_settings
@@ -93,19 +93,19 @@ def main() -> None:
 def _tenant(  # type: ignore[no-untyped-def]
     retriever: HybridRetriever, connections, schema, tenant, claims, vectors, args
 ) -> dict[str, Any]:
-    statements = [_captured(retriever, claim, tenant) for claim in claims]
+    statements = [captured(retriever, claim, tenant, AS_OF) for claim in claims]
     bare = connections["floor"]
     floor, read_exactly = floor_statement(bare, schema, tenant, config=retriever.config)
     pool = retriever.config.pool
     cursors = {plan: psycopg.RawCursor(connections[plan]) for plan in ("custom", "generic")}
 
     def bare_statement(index: int, plan: str) -> None:
-        text, values, _ = statements[index]
-        cursors[plan].execute(text, values, binary=True, prepare=True).fetchall()
+        sent = statements[index]
+        cursors[plan].execute(sent.text, sent.values, binary=True, prepare=True).fetchall()
 
     def through_pool(index: int) -> None:
-        _, _, (query, params, settings) = statements[index]
-        retriever._reads.execute(query, params, settings=settings)  # the retriever's own pool
+        sent = statements[index]
+        retriever._reads.execute(sent.query, sent.params, settings=sent.settings)  # its own pool
 
     halves = [HalfVector(vector.astype(np.float16)) for vector in vectors]
     ways: dict[str, Callable[[int], object]] = {
@@ -133,7 +133,7 @@ def _tenant(  # type: ignore[no-untyped-def]
     planning, execution = _explained(connections["custom"], statements[:30])
     # The plan the retriever chose for this tenant's calls (the plan stage names it in the
     # statement's settings): the layers are taken from the bare statement run with that plan.
-    plans = [(settings or {}).get("plan_cache_mode") for _, _, (_, _, settings) in statements]
+    plans = [(sent.settings or {}).get("plan_cache_mode") for sent in statements]
     generic = plans.count("force_generic_plan") > len(plans) / 2
     as_planned = p50["statement, generic plan" if generic else "statement"]
     return {
@@ -151,35 +151,12 @@ def _tenant(  # type: ignore[no-untyped-def]
     }
 
 
-def _captured(retriever: HybridRetriever, claim: str, tenant: str) -> tuple[Any, Any, Any]:
-    """The last statement a retrieve() of ``claim`` sent: as psycopg runs it (text and values)
-    and as the pool was given it (query, params, settings)."""
-    pool = retriever._reads
-    sent: list[tuple[str, Any, Any]] = []
-    execute = pool.execute
-
-    def spy(query: str, params: Any, *, settings: Any = None) -> Any:
-        sent.append((query, dict(params), settings))
-        return execute(query, params, settings=settings)
-
-    pool.execute = spy  # type: ignore[method-assign]
-    try:
-        retriever.retrieve(claim, tenant_id=tenant, as_of=AS_OF)
-    finally:
-        del pool.execute
-    query, params, settings = sent[-1]
-    converted = positional(query)
-    return converted.text, converted.values(params), (query, params, settings)
-
-
-def _explained(bare: psycopg.Connection, statements: list[Any]) -> tuple[float, float]:
+def _explained(bare: psycopg.Connection, statements: list[Captured]) -> tuple[float, float]:
     planning, execution = [], []
     cursor = psycopg.RawCursor(bare)
-    for text, values, _ in statements:
-        explain = b"EXPLAIN (ANALYZE, FORMAT JSON) " + (
-            text if isinstance(text, bytes) else text.encode()
-        )
-        row = cursor.execute(explain, values).fetchone()
+    for sent in statements:
+        explain = b"EXPLAIN (ANALYZE, FORMAT JSON) " + sent.text
+        row = cursor.execute(explain, sent.values).fetchone()
         assert row is not None
         planning.append(row[0][0]["Planning Time"])
         execution.append(row[0][0]["Execution Time"])

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
+from _captured import captured
 from _common import add_output, write_result
 from _scifact import AS_OF, ONE, TENANT, read_queries
 
@@ -48,11 +49,10 @@ def main() -> None:
 
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine
-    from retrieval.db.read_pool import positional
     from retrieval.embedding.models import SentenceTransformerEmbedder
     from retrieval.memory.store import MemoryStore
     from retrieval.search.config import RetrievalConfig
-    from retrieval.search.retriever import read_settings
+    from retrieval.search.retriever import HybridRetriever, read_settings
 
     server = start_embedded(args.data_dir)
     store = MemoryStore(make_engine(server.url()), schema=ONE.schema,
@@ -73,10 +73,11 @@ def main() -> None:
         "no conversation lift": replace(base, context_lift=0.0),
     }
     queries = read_queries()[: args.queries]
-    statements = {
-        name: [_captured(store, config, query, positional) for query in queries]
-        for name, config in variants.items()
-    }
+    statements: dict[str, list[tuple[bytes, Any]]] = {}
+    for name, config in variants.items():
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            sent = [captured(retriever, query, TENANT, AS_OF, warm=True) for query in queries]
+        statements[name] = [(one.text, one.values) for one in sent]
     for name, rewrite in REWRITES.items():
         statements[name] = [(rewrite(text), values) for text, values in statements["defaults"]]
     planning: dict[str, list[float]] = {name: [] for name in statements}
@@ -140,33 +141,6 @@ REWRITES: dict[str, Callable[[bytes], bytes]] = {
     "every CTE materialized": _materialized,
     "the episodic CTEs materialized": lambda text: _materialized(text, _EPISODIC),
 }
-
-
-def _captured(store: Any, config: Any, query: str, positional: Any) -> tuple[bytes, Any]:
-    """The statement a retriever with ``config`` sends for ``query`` (after a first call, so
-    that the tenant's presence rows are read and not sent again): its text and values as
-    psycopg runs them."""
-    from retrieval.search.retriever import HybridRetriever
-
-    with HybridRetriever.from_store(store, config=config) as retriever:
-        retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-        reads = retriever._reads
-        sent: list[tuple[str, Any]] = []
-        execute = reads.execute
-
-        def spy(statement: str, params: Any, *, settings: Any = None) -> Any:
-            sent.append((statement, dict(params)))
-            return execute(statement, params, settings=settings)
-
-        reads.execute = spy  # type: ignore[method-assign]
-        try:
-            retriever.retrieve(query, tenant_id=TENANT, as_of=AS_OF)
-        finally:
-            del reads.execute
-    statement, params = sent[-1]
-    converted = positional(statement)
-    text = converted.text
-    return (text if isinstance(text, bytes) else text.encode()), converted.values(params)
 
 
 if __name__ == "__main__":

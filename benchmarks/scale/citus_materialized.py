@@ -27,6 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # citus.py's loading
+from _captured import captured
 from _common import ROOT, add_output, write_result
 from _scifact import AS_OF, load_corpus
 from citus import (
@@ -41,7 +42,6 @@ from citus import (
 )
 
 from retrieval.db.engine import make_engine
-from retrieval.db.read_pool import positional
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
@@ -113,9 +113,11 @@ def main() -> None:
 def _captured(
     retriever: HybridRetriever, query: str, tenant: str, materialized: bool
 ) -> tuple[bytes, Any]:
-    """The statement ``retriever`` sends for ``query`` (after a first call: the tenant's
+    """The read statement ``retriever`` sends for ``query`` (after a first call: the tenant's
     presence known), its CTEs materialized or as one server writes them: text and values as
     psycopg runs them."""
+    import retrieval.search.retriever as reader
+
     plan_read = read_plan.plan_read
 
     def planned(*plan_args: Any) -> Any:
@@ -124,28 +126,12 @@ def _captured(
             return plan
         return replace(plan, shape=replace(plan.shape, materialized=materialized))
 
-    reads = retriever._reads
-    execute = reads.execute
-    sent: list[tuple[str, Any]] = []
-
-    def spy(statement: str, params: Any, *, settings: Any = None) -> Any:
-        sent.append((statement, dict(params)))
-        return execute(statement, params, settings=settings)
-
-    import retrieval.search.retriever as reader
-
     reader.plan_read = planned  # type: ignore[assignment]
     try:
-        retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
-        reads.execute = spy  # type: ignore[method-assign]
-        retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
+        sent = captured(retriever, query, tenant, AS_OF, warm=True)
     finally:
-        del reads.execute
         reader.plan_read = plan_read  # type: ignore[assignment]
-    statement, params = next(s for s in reversed(sent) if s[0].startswith("WITH semantic"))
-    converted = positional(statement)
-    text = converted.text
-    return (text if isinstance(text, bytes) else text.encode()), converted.values(params)
+    return sent.text, sent.values
 
 
 if __name__ == "__main__":

@@ -1,0 +1,62 @@
+"""The read statement a retriever sends for a call, captured to be run bare.
+
+The benchmarks that time the statement without the library around it (``overhead.py``,
+``statement_planning.py``, ``citus_materialized.py``) take it from a real ``retrieve()``: the
+retriever's connections are watched for one call, and the call's first statement (the read
+statement; a short one reading the turns around given hits may follow it) is kept as the pool
+was given it and as psycopg runs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A call's read statement: as psycopg runs it (``text``, ``values``: positional
+    placeholders) and as the retriever's pool was given it (``query``, ``params``,
+    ``settings``)."""
+
+    text: bytes
+    values: Any
+    query: str
+    params: dict[str, Any]
+    settings: dict[str, str] | None
+
+
+def captured(
+    retriever: Any, query: str, tenant: str, as_of: datetime, *, warm: bool = False
+) -> Captured:
+    """The read statement ``retriever`` sends for ``query`` in ``tenant`` as of ``as_of``;
+    ``warm``: after a first call of the same query (the tenant's presence and size then known,
+    so that the statement does not ask for them again, as most calls do not)."""
+    from retrieval.db.read_pool import positional
+
+    if warm:
+        retriever.retrieve(query, tenant_id=tenant, as_of=as_of)
+    reads = retriever._reads
+    execute = reads.execute
+    sent: list[tuple[str, dict[str, Any], Any]] = []
+
+    def spy(statement: str, params: Any, *, settings: Any = None) -> Any:
+        sent.append((statement, dict(params), settings))
+        return execute(statement, params, settings=settings)
+
+    reads.execute = spy
+    try:
+        retriever.retrieve(query, tenant_id=tenant, as_of=as_of)
+    finally:
+        del reads.execute
+    statement, params, settings = sent[0]
+    converted = positional(statement)
+    text = converted.text
+    return Captured(
+        text=text if isinstance(text, bytes) else text.encode(),
+        values=converted.values(params),
+        query=statement,
+        params=params,
+        settings=settings,
+    )
