@@ -9,7 +9,7 @@ was given it and as psycopg runs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,15 +28,30 @@ class Captured:
 
 
 def captured(
-    retriever: Any, query: str, tenant: str, as_of: datetime, *, warm: bool = False
+    retriever: Any,
+    query: str,
+    tenant: str,
+    as_of: datetime,
+    *,
+    warm: bool = False,
+    materialized: bool | None = None,
 ) -> Captured:
     """The read statement ``retriever`` sends for ``query`` in ``tenant`` as of ``as_of``;
     ``warm``: after a first call of the same query (the tenant's presence and size then known,
-    so that the statement does not ask for them again, as most calls do not)."""
+    so that the statement does not ask for them again, as most calls do not); ``materialized``:
+    the plan's shape made to write every CTE ``AS MATERIALIZED`` (True, as on Citus) or as one
+    server writes them (False), whatever the database (None: as the plan chose)."""
+    import retrieval.search.retriever as reader
     from retrieval.db.read_pool import positional
 
-    if warm:
-        retriever.retrieve(query, tenant_id=tenant, as_of=as_of)
+    plan_read = reader.plan_read
+
+    def planned(*plan_args: Any) -> Any:
+        plan = plan_read(*plan_args)
+        if materialized is None or plan.shape is None:
+            return plan
+        return replace(plan, shape=replace(plan.shape, materialized=materialized))
+
     reads = retriever._reads
     execute = reads.execute
     sent: list[tuple[str, dict[str, Any], Any]] = []
@@ -45,11 +60,15 @@ def captured(
         sent.append((statement, dict(params), settings))
         return execute(statement, params, settings=settings)
 
-    reads.execute = spy
+    reader.plan_read = planned
     try:
+        if warm:
+            retriever.retrieve(query, tenant_id=tenant, as_of=as_of)
+        reads.execute = spy
         retriever.retrieve(query, tenant_id=tenant, as_of=as_of)
     finally:
-        del reads.execute
+        reads.__dict__.pop("execute", None)
+        reader.plan_read = plan_read
     statement, params, settings = sent[0]
     converted = positional(statement)
     text = converted.text

@@ -21,7 +21,6 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,6 @@ from retrieval.db.engine import make_engine
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
-from retrieval.search.plan import read_plan
 from retrieval.search.retriever import HybridRetriever
 
 sys.path.insert(0, str(ROOT))
@@ -80,9 +78,9 @@ def main() -> None:
         with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as r:
             for n, query in enumerate(queries):
                 for way in WAYS:
-                    statements[way].append(
-                        _captured(r, query, tenant_of(n % args.tenants), way != WAYS[0])
-                    )
+                    sent = captured(r, query, tenant_of(n % args.tenants), AS_OF, warm=True,
+                                    materialized=way != WAYS[0])  # fmt: skip
+                    statements[way].append((sent.text, sent.values))
         with psycopg.connect(url, autocommit=True) as connection:
             register_vector(connection)
             cursor = psycopg.RawCursor(connection)
@@ -108,30 +106,6 @@ def main() -> None:
     results["p50_ms"] = {way: statistics.median(run[way] for run in runs) for way in WAYS}
     results["ratio"] = round(results["p50_ms"][WAYS[1]] / results["p50_ms"][WAYS[0]], 3)
     write_result("citus-materialized", results, args)
-
-
-def _captured(
-    retriever: HybridRetriever, query: str, tenant: str, materialized: bool
-) -> tuple[bytes, Any]:
-    """The read statement ``retriever`` sends for ``query`` (after a first call: the tenant's
-    presence known), its CTEs materialized or as one server writes them: text and values as
-    psycopg runs them."""
-    import retrieval.search.retriever as reader
-
-    plan_read = read_plan.plan_read
-
-    def planned(*plan_args: Any) -> Any:
-        plan = plan_read(*plan_args)
-        if plan.shape is None:
-            return plan
-        return replace(plan, shape=replace(plan.shape, materialized=materialized))
-
-    reader.plan_read = planned  # type: ignore[assignment]
-    try:
-        sent = captured(retriever, query, tenant, AS_OF, warm=True)
-    finally:
-        reader.plan_read = plan_read  # type: ignore[assignment]
-    return sent.text, sent.values
 
 
 if __name__ == "__main__":
