@@ -70,7 +70,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
         "default": ("the defaults, a tenant holding every source", DEFAULT),
         "default-first-call": (
             "the defaults, a tenant's first call: its size asked for, the context turns read",
-            replace(DEFAULT, presence=_PROBED + SIZE_ROWS, context=True),
+            replace(DEFAULT, presence=_PROBED + SIZE_ROWS, context=True, materialized=True),
         ),
         "default-conversation": (
             "the defaults, a tenant whose leading hits are turns: their context turns read",
@@ -95,6 +95,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 DEFAULT,
                 semantic=replace(semantic, bound=True),
                 episodic=replace(episodic, bound=True),
+                materialized=True,
             ),
         ),
         "default-long-query": (
@@ -107,7 +108,8 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
             ),
         ),
         "default-citus": (
-            "the defaults on a Citus cluster: every CTE materialized, each planned apart",
+            "the defaults planned for their values (on a Citus cluster, a tenant whose size the "
+            "generic plan misjudges): every CTE materialized, each planned apart",
             replace(DEFAULT, materialized=True),
         ),
         "default-without-threads": (
@@ -129,6 +131,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                     decisions=kinds is None or "decision" in kinds,
                     tool_calls=kinds is None or "tool_call" in kinds,
                 ),
+                materialized=True,  # its kinds choose the index: planned for its values
             ),
         )
     shapes |= {
@@ -164,6 +167,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 episodic=None,
                 context=True,
                 filter=EVERY_OPERATOR,
+                materialized=True,
             ),
         ),
         "option-namespace": (
@@ -176,6 +180,7 @@ def pinned_shapes() -> dict[str, tuple[str, StatementShape]]:
                 presence=(FACTS,),
                 context=True,
                 filter=("namespace", "eq"),
+                materialized=True,
             ),
         ),
         "option-episodic-only": (

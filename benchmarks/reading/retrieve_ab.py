@@ -15,8 +15,8 @@ whether both versions returned the same results (content, source and scores) for
 Comparing a revision with itself gives differences of up to about 0.3 ms at the p50.
 
 Usage: python benchmarks/reading/retrieve_ab.py --data-dir DIR --against REV
-       [--sources all|semantic|episodic|documents] [--tenants one|spread] [--queries 300]
-       [--repeat 3] [--json PATH]
+       [--sources all|semantic|episodic|documents] [--tenants one|spread] [--filter JSON]
+       [--queries 300] [--repeat 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ schema = schemas["documents"] if sys.argv[3] == "documents" else schemas["one"]
 tenant = schemas["tenant"]
 if sys.argv[4] == "spread":  # retrieve.py's 100 tenants of 1,000 memories, nothing else
     schema, tenant = schemas["spread"], "t07"
+scope = json.loads(sys.argv[5])  # a metadata filter of every call, or None
 store = MemoryStore(make_engine(server.url()), schema=schema,
                     embedder=SentenceTransformerEmbedder())
 retriever = HybridRetriever.from_store(store, config=config)
@@ -93,7 +94,7 @@ print("ready", flush=True)
 for line in sys.stdin:
     query = json.loads(line)
     started = time.perf_counter()
-    response = retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF)
+    response = retriever.retrieve(query, tenant_id=tenant, as_of=AS_OF, filter=scope)
     elapsed = (time.perf_counter() - started) * 1000
     digest = [[r.source, r.content, round(r.final_score, 9), round(r.relevance_score, 9),
                round(r.recency_score, 9)] for r in response.results]
@@ -115,6 +116,13 @@ def main() -> None:
         help="spread: retrieve.py's 100 tenants holding 1,000 memories each and no decisions, "
         "tool calls or documents (tenant t07)",
     )
+    parser.add_argument(
+        "--filter",
+        type=json.loads,
+        default=None,
+        help='a metadata filter (JSON) of every call, such as \'{"id": {"$exists": true}}\': '
+        "each call planned for its values, the episodic source left out",
+    )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
     add_output(parser)
@@ -128,8 +136,8 @@ def main() -> None:
     queries = read_queries()[: args.queries]
     with worktree(args.against) as tree:
         workers = {
-            "before": _start(tree, args.data_dir, args.sources, args.tenants),
-            "after": _start(ROOT, args.data_dir, args.sources, args.tenants),
+            "before": _start(tree, args.data_dir, args.sources, args.tenants, args.filter),
+            "after": _start(ROOT, args.data_dir, args.sources, args.tenants, args.filter),
         }
         for worker in workers.values():
             for query in queries:  # warm: query vectors cached, connections open
@@ -155,6 +163,7 @@ def main() -> None:
         "against": args.against,
         "sources": args.sources,
         "tenants": args.tenants,
+        "filter": args.filter,
         "queries": len(queries),
         "repeat": args.repeat,
         "identical_results": same,
@@ -163,10 +172,13 @@ def main() -> None:
     write_result("retrieve-ab", summary, args)
 
 
-def _start(tree: Path, data_dir: Path, sources: str, tenants: str) -> subprocess.Popen[str]:
+def _start(
+    tree: Path, data_dir: Path, sources: str, tenants: str, scope: Any
+) -> subprocess.Popen[str]:
     environment = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
     worker = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(data_dir), _DATASETS, sources, tenants],
+        [sys.executable, "-c", _WORKER, str(data_dir), _DATASETS, sources, tenants,
+         json.dumps(scope)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=tree,
     )  # fmt: skip
     assert worker.stdout is not None

@@ -1,4 +1,4 @@
--- default-citus: the defaults on a Citus cluster: every CTE materialized, each planned apart
+-- default-citus: the defaults planned for their values (on a Citus cluster, a tenant whose size the generic plan misjudges): every CTE materialized, each planned apart
 -- Binds: as_of, bm25_b, bm25_common_share, bm25_k1, bm25_min_coverage, bm25_weight,
 --        cascade_threshold, dense_span_squared, dense_weight, dense_zero_squared,
 --        documents_candidates, documents_half_life, episodic_band_lists, episodic_band_since,

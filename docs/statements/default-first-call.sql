@@ -229,7 +229,7 @@ mem_ranked AS MATERIALIZED (
 
 -- semantic_found: the dense pool and the lexical channel's best candidates
 --   binds: semantic_candidates
-semantic_found AS (
+semantic_found AS MATERIALIZED (
     SELECT *
     FROM mem_ranked
     WHERE near
@@ -239,7 +239,7 @@ semantic_found AS (
 -- semantic: the memories' candidates: relevance, recency, signals and evidence
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
-semantic AS (
+semantic AS MATERIALIZED (
     SELECT CAST('semantic' AS text) AS source,
            CAST('memory' AS text) AS item,
            n.id,
@@ -443,7 +443,7 @@ mem_newer AS MATERIALIZED (
   ),
 
 -- semantic_versions: the memories' candidates, each with its newer versions
-semantic_versions AS (
+semantic_versions AS MATERIALIZED (
     SELECT s.source,
            s.item,
            s.id,
@@ -468,7 +468,7 @@ semantic_versions AS (
 
 -- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
 --   binds: fallback_results
-semantic_sent AS (
+semantic_sent AS MATERIALIZED (
     SELECT *
     FROM semantic_versions AS s
     WHERE s.evidence
@@ -561,7 +561,7 @@ episodic_found AS MATERIALIZED (
 
 -- decision_hits: the decisions found, each with its exact count of keywords
 --   binds: known_at, tenant_id
-decision_hits AS (
+decision_hits AS MATERIALIZED (
     SELECT x.id,
            x.created_at,
            x.hits
@@ -587,7 +587,7 @@ decision_hits AS (
 -- decision_top: the decisions' candidate pool, by the source's relevance and recency
 --   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
 --          episodic_recency, episodic_relevance
-decision_top AS (
+decision_top AS MATERIALIZED (
     SELECT *
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
@@ -610,7 +610,7 @@ decision_top AS (
 
 -- episodic_decisions: the decisions' candidates: relevance, recency and evidence
 --   binds: tenant_id
-episodic_decisions AS (
+episodic_decisions AS MATERIALIZED (
     SELECT CAST('episodic' AS text) AS source,
            CAST('decision' AS text) AS item,
            d.id,
@@ -639,7 +639,7 @@ episodic_decisions AS (
 
 -- tool_call_hits: the tool calls found, each with its exact count of keywords
 --   binds: known_at, tenant_id
-tool_call_hits AS (
+tool_call_hits AS MATERIALIZED (
     SELECT x.id,
            x.created_at,
            x.hits
@@ -665,7 +665,7 @@ tool_call_hits AS (
 -- tool_call_top: the tool calls' candidate pool, by the source's relevance and recency
 --   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
 --          episodic_recency, episodic_relevance
-tool_call_top AS (
+tool_call_top AS MATERIALIZED (
     SELECT *
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
@@ -688,7 +688,7 @@ tool_call_top AS (
 
 -- episodic_tool_calls: the tool calls' candidates: relevance, recency and evidence
 --   binds: tenant_id
-episodic_tool_calls AS (
+episodic_tool_calls AS MATERIALIZED (
     SELECT CAST('episodic' AS text) AS source,
            CAST('tool_call' AS text) AS item,
            c.id,
@@ -718,7 +718,7 @@ episodic_tool_calls AS (
 
 -- doc_terms: the query's lexemes (the rarest first, when the query is capped)
 --   binds: query_text, text_search_config
-doc_terms AS (
+doc_terms AS MATERIALIZED (
     SELECT DISTINCT lexeme AS term
     FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig),
                             %(query_text)s))
@@ -726,7 +726,7 @@ doc_terms AS (
 
 -- doc_corpus: the tenant's row count and mean length
 --   binds: tenant_id
-doc_corpus AS (
+doc_corpus AS MATERIALIZED (
     SELECT CAST(chunks AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(chunks, 0) AS average_length
     FROM retrieval.document_corpus
@@ -839,7 +839,7 @@ doc_tier AS MATERIALIZED (
 
 -- doc_bm25: the best rows by exact BM25
 --   binds: documents_candidates, tenant_id
-doc_bm25 AS (
+doc_bm25 AS MATERIALIZED (
     SELECT *
     FROM ((SELECT s.chunk_id,
                   s.bm25
@@ -917,7 +917,7 @@ doc_idf AS MATERIALIZED (
 
 -- doc_covered: each found chunk's exact BM25 score and the idf it covers
 --   binds: tenant_id
-doc_covered AS (
+doc_covered AS MATERIALIZED (
     SELECT p.chunk_id,
            sum(i.idf) AS covered,
            sum(i.idf_k1 * p.term_frequency / (p.term_frequency + i.base + i.per_length * p.chunk_length)) AS bm25
@@ -955,7 +955,7 @@ doc_evidence AS MATERIALIZED (
   ),
 
 -- doc_ranked: the found chunks with their BM25 and dense ranks
-doc_ranked AS (
+doc_ranked AS MATERIALIZED (
     SELECT e.*,
            CASE
              WHEN e.bm25 > 0.0
@@ -971,7 +971,7 @@ doc_ranked AS (
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, documents_half_life, fusion, max_distance, rrf_k,
 --          tenant_id
-documents AS (
+documents AS MATERIALIZED (
     SELECT CAST('documents' AS text) AS source,
            CAST('chunk' AS text) AS item,
            f.chunk_id AS id,
@@ -1093,7 +1093,7 @@ documents AS (
 
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
 --   binds: as_of, tenant_id, version_most_characters
-source_presence AS (
+source_presence AS MATERIALIZED (
     ((((SELECT CAST('episodic' AS text) AS source,
                CAST('presence' AS text) AS item,
                CAST(CAST(EXISTS (SELECT
@@ -1258,7 +1258,7 @@ source_presence AS (
 -- context_hits: the leading memory candidates that are turns of a conversation
 --   binds: context_hits, message_kind, untold_sessions, weight_entity, weight_importance,
 --          weight_popularity, weight_recency, weight_relevance
-context_hits AS (
+context_hits AS MATERIALIZED (
     SELECT c.id AS hit_id,
            c.details ->> 'thread_id' AS thread_id,
            CAST(c.details ->> 'position' AS integer) AS position,
@@ -1284,7 +1284,7 @@ context_hits AS (
 
 -- untold: those hits that are messages without a thread, with their times
 --   binds: tenant_id
-untold AS (
+untold AS MATERIALIZED (
     SELECT h.hit_id,
            m.created_at
     FROM context_hits AS h
@@ -1295,7 +1295,7 @@ untold AS (
 
 -- told_before: the messages without a thread told just before each such hit, and pauses
 --   binds: as_of, context_window, known_at, message_kind, query_vector, session_gap, tenant_id
-told_before AS (
+told_before AS MATERIALIZED (
     SELECT x.hit_id,
            - row_number() OVER w AS "offset",
            x.id,
@@ -1355,7 +1355,7 @@ told_before AS (
 
 -- told_after: the messages without a thread told just after each such hit, and pauses
 --   binds: as_of, context_window, known_at, message_kind, query_vector, session_gap, tenant_id
-told_after AS (
+told_after AS MATERIALIZED (
     SELECT x.hit_id,
            row_number() OVER w AS "offset",
            x.id,
@@ -1414,7 +1414,7 @@ told_after AS (
   ),
 
 -- told: those messages with the widest pause between them and their hit
-told AS (
+told AS MATERIALIZED (
     SELECT *,
            max(gap) OVER (PARTITION BY hit_id,
                                        sign("offset")
@@ -1430,7 +1430,7 @@ told AS (
 
 -- turns: the turns within the window of each hit: its thread's, or its session's in time
 --   binds: as_of, context_window, known_at, query_vector, session_gap, tenant_id
-turns AS (
+turns AS MATERIALIZED (
     SELECT h.hit_id,
            m.position - h.position AS "offset",
            m.id,
@@ -1486,7 +1486,7 @@ turns AS (
 
 -- context: the turns as memory candidates, each with the hit it is next to and how far
 --   binds: as_of, context_lift, dense_span_squared, dense_zero_squared, semantic_half_life
-context AS (
+context AS MATERIALIZED (
     SELECT n.hit_id,
            n."offset",
            CAST('semantic' AS text) AS source,

@@ -230,7 +230,7 @@ mem_ranked AS MATERIALIZED (
 
 -- semantic_found: the dense pool and the lexical channel's best candidates
 --   binds: semantic_candidates
-semantic_found AS (
+semantic_found AS MATERIALIZED (
     SELECT *
     FROM mem_ranked
     WHERE near
@@ -240,7 +240,7 @@ semantic_found AS (
 -- semantic: the memories' candidates: relevance, recency, signals and evidence
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
-semantic AS (
+semantic AS MATERIALIZED (
     SELECT CAST('semantic' AS text) AS source,
            CAST('memory' AS text) AS item,
            n.id,
@@ -444,7 +444,7 @@ mem_newer AS MATERIALIZED (
   ),
 
 -- semantic_versions: the memories' candidates, each with its newer versions
-semantic_versions AS (
+semantic_versions AS MATERIALIZED (
     SELECT s.source,
            s.item,
            s.id,
@@ -469,7 +469,7 @@ semantic_versions AS (
 
 -- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
 --   binds: fallback_results
-semantic_sent AS (
+semantic_sent AS MATERIALIZED (
     SELECT *
     FROM semantic_versions AS s
     WHERE s.evidence
@@ -562,7 +562,7 @@ episodic_found AS MATERIALIZED (
 
 -- decision_hits: the decisions found, each with its exact count of keywords
 --   binds: known_at, tenant_id
-decision_hits AS (
+decision_hits AS MATERIALIZED (
     SELECT x.id,
            x.created_at,
            x.hits
@@ -588,7 +588,7 @@ decision_hits AS (
 -- decision_top: the decisions' candidate pool, by the source's relevance and recency
 --   binds: as_of, episodic_candidates, episodic_half_life, episodic_keywords, episodic_min_hits,
 --          episodic_recency, episodic_relevance
-decision_top AS (
+decision_top AS MATERIALIZED (
     SELECT *
     FROM (SELECT h.id,
                  CAST(h.hits AS float8) / CAST(%(episodic_keywords)s AS integer) AS relevance,
@@ -611,7 +611,7 @@ decision_top AS (
 
 -- episodic_decisions: the decisions' candidates: relevance, recency and evidence
 --   binds: tenant_id
-episodic_decisions AS (
+episodic_decisions AS MATERIALIZED (
     SELECT CAST('episodic' AS text) AS source,
            CAST('decision' AS text) AS item,
            d.id,
@@ -640,7 +640,7 @@ episodic_decisions AS (
 
 -- doc_terms: the query's lexemes (the rarest first, when the query is capped)
 --   binds: query_text, text_search_config
-doc_terms AS (
+doc_terms AS MATERIALIZED (
     SELECT DISTINCT lexeme AS term
     FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig),
                             %(query_text)s))
@@ -648,7 +648,7 @@ doc_terms AS (
 
 -- doc_corpus: the tenant's row count and mean length
 --   binds: tenant_id
-doc_corpus AS (
+doc_corpus AS MATERIALIZED (
     SELECT CAST(chunks AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(chunks, 0) AS average_length
     FROM retrieval.document_corpus
@@ -761,7 +761,7 @@ doc_tier AS MATERIALIZED (
 
 -- doc_bm25: the best rows by exact BM25
 --   binds: documents_candidates, tenant_id
-doc_bm25 AS (
+doc_bm25 AS MATERIALIZED (
     SELECT *
     FROM ((SELECT s.chunk_id,
                   s.bm25
@@ -839,7 +839,7 @@ doc_idf AS MATERIALIZED (
 
 -- doc_covered: each found chunk's exact BM25 score and the idf it covers
 --   binds: tenant_id
-doc_covered AS (
+doc_covered AS MATERIALIZED (
     SELECT p.chunk_id,
            sum(i.idf) AS covered,
            sum(i.idf_k1 * p.term_frequency / (p.term_frequency + i.base + i.per_length * p.chunk_length)) AS bm25
@@ -877,7 +877,7 @@ doc_evidence AS MATERIALIZED (
   ),
 
 -- doc_ranked: the found chunks with their BM25 and dense ranks
-doc_ranked AS (
+doc_ranked AS MATERIALIZED (
     SELECT e.*,
            CASE
              WHEN e.bm25 > 0.0
@@ -893,7 +893,7 @@ doc_ranked AS (
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, documents_half_life, fusion, max_distance, rrf_k,
 --          tenant_id
-documents AS (
+documents AS MATERIALIZED (
     SELECT CAST('documents' AS text) AS source,
            CAST('chunk' AS text) AS item,
            f.chunk_id AS id,
@@ -1015,7 +1015,7 @@ documents AS (
 
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
 --   binds: as_of, tenant_id, version_most_characters
-source_presence AS (
+source_presence AS MATERIALIZED (
     (SELECT CAST('episodic' AS text) AS source,
             CAST('presence' AS text) AS item,
             CAST(CAST(EXISTS (SELECT

@@ -288,7 +288,7 @@ mem_ranked AS MATERIALIZED (
 
 -- semantic_found: the dense pool and the lexical channel's best candidates
 --   binds: semantic_candidates
-semantic_found AS (
+semantic_found AS MATERIALIZED (
     SELECT *
     FROM mem_ranked
     WHERE near
@@ -298,7 +298,7 @@ semantic_found AS (
 -- semantic: the memories' candidates: relevance, recency, signals and evidence
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
-semantic AS (
+semantic AS MATERIALIZED (
     SELECT CAST('semantic' AS text) AS source,
            CAST('memory' AS text) AS item,
            n.id,
@@ -502,7 +502,7 @@ mem_newer AS MATERIALIZED (
   ),
 
 -- semantic_versions: the memories' candidates, each with its newer versions
-semantic_versions AS (
+semantic_versions AS MATERIALIZED (
     SELECT s.source,
            s.item,
            s.id,
@@ -527,7 +527,7 @@ semantic_versions AS (
 
 -- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
 --   binds: fallback_results
-semantic_sent AS (
+semantic_sent AS MATERIALIZED (
     SELECT *
     FROM semantic_versions AS s
     WHERE s.evidence
@@ -584,7 +584,7 @@ doc_allowed AS MATERIALIZED (
 
 -- doc_terms: the query's lexemes (the rarest first, when the query is capped)
 --   binds: query_text, text_search_config
-doc_terms AS (
+doc_terms AS MATERIALIZED (
     SELECT DISTINCT lexeme AS term
     FROM unnest(to_tsvector(CAST(%(text_search_config)s AS regconfig),
                             %(query_text)s))
@@ -592,7 +592,7 @@ doc_terms AS (
 
 -- doc_corpus: the tenant's row count and mean length
 --   binds: tenant_id
-doc_corpus AS (
+doc_corpus AS MATERIALIZED (
     SELECT CAST(chunks AS float8) AS n,
            CAST(total_terms AS float8) / NULLIF(chunks, 0) AS average_length
     FROM retrieval.document_corpus
@@ -707,7 +707,7 @@ doc_tier AS MATERIALIZED (
 
 -- doc_bm25: the best rows by exact BM25
 --   binds: documents_candidates, tenant_id
-doc_bm25 AS (
+doc_bm25 AS MATERIALIZED (
     SELECT *
     FROM ((SELECT s.chunk_id,
                   s.bm25
@@ -789,7 +789,7 @@ doc_idf AS MATERIALIZED (
 
 -- doc_covered: each found chunk's exact BM25 score and the idf it covers
 --   binds: tenant_id
-doc_covered AS (
+doc_covered AS MATERIALIZED (
     SELECT p.chunk_id,
            sum(i.idf) AS covered,
            sum(i.idf_k1 * p.term_frequency / (p.term_frequency + i.base + i.per_length * p.chunk_length)) AS bm25
@@ -827,7 +827,7 @@ doc_evidence AS MATERIALIZED (
   ),
 
 -- doc_ranked: the found chunks with their BM25 and dense ranks
-doc_ranked AS (
+doc_ranked AS MATERIALIZED (
     SELECT e.*,
            CASE
              WHEN e.bm25 > 0.0
@@ -843,7 +843,7 @@ doc_ranked AS (
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, documents_half_life, fusion, max_distance, rrf_k,
 --          tenant_id
-documents AS (
+documents AS MATERIALIZED (
     SELECT CAST('documents' AS text) AS source,
            CAST('chunk' AS text) AS item,
            f.chunk_id AS id,
@@ -965,7 +965,7 @@ documents AS (
 
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
 --   binds: as_of, tenant_id, version_most_characters
-source_presence AS (
+source_presence AS MATERIALIZED (
     (SELECT CAST('episodic' AS text) AS source,
             CAST('presence' AS text) AS item,
             CAST(CAST(EXISTS (SELECT
@@ -1046,7 +1046,7 @@ source_presence AS (
 -- context_hits: the leading memory candidates that are turns of a conversation
 --   binds: context_hits, message_kind, untold_sessions, weight_entity, weight_importance,
 --          weight_popularity, weight_recency, weight_relevance
-context_hits AS (
+context_hits AS MATERIALIZED (
     SELECT c.id AS hit_id,
            c.details ->> 'thread_id' AS thread_id,
            CAST(c.details ->> 'position' AS integer) AS position,
@@ -1072,7 +1072,7 @@ context_hits AS (
 
 -- untold: those hits that are messages without a thread, with their times
 --   binds: tenant_id
-untold AS (
+untold AS MATERIALIZED (
     SELECT h.hit_id,
            m.created_at
     FROM context_hits AS h
@@ -1089,7 +1089,7 @@ untold AS (
 --          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
 --          filter_value_9, filter_within_0, known_at, message_kind, query_vector, session_gap,
 --          tenant_id
-told_before AS (
+told_before AS MATERIALIZED (
     SELECT x.hit_id,
            - row_number() OVER w AS "offset",
            x.id,
@@ -1178,7 +1178,7 @@ told_before AS (
 --          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
 --          filter_value_9, filter_within_0, known_at, message_kind, query_vector, session_gap,
 --          tenant_id
-told_after AS (
+told_after AS MATERIALIZED (
     SELECT x.hit_id,
            row_number() OVER w AS "offset",
            x.id,
@@ -1260,7 +1260,7 @@ told_after AS (
   ),
 
 -- told: those messages with the widest pause between them and their hit
-told AS (
+told AS MATERIALIZED (
     SELECT *,
            max(gap) OVER (PARTITION BY hit_id,
                                        sign("offset")
@@ -1281,7 +1281,7 @@ told AS (
 --          filter_value_10, filter_value_11, filter_value_12, filter_value_2, filter_value_3,
 --          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
 --          filter_value_9, filter_within_0, known_at, query_vector, session_gap, tenant_id
-turns AS (
+turns AS MATERIALIZED (
     SELECT h.hit_id,
            m.position - h.position AS "offset",
            m.id,
@@ -1360,7 +1360,7 @@ turns AS (
 
 -- context: the turns as memory candidates, each with the hit it is next to and how far
 --   binds: as_of, context_lift, dense_span_squared, dense_zero_squared, semantic_half_life
-context AS (
+context AS MATERIALIZED (
     SELECT n.hit_id,
            n."offset",
            CAST('semantic' AS text) AS source,

@@ -235,7 +235,7 @@ mem_ranked AS MATERIALIZED (
 
 -- semantic_found: the dense pool and the lexical channel's best candidates
 --   binds: semantic_candidates
-semantic_found AS (
+semantic_found AS MATERIALIZED (
     SELECT *
     FROM mem_ranked
     WHERE near
@@ -245,7 +245,7 @@ semantic_found AS (
 -- semantic: the memories' candidates: relevance, recency, signals and evidence
 --   binds: as_of, bm25_min_coverage, bm25_weight, cascade_threshold, dense_span_squared,
 --          dense_weight, dense_zero_squared, fusion, max_distance, rrf_k, semantic_half_life
-semantic AS (
+semantic AS MATERIALIZED (
     SELECT CAST('semantic' AS text) AS source,
            CAST('memory' AS text) AS item,
            n.id,
@@ -449,7 +449,7 @@ mem_newer AS MATERIALIZED (
   ),
 
 -- semantic_versions: the memories' candidates, each with its newer versions
-semantic_versions AS (
+semantic_versions AS MATERIALIZED (
     SELECT s.source,
            s.item,
            s.id,
@@ -474,7 +474,7 @@ semantic_versions AS (
 
 -- semantic_sent: the candidates ranked: with evidence, newer versions, weak matches
 --   binds: fallback_results
-semantic_sent AS (
+semantic_sent AS MATERIALIZED (
     SELECT *
     FROM semantic_versions AS s
     WHERE s.evidence
@@ -493,7 +493,7 @@ semantic_sent AS (
 
 -- source_presence: a row per source asked for: whether the tenant holds it, its size
 --   binds: as_of, version_most_characters
-source_presence AS (
+source_presence AS MATERIALIZED (
     SELECT CAST('facts' AS text) AS source,
            CAST('presence' AS text) AS item,
            CAST((SELECT count(*) - 1
@@ -524,7 +524,7 @@ source_presence AS (
 -- context_hits: the leading memory candidates that are turns of a conversation
 --   binds: context_hits, message_kind, untold_sessions, weight_entity, weight_importance,
 --          weight_popularity, weight_recency, weight_relevance
-context_hits AS (
+context_hits AS MATERIALIZED (
     SELECT c.id AS hit_id,
            c.details ->> 'thread_id' AS thread_id,
            CAST(c.details ->> 'position' AS integer) AS position,
@@ -550,7 +550,7 @@ context_hits AS (
 
 -- untold: those hits that are messages without a thread, with their times
 --   binds: tenant_id
-untold AS (
+untold AS MATERIALIZED (
     SELECT h.hit_id,
            m.created_at
     FROM context_hits AS h
@@ -562,7 +562,7 @@ untold AS (
 -- told_before: the messages without a thread told just before each such hit, and pauses
 --   binds: as_of, context_window, filter_path_0, filter_value_0, filter_within_0, known_at,
 --          message_kind, namespace, query_vector, session_gap, tenant_id
-told_before AS (
+told_before AS MATERIALIZED (
     SELECT x.hit_id,
            - row_number() OVER w AS "offset",
            x.id,
@@ -627,7 +627,7 @@ told_before AS (
 -- told_after: the messages without a thread told just after each such hit, and pauses
 --   binds: as_of, context_window, filter_path_0, filter_value_0, filter_within_0, known_at,
 --          message_kind, namespace, query_vector, session_gap, tenant_id
-told_after AS (
+told_after AS MATERIALIZED (
     SELECT x.hit_id,
            row_number() OVER w AS "offset",
            x.id,
@@ -690,7 +690,7 @@ told_after AS (
   ),
 
 -- told: those messages with the widest pause between them and their hit
-told AS (
+told AS MATERIALIZED (
     SELECT *,
            max(gap) OVER (PARTITION BY hit_id,
                                        sign("offset")
@@ -707,7 +707,7 @@ told AS (
 -- turns: the turns within the window of each hit: its thread's, or its session's in time
 --   binds: as_of, context_window, filter_path_0, filter_value_0, filter_within_0, known_at,
 --          namespace, query_vector, session_gap, tenant_id
-turns AS (
+turns AS MATERIALIZED (
     SELECT h.hit_id,
            m.position - h.position AS "offset",
            m.id,
@@ -767,7 +767,7 @@ turns AS (
 
 -- context: the turns as memory candidates, each with the hit it is next to and how far
 --   binds: as_of, context_lift, dense_span_squared, dense_zero_squared, semantic_half_life
-context AS (
+context AS MATERIALIZED (
     SELECT n.hit_id,
            n."offset",
            CAST('semantic' AS text) AS source,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -220,3 +222,35 @@ def test_a_tenant_the_generic_plan_prices_right_runs_on_it(
         for _ in range(7):
             got.retrieve(queries[0], tenant_id="t07", namespace=("nowhere",))
         assert _plans_run(got)[1] > 0
+
+
+def test_a_statement_planned_for_its_values_is_written_with_every_cte_materialized(
+    spread_database: PgDatabase, spread_store: MemoryStore
+) -> None:
+    # PostgreSQL plans a materialized CTE apart, where it inlines one read once and plans the
+    # whole again: a call planned for its values plans in less so, a call on the generic plan
+    # (planned once) is sent as it was. Either way the same results.
+    with spread_database.engine.begin() as connection:
+        connection.exec_driver_sql("ANALYZE retrieval.memories")
+    config = replace(SEMANTIC_ONLY, exact_scan_factor=4.0)
+    every = {"missing": {"$exists": False}}  # a filter every memory meets: planned for its values
+    sent: list[tuple[str, str]] = []
+    with HybridRetriever.from_store(spread_store, config=config, max_connections=1) as got:
+        execute = got._reads.execute
+
+        def spy(query: str, params: dict[str, object], **options: Any) -> Any:
+            sent.append((query, options["settings"]["plan_cache_mode"]))
+            return execute(query, params, **options)
+
+        got._reads.execute = spy  # type: ignore[method-assign]
+        for query in _queries()[:3]:
+            for _ in range(2):  # the first call before the tenant's size is known
+                plain = got.retrieve(query, tenant_id="t07")
+                scoped = got.retrieve(query, tenant_id="t07", filter=every)
+            assert [r.content for r in scoped] == [r.content for r in plain]
+            assert [r.final_score for r in scoped] == pytest.approx([r.final_score for r in plain])
+    modes = {mode for _, mode in sent}
+    assert modes == {"force_generic_plan", "force_custom_plan"}
+    for statement, mode in sent:
+        inlined = re.search(r"^\w+ AS \(", statement, re.MULTILINE)  # some CTE not materialized
+        assert (inlined is None) == (mode == "force_custom_plan")

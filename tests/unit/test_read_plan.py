@@ -86,10 +86,20 @@ def test_a_small_tenant_is_read_exactly_but_never_on_citus() -> None:
     assert _plan(tenant=old).shape.semantic.exact  # type: ignore[union-attr]
 
 
-def test_on_citus_every_cte_of_the_statement_is_materialized_and_only_there() -> None:
-    one, cluster = _plan(), _plan(tenant=replace(SEEN, distributed=True))
-    assert one.shape is not None and cluster.shape is not None
-    assert not one.shape.materialized and cluster.shape.materialized
+def test_every_cte_is_materialized_where_the_statement_is_planned_for_its_values() -> None:
+    cached = replace(SEEN, generic_memories=50)  # the generic plan's picture of the tenant holds
+    generic = _plan(tenant=cached)
+    assert generic.settings["plan_cache_mode"] == "force_generic_plan"
+    assert generic.shape is not None and not generic.shape.materialized
+    # Planned for its values: on Citus, before the estimate is known, for a scoped call.
+    cluster = _plan(tenant=replace(cached, distributed=True))
+    unknown = _plan(tenant=SEEN)
+    scoped = _plan(_call(filter={"user": "u1"}), tenant=cached)
+    for custom in (cluster, unknown, scoped):
+        assert custom.settings["plan_cache_mode"] == "force_custom_plan"
+        assert custom.shape is not None and custom.full_shape is not None
+        assert custom.shape.materialized and custom.full_shape.materialized
+    assert cluster.shape is not None
     alone = build_statement("retrieval", replace(cluster.shape, materialized=False))
     planned_apart = build_statement("retrieval", cluster.shape)
     assert re.search(r"^\w+ AS \(", alone, re.MULTILINE)  # some CTEs inlined on one server

@@ -78,21 +78,9 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
     )
     # The tenant's size, when it is to be asked for again, chooses how its memories are read.
     sized = semantic.SOURCE in read and reads_by_size(config, tenant) and tenant.size_stale
-    full = StatementShape(
-        **queries,
-        presence=probed + ((FACTS,) if paired else ()) + (SIZE_ROWS if sized else ()),
-        context=lifts and tenant.leads_with_turns,
-        filter=call.filter_operators,
-        materialized=tenant.distributed,
-    )
-    left_out = tuple(name for name in probed if name in tenant.empty)
-    shape = replace(full, **{name: None for name in left_out})  # type: ignore[arg-type]
-    if paired is not None and FACTS in tenant.empty:
-        shape = replace(shape, semantic=replace(paired, versions=False))
-        left_out += (FACTS,)
-    generic = full.semantic is not None and generic_plan_fits(
+    generic = isinstance(memories, semantic.SemanticQuery) and generic_plan_fits(
         tenant,
-        exact=full.semantic.exact,
+        exact=memories.exact,
         # A filter, a namespace, keys or the mode's kinds: their values choose the index.
         scoped=bool(call.filter_operators)
         or call.mode.include_kinds is not None
@@ -100,6 +88,19 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
         factor=config.exact_scan_factor,
         pool=config.pool,
     )
+    full = StatementShape(
+        **queries,
+        presence=probed + ((FACTS,) if paired else ()) + (SIZE_ROWS if sized else ()),
+        context=lifts and tenant.leads_with_turns,
+        filter=call.filter_operators,
+        # A statement planned for its values plans in less with each CTE planned apart.
+        materialized=tenant.distributed or not generic,
+    )
+    left_out = tuple(name for name in probed if name in tenant.empty)
+    shape = replace(full, **{name: None for name in left_out})  # type: ignore[arg-type]
+    if paired is not None and FACTS in tenant.empty:
+        shape = replace(shape, semantic=replace(paired, versions=False))
+        left_out += (FACTS,)
     settings[PLAN_CACHE_MODE] = plan_cache_mode(generic)
     parameters = statement_parameters(full, call, calibration)
     if lifts:

@@ -36,8 +36,8 @@ class StatementShape:
     # memories and the chunks meet them; () for no filter.
     filter: tuple[str, ...] = ()
     # Every CTE written AS MATERIALIZED, each then planned apart, where PostgreSQL would inline
-    # one read once into the query reading it: on a Citus cluster, which plans each call twice
-    # (its coordinator, then the worker), the statement plans in less (docs/scale-out.md).
+    # one read once into the query reading it: a statement planned for its values (a custom
+    # plan; on a Citus cluster twice a call) plans in less so (docs/decisions/0062).
     materialized: bool = False
 
     def query(self, source: str) -> object | None:
