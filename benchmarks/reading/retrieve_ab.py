@@ -13,10 +13,13 @@ claim once first (query vectors cached, connections warm) and times ``retrieve()
 own process. Reports p50 / p95 / mean of each claim's fastest of ``--repeat`` calls, and
 whether both versions returned the same results (content, source and scores) for every claim.
 Comparing a revision with itself gives differences of up to about 0.3 ms at the p50.
+``--filter`` scopes every call by a metadata filter, ``--bound`` reads as a role bound by
+row-level security: either way each call is planned for its values (a custom plan), where the
+calls on this data otherwise run on the generic plan.
 
 Usage: python benchmarks/reading/retrieve_ab.py --data-dir DIR --against REV
        [--sources all|semantic|episodic|documents] [--tenants one|spread] [--filter JSON]
-       [--queries 300] [--repeat 3] [--json PATH]
+       [--bound] [--queries 300] [--repeat 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from _common import add_output, write_result
 from _scifact import AS_OF, DOCUMENTS, ONE, SPREAD, TENANT
 
 ROOT = Path(__file__).resolve().parents[2]
+BOUND_ROLE = "bench_app"  # the application's role of row_security.py
 BENCHMARKS = Path(__file__).resolve().parents[1]
 _DATASETS = json.dumps(
     {
@@ -87,7 +91,9 @@ tenant = schemas["tenant"]
 if sys.argv[4] == "spread":  # retrieve.py's 100 tenants of 1,000 memories, nothing else
     schema, tenant = schemas["spread"], "t07"
 scope = json.loads(sys.argv[5])  # a metadata filter of every call, or None
-store = MemoryStore(make_engine(server.url()), schema=schema,
+role = sys.argv[6]  # a role bound by row-level security to read as, or ""
+url = server.url().replace("postgres@", f"{role}@", 1) if role else server.url()
+store = MemoryStore(make_engine(url), schema=schema,
                     embedder=SentenceTransformerEmbedder())
 retriever = HybridRetriever.from_store(store, config=config)
 print("ready", flush=True)
@@ -123,6 +129,12 @@ def main() -> None:
         help='a metadata filter (JSON) of every call, such as \'{"id": {"$exists": true}}\': '
         "each call planned for its values, the episodic source left out",
     )
+    parser.add_argument(
+        "--bound",
+        action="store_true",
+        help=f"read as a role bound by row-level security ({BOUND_ROLE}, created and granted "
+        "first): each call planned for its values",
+    )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
     add_output(parser)
@@ -134,10 +146,11 @@ def main() -> None:
     from _scifact import read_queries
 
     queries = read_queries()[: args.queries]
+    role = _bound_role(args) if args.bound else ""
     with worktree(args.against) as tree:
         workers = {
-            "before": _start(tree, args.data_dir, args.sources, args.tenants, args.filter),
-            "after": _start(ROOT, args.data_dir, args.sources, args.tenants, args.filter),
+            name: _start(where, args.data_dir, args.sources, args.tenants, args.filter, role)
+            for name, where in (("before", tree), ("after", ROOT))
         }
         for worker in workers.values():
             for query in queries:  # warm: query vectors cached, connections open
@@ -164,6 +177,7 @@ def main() -> None:
         "sources": args.sources,
         "tenants": args.tenants,
         "filter": args.filter,
+        "bound": args.bound,
         "queries": len(queries),
         "repeat": args.repeat,
         "identical_results": same,
@@ -172,13 +186,38 @@ def main() -> None:
     write_result("retrieve-ab", summary, args)
 
 
+def _bound_role(args: argparse.Namespace) -> str:
+    # The role the workers read as, bound by row-level security on the benchmark's schema.
+    from psycopg import sql
+
+    from retrieval.db.embedded import start_embedded
+    from retrieval.db.engine import make_engine
+    from retrieval.db.row_security import grant_application_role
+
+    schema = {"documents": DOCUMENTS.schema}.get(args.sources, ONE.schema)
+    if args.tenants == "spread":
+        schema = SPREAD.schema
+    engine = make_engine(start_embedded(args.data_dir).url())
+    with engine.begin() as connection:
+        exists = connection.exec_driver_sql(
+            "SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": BOUND_ROLE}
+        ).first()
+        if exists is None:
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            driver.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(BOUND_ROLE)))
+        grant_application_role(connection, schema, BOUND_ROLE)
+    engine.dispose()
+    return BOUND_ROLE
+
+
 def _start(
-    tree: Path, data_dir: Path, sources: str, tenants: str, scope: Any
+    tree: Path, data_dir: Path, sources: str, tenants: str, scope: Any, role: str
 ) -> subprocess.Popen[str]:
     environment = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
     worker = subprocess.Popen(
         [sys.executable, "-c", _WORKER, str(data_dir), _DATASETS, sources, tenants,
-         json.dumps(scope)],
+         json.dumps(scope), role],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=tree,
     )  # fmt: skip
     assert worker.stdout is not None
