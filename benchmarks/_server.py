@@ -87,3 +87,21 @@ def _migrated(bench: Bench, schemas: tuple[MigrationSettings, ...]) -> Bench:
         upgrade(bench.engine, settings)
     bench.engine.dispose()  # connections made before the vector type existed lack its adapter
     return bench
+
+
+def bound_role(engine: Engine, schema: str, role: str) -> None:
+    """Create ``role`` (a login without privileges) if it does not exist, and grant it what an
+    application needs on ``schema``: row-level security then binds it."""
+    from psycopg import sql
+
+    from retrieval.db.row_security import grant_application_role
+
+    with engine.begin() as connection:
+        exists = connection.exec_driver_sql(
+            "SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}
+        ).first()
+        if exists is None:
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            driver.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        grant_application_role(connection, schema, role)

@@ -188,25 +188,16 @@ def main() -> None:
 
 def _bound_role(args: argparse.Namespace) -> str:
     # The role the workers read as, bound by row-level security on the benchmark's schema.
-    from psycopg import sql
+    from _server import bound_role
 
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine
-    from retrieval.db.row_security import grant_application_role
 
     schema = {"documents": DOCUMENTS.schema}.get(args.sources, ONE.schema)
     if args.tenants == "spread":
         schema = SPREAD.schema
     engine = make_engine(start_embedded(args.data_dir).url())
-    with engine.begin() as connection:
-        exists = connection.exec_driver_sql(
-            "SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": BOUND_ROLE}
-        ).first()
-        if exists is None:
-            driver = connection.connection.driver_connection
-            assert driver is not None
-            driver.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(BOUND_ROLE)))
-        grant_application_role(connection, schema, BOUND_ROLE)
+    bound_role(engine, schema, BOUND_ROLE)
     engine.dispose()
     return BOUND_ROLE
 

@@ -28,17 +28,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from psycopg import sql
 from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import AS_OF, TENANT, count, load, load_corpus, noisy_copies
-from _server import add_data_dir, embedded
+from _server import add_data_dir, bound_role, embedded
 
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings
-from retrieval.db.row_security import grant_application_role, row_security_active
+from retrieval.db.row_security import row_security_active
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
@@ -95,15 +94,7 @@ def main() -> None:
 
 
 def _application_engine(owner_engine: Engine, url: str) -> Engine:
-    with owner_engine.begin() as connection:
-        exists = connection.exec_driver_sql(
-            "SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": APP_ROLE}
-        ).first()
-        if exists is None:
-            driver = connection.connection.driver_connection
-            assert driver is not None
-            driver.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(APP_ROLE)))
-        grant_application_role(connection, SETTINGS.schema, APP_ROLE)
+    bound_role(owner_engine, SETTINGS.schema, APP_ROLE)
     return make_engine(url.replace("postgres@", f"{APP_ROLE}@", 1))
 
 
