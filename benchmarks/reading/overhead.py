@@ -3,7 +3,7 @@
 On the rows and tenants of ``benchmarks/peers/peers.py`` (run it first with the same
 ``--data-dir``: ``peers.py --libraries '' --ours ours --filtered-only --data-dir DIR``), the
 semantic source ranking by its vector channel alone (what the peers' table compares), each of
-the 300 claims, five ways interleaved claim by claim, ``--passes`` times (a claim's time is its
+the 300 claims, six ways interleaved claim by claim, ``--passes`` times (a claim's time is its
 median, then the p50 over claims):
 
 * **floor**: the bare filtered nearest-neighbour statement of our plan (the tenant's 40
@@ -12,6 +12,9 @@ median, then the p50 over claims):
 * **statement, generic plan** and **statement**: our call's own statement (captured from the
   retriever: its text and values) run bare by psycopg, prepared, binary, with PostgreSQL's
   generic plan and, as the retriever's sessions ask, a custom plan per execution;
+* **statement without its evidence**: the same with each candidate's evidence (the
+  ``json_build_object`` sent as ``details``) replaced by an empty object, run with the plan the
+  retriever chose: what building the evidence of every candidate costs the server;
 * **through the pool**: the same through the retriever's connections (``ReadConnections``);
 * **retrieve()**: the whole call (the query's vector cached).
 
@@ -31,6 +34,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +50,20 @@ from pgvector.psycopg import register_vector
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
+from retrieval.db.read_pool import positional
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever, read_settings
 
-WAYS = ("floor", "statement, generic plan", "statement", "through the pool", "retrieve()")
+WAYS = (
+    "floor",
+    "statement, generic plan",
+    "statement",
+    "statement without its evidence",
+    "through the pool",
+    "retrieve()",
+)
+_EVIDENCE = "json_build_object("
 
 
 def main() -> None:
@@ -94,13 +107,18 @@ def _tenant(  # type: ignore[no-untyped-def]
     retriever: HybridRetriever, connections, schema, tenant, claims, vectors, args
 ) -> dict[str, Any]:
     statements = [captured(retriever, claim, tenant, AS_OF) for claim in claims]
+    # The plan the retriever chose for this tenant's calls (the plan stage names it in the
+    # statement's settings): the layers are taken from the bare statement run with that plan.
+    plans = [(sent.settings or {}).get("plan_cache_mode") for sent in statements]
+    generic = plans.count("force_generic_plan") > len(plans) / 2
+    without_evidence = [_without_evidence(sent) for sent in statements]
     bare = connections["floor"]
     floor, read_exactly = floor_statement(bare, schema, tenant, config=retriever.config)
     pool = retriever.config.pool
     cursors = {plan: psycopg.RawCursor(connections[plan]) for plan in ("custom", "generic")}
 
-    def bare_statement(index: int, plan: str) -> None:
-        sent = statements[index]
+    def bare_statement(index: int, plan: str, sent_as: list[Captured] = statements) -> None:
+        sent = sent_as[index]
         cursors[plan].execute(sent.text, sent.values, binary=True, prepare=True).fetchall()
 
     def through_pool(index: int) -> None:
@@ -114,6 +132,9 @@ def _tenant(  # type: ignore[no-untyped-def]
         ).fetchall(),
         "statement, generic plan": lambda i: bare_statement(i, "generic"),
         "statement": lambda i: bare_statement(i, "custom"),
+        "statement without its evidence": lambda i: bare_statement(
+            i, "generic" if generic else "custom", without_evidence
+        ),
         "through the pool": through_pool,
         "retrieve()": lambda i: retriever.retrieve(claims[i], tenant_id=tenant, as_of=AS_OF),
     }
@@ -131,10 +152,6 @@ def _tenant(  # type: ignore[no-untyped-def]
         for way, found in times.items()
     }
     planning, execution = _explained(connections["custom"], statements[:30])
-    # The plan the retriever chose for this tenant's calls (the plan stage names it in the
-    # statement's settings): the layers are taken from the bare statement run with that plan.
-    plans = [(sent.settings or {}).get("plan_cache_mode") for sent in statements]
-    generic = plans.count("force_generic_plan") > len(plans) / 2
     as_planned = p50["statement, generic plan" if generic else "statement"]
     return {
         "read_exactly": read_exactly,
@@ -145,10 +162,34 @@ def _tenant(  # type: ignore[no-untyped-def]
         "server_execution_ms": execution,
         "layers_ms": {
             "the statement beyond the floor": as_planned - p50["floor"],
+            "of which the candidates' evidence": as_planned - p50["statement without its evidence"],
             "the pool": p50["through the pool"] - as_planned,
             "the Python around the statement": p50["retrieve()"] - p50["through the pool"],
         },
     }
+
+
+def _without_evidence(sent: Captured) -> Captured:
+    # The statement with each json_build_object(...) AS details sent as an empty object.
+    query, found = sent.query, 0
+    while (start := query.find(_EVIDENCE, found)) >= 0:
+        depth, end = 0, start + len(_EVIDENCE) - 1
+        while True:  # to the parenthesis that closes the call
+            depth += {"(": 1, ")": -1}.get(query[end], 0)
+            if depth == 0:
+                break
+            end += 1
+        if query[end + 1 :].lstrip().startswith("AS details"):
+            query = query[:start] + "'{}'::json" + query[end + 1 :]
+        found = start + 1
+    converted = positional(query)
+    text = converted.text
+    return replace(
+        sent,
+        text=text if isinstance(text, bytes) else text.encode(),
+        values=converted.values(sent.params),
+        query=query,
+    )
 
 
 def _explained(bare: psycopg.Connection, statements: list[Captured]) -> tuple[float, float]:
