@@ -34,7 +34,6 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
-from _captured import Captured, captured
+from _captured import Captured, captured, evidence_left_out
 from _common import add_output, write_result
 from _scifact import AS_OF, OURS, TENANTS, floor_statement, read_queries, shapes, vector_alone
 from pgvector import HalfVector
@@ -50,7 +49,6 @@ from pgvector.psycopg import register_vector
 
 from retrieval.db.config import DatabaseConfig
 from retrieval.db.engine import connect
-from retrieval.db.read_pool import positional
 from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever, read_settings
@@ -63,7 +61,6 @@ WAYS = (
     "through the pool",
     "retrieve()",
 )
-_EVIDENCE = "json_build_object("
 
 
 def main() -> None:
@@ -111,7 +108,7 @@ def _tenant(  # type: ignore[no-untyped-def]
     # statement's settings): the layers are taken from the bare statement run with that plan.
     plans = [(sent.settings or {}).get("plan_cache_mode") for sent in statements]
     generic = plans.count("force_generic_plan") > len(plans) / 2
-    without_evidence = [_without_evidence(sent) for sent in statements]
+    without_evidence = [evidence_left_out(sent) for sent in statements]
     bare = connections["floor"]
     floor, read_exactly = floor_statement(bare, schema, tenant, config=retriever.config)
     pool = retriever.config.pool
@@ -167,29 +164,6 @@ def _tenant(  # type: ignore[no-untyped-def]
             "the Python around the statement": p50["retrieve()"] - p50["through the pool"],
         },
     }
-
-
-def _without_evidence(sent: Captured) -> Captured:
-    # The statement with each json_build_object(...) AS details sent as an empty object.
-    query, found = sent.query, 0
-    while (start := query.find(_EVIDENCE, found)) >= 0:
-        depth, end = 0, start + len(_EVIDENCE) - 1
-        while True:  # to the parenthesis that closes the call
-            depth += {"(": 1, ")": -1}.get(query[end], 0)
-            if depth == 0:
-                break
-            end += 1
-        if query[end + 1 :].lstrip().startswith("AS details"):
-            query = query[:start] + "'{}'::json" + query[end + 1 :]
-        found = start + 1
-    converted = positional(query)
-    text = converted.text
-    return replace(
-        sent,
-        text=text if isinstance(text, bytes) else text.encode(),
-        values=converted.values(sent.params),
-        query=query,
-    )
 
 
 def _explained(bare: psycopg.Connection, statements: list[Captured]) -> tuple[float, float]:

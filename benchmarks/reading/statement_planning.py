@@ -11,9 +11,10 @@ turn claim by claim, ``--passes`` times: per configuration the median planning a
 times, and the statement's lines. Configurations: the defaults; the newer versions' part off;
 the memories' BM25 off; the episodic source off; the documents source off; the semantic source
 alone; the conversation lift off; and the defaults' statement with every CTE materialized (as
-the library writes it on Citus), and with the episodic source's CTEs alone materialized
+the library writes a call planned for its values), and with the episodic source's CTEs alone materialized
 (PostgreSQL plans a materialized CTE apart, where it inlines one read once into the query that
-reads it), each checked to return the same rows.
+reads it), each checked to return the same rows; and the defaults' statement with each
+candidate's evidence sent as an empty object (what building it costs the execution).
 What a part costs to plan is the defaults' planning time less the configuration's without it.
 
 Usage: python benchmarks/reading/statement_planning.py --data-dir DIR [--queries 30]
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
-from _captured import captured
+from _captured import captured, evidence_left_out
 from _common import add_output, write_result
 from _scifact import AS_OF, ONE, TENANT, read_queries
 
@@ -84,6 +85,9 @@ def main() -> None:
         sent = [captured(retriever, query, TENANT, AS_OF, warm=True, materialized=True)
                 for query in queries]  # fmt: skip
     statements[EVERY] = [(one.text, one.values) for one in sent]
+    with HybridRetriever.from_store(store, config=base) as retriever:
+        sent = [captured(retriever, query, TENANT, AS_OF, warm=True) for query in queries]
+    statements[NO_EVIDENCE] = [(one.text, one.values) for one in map(evidence_left_out, sent)]
     statements[EPISODIC] = [
         (_episodic_materialized(text), values) for text, values in statements["defaults"]
     ]
@@ -129,6 +133,7 @@ def main() -> None:
 
 
 EVERY = "every CTE materialized"
+NO_EVIDENCE = "the candidates' evidence not built"
 EPISODIC = "the episodic CTEs materialized"
 _EPISODIC_HEAD = re.compile(
     rb"^(decision_hits|decision_top|episodic_decisions|tool_call_hits|tool_call_top|"
