@@ -27,8 +27,10 @@ file (``half``): ``tuning`` and ``validation`` (every other pair of each relatio
 of decision 0034 was tuned and its validation misses read, and before any change was measured
 on them; their misses were read on 2026-12-07), ``held-out-2`` (30 distinct pairs and 20
 updates written on 2026-12-07, after those misses were read, and measured before any change;
-their misses were read then) and ``held-out-3`` (20 distinct pairs and 20 updates written on
-2026-12-07 after that, whose misses were not read before the next change was measured). A rule
+their misses were read then), ``held-out-3`` (20 distinct pairs and 20 updates written on
+2026-12-07 after that, whose misses were not read before the next change was measured; read
+after it) and ``held-out-4`` (20 distinct pairs and 20 updates written on 2026-12-07 after
+those misses were read, measured before any change, its misses unread). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
