@@ -11,10 +11,10 @@ turn claim by claim, ``--passes`` times: per configuration the median planning a
 times, and the statement's lines. Configurations: the defaults; the newer versions' part off;
 the memories' BM25 off; the episodic source off; the documents source off; the semantic source
 alone; the conversation lift off; and the defaults' statement with every CTE materialized (as
-the library writes a call planned for its values), and with the episodic source's CTEs alone materialized
-(PostgreSQL plans a materialized CTE apart, where it inlines one read once into the query that
-reads it), each checked to return the same rows; and the defaults' statement with each
-candidate's evidence sent as an empty object (what building it costs the execution).
+the library writes a call planned for its values), and with the episodic source's CTEs alone
+materialized (PostgreSQL plans a materialized CTE apart, where it inlines one read once into the
+query that reads it), each checked to return the same rows; and the defaults' statement with
+each candidate's evidence sent as an empty object (what building it costs the execution).
 What a part costs to plan is the defaults' planning time less the configuration's without it.
 
 Usage: python benchmarks/reading/statement_planning.py --data-dir DIR [--queries 30]
