@@ -10,10 +10,13 @@ alone (``_scifact.vector_alone``, the peers' setting), for each call:
 
 * no filter;
 * selective: ``{"user": "u7"}`` (0.1% of the rows), by containment;
-* selective by comparison: ``{"score": {"$lt": 1}}`` (1%);
+* selective by comparison: ``{"score": {"$lt": 1}}`` (1%), and unselective: ``{"score":
+  {"$gte": 50}}`` (50%);
 * unselective: ``{"team": "t0"}`` (50%);
 * selective, grouped: ``{"$or": [{"user": "u7"}, {"user": "u8"}]}`` (0.2%), and
   ``{"team": "t0", "$not": {"user": "u8"}}`` (50% less 0.1%);
+* each other operator, on many rows: ``$in`` (``["t0"]``, 50%), ``$nin`` (``["t1"]``, 50%),
+  ``$ne`` (``"u7"``, 99.9%), ``$exists`` (100%), ``$contains`` (``"0"`` in the team, 50%);
 * a selective namespace, ``("teams", "t1", "users", "u7")`` (0.1%);
 * an unselective namespace, ``("teams", "t0")`` (50%).
 
@@ -69,9 +72,15 @@ FILTERS: dict[str, dict[str, Any]] = {
     "none": {},
     "selective (0.1%, containment)": {"filter": {"user": "u7"}},
     "selective (1%, comparison)": {"filter": {"score": {"$lt": 1}}},
+    "unselective comparison (50%)": {"filter": {"score": {"$gte": 50}}},
     "unselective (50%)": {"filter": {"team": "t0"}},
     "selective $or (0.2%)": {"filter": {"$or": [{"user": "u7"}, {"user": "u8"}]}},
     "selective $not (50% - 0.1%)": {"filter": {"team": "t0", "$not": {"user": "u8"}}},
+    "$in (50%)": {"filter": {"team": {"$in": ["t0"]}}},
+    "$nin (50%)": {"filter": {"team": {"$nin": ["t1"]}}},
+    "$ne (99.9%)": {"filter": {"user": {"$ne": "u7"}}},
+    "$exists (100%)": {"filter": {"team": {"$exists": True}}},
+    "$contains (50%)": {"filter": {"team": {"$contains": "0"}}},
     "namespace, selective (0.1%)": {"namespace": ("teams", "t1", "users", "u7")},
     "namespace, unselective (50%)": {"namespace": ("teams", "t0")},
 }
@@ -79,6 +88,17 @@ FILTERS: dict[str, dict[str, Any]] = {
 INDEXES = {
     "memories_metadata_idx": "(tenant_id, metadata jsonb_path_ops)",
     "memories_namespace_idx": "(tenant_id, namespace)",
+}
+
+
+_OPERATORS: dict[str, Any] = {
+    "$lt": lambda held, given: held < given,
+    "$gte": lambda held, given: held >= given,
+    "$in": lambda held, given: held in given,
+    "$nin": lambda held, given: held not in given,
+    "$ne": lambda held, given: held != given,
+    "$exists": lambda held, given: given,  # every row holds every key
+    "$contains": lambda held, given: given in held,
 }
 
 
@@ -101,14 +121,16 @@ def meets(row: int, options: dict[str, Any]) -> bool:
 
 
 def _meets(meta: dict[str, Any], condition: dict[str, Any]) -> bool:
-    # The filters of FILTERS as the statement reads them: equality, $lt, $or, $not.
+    # The filters of FILTERS as the statement reads them: equality, $or, $not, and one
+    # operator on a key ($lt, $gte, $in, $nin, $ne, $exists, $contains).
     for key, value in condition.items():
         if key == "$or":
             held = any(_meets(meta, part) for part in value)
         elif key == "$not":
             held = not _meets(meta, value)
         elif isinstance(value, dict):
-            held = meta[key] < value["$lt"]
+            [(operator, operand)] = value.items()
+            held = _OPERATORS[operator](meta[key], operand)
         else:
             held = meta[key] == value
         if not held:
