@@ -25,20 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _comm
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # filters.py
 from _common import add_output, write_result
 from _scifact import (
-    cached_vectors,
-    memory_vectors,
     read_queries,
-    scifact_sentences,
     shapes,
     vector_alone,
 )
-from _server import add_data_dir, embedded
-from filters import SCHEMA, _exact, _load, _measured
+from _server import add_data_dir
+from filters import SCHEMA, _exact, _measured, filtered_tenant
 
-from retrieval.db.migrate import MigrationSettings
-from retrieval.embedding.models import SentenceTransformerEmbedder
 from retrieval.memory.records import MemoryInput
-from retrieval.memory.store import MemoryStore
 from retrieval.search.retriever import HybridRetriever
 
 OTHER = "skewed"  # the tenant whose every memory is of user u7
@@ -53,14 +47,7 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
 
-    bench = embedded(args.data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384))
-    embedder = SentenceTransformerEmbedder()
-    base = cached_vectors(
-        embedder, scifact_sentences(44_790), bench.data_dir.parent / "scifact-sentence-vectors.npy"
-    )
-    vectors = memory_vectors(base, 100_000)
-    store = MemoryStore(bench.engine, schema=SCHEMA, embedder=embedder)
-    rows = _load(bench.engine, store, vectors)
+    bench, embedder, store, vectors, rows = filtered_tenant(args.data_dir, 100_000)
     store.forget(tenant_id=OTHER, everything=True)
     try:
         for start in range(0, len(vectors), 5000):

@@ -147,14 +147,7 @@ def main() -> None:
     add_output(parser)
     args = parser.parse_args()
 
-    bench = embedded(args.data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384))
-    embedder = SentenceTransformerEmbedder()
-    base = cached_vectors(
-        embedder, scifact_sentences(44_790), bench.data_dir.parent / "scifact-sentence-vectors.npy"
-    )
-    vectors = memory_vectors(base, args.rows)
-    store = MemoryStore(bench.engine, schema=SCHEMA, embedder=embedder)
-    rows = _load(bench.engine, store, vectors)
+    bench, embedder, store, vectors, rows = filtered_tenant(args.data_dir, args.rows)
     claims = read_queries()[:CLAIMS]
     claim_vectors = embedder.embed(claims)
     exact = {name: _exact(vectors, claim_vectors, options) for name, options in FILTERS.items()}
@@ -170,6 +163,21 @@ def main() -> None:
     results["writes"] = _writes(bench.engine, store, vectors[: args.write_rows], args.passes)
     _index(bench.engine, True)
     write_result("filters", results, args)
+
+
+def filtered_tenant(
+    data_dir: Path | None, count: int
+) -> tuple[Any, SentenceTransformerEmbedder, MemoryStore, np.ndarray, dict[int, int]]:
+    """The benchmark's server (in ``data_dir``) and its tenant of ``count`` memories, loaded
+    once: the server, the embedder, the store, the memories' vectors and their ids by row."""
+    bench = embedded(data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384))
+    embedder = SentenceTransformerEmbedder()
+    base = cached_vectors(
+        embedder, scifact_sentences(44_790), bench.data_dir.parent / "scifact-sentence-vectors.npy"
+    )
+    vectors = memory_vectors(base, count)
+    store = MemoryStore(bench.engine, schema=SCHEMA, embedder=embedder)
+    return bench, embedder, store, vectors, _load(bench.engine, store, vectors)
 
 
 def _writes(engine: Any, store: MemoryStore, vectors: np.ndarray, passes: int) -> dict[str, Any]:
