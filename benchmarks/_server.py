@@ -89,7 +89,11 @@ def _migrated(bench: Bench, schemas: tuple[MigrationSettings, ...]) -> Bench:
     return bench
 
 
-def bound_role(engine: Engine, schema: str, role: str) -> None:
+# The application's role the benchmarks read as when row-level security is to bind them.
+APPLICATION_ROLE = "bench_app"
+
+
+def bound_role(engine: Engine, schema: str, role: str = APPLICATION_ROLE) -> None:
     """Create ``role`` (a login without privileges) if it does not exist, and grant it what an
     application needs on ``schema``: row-level security then binds it."""
     from psycopg import sql

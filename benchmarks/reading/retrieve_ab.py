@@ -35,9 +35,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared _common, _scifact
 from _common import add_output, write_result
 from _scifact import AS_OF, DOCUMENTS, ONE, SPREAD, TENANT
+from _server import APPLICATION_ROLE, bound_role
 
 ROOT = Path(__file__).resolve().parents[2]
-BOUND_ROLE = "bench_app"  # the application's role of row_security.py
 BENCHMARKS = Path(__file__).resolve().parents[1]
 _DATASETS = json.dumps(
     {
@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument(
         "--bound",
         action="store_true",
-        help=f"read as a role bound by row-level security ({BOUND_ROLE}, created and granted "
+        help=f"read as a role bound by row-level security ({APPLICATION_ROLE}, created and granted "
         "first): each call planned for its values",
     )
     parser.add_argument("--queries", type=int, default=300)
@@ -188,8 +188,6 @@ def main() -> None:
 
 def _bound_role(args: argparse.Namespace) -> str:
     # The role the workers read as, bound by row-level security on the benchmark's schema.
-    from _server import bound_role
-
     from retrieval.db.embedded import start_embedded
     from retrieval.db.engine import make_engine
 
@@ -197,9 +195,9 @@ def _bound_role(args: argparse.Namespace) -> str:
     if args.tenants == "spread":
         schema = SPREAD.schema
     engine = make_engine(start_embedded(args.data_dir).url())
-    bound_role(engine, schema, BOUND_ROLE)
+    bound_role(engine, schema)
     engine.dispose()
-    return BOUND_ROLE
+    return APPLICATION_ROLE
 
 
 def _start(

@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import add_output, percentiles, timed_ms, write_result
 from _scifact import AS_OF, TENANT, count, load, load_corpus, noisy_copies
-from _server import add_data_dir, bound_role, embedded
+from _server import APPLICATION_ROLE, add_data_dir, bound_role, embedded
 
 from retrieval.db.engine import make_engine
 from retrieval.db.migrate import MigrationSettings
@@ -44,7 +44,6 @@ from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
 
 SETTINGS = MigrationSettings(schema="bench_rls", embedding_dim=384)
-APP_ROLE = "bench_app"
 
 
 def main() -> None:
@@ -94,8 +93,8 @@ def main() -> None:
 
 
 def _application_engine(owner_engine: Engine, url: str) -> Engine:
-    bound_role(owner_engine, SETTINGS.schema, APP_ROLE)
-    return make_engine(url.replace("postgres@", f"{APP_ROLE}@", 1))
+    bound_role(owner_engine, SETTINGS.schema)
+    return make_engine(url.replace("postgres@", f"{APPLICATION_ROLE}@", 1))
 
 
 def read_ab(
