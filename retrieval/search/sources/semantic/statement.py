@@ -60,7 +60,6 @@ SOURCE = "semantic"
 # What each CTE holds, printed above it in docs/statements/.
 NOTES = {
     "semantic_nearest": "the tenant's live memories nearest the query's vector (the dense pool)",
-    "semantic_walk": "a filtered call's nearest through the HNSW graph (kept if it fills the pool)",
     "mem_corpus": "the tenant's memory count, mean length and sampled share (memory_corpus)",
     "mem_terms": "the query's lexemes with their document frequencies estimated from the sample",
     "mem_probed": "the rarest query terms whose memories fit the BM25 row budget",
@@ -138,7 +137,7 @@ def semantic_ctes(
     ``bm25_min_coverage`` and the fusion's
     (:mod:`retrieval.search.statement.relevance`).
     """
-    ctes = _nearest(schema, query, filter_operators)
+    ctes = [_nearest(schema, query, filter_operators)]
     if query.bm25:
         ctes += _bm25_channel(schema, query, filter_operators)
         found = "semantic_found"
@@ -214,32 +213,23 @@ def _sent(query: SemanticQuery) -> str:
     )
 
 
-def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[str]:
+def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> str:
     """The dense channel's CTE ``semantic_nearest``: the tenant's nearest memories (of the
-    mode's kinds, meeting the call's metadata filter). Through the graph with a metadata filter,
-    the walk (``semantic_walk``) is kept when it filled the pool, and the rows that meet the
-    filter are read exactly when it did not (the planner prices a filter from the table's
-    statistics, not the tenant's: a walk may stop short of the pool)."""
+    mode's kinds, meeting the call's metadata filter)."""
     filters = [
         "m.tenant_id = %(tenant_id)s",
         *kind_filters(query.mode, "m"),
         *memory_conditions(filter_operators, "m"),
         live_sql("m"),
     ]
-    fragments = {
-        "columns": memory_columns("m"),
-        "vector_column": ", m.search_vector" if query.bm25 else "",
-        "distance": "m.embedding <-> %(query_vector)s::vector",
-        "where": " AND ".join(filters),
-    }
-    if query.exact:
-        return [template("read_semantic.nearest_exact", schema, **fragments)]
-    if not filter_operators:
-        return [template("read_semantic.nearest", schema, **fragments)]
-    return [
-        template("read_semantic.nearest_walk", schema, **fragments),
-        template("read_semantic.nearest_checked", schema, **fragments),
-    ]
+    return template(
+        "read_semantic.nearest_exact" if query.exact else "read_semantic.nearest",
+        schema,
+        columns=memory_columns("m"),
+        vector_column=", m.search_vector" if query.bm25 else "",
+        distance="m.embedding <-> %(query_vector)s::vector",
+        where=" AND ".join(filters),
+    )
 
 
 def _versions(schema: str) -> list[str]:
