@@ -29,8 +29,10 @@ on them; their misses were read on 2026-12-07), ``held-out-2`` (30 distinct pair
 updates written on 2026-12-07, after those misses were read, and measured before any change;
 their misses were read then), ``held-out-3`` (20 distinct pairs and 20 updates written on
 2026-12-07 after that, whose misses were not read before the next change was measured; read
-after it) and ``held-out-4`` (20 distinct pairs and 20 updates written on 2026-12-07 after
-those misses were read, measured before any change, its misses unread). A rule
+after it), ``held-out-4`` (20 distinct pairs and 20 updates written on 2026-12-07 after
+those misses were read, measured before any change, its misses unread) and ``held-out-5``
+(20 distinct pairs and 20 updates written on 2026-12-07 before held-out-4's misses were read,
+measured before any change, its misses unread). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
