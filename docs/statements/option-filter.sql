@@ -15,14 +15,14 @@
 --        weight_importance, weight_popularity, weight_recency, weight_relevance
 
 WITH
--- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+-- semantic_walk: a filtered call's nearest through the HNSW graph (kept if it fills the pool)
 --   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
 --          filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7,
 --          filter_path_8, filter_path_9, filter_value_0, filter_value_1, filter_value_10,
 --          filter_value_11, filter_value_12, filter_value_2, filter_value_3, filter_value_4,
 --          filter_value_5, filter_value_6, filter_value_7, filter_value_8, filter_value_9,
 --          filter_within_0, known_at, query_vector, semantic_candidates, tenant_id
-semantic_nearest AS MATERIALIZED (
+semantic_walk AS MATERIALIZED (
     SELECT m.id,
            m.content,
            m.kind,
@@ -72,6 +72,82 @@ semantic_nearest AS MATERIALIZED (
         OR m.created_at <= CAST(%(known_at)s AS timestamptz))
     ORDER BY distance
     LIMIT %(semantic_candidates)s
+  ),
+
+-- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+--   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
+--          filter_path_3, filter_path_4, filter_path_5, filter_path_6, filter_path_7,
+--          filter_path_8, filter_path_9, filter_value_0, filter_value_1, filter_value_10,
+--          filter_value_11, filter_value_12, filter_value_2, filter_value_3, filter_value_4,
+--          filter_value_5, filter_value_6, filter_value_7, filter_value_8, filter_value_9,
+--          filter_within_0, known_at, query_vector, semantic_candidates, tenant_id
+semantic_nearest AS MATERIALIZED (
+    SELECT w.*
+    FROM semantic_walk AS w
+    WHERE (SELECT count(*)
+           FROM semantic_walk) >= %(semantic_candidates)s
+
+    UNION ALL
+
+    (SELECT m.id,
+            m.content,
+            m.kind,
+            m.metadata,
+            m.importance,
+            m.access_count,
+            m.last_accessed_at,
+            m.created_at,
+            m.embedding_model,
+            m.thread_id,
+            m.position,
+            m.namespace,
+            m.key,
+            m.last_seen_at,
+            m.search_vector,
+            x.distance
+     FROM (SELECT y.id,
+                  y.distance
+           FROM (SELECT m.id,
+                        m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+                 FROM retrieval.memories AS m
+                 WHERE m.tenant_id = %(tenant_id)s
+                   AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
+                    AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                   AND m.metadata #> CAST(%(filter_path_1)s AS text[]) = CAST(%(filter_value_1)s AS jsonb)
+                   AND m.metadata @> CAST(%(filter_value_2)s AS jsonb)
+                   AND m.metadata #> CAST(%(filter_path_3)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_3)s AS jsonb)
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_4)s AS text[])) = jsonb_typeof(CAST(%(filter_value_4)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_4)s AS text[]) > CAST(%(filter_value_4)s AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_5)s AS text[]) >= CAST(%(filter_value_5)s AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_6)s AS text[]) < CAST(%(filter_value_6)s AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_7)s AS text[]) <= CAST(%(filter_value_7)s AS jsonb))
+                   AND m.metadata #> CAST(%(filter_path_8)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_8)s AS jsonb)))
+                   AND NOT COALESCE(m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb))),
+                                    FALSE)
+                   AND (m.metadata #> CAST(%(filter_path_10)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_10)s AS jsonb) = CAST('true' AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_11)s AS text[])) = 'string'
+                    AND m.metadata #>> CAST(%(filter_path_11)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_11)s AS jsonb) #>> '{}',
+                                                                                                          '\'))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
+                    AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
+                                                                                                           '\'))
+                   AND (m.retired_at IS NULL
+                     OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                   AND (m.expires_at IS NULL
+                     OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                   AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                     OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                 OFFSET 0) AS y
+           WHERE (SELECT count(*)
+                  FROM semantic_walk) < %(semantic_candidates)s
+           ORDER BY y.distance + 0.0
+           LIMIT %(semantic_candidates)s) AS x
+          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                            AND m.id = x.id
+     ORDER BY x.distance)
   ),
 
 -- mem_corpus: the tenant's memory count, mean length and sampled share (memory_corpus)

@@ -9,10 +9,10 @@
 --        weight_importance, weight_popularity, weight_recency, weight_relevance
 
 WITH
--- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+-- semantic_walk: a filtered call's nearest through the HNSW graph (kept if it fills the pool)
 --   binds: as_of, filter_path_0, filter_value_0, filter_within_0, known_at, namespace,
 --          query_vector, semantic_candidates, tenant_id
-semantic_nearest AS MATERIALIZED (
+semantic_walk AS MATERIALIZED (
     SELECT m.id,
            m.content,
            m.kind,
@@ -43,6 +43,59 @@ semantic_nearest AS MATERIALIZED (
         OR m.created_at <= CAST(%(known_at)s AS timestamptz))
     ORDER BY distance
     LIMIT %(semantic_candidates)s
+  ),
+
+-- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+--   binds: as_of, filter_path_0, filter_value_0, filter_within_0, known_at, namespace,
+--          query_vector, semantic_candidates, tenant_id
+semantic_nearest AS MATERIALIZED (
+    SELECT w.*
+    FROM semantic_walk AS w
+    WHERE (SELECT count(*)
+           FROM semantic_walk) >= %(semantic_candidates)s
+
+    UNION ALL
+
+    (SELECT m.id,
+            m.content,
+            m.kind,
+            m.metadata,
+            m.importance,
+            m.access_count,
+            m.last_accessed_at,
+            m.created_at,
+            m.embedding_model,
+            m.thread_id,
+            m.position,
+            m.namespace,
+            m.key,
+            m.last_seen_at,
+            m.search_vector,
+            x.distance
+     FROM (SELECT y.id,
+                  y.distance
+           FROM (SELECT m.id,
+                        m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+                 FROM retrieval.memories AS m
+                 WHERE m.tenant_id = %(tenant_id)s
+                   AND m.namespace @> CAST(%(namespace)s AS text[])
+                   AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
+                   AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
+                    AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                   AND (m.retired_at IS NULL
+                     OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                   AND (m.expires_at IS NULL
+                     OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                   AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                     OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                 OFFSET 0) AS y
+           WHERE (SELECT count(*)
+                  FROM semantic_walk) < %(semantic_candidates)s
+           ORDER BY y.distance + 0.0
+           LIMIT %(semantic_candidates)s) AS x
+          INNER JOIN retrieval.memories AS m ON m.tenant_id = %(tenant_id)s
+                                            AND m.id = x.id
+     ORDER BY x.distance)
   ),
 
 -- mem_corpus: the tenant's memory count, mean length and sampled share (memory_corpus)

@@ -30,6 +30,45 @@ semantic_nearest AS MATERIALIZED (
     LIMIT %(semantic_candidates)s
 )
 
+-- name: nearest_walk
+-- The dense pool of a call with a metadata filter, through the HNSW graph as `nearest` reads
+-- it, when the planner chooses the graph: a walk may stop short of the pool
+-- (hnsw.max_scan_tuples) where the filter keeps few of the rows it visits.
+semantic_walk AS MATERIALIZED (
+    SELECT {columns}{vector_column}, {distance} AS distance
+    FROM {schema}.memories AS m
+    WHERE {where}
+    ORDER BY distance
+    LIMIT %(semantic_candidates)s
+)
+
+-- name: nearest_checked
+-- The dense pool of a call with a metadata filter: the walk's rows when it filled the pool;
+-- else the rows that meet {where} read exactly, as `nearest_exact` does (the filter kept
+-- fewer rows than the pool, or the walk stopped short of them). The planner prices a filter
+-- from the table's statistics, not the tenant's: a value common in the table and rare in the
+-- tenant walks the graph and may stop short (docs/decisions/0065). Each branch runs or not by
+-- the count of the walk's rows (a one-time filter); the exact rows are ordered by their
+-- distance plus 0, an order no index gives, so that they are sorted rather than walked again.
+semantic_nearest AS MATERIALIZED (
+    SELECT w.*
+    FROM semantic_walk AS w
+    WHERE (SELECT count(*) FROM semantic_walk) >= %(semantic_candidates)s
+    UNION ALL
+    (SELECT {columns}{vector_column}, x.distance
+     FROM (
+         SELECT y.id, y.distance FROM (
+             SELECT m.id, {distance} AS distance FROM {schema}.memories AS m WHERE {where}
+             OFFSET 0
+         ) AS y
+         WHERE (SELECT count(*) FROM semantic_walk) < %(semantic_candidates)s
+         ORDER BY y.distance + 0.0
+         LIMIT %(semantic_candidates)s
+     ) AS x
+     JOIN {schema}.memories AS m ON m.tenant_id = %(tenant_id)s AND m.id = x.id
+     ORDER BY x.distance)
+)
+
 -- name: include_kinds
 -- The row {alias} is of the mode's kinds.
 {alias}.kind = ANY(%(include_kinds)s::text[])

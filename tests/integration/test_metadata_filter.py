@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,8 +17,9 @@ from sqlalchemy import Engine
 
 from retrieval.documents.store import ChunkInput, DocumentInput, DocumentStore
 from retrieval.errors import ValidationError
+from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
-from retrieval.search.config import RetrievalConfig
+from retrieval.search.config import RetrievalConfig, SourceConfig
 from retrieval.search.retriever import HybridRetriever
 from tests.conftest import CountingEmbedder
 
@@ -315,3 +317,56 @@ def test_contains_reads_text_and_a_wildcard_any_value(
     assert kept({"note": {"$contains": "%"}}) == {2}  # a sign of LIKE is itself
     assert kept({"note": "*"}) == {0, 1, 2, 3, 4}
     assert kept({"$not": {"note": "*"}}) == {5} and by_number[5] in notes
+
+
+@pytest.mark.parametrize(
+    "condition", [{"user": {"$in": ["u7"]}}, {"tags": {"$all": ["u7"]}}, {"user": {"$ne": "u1"}}]
+)
+def test_a_filtered_walk_that_stops_short_is_read_exactly(
+    store: MemoryStore, condition: dict[str, Any]
+) -> None:
+    # The rows that meet the filter are few in the tenant asked (48 of its 768) and far from the
+    # question, while the rows near it are the tenant's others and another tenant's, which meet
+    # the filter's value but not the tenant. Walked through the graph (forced here with no sort,
+    # as the planner chooses at 100,000 rows), the walk meets none of them before it stops
+    # (hnsw.max_scan_tuples); the pool is then read exactly: the 10 nearest rows that meet the
+    # filter, as numpy finds them.
+    rng = np.random.default_rng(11)
+    query = "Which note is nearest?"
+    vector = np.asarray(store.embedder.embed([query])[0], dtype=np.float32)
+
+    def unit(rows: np.ndarray) -> np.ndarray:
+        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows.astype(np.float16).astype(np.float32)  # as a halfvec column holds them
+
+    near = unit(vector + 0.04 * rng.normal(size=(2_256, 384)))
+    far = unit(rng.normal(size=(48, 384)))
+    users = ["u7" if n < 48 else "u1" for n in range(768)]
+    mine = np.concatenate([far, near[:720]])
+    ids = store.remember_many(
+        MemoryInput(text=f"Note {n}.", tenant_id="acme", embedding=mine[n],
+                    metadata={"user": users[n], "tags": [users[n]]})
+        for n in range(768)
+    )  # fmt: skip
+    store.remember_many(
+        MemoryInput(text=f"Other {n}.", tenant_id="other", embedding=near[n],
+                    metadata={"user": "u7", "tags": ["u7"]})
+        for n in range(720, 2_256)
+    )  # fmt: skip
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("ANALYZE retrieval.memories")
+    config = RetrievalConfig(
+        semantic=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0),
+        record_access=False, min_final_score=0.0, max_distance=None, memory_bm25=False,
+        context_lift=0.0, time_weight=0.0, total_limit=10, newer_versions_first=False,
+        exact_scan_factor=0.0,  # every tenant read through the graph
+    )  # fmt: skip
+    distances = np.linalg.norm(far - vector, axis=1)
+    nearest = {ids[i] for i in np.argsort(distances)[:10]}
+    walked = {"hnsw.max_scan_tuples": "100", "enable_sort": "off"}
+    with HybridRetriever.from_store(
+        store, config=config, background_writes=False, session_settings=walked
+    ) as retriever:
+        for _ in range(2):  # the tenant not seen yet, then known
+            found = _ids(retriever.retrieve(query, tenant_id="acme", filter=condition))
+            assert set(found) == nearest and len(found) == 10

@@ -60,6 +60,7 @@ SOURCE = "semantic"
 # What each CTE holds, printed above it in docs/statements/.
 NOTES = {
     "semantic_nearest": "the tenant's live memories nearest the query's vector (the dense pool)",
+    "semantic_walk": "a filtered call's nearest through the HNSW graph (kept if it fills the pool)",
     "mem_corpus": "the tenant's memory count, mean length and sampled share (memory_corpus)",
     "mem_terms": "the query's lexemes with their document frequencies estimated from the sample",
     "mem_probed": "the rarest query terms whose memories fit the BM25 row budget",
@@ -128,7 +129,8 @@ def semantic_ctes(
     The dense channel's pool: the tenant's nearest memories through the HNSW graph (pgvector's
     iterative scan keeps the tenant's filter inside the walk), or with ``query.exact`` its rows
     read exactly, each distance computed once and sorted (for a tenant small for its table:
-    :mod:`~retrieval.search.plan.exact_read`).
+    :mod:`~retrieval.search.plan.exact_read`). With a metadata filter, a walk that did not fill
+    the pool is followed by the exact read of the rows that meet the filter.
 
     Parameters: ``tenant_id``, ``query_vector``, ``semantic_candidates``,
     ``semantic_half_life``, ``as_of``, ``dense_zero_squared``, ``dense_span_squared``, and when
@@ -137,7 +139,7 @@ def semantic_ctes(
     ``bm25_min_coverage`` and the fusion's
     (:mod:`retrieval.search.statement.relevance`).
     """
-    ctes = [_nearest(schema, query, filter_operators)]
+    ctes = _nearest(schema, query, filter_operators)
     if query.bm25:
         ctes += _bm25_channel(schema, query, filter_operators)
         found = "semantic_found"
@@ -213,23 +215,32 @@ def _sent(query: SemanticQuery) -> str:
     )
 
 
-def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> str:
+def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[str]:
     """The dense channel's CTE ``semantic_nearest``: the tenant's nearest memories (of the
-    mode's kinds, meeting the call's metadata filter)."""
+    mode's kinds, meeting the call's metadata filter). Through the graph with a metadata filter,
+    the walk (``semantic_walk``) is kept when it filled the pool, and the rows that meet the
+    filter are read exactly when it did not (the planner prices a filter from the table's
+    statistics, not the tenant's: a walk may stop short of the pool)."""
     filters = [
         "m.tenant_id = %(tenant_id)s",
         *kind_filters(query.mode, "m"),
         *memory_conditions(filter_operators, "m"),
         live_sql("m"),
     ]
-    return template(
-        "read_semantic.nearest_exact" if query.exact else "read_semantic.nearest",
-        schema,
-        columns=memory_columns("m"),
-        vector_column=", m.search_vector" if query.bm25 else "",
-        distance="m.embedding <-> %(query_vector)s::vector",
-        where=" AND ".join(filters),
-    )
+    fragments = {
+        "columns": memory_columns("m"),
+        "vector_column": ", m.search_vector" if query.bm25 else "",
+        "distance": "m.embedding <-> %(query_vector)s::vector",
+        "where": " AND ".join(filters),
+    }
+    if query.exact:
+        return [template("read_semantic.nearest_exact", schema, **fragments)]
+    if not filter_operators:
+        return [template("read_semantic.nearest", schema, **fragments)]
+    return [
+        template("read_semantic.nearest_walk", schema, **fragments),
+        template("read_semantic.nearest_checked", schema, **fragments),
+    ]
 
 
 def _versions(schema: str) -> list[str]:
