@@ -20,21 +20,11 @@ semantic_nearest AS MATERIALIZED (
 )
 
 -- name: nearest
--- The dense pool: the tenant's nearest memories through the HNSW graph (pgvector's iterative
--- scan keeps the tenant's filter {where} inside the walk).
-semantic_nearest AS MATERIALIZED (
-    SELECT {columns}{vector_column}, {distance} AS distance
-    FROM {schema}.memories AS m
-    WHERE {where}
-    ORDER BY distance
-    LIMIT %(semantic_candidates)s
-)
-
--- name: nearest_walk
--- The dense pool of a call with a metadata filter, through the HNSW graph as `nearest` reads
--- it, when the planner chooses the graph: a walk may stop short of the pool
--- (hnsw.max_scan_tuples) where the filter keeps few of the rows it visits.
-semantic_walk AS MATERIALIZED (
+-- The dense pool {cte}: the tenant's nearest memories through the HNSW graph (pgvector's
+-- iterative scan keeps the tenant's filter {where} inside the walk). With a metadata filter
+-- it is the walk (semantic_walk) that `nearest_checked` keeps or reads again: a walk may stop
+-- short of the pool (hnsw.max_scan_tuples) where the filter keeps few of the rows it visits.
+{cte} AS MATERIALIZED (
     SELECT {columns}{vector_column}, {distance} AS distance
     FROM {schema}.memories AS m
     WHERE {where}

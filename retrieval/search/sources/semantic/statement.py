@@ -236,9 +236,9 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
     if query.exact:
         return [template("read_semantic.nearest_exact", schema, **fragments)]
     if not filter_operators:
-        return [template("read_semantic.nearest", schema, **fragments)]
+        return [template("read_semantic.nearest", schema, cte="semantic_nearest", **fragments)]
     return [
-        template("read_semantic.nearest_walk", schema, **fragments),
+        template("read_semantic.nearest", schema, cte="semantic_walk", **fragments),
         template("read_semantic.nearest_checked", schema, **fragments),
     ]
 
