@@ -825,9 +825,9 @@ doc_bm25 AS MATERIALIZED (
     LIMIT %(documents_candidates)s
   ),
 
--- doc_dense: the tenant's chunks nearest the query's vector (the dense channel)
+-- doc_walk: a filtered call's nearest chunks through the HNSW graph (kept if they fill it)
 --   binds: documents_candidates, query_vector, tenant_id
-doc_dense AS MATERIALIZED (
+doc_walk AS MATERIALIZED (
     SELECT c.id AS chunk_id,
            c.embedding <-> CAST(%(query_vector)s AS vector) AS distance
     FROM retrieval.document_chunks AS c
@@ -836,6 +836,32 @@ doc_dense AS MATERIALIZED (
                    FROM doc_allowed)
     ORDER BY distance
     LIMIT %(documents_candidates)s
+  ),
+
+-- doc_dense: the tenant's chunks nearest the query's vector (the dense channel)
+--   binds: documents_candidates, query_vector, tenant_id
+doc_dense AS MATERIALIZED (
+    SELECT w.chunk_id,
+           w.distance
+    FROM doc_walk AS w
+    WHERE (SELECT count(*)
+           FROM doc_walk) >= %(documents_candidates)s
+
+    UNION ALL
+
+    (SELECT x.chunk_id,
+            x.distance
+     FROM (SELECT c.id AS chunk_id,
+                  c.embedding <-> CAST(%(query_vector)s AS vector) AS distance
+           FROM retrieval.document_chunks AS c
+           WHERE c.tenant_id = %(tenant_id)s
+             AND c.id IN (SELECT id
+                          FROM doc_allowed)
+           OFFSET 0) AS x
+     WHERE (SELECT count(*)
+            FROM doc_walk) < %(documents_candidates)s
+     ORDER BY x.distance + 0.0
+     LIMIT %(documents_candidates)s)
   ),
 
 -- doc_found: the chunks either channel found

@@ -2,14 +2,38 @@
 -- postings (read_bm25, prefix doc) and by meaning, fused, behind the evidence gate.
 
 -- name: doc_dense
--- The tenant's chunks nearest the query's vector (the dense channel), those that meet the
--- call's metadata filter when it has one.
-doc_dense AS MATERIALIZED (
+-- The tenant's chunks nearest the query's vector (the dense channel, {cte}), those that meet
+-- the call's metadata filter when it has one: then the walk (doc_walk) that
+-- `doc_dense_checked` keeps or reads again.
+{cte} AS MATERIALIZED (
     SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
     FROM {schema}.document_chunks AS c
     WHERE c.tenant_id = %(tenant_id)s{allowed}
     ORDER BY distance
     LIMIT %(documents_candidates)s
+)
+
+-- name: doc_dense_checked
+-- The dense channel of a call with a metadata filter: the walk's chunks when they fill its
+-- candidates; else the chunks that meet the filter read exactly, each distance computed once
+-- and sorted by the distance plus 0, an order no index gives (the walk stopped short, or the
+-- filter keeps fewer chunks than that: docs/decisions/0065). Each branch runs or not by the
+-- count of the walk's chunks (a one-time filter).
+doc_dense AS MATERIALIZED (
+    SELECT w.chunk_id, w.distance
+    FROM doc_walk AS w
+    WHERE (SELECT count(*) FROM doc_walk) >= %(documents_candidates)s
+    UNION ALL
+    (SELECT x.chunk_id, x.distance
+     FROM (
+         SELECT c.id AS chunk_id, c.embedding <-> %(query_vector)s::vector AS distance
+         FROM {schema}.document_chunks AS c
+         WHERE c.tenant_id = %(tenant_id)s{allowed}
+         OFFSET 0
+     ) AS x
+     WHERE (SELECT count(*) FROM doc_walk) < %(documents_candidates)s
+     ORDER BY x.distance + 0.0
+     LIMIT %(documents_candidates)s)
 )
 
 -- name: doc_found

@@ -370,3 +370,51 @@ def test_a_filtered_walk_that_stops_short_is_read_exactly(
         for _ in range(2):  # the tenant not seen yet, then known
             found = _ids(retriever.retrieve(query, tenant_id="acme", filter=condition))
             assert set(found) == nearest and len(found) == 10
+
+
+@pytest.mark.parametrize(
+    "condition", [{"team": {"$in": ["u7"]}}, {"tags": {"$all": ["u7"]}}, {"team": {"$ne": "u1"}}]
+)
+def test_a_filtered_walk_of_the_chunks_that_stops_short_is_read_exactly(
+    store: MemoryStore, condition: dict[str, Any]
+) -> None:
+    # As for memories: the chunks that meet the filter are few in the tenant asked and far
+    # from the question, those near it are the tenant's others and another tenant's; the walk
+    # of the chunks' graph stops short and the chunks that meet the filter are read exactly.
+    rng = np.random.default_rng(12)
+    query = "Which note is nearest?"
+    vector = np.asarray(store.embedder.embed([query])[0], dtype=np.float32)
+
+    def unit(rows: np.ndarray) -> np.ndarray:
+        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows.astype(np.float16).astype(np.float32)  # as a halfvec column holds them
+
+    near = unit(vector + 0.04 * rng.normal(size=(2_256, 384)))
+    far = unit(rng.normal(size=(48, 384)))
+    documents = DocumentStore(store)
+    for tenant, doc_id, team, texts, vectors in (
+        ("acme", "far", "u7", [f"Far {n}." for n in range(48)], far),
+        ("acme", "near", "u1", [f"Near {n}." for n in range(720)], near[:720]),
+        ("other", "near", "u7", [f"Other {n}." for n in range(1_536)], near[720:]),
+    ):
+        documents.add(DocumentInput(
+            tenant_id=tenant, doc_id=doc_id, metadata={"team": team, "tags": [team]},
+            chunks=[ChunkInput(text, embedding=v) for text, v in zip(texts, vectors, strict=True)],
+        ))  # fmt: skip
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("ANALYZE retrieval.document_chunks")
+    config = RetrievalConfig(
+        documents=SourceConfig(relevance=1.0, recency=0.0, limit=10, half_life_hours=720.0),
+        record_access=False, min_final_score=0.0, max_distance=None, total_limit=10,
+        time_weight=0.0,
+    )  # fmt: skip
+    distances = np.linalg.norm(far - vector, axis=1)
+    nearest = {f"Far {n}." for n in np.argsort(distances)[:10]}
+    walked = {"hnsw.max_scan_tuples": "100", "enable_sort": "off"}
+    with HybridRetriever.from_store(
+        store, config=config, background_writes=False, session_settings=walked
+    ) as retriever:
+        for _ in range(2):  # the tenant not seen yet, then known
+            found = retriever.retrieve(query, tenant_id="acme", filter=condition)
+            chunks = [r.content for r in found if r.source == "documents"]
+            assert set(chunks) == nearest and len(chunks) == 10

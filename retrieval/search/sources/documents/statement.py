@@ -45,6 +45,7 @@ NOTES = {
     **bm25.NOTES,
     **METADATA_NOTES,
     "doc_dense": "the tenant's chunks nearest the query's vector (the dense channel)",
+    "doc_walk": "a filtered call's nearest chunks through the HNSW graph (kept if they fill it)",
     "doc_found": "the chunks either channel found",
     "doc_idf": "every query term's BM25 factors (a term no chunk holds included)",
     "doc_covered": "each found chunk's exact BM25 score and the idf it covers",
@@ -149,8 +150,19 @@ def _channels(schema: str, postings: Postings, capped: bool, filtered: bool) -> 
     chunk = " AND " + template("read_metadata.allowed", key="c.id") if filtered else ""
     return [
         *bm25_ctes("doc", postings, "query_text", "documents_candidates", posting, capped=capped),
-        template("read_documents.doc_dense", schema, allowed=chunk),
+        *_dense(schema, chunk, filtered),
         template("read_documents.doc_found"),
+    ]
+
+
+def _dense(schema: str, chunk: str, filtered: bool) -> list[str]:
+    # The dense channel; with a metadata filter, the walk and the exact read when the walk did
+    # not fill the candidates (docs/decisions/0065).
+    if not filtered:
+        return [template("read_documents.doc_dense", schema, cte="doc_dense", allowed="")]
+    return [
+        template("read_documents.doc_dense", schema, cte="doc_walk", allowed=chunk),
+        template("read_documents.doc_dense_checked", schema, allowed=chunk),
     ]
 
 
