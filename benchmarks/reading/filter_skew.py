@@ -4,15 +4,16 @@ A value rare in the tenant asked and common in the other, and a value half the t
 that is a quarter of the table. PostgreSQL prices a filter from the table's statistics, not
 the tenant's. On ``filters.py``'s tenant (``--data-dir``: run ``filters.py`` first; 100,000
 memories, user ``u<N mod 1000>``, team ``t<N mod 2>``), another tenant of as many memories,
-every one of user ``u7`` and team ``t9``, is stored for the run; then, for ``--claims``
-SciFact claims, ``retrieve(..., limit=10)`` on the first tenant, the vector channel alone, with
-each of :data:`CONDITIONS`: ``{"user": "u7"}`` and ``{"user": {"$in": ["u7"]}}`` (0.1% of the
-tenant's rows meet it; half of the table's do), ``{"team": "t0"}`` and ``{"team": {"$in":
-["t0"]}}`` (half of the tenant's rows, a quarter of the table's): p50, the share of full
-answers, and recall@10 against the exact nearest rows that meet it. The other tenant is
-forgotten after. With the library of another revision on ``PYTHONPATH``, the same for that
-revision (docs/decisions/0063: an equality priced by the table's statistics walked the graph
-here and lost a fifth of its top 10).
+every one of user ``u7`` and team ``t9`` in the namespace ``("teams", "t1", "users", "u7")``,
+is stored for the run; then, for ``--claims`` SciFact claims, ``retrieve(..., limit=10)`` on the
+first tenant, the vector channel alone, with each of :data:`CONDITIONS`: ``{"user": "u7"}`` and
+``{"user": {"$in": ["u7"]}}`` (0.1% of the tenant's rows meet it; half of the table's do),
+``{"team": "t0"}`` and ``{"team": {"$in": ["t0"]}}`` (half of the tenant's rows, a quarter of
+the table's), and that namespace (the user's 0.1%; half of the table's rows lie in it): p50,
+the share of full answers, and recall@10 against the exact nearest rows that meet it. The
+other tenant is forgotten after. With the library of another revision on ``PYTHONPATH``, the
+same for that revision (docs/decisions/0063: an equality priced by the table's statistics
+walked the graph here and lost a fifth of its top 10).
 
 Usage: python benchmarks/reading/filter_skew.py --data-dir DIR [--claims 50] [--passes 2]
        [--json PATH]
@@ -45,6 +46,7 @@ CONDITIONS: dict[str, dict[str, Any]] = {
     "the same by $in": {"filter": {"user": {"$in": ["u7"]}}},
     "half the tenant, a quarter of the table": {"filter": {"team": "t0"}},
     "half the tenant by $in": {"filter": {"team": {"$in": ["t0"]}}},
+    "the rare user's namespace": {"namespace": ("teams", "t1", "users", "u7")},
 }
 
 
@@ -62,7 +64,8 @@ def main() -> None:
         for start in range(0, len(vectors), 5000):
             store.remember_many(
                 MemoryInput(text=f"other {row}", tenant_id=OTHER, embedding=vectors[row],
-                            metadata={"user": "u7", "team": "t9", "score": 5})
+                            metadata={"user": "u7", "team": "t9", "score": 5},
+                            namespace=("teams", "t1", "users", "u7"))
                 for row in range(start, min(start + 5000, len(vectors)))
             )  # fmt: skip
         with bench.engine.begin() as connection:
