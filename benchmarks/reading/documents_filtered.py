@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared modules
 from _common import add_output, percentiles, timed_ms, write_result
-from _scifact import DATA, documents_only, read_queries
+from _scifact import documents_only, load_corpus, read_queries
 from _server import add_data_dir, embedded
 from sqlalchemy import text
 from tqdm import tqdm
@@ -114,16 +114,9 @@ def _load(
     # Both tenants' documents, their chunks' vectors SciFact title vectors with noise.
     documents = DocumentStore(store)
     for tenant in (TENANT, OTHER):
-        documents.memories.forget(tenant_id=tenant, everything=True)
-    vectors_file = cache / "scifact-title-vectors.npy"  # shared with retrieve.py, documents.py
-    if vectors_file.exists():
-        titles = np.load(vectors_file)
-    else:
-        import json
-
-        corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
-        titles = np.asarray(embedder.embed([d["title"].strip() or d["text"][:120] for d in corpus]))
-        np.save(vectors_file, titles)
+        store.forget(tenant_id=tenant, everything=True)
+    # SciFact's title vectors, shared with retrieve.py and documents.py.
+    titles = load_corpus(embedder, cache / "scifact-title-vectors.npy").vectors
     noise = np.random.default_rng(7)
     for tenant in (TENANT, OTHER):
         for n in tqdm(range(count), desc=tenant, unit=" docs", disable=None):

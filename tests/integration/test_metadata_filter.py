@@ -319,6 +319,29 @@ def test_contains_reads_text_and_a_wildcard_any_value(
     assert kept({"$not": {"note": "*"}}) == {5} and by_number[5] in notes
 
 
+# A walk of the graph made to stop short, as at 100,000 rows: a low bound on the rows it visits
+# and no sort to read the rows exactly instead (the planner's choice on a large table).
+WALKED = {"hnsw.max_scan_tuples": "100", "enable_sort": "off"}
+FAR_QUERY = "Which note is nearest?"
+
+
+def _far_and_near(store: MemoryStore, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # The question's vector, 2,256 unit vectors near it and 48 far from it, as a halfvec
+    # column holds them.
+    rng = np.random.default_rng(seed)
+    vector = np.asarray(store.embedder.embed([FAR_QUERY])[0], dtype=np.float32)
+
+    def unit(rows: np.ndarray) -> np.ndarray:
+        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows.astype(np.float16).astype(np.float32)
+
+    return (
+        vector,
+        unit(vector + 0.04 * rng.normal(size=(2_256, 384))),
+        unit(rng.normal(size=(48, 384))),
+    )
+
+
 @pytest.mark.parametrize(
     "condition", [{"user": {"$in": ["u7"]}}, {"tags": {"$all": ["u7"]}}, {"user": {"$ne": "u1"}}]
 )
@@ -331,16 +354,7 @@ def test_a_filtered_walk_that_stops_short_is_read_exactly(
     # as the planner chooses at 100,000 rows), the walk meets none of them before it stops
     # (hnsw.max_scan_tuples); the pool is then read exactly: the 10 nearest rows that meet the
     # filter, as numpy finds them.
-    rng = np.random.default_rng(11)
-    query = "Which note is nearest?"
-    vector = np.asarray(store.embedder.embed([query])[0], dtype=np.float32)
-
-    def unit(rows: np.ndarray) -> np.ndarray:
-        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-        return rows.astype(np.float16).astype(np.float32)  # as a halfvec column holds them
-
-    near = unit(vector + 0.04 * rng.normal(size=(2_256, 384)))
-    far = unit(rng.normal(size=(48, 384)))
+    vector, near, far = _far_and_near(store, 11)
     users = ["u7" if n < 48 else "u1" for n in range(768)]
     mine = np.concatenate([far, near[:720]])
     ids = store.remember_many(
@@ -363,12 +377,11 @@ def test_a_filtered_walk_that_stops_short_is_read_exactly(
     )  # fmt: skip
     distances = np.linalg.norm(far - vector, axis=1)
     nearest = {ids[i] for i in np.argsort(distances)[:10]}
-    walked = {"hnsw.max_scan_tuples": "100", "enable_sort": "off"}
     with HybridRetriever.from_store(
-        store, config=config, background_writes=False, session_settings=walked
+        store, config=config, background_writes=False, session_settings=WALKED
     ) as retriever:
         for _ in range(2):  # the tenant not seen yet, then known
-            found = _ids(retriever.retrieve(query, tenant_id="acme", filter=condition))
+            found = _ids(retriever.retrieve(FAR_QUERY, tenant_id="acme", filter=condition))
             assert set(found) == nearest and len(found) == 10
 
 
@@ -381,16 +394,7 @@ def test_a_filtered_walk_of_the_chunks_that_stops_short_is_read_exactly(
     # As for memories: the chunks that meet the filter are few in the tenant asked and far
     # from the question, those near it are the tenant's others and another tenant's; the walk
     # of the chunks' graph stops short and the chunks that meet the filter are read exactly.
-    rng = np.random.default_rng(12)
-    query = "Which note is nearest?"
-    vector = np.asarray(store.embedder.embed([query])[0], dtype=np.float32)
-
-    def unit(rows: np.ndarray) -> np.ndarray:
-        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-        return rows.astype(np.float16).astype(np.float32)  # as a halfvec column holds them
-
-    near = unit(vector + 0.04 * rng.normal(size=(2_256, 384)))
-    far = unit(rng.normal(size=(48, 384)))
+    vector, near, far = _far_and_near(store, 12)
     documents = DocumentStore(store)
     for tenant, doc_id, team, texts, vectors in (
         ("acme", "far", "u7", [f"Far {n}." for n in range(48)], far),
@@ -410,11 +414,10 @@ def test_a_filtered_walk_of_the_chunks_that_stops_short_is_read_exactly(
     )  # fmt: skip
     distances = np.linalg.norm(far - vector, axis=1)
     nearest = {f"Far {n}." for n in np.argsort(distances)[:10]}
-    walked = {"hnsw.max_scan_tuples": "100", "enable_sort": "off"}
     with HybridRetriever.from_store(
-        store, config=config, background_writes=False, session_settings=walked
+        store, config=config, background_writes=False, session_settings=WALKED
     ) as retriever:
         for _ in range(2):  # the tenant not seen yet, then known
-            found = retriever.retrieve(query, tenant_id="acme", filter=condition)
+            found = retriever.retrieve(FAR_QUERY, tenant_id="acme", filter=condition)
             chunks = [r.content for r in found if r.source == "documents"]
             assert set(chunks) == nearest and len(chunks) == 10
