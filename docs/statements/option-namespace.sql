@@ -1,8 +1,8 @@
 -- option-namespace: a namespace given (with a metadata filter): memories in it or below it and their context turns; no decisions, tool calls or documents
 -- Binds: as_of, bm25_b, bm25_k1, bm25_min_coverage, bm25_weight, cascade_threshold, context_hits,
 --        context_lift, context_window, dense_span_squared, dense_weight, dense_zero_squared,
---        fallback_results, filter_path_0, filter_value_0, filter_within_0, fusion, known_at,
---        max_distance, memory_bm25_rows, message_kind, namespace, query_text, query_vector, rrf_k,
+--        fallback_results, filter_path_0, filter_within_0, fusion, known_at, max_distance,
+--        memory_bm25_rows, message_kind, namespace, query_text, query_vector, rrf_k,
 --        semantic_candidates, semantic_half_life, session_gap, tenant_id, untold_sessions,
 --        update_similarity, version_candidates, version_most_characters, version_nearest_margin,
 --        version_shared_words, version_similarity, version_words_similarity, weight_entity,
@@ -10,8 +10,8 @@
 
 WITH
 -- semantic_walk: a filtered call's nearest through the HNSW graph (kept if it fills the pool)
---   binds: as_of, filter_path_0, filter_value_0, filter_within_0, known_at, namespace,
---          query_vector, semantic_candidates, tenant_id
+--   binds: as_of, filter_path_0, filter_within_0, known_at, namespace, query_vector,
+--          semantic_candidates, tenant_id
 semantic_walk AS MATERIALIZED (
     SELECT m.id,
            m.content,
@@ -34,7 +34,7 @@ semantic_walk AS MATERIALIZED (
       AND m.namespace @> CAST(%(namespace)s AS text[])
       AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
       AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
-       AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+       AND jsonb_typeof(m.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')
       AND (m.retired_at IS NULL
         OR m.retired_at > CAST(%(as_of)s AS timestamptz))
       AND (m.expires_at IS NULL
@@ -46,8 +46,8 @@ semantic_walk AS MATERIALIZED (
   ),
 
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
---   binds: as_of, filter_path_0, filter_value_0, filter_within_0, known_at, namespace,
---          query_vector, semantic_candidates, tenant_id
+--   binds: as_of, filter_path_0, filter_within_0, known_at, namespace, query_vector,
+--          semantic_candidates, tenant_id
 semantic_nearest AS MATERIALIZED (
     SELECT w.*
     FROM semantic_walk AS w
@@ -81,7 +81,7 @@ semantic_nearest AS MATERIALIZED (
                    AND m.namespace @> CAST(%(namespace)s AS text[])
                    AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
                    AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
-                    AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                    AND jsonb_typeof(m.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')
                    AND (m.retired_at IS NULL
                      OR m.retired_at > CAST(%(as_of)s AS timestamptz))
                    AND (m.expires_at IS NULL
@@ -210,7 +210,7 @@ mem_total AS MATERIALIZED (
   ),
 
 -- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
---   binds: filter_path_0, filter_value_0, filter_within_0, namespace
+--   binds: filter_path_0, filter_within_0, namespace
 mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) r.id,
                               r.content,
@@ -233,7 +233,7 @@ mem_matched AS MATERIALIZED (
       AND r.namespace @> CAST(%(namespace)s AS text[])
       AND (r.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
       AND (r.metadata @> CAST(%(filter_within_0)s AS jsonb)
-       AND r.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+       AND jsonb_typeof(r.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')
       AND r.id <> ALL(ARRAY(SELECT id
                             FROM semantic_nearest))
     ORDER BY r.id
@@ -613,8 +613,8 @@ untold AS MATERIALIZED (
   ),
 
 -- told_before: the messages without a thread told just before each such hit, and pauses
---   binds: as_of, context_window, filter_path_0, filter_value_0, filter_within_0, known_at,
---          message_kind, namespace, query_vector, session_gap, tenant_id
+--   binds: as_of, context_window, filter_path_0, filter_within_0, known_at, message_kind,
+--          namespace, query_vector, session_gap, tenant_id
 told_before AS MATERIALIZED (
     SELECT x.hit_id,
            - row_number() OVER w AS "offset",
@@ -666,7 +666,7 @@ told_before AS MATERIALIZED (
                                      AND m.namespace @> CAST(%(namespace)s AS text[])
                                      AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
                                      AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
-                                      AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                                      AND jsonb_typeof(m.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')
                                      AND (m.created_at, m.id) < (u.created_at, u.hit_id)
                                      AND m.created_at >= u.created_at - %(session_gap)s * %(context_window)s
                                    ORDER BY m.created_at DESC,
@@ -678,8 +678,8 @@ told_before AS MATERIALIZED (
   ),
 
 -- told_after: the messages without a thread told just after each such hit, and pauses
---   binds: as_of, context_window, filter_path_0, filter_value_0, filter_within_0, known_at,
---          message_kind, namespace, query_vector, session_gap, tenant_id
+--   binds: as_of, context_window, filter_path_0, filter_within_0, known_at, message_kind,
+--          namespace, query_vector, session_gap, tenant_id
 told_after AS MATERIALIZED (
     SELECT x.hit_id,
            row_number() OVER w AS "offset",
@@ -731,7 +731,7 @@ told_after AS MATERIALIZED (
                                      AND m.namespace @> CAST(%(namespace)s AS text[])
                                      AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
                                      AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
-                                      AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                                      AND jsonb_typeof(m.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')
                                      AND (m.created_at, m.id) > (u.created_at, u.hit_id)
                                      AND m.created_at <= u.created_at + %(session_gap)s * %(context_window)s
                                    ORDER BY m.created_at ASC,
@@ -758,8 +758,8 @@ told AS MATERIALIZED (
   ),
 
 -- turns: the turns within the window of each hit: its thread's, or its session's in time
---   binds: as_of, context_window, filter_path_0, filter_value_0, filter_within_0, known_at,
---          namespace, query_vector, session_gap, tenant_id
+--   binds: as_of, context_window, filter_path_0, filter_within_0, known_at, namespace,
+--          query_vector, session_gap, tenant_id
 turns AS MATERIALIZED (
     SELECT h.hit_id,
            m.position - h.position AS "offset",
@@ -786,7 +786,7 @@ turns AS MATERIALIZED (
                                            AND m.namespace @> CAST(%(namespace)s AS text[])
                                            AND (m.namespace)[1:cardinality(CAST(%(namespace)s AS text[]))] = CAST(%(namespace)s AS text[])
                                            AND (m.metadata @> CAST(%(filter_within_0)s AS jsonb)
-                                            AND m.metadata #> CAST(%(filter_path_0)s AS text[]) = CAST(%(filter_value_0)s AS jsonb))
+                                            AND jsonb_typeof(m.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')
                                            AND (m.retired_at IS NULL
                                              OR m.retired_at > CAST(%(as_of)s AS timestamptz))
                                            AND (m.expires_at IS NULL

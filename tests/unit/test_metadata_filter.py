@@ -23,7 +23,8 @@ def test_plain_values_are_equality_and_operators_bind_their_path_and_value() -> 
         {"user": "u1", "tags": ["a"], "score": {"$gte": 3, "$lt": 9}, "a.b": {"$in": [1, "x"]}}
     )
     assert checked is not None
-    assert checked.operators == ("eq", "eq", "gte", "lt", "in")
+    # A list or an object is compared whole (eq_json), a scalar by containment alone (eq).
+    assert checked.operators == ("eq", "eq_json", "gte", "lt", "in")
     assert checked.paths == (("user",), ("tags",), ("score",), ("score",), ("a", "b"))
     params = checked.parameters()
     assert json.loads(params["filter_value_0"]) == "u1"
@@ -40,7 +41,7 @@ def test_eq_is_equality_all_is_containment_and_no_filter_is_none() -> None:
     checked = metadata_filter(
         {"a.b": {"$eq": {"c": 1}}, "tags": {"$all": ["x"]}, "flag": {"$exists": False}}
     )
-    assert checked is not None and checked.operators == ("eq", "contains", "exists")
+    assert checked is not None and checked.operators == ("eq_json", "contains", "exists")
     params = checked.parameters()
     assert json.loads(params["filter_value_0"]) == {"c": 1}
     assert json.loads(params["filter_within_0"]) == {"a": {"b": {"c": 1}}}

@@ -159,7 +159,8 @@ def test_the_same_call_and_view_give_the_same_plan() -> None:
 
 # A filter condition of each operator, for a shape whose statement filters.
 _OPERANDS = {
-    "eq": "v", "eq_at": {"$eq": 1}, "contains": {"$all": [1]}, "ne": {"$ne": 1},
+    "eq": "v", "eq_json": {"$eq": ["v"]}, "eq_at": {"$eq": 1}, "contains": {"$all": [1]},
+    "ne": {"$ne": 1},
     "substring": {"$contains": "x"}, "isubstring": {"$icontains": "x"},
     "gt": {"$gt": 1}, "gte": {"$gte": 1}, "lt": {"$lt": 1},
     "lte": {"$lte": 1}, "in": {"$in": [1]}, "nin": {"$nin": [1]}, "exists": {"$exists": True},

@@ -54,6 +54,9 @@ OPERATORS = {
     "$contains": "substring",
     "$icontains": "isubstring",
 }
+# The equalities that bind the value nested in its path (``filter_within_I``), which the
+# metadata must contain.
+WITHIN = frozenset({"eq", "eq_json"})
 # A plain value that means "any value": the key is there (Mem0's wildcard).
 ANY_VALUE = "*"
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -107,7 +110,7 @@ class MetadataFilter:
         ):
             params[f"filter_path_{index}"] = list(path)
             params[f"filter_value_{index}"] = json.dumps(value, ensure_ascii=False)
-            if operator == "eq":
+            if operator in WITHIN:
                 nested = json.dumps(_nested(path, value), ensure_ascii=False)
                 params[f"filter_within_{index}"] = nested
         return params
@@ -152,11 +155,12 @@ class _Built:
                 for operator, operand in condition.items():
                     name, bound = _operator(key, operator, operand)
                     held = _nested(path, bound) if name == "contains" else bound
-                    self._condition(_equality(name, path), path, held)
+                    self._condition(_equality(name, path, held), path, held)
             elif condition == ANY_VALUE:
                 self._condition("exists", path, True)
             else:
-                self._condition(_equality("eq", path), path, _json(key, condition))
+                value = _json(key, condition)
+                self._condition(_equality("eq", path, value), path, value)
 
     def _condition(self, operator: str, path: tuple[str, ...], value: Any) -> None:
         if len(self.paths) >= MAX_CONDITIONS:  # counted as read: a huge filter stops early
@@ -204,12 +208,16 @@ class _Built:
         self.tokens.append(CLOSE)
 
 
-def _equality(name: str, path: tuple[str, ...]) -> str:
+def _equality(name: str, path: tuple[str, ...], value: Any) -> str:
     # An equality whose path reads a list's item ("tags.0") cannot be narrowed by containment
-    # (the index's part): it compares the value at the path alone ("eq_at").
-    if name == "eq" and any(part.isdigit() for part in path):
+    # (the index's part): it compares the value at the path alone ("eq_at"). One of a list or
+    # an object compares the whole value after the containment ("eq_json"); one of a string,
+    # number, boolean or null ("eq") needs only that the value there is not a list.
+    if name != "eq":
+        return name
+    if any(part.isdigit() for part in path):
         return "eq_at"
-    return name
+    return "eq_json" if isinstance(value, list | dict) else "eq"
 
 
 def _path(key: object) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ NOTES = {"doc_allowed": "the tenant's chunks whose metadata meets the call's fil
 # The template of each operator's condition (the comparisons share one).
 _TEMPLATES = {
     "eq": "read_metadata.eq",
+    "eq_json": "read_metadata.eq_json",
     "eq_at": "read_metadata.eq_at",
     "contains": "read_metadata.contains",
     "ne": "read_metadata.ne",
