@@ -10,8 +10,8 @@ alone (``_scifact.vector_alone``, the peers' setting), for each call:
 
 * no filter;
 * selective: ``{"user": "u7"}`` (0.1% of the rows), by containment;
-* selective by comparison: ``{"score": {"$lt": 1}}`` (1%), and unselective: ``{"score":
-  {"$gte": 50}}`` (50%);
+* comparisons: ``{"user": {"$lt": "u1"}}`` (0.1%: ``"u0"`` alone), ``{"score": {"$lt": 1}}``
+  (1%), ``{"score": {"$lt": 10}}`` (10%) and ``{"score": {"$gte": 50}}`` (50%);
 * unselective: ``{"team": "t0"}`` (50%);
 * selective, grouped: ``{"$or": [{"user": "u7"}, {"user": "u8"}]}`` (0.2%), and
   ``{"team": "t0", "$not": {"user": "u8"}}`` (50% less 0.1%);
@@ -71,7 +71,9 @@ CLAIMS = 100
 FILTERS: dict[str, dict[str, Any]] = {
     "none": {},
     "selective (0.1%, containment)": {"filter": {"user": "u7"}},
+    "selective (0.1%, comparison)": {"filter": {"user": {"$lt": "u1"}}},
     "selective (1%, comparison)": {"filter": {"score": {"$lt": 1}}},
+    "comparison (10%)": {"filter": {"score": {"$lt": 10}}},
     "unselective comparison (50%)": {"filter": {"score": {"$gte": 50}}},
     "unselective (50%)": {"filter": {"team": "t0"}},
     "selective $or (0.2%)": {"filter": {"$or": [{"user": "u7"}, {"user": "u8"}]}},
