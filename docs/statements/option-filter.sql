@@ -50,26 +50,14 @@ semantic_walk AS MATERIALIZED (
       AND m.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
       AND m.metadata @> CAST(%(filter_value_3)s AS jsonb)
       AND m.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-      AND CASE
-            WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-              THEN m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-              THEN m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-              THEN m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-              THEN m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-            ELSE FALSE
-          END
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+       AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
       AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
       AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                        FALSE)
@@ -135,26 +123,14 @@ semantic_nearest AS MATERIALIZED (
                    AND m.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
                    AND m.metadata @> CAST(%(filter_value_3)s AS jsonb)
                    AND m.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-                   AND CASE
-                         WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                           THEN m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-                         ELSE FALSE
-                       END
-                   AND CASE
-                         WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-                           THEN m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-                         ELSE FALSE
-                       END
-                   AND CASE
-                         WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-                           THEN m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-                         ELSE FALSE
-                       END
-                   AND CASE
-                         WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-                           THEN m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-                         ELSE FALSE
-                       END
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+                    AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                    AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
                    AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                                     FALSE)
@@ -325,26 +301,14 @@ mem_matched AS MATERIALIZED (
       AND r.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
       AND r.metadata @> CAST(%(filter_value_3)s AS jsonb)
       AND r.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-      AND CASE
-            WHEN jsonb_typeof(r.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-              THEN r.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(r.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-              THEN r.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(r.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-              THEN r.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(r.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-              THEN r.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-            ELSE FALSE
-          END
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+       AND r.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
       AND r.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
       AND NOT COALESCE(r.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                        FALSE)
@@ -685,26 +649,14 @@ doc_allowed AS MATERIALIZED (
       AND d.metadata || c.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
       AND d.metadata || c.metadata @> CAST(%(filter_value_3)s AS jsonb)
       AND d.metadata || c.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-      AND CASE
-            WHEN jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-              THEN d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-              THEN d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-              THEN d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-            ELSE FALSE
-          END
-      AND CASE
-            WHEN jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-              THEN d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-            ELSE FALSE
-          END
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+       AND d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
       AND d.metadata || c.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
       AND NOT COALESCE(d.metadata || c.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                        FALSE)
@@ -1305,26 +1257,14 @@ told_before AS MATERIALIZED (
                                      AND m.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
                                      AND m.metadata @> CAST(%(filter_value_3)s AS jsonb)
                                      AND m.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-                                           ELSE FALSE
-                                         END
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-                                           ELSE FALSE
-                                         END
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-                                           ELSE FALSE
-                                         END
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-                                           ELSE FALSE
-                                         END
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                                      AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
                                      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                                                       FALSE)
@@ -1408,26 +1348,14 @@ told_after AS MATERIALIZED (
                                      AND m.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
                                      AND m.metadata @> CAST(%(filter_value_3)s AS jsonb)
                                      AND m.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-                                           ELSE FALSE
-                                         END
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-                                           ELSE FALSE
-                                         END
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-                                           ELSE FALSE
-                                         END
-                                     AND CASE
-                                           WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-                                             THEN m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-                                           ELSE FALSE
-                                         END
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+                                      AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                                      AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
                                      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                                                       FALSE)
@@ -1501,26 +1429,14 @@ turns AS MATERIALIZED (
                                            AND m.metadata #> CAST(%(filter_path_2)s AS text[]) = CAST(%(filter_value_2)s AS jsonb)
                                            AND m.metadata @> CAST(%(filter_value_3)s AS jsonb)
                                            AND m.metadata #> CAST(%(filter_path_4)s AS text[]) IS DISTINCT FROM CAST(%(filter_value_4)s AS jsonb)
-                                           AND CASE
-                                                 WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
-                                                   THEN m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb)
-                                                 ELSE FALSE
-                                               END
-                                           AND CASE
-                                                 WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
-                                                   THEN m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb)
-                                                 ELSE FALSE
-                                               END
-                                           AND CASE
-                                                 WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
-                                                   THEN m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb)
-                                                 ELSE FALSE
-                                               END
-                                           AND CASE
-                                                 WHEN jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
-                                                   THEN m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb)
-                                                 ELSE FALSE
-                                               END
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_5)s AS text[])) = jsonb_typeof(CAST(%(filter_value_5)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_5)s AS text[]) > CAST(%(filter_value_5)s AS jsonb))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_6)s AS text[])) = jsonb_typeof(CAST(%(filter_value_6)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_6)s AS text[]) >= CAST(%(filter_value_6)s AS jsonb))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_7)s AS text[])) = jsonb_typeof(CAST(%(filter_value_7)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_7)s AS text[]) < CAST(%(filter_value_7)s AS jsonb))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
+                                            AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                                            AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
                                            AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
                                                             FALSE)

@@ -31,11 +31,7 @@
 
 -- name: compare
 -- The value at the key is of the given value's JSON type (number or string) and {operator} it.
--- Written as a CASE, which the planner prices at half the rows: as a type's equality and a
--- comparison it priced it at a sixth of a percent, and a comparison half the rows meet sorted
--- them all by distance instead of walking the graph; a comparison few rows meet walks the graph
--- and, short of the pool, is read exactly (docs/decisions/0067).
-(CASE WHEN jsonb_typeof({metadata} #> %(filter_path_{i})s::text[]) = jsonb_typeof(%(filter_value_{i})s::jsonb) THEN ({metadata} #> %(filter_path_{i})s::text[]) {operator} %(filter_value_{i})s::jsonb ELSE FALSE END)
+(jsonb_typeof({metadata} #> %(filter_path_{i})s::text[]) = jsonb_typeof(%(filter_value_{i})s::jsonb) AND ({metadata} #> %(filter_path_{i})s::text[]) {operator} %(filter_value_{i})s::jsonb)
 
 -- name: in
 -- The value at the key is one of the list given.
