@@ -15,6 +15,7 @@ alone (``_scifact.vector_alone``, the peers' setting), for each call:
 * unselective: ``{"team": "t0"}`` (50%);
 * selective, grouped: ``{"$or": [{"user": "u7"}, {"user": "u8"}]}`` (0.2%), and
   ``{"team": "t0", "$not": {"user": "u8"}}`` (50% less 0.1%);
+* ``$in`` of two users (``["u7", "u8"]``, 0.2%);
 * each other operator, on many rows: ``$in`` (``["t0"]``, 50%), ``$nin`` (``["t1"]``, 50%),
   ``$ne`` (``"u7"``, 99.9%), ``$exists`` (100%), ``$contains`` (``"0"`` in the team, 50%);
 * a selective namespace, ``("teams", "t1", "users", "u7")`` (0.1%);
@@ -78,6 +79,7 @@ FILTERS: dict[str, dict[str, Any]] = {
     "unselective (50%)": {"filter": {"team": "t0"}},
     "selective $or (0.2%)": {"filter": {"$or": [{"user": "u7"}, {"user": "u8"}]}},
     "selective $not (50% - 0.1%)": {"filter": {"team": "t0", "$not": {"user": "u8"}}},
+    "$in, selective (0.2%)": {"filter": {"user": {"$in": ["u7", "u8"]}}},
     "$in (50%)": {"filter": {"team": {"$in": ["t0"]}}},
     "$nin (50%)": {"filter": {"team": {"$nin": ["t1"]}}},
     "$ne (99.9%)": {"filter": {"user": {"$ne": "u7"}}},
