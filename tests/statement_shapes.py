@@ -54,8 +54,8 @@ _PROBED = (*_SOURCES_PROBED, FACTS)
 # A later call of a tenant that holds memories, decisions and tool calls, and documents.
 # Every operator of a metadata filter, each condition's part of the statement.
 EVERY_OPERATOR = (
-    "eq", "eq_json", "eq_at", "contains", "ne", "gt", "gte", "lt", "lte", "in", "nin", "exists",
-    "substring", "isubstring",
+    "eq", "eq_json", "eq_at", "contains", "ne", "gt", "gte", "lt", "lte", "in", "in_within",
+    "nin", "exists", "substring", "isubstring",
 )  # fmt: skip
 _DOCUMENTS = DocumentsQuery(gated=True)
 DEFAULT = StatementShape(

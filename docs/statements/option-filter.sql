@@ -3,27 +3,27 @@
 --        cascade_threshold, context_hits, context_lift, context_window, dense_span_squared,
 --        dense_weight, dense_zero_squared, documents_candidates, documents_half_life,
 --        fallback_results, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
---        filter_path_12, filter_path_13, filter_path_2, filter_path_4, filter_path_5,
---        filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
---        filter_value_10, filter_value_11, filter_value_12, filter_value_13, filter_value_2,
---        filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---        filter_value_8, filter_value_9, filter_within_0, filter_within_1, fusion, known_at,
---        max_distance, memory_bm25_rows, message_kind, query_text, query_vector, rrf_k,
---        semantic_candidates, semantic_half_life, session_gap, tenant_id, text_search_config,
---        untold_sessions, update_similarity, version_candidates, version_most_characters,
---        version_nearest_margin, version_shared_words, version_similarity,
---        version_words_similarity, weight_entity, weight_importance, weight_popularity,
---        weight_recency, weight_relevance
+--        filter_path_12, filter_path_13, filter_path_14, filter_path_2, filter_path_4,
+--        filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--        filter_value_1, filter_value_11, filter_value_12, filter_value_13, filter_value_14,
+--        filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
+--        filter_value_7, filter_value_8, filter_value_9, filter_within_0, filter_within_1,
+--        filter_within_10, fusion, known_at, max_distance, memory_bm25_rows, message_kind,
+--        query_text, query_vector, rrf_k, semantic_candidates, semantic_half_life, session_gap,
+--        tenant_id, text_search_config, untold_sessions, update_similarity, version_candidates,
+--        version_most_characters, version_nearest_margin, version_shared_words,
+--        version_similarity, version_words_similarity, weight_entity, weight_importance,
+--        weight_popularity, weight_recency, weight_relevance
 
 WITH
 -- semantic_walk: a filtered call's nearest through the HNSW graph (kept if it fills the pool)
 --   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
---          filter_path_13, filter_path_2, filter_path_4, filter_path_5, filter_path_6,
---          filter_path_7, filter_path_8, filter_path_9, filter_value_1, filter_value_10,
---          filter_value_11, filter_value_12, filter_value_13, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0, filter_within_1, known_at, query_vector,
---          semantic_candidates, tenant_id
+--          filter_path_13, filter_path_14, filter_path_2, filter_path_4, filter_path_5,
+--          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
+--          filter_value_11, filter_value_12, filter_value_13, filter_value_14, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, filter_within_1, filter_within_10,
+--          known_at, query_vector, semantic_candidates, tenant_id
 semantic_walk AS MATERIALIZED (
     SELECT m.id,
            m.content,
@@ -59,14 +59,16 @@ semantic_walk AS MATERIALIZED (
       AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
        AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
       AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+      AND (m.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+       AND jsonb_typeof(m.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+      AND NOT COALESCE(m.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                        FALSE)
-      AND (m.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-       AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                             '\'))
+      AND (m.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
       AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-       AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+       AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                             '\'))
+      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+       AND m.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                               '\'))
       AND (m.retired_at IS NULL
         OR m.retired_at > CAST(%(as_of)s AS timestamptz))
@@ -80,12 +82,12 @@ semantic_walk AS MATERIALIZED (
 
 -- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
 --   binds: as_of, filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
---          filter_path_13, filter_path_2, filter_path_4, filter_path_5, filter_path_6,
---          filter_path_7, filter_path_8, filter_path_9, filter_value_1, filter_value_10,
---          filter_value_11, filter_value_12, filter_value_13, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0, filter_within_1, known_at, query_vector,
---          semantic_candidates, tenant_id
+--          filter_path_13, filter_path_14, filter_path_2, filter_path_4, filter_path_5,
+--          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
+--          filter_value_11, filter_value_12, filter_value_13, filter_value_14, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, filter_within_1, filter_within_10,
+--          known_at, query_vector, semantic_candidates, tenant_id
 semantic_nearest AS MATERIALIZED (
     SELECT w.*
     FROM semantic_walk AS w
@@ -132,14 +134,16 @@ semantic_nearest AS MATERIALIZED (
                    AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
                     AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                    AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-                   AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+                   AND (m.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+                    AND jsonb_typeof(m.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+                   AND NOT COALESCE(m.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                                     FALSE)
-                   AND (m.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-                    AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                                          '\'))
+                   AND (m.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
                    AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-                    AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                    AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                                          '\'))
+                   AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+                    AND m.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                                            '\'))
                    AND (m.retired_at IS NULL
                      OR m.retired_at > CAST(%(as_of)s AS timestamptz))
@@ -270,11 +274,11 @@ mem_total AS MATERIALIZED (
 
 -- mem_matched: the memories the rare terms found beyond the dense pool, in the mode's kinds
 --   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
---          filter_path_13, filter_path_2, filter_path_4, filter_path_5, filter_path_6,
---          filter_path_7, filter_path_8, filter_path_9, filter_value_1, filter_value_10,
---          filter_value_11, filter_value_12, filter_value_13, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0, filter_within_1
+--          filter_path_13, filter_path_14, filter_path_2, filter_path_4, filter_path_5,
+--          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
+--          filter_value_11, filter_value_12, filter_value_13, filter_value_14, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, filter_within_1, filter_within_10
 mem_matched AS MATERIALIZED (
     SELECT DISTINCT ON (r.id) r.id,
                               r.content,
@@ -310,14 +314,16 @@ mem_matched AS MATERIALIZED (
       AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
        AND r.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
       AND r.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-      AND NOT COALESCE(r.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+      AND (r.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+       AND jsonb_typeof(r.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+      AND NOT COALESCE(r.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                        FALSE)
-      AND (r.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-       AND r.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                             '\'))
+      AND (r.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
       AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-       AND r.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+       AND r.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                             '\'))
+      AND (jsonb_typeof(r.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+       AND r.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                               '\'))
       AND r.id <> ALL(ARRAY(SELECT id
                             FROM semantic_nearest))
@@ -631,11 +637,12 @@ semantic_sent AS MATERIALIZED (
 
 -- doc_allowed: the tenant's chunks whose metadata meets the call's filter
 --   binds: filter_path_0, filter_path_1, filter_path_10, filter_path_11, filter_path_12,
---          filter_path_13, filter_path_2, filter_path_4, filter_path_5, filter_path_6,
---          filter_path_7, filter_path_8, filter_path_9, filter_value_1, filter_value_10,
---          filter_value_11, filter_value_12, filter_value_13, filter_value_2, filter_value_3,
---          filter_value_4, filter_value_5, filter_value_6, filter_value_7, filter_value_8,
---          filter_value_9, filter_within_0, filter_within_1, tenant_id
+--          filter_path_13, filter_path_14, filter_path_2, filter_path_4, filter_path_5,
+--          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
+--          filter_value_11, filter_value_12, filter_value_13, filter_value_14, filter_value_2,
+--          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
+--          filter_value_8, filter_value_9, filter_within_0, filter_within_1, filter_within_10,
+--          tenant_id
 doc_allowed AS MATERIALIZED (
     SELECT c.id
     FROM retrieval.document_chunks AS c
@@ -658,14 +665,16 @@ doc_allowed AS MATERIALIZED (
       AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
        AND d.metadata || c.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
       AND d.metadata || c.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-      AND NOT COALESCE(d.metadata || c.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+      AND (d.metadata || c.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+       AND jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+      AND NOT COALESCE(d.metadata || c.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                        FALSE)
-      AND (d.metadata || c.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-       AND d.metadata || c.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                                           '\'))
+      AND (d.metadata || c.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
       AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-       AND d.metadata || c.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+       AND d.metadata || c.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                                           '\'))
+      AND (jsonb_typeof(d.metadata || c.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+       AND d.metadata || c.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                                             '\'))
   ),
 
@@ -1196,12 +1205,12 @@ untold AS MATERIALIZED (
 
 -- told_before: the messages without a thread told just before each such hit, and pauses
 --   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
---          filter_path_12, filter_path_13, filter_path_2, filter_path_4, filter_path_5,
---          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
---          filter_value_10, filter_value_11, filter_value_12, filter_value_13, filter_value_2,
---          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---          filter_value_8, filter_value_9, filter_within_0, filter_within_1, known_at,
---          message_kind, query_vector, session_gap, tenant_id
+--          filter_path_12, filter_path_13, filter_path_14, filter_path_2, filter_path_4,
+--          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--          filter_value_1, filter_value_11, filter_value_12, filter_value_13, filter_value_14,
+--          filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
+--          filter_value_7, filter_value_8, filter_value_9, filter_within_0, filter_within_1,
+--          filter_within_10, known_at, message_kind, query_vector, session_gap, tenant_id
 told_before AS MATERIALIZED (
     SELECT x.hit_id,
            - row_number() OVER w AS "offset",
@@ -1266,14 +1275,16 @@ told_before AS MATERIALIZED (
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
                                       AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                                      AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+                                     AND (m.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+                                      AND jsonb_typeof(m.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                                                       FALSE)
-                                     AND (m.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-                                      AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                                                            '\'))
+                                     AND (m.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-                                      AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                      AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                                                            '\'))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+                                      AND m.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                                                              '\'))
                                      AND (m.created_at, m.id) < (u.created_at, u.hit_id)
                                      AND m.created_at >= u.created_at - %(session_gap)s * %(context_window)s
@@ -1287,12 +1298,12 @@ told_before AS MATERIALIZED (
 
 -- told_after: the messages without a thread told just after each such hit, and pauses
 --   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
---          filter_path_12, filter_path_13, filter_path_2, filter_path_4, filter_path_5,
---          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
---          filter_value_10, filter_value_11, filter_value_12, filter_value_13, filter_value_2,
---          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---          filter_value_8, filter_value_9, filter_within_0, filter_within_1, known_at,
---          message_kind, query_vector, session_gap, tenant_id
+--          filter_path_12, filter_path_13, filter_path_14, filter_path_2, filter_path_4,
+--          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--          filter_value_1, filter_value_11, filter_value_12, filter_value_13, filter_value_14,
+--          filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
+--          filter_value_7, filter_value_8, filter_value_9, filter_within_0, filter_within_1,
+--          filter_within_10, known_at, message_kind, query_vector, session_gap, tenant_id
 told_after AS MATERIALIZED (
     SELECT x.hit_id,
            row_number() OVER w AS "offset",
@@ -1357,14 +1368,16 @@ told_after AS MATERIALIZED (
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
                                       AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                                      AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+                                     AND (m.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+                                      AND jsonb_typeof(m.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+                                     AND NOT COALESCE(m.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                                                       FALSE)
-                                     AND (m.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-                                      AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                                                            '\'))
+                                     AND (m.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
                                      AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-                                      AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                      AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                                                            '\'))
+                                     AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+                                      AND m.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                                                              '\'))
                                      AND (m.created_at, m.id) > (u.created_at, u.hit_id)
                                      AND m.created_at <= u.created_at + %(session_gap)s * %(context_window)s
@@ -1393,12 +1406,12 @@ told AS MATERIALIZED (
 
 -- turns: the turns within the window of each hit: its thread's, or its session's in time
 --   binds: as_of, context_window, filter_path_0, filter_path_1, filter_path_10, filter_path_11,
---          filter_path_12, filter_path_13, filter_path_2, filter_path_4, filter_path_5,
---          filter_path_6, filter_path_7, filter_path_8, filter_path_9, filter_value_1,
---          filter_value_10, filter_value_11, filter_value_12, filter_value_13, filter_value_2,
---          filter_value_3, filter_value_4, filter_value_5, filter_value_6, filter_value_7,
---          filter_value_8, filter_value_9, filter_within_0, filter_within_1, known_at,
---          query_vector, session_gap, tenant_id
+--          filter_path_12, filter_path_13, filter_path_14, filter_path_2, filter_path_4,
+--          filter_path_5, filter_path_6, filter_path_7, filter_path_8, filter_path_9,
+--          filter_value_1, filter_value_11, filter_value_12, filter_value_13, filter_value_14,
+--          filter_value_2, filter_value_3, filter_value_4, filter_value_5, filter_value_6,
+--          filter_value_7, filter_value_8, filter_value_9, filter_within_0, filter_within_1,
+--          filter_within_10, known_at, query_vector, session_gap, tenant_id
 turns AS MATERIALIZED (
     SELECT h.hit_id,
            m.position - h.position AS "offset",
@@ -1438,14 +1451,16 @@ turns AS MATERIALIZED (
                                            AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_8)s AS text[])) = jsonb_typeof(CAST(%(filter_value_8)s AS jsonb))
                                             AND m.metadata #> CAST(%(filter_path_8)s AS text[]) <= CAST(%(filter_value_8)s AS jsonb))
                                            AND m.metadata #> CAST(%(filter_path_9)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_9)s AS jsonb)))
-                                           AND NOT COALESCE(m.metadata #> CAST(%(filter_path_10)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_10)s AS jsonb))),
+                                           AND (m.metadata @> ANY(CAST(%(filter_within_10)s AS jsonb[]))
+                                            AND jsonb_typeof(m.metadata #> CAST(%(filter_path_10)s AS text[])) <> 'array')
+                                           AND NOT COALESCE(m.metadata #> CAST(%(filter_path_11)s AS text[]) IN (SELECT jsonb_array_elements(CAST(%(filter_value_11)s AS jsonb))),
                                                             FALSE)
-                                           AND (m.metadata #> CAST(%(filter_path_11)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_11)s AS jsonb) = CAST('true' AS jsonb))
-                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_12)s AS text[])) = 'string'
-                                            AND m.metadata #>> CAST(%(filter_path_12)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_12)s AS jsonb) #>> '{}',
-                                                                                                                                  '\'))
+                                           AND (m.metadata #> CAST(%(filter_path_12)s AS text[]) IS NOT NULL) = (CAST(%(filter_value_12)s AS jsonb) = CAST('true' AS jsonb))
                                            AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_13)s AS text[])) = 'string'
-                                            AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                            AND m.metadata #>> CAST(%(filter_path_13)s AS text[]) LIKE pg_catalog.like_escape(CAST(%(filter_value_13)s AS jsonb) #>> '{}',
+                                                                                                                                  '\'))
+                                           AND (jsonb_typeof(m.metadata #> CAST(%(filter_path_14)s AS text[])) = 'string'
+                                            AND m.metadata #>> CAST(%(filter_path_14)s AS text[]) ILIKE pg_catalog.like_escape(CAST(%(filter_value_14)s AS jsonb) #>> '{}',
                                                                                                                                    '\'))
                                            AND (m.retired_at IS NULL
                                              OR m.retired_at > CAST(%(as_of)s AS timestamptz))

@@ -23,8 +23,9 @@ def test_plain_values_are_equality_and_operators_bind_their_path_and_value() -> 
         {"user": "u1", "tags": ["a"], "score": {"$gte": 3, "$lt": 9}, "a.b": {"$in": [1, "x"]}}
     )
     assert checked is not None
-    # A list or an object is compared whole (eq_json), a scalar by containment alone (eq).
-    assert checked.operators == ("eq", "eq_json", "gte", "lt", "in")
+    # A list or an object is compared whole (eq_json), a scalar by containment alone (eq), and
+    # $in of scalars by the containment of one of them (in_within).
+    assert checked.operators == ("eq", "eq_json", "gte", "lt", "in_within")
     assert checked.paths == (("user",), ("tags",), ("score",), ("score",), ("a", "b"))
     params = checked.parameters()
     assert json.loads(params["filter_value_0"]) == "u1"
@@ -35,6 +36,20 @@ def test_plain_values_are_equality_and_operators_bind_their_path_and_value() -> 
     assert "filter_within_2" not in params
     assert json.loads(params["filter_value_4"]) == [1, "x"]
     assert params["filter_path_4"] == ["a", "b"]
+    assert [json.loads(v) for v in params["filter_within_4"]] == [
+        {"a": {"b": 1}},
+        {"a": {"b": "x"}},
+    ]
+
+
+def test_in_of_a_list_or_an_object_or_on_a_list_s_item_compares_each_value_whole() -> None:
+    # Containment finds a list's items: a value that is a list or an object, or a path that
+    # reads a list's item, is compared whole, as before.
+    checked = metadata_filter(
+        {"a": {"$in": [["x"], "y"]}, "b": {"$in": [{"c": 1}]}, "tags.0": {"$in": ["x"]}}
+    )
+    assert checked is not None and checked.operators == ("in", "in", "in")
+    assert not any(name.startswith("filter_within") for name in checked.parameters())
 
 
 def test_eq_is_equality_all_is_containment_and_no_filter_is_none() -> None:

@@ -163,7 +163,8 @@ _OPERANDS = {
     "ne": {"$ne": 1},
     "substring": {"$contains": "x"}, "isubstring": {"$icontains": "x"},
     "gt": {"$gt": 1}, "gte": {"$gte": 1}, "lt": {"$lt": 1},
-    "lte": {"$lte": 1}, "in": {"$in": [1]}, "nin": {"$nin": [1]}, "exists": {"$exists": True},
+    "lte": {"$lte": 1}, "in": {"$in": [[1]]},
+    "in_within": {"$in": [1]}, "nin": {"$nin": [1]}, "exists": {"$exists": True},
 }  # fmt: skip
 
 

@@ -57,6 +57,10 @@ OPERATORS = {
 # The equalities that bind the value nested in its path (``filter_within_I``), which the
 # metadata must contain.
 WITHIN = frozenset({"eq", "eq_json"})
+# The $in of strings, numbers, booleans and nulls, which binds each value nested in its path
+# (``filter_within_I``, a list): the metadata must contain one of them.
+IN_WITHIN = "in_within"
+_SCALAR = str | int | float | bool | None
 # A plain value that means "any value": the key is there (Mem0's wildcard).
 ANY_VALUE = "*"
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -103,7 +107,7 @@ class MetadataFilter:
         """The bound values: ``filter_path_I`` (a text array) and ``filter_value_I`` (JSON
         text) of each condition ``I``, and for an equality on a path of object keys
         ``filter_within_I``, the value nested in its path (what the metadata must contain: the
-        index's part of the condition)."""
+        index's part of the condition; for ``$in`` of scalars, each value so)."""
         params: dict[str, Any] = {}
         for index, (operator, path, value) in enumerate(
             zip(self.conditions, self.paths, self.values, strict=True)
@@ -113,6 +117,10 @@ class MetadataFilter:
             if operator in WITHIN:
                 nested = json.dumps(_nested(path, value), ensure_ascii=False)
                 params[f"filter_within_{index}"] = nested
+            elif operator == IN_WITHIN:
+                params[f"filter_within_{index}"] = [
+                    json.dumps(_nested(path, item), ensure_ascii=False) for item in value
+                ]
         return params
 
 
@@ -212,7 +220,12 @@ def _equality(name: str, path: tuple[str, ...], value: Any) -> str:
     # An equality whose path reads a list's item ("tags.0") cannot be narrowed by containment
     # (the index's part): it compares the value at the path alone ("eq_at"). One of a list or
     # an object compares the whole value after the containment ("eq_json"); one of a string,
-    # number, boolean or null ("eq") needs only that the value there is not a list.
+    # number, boolean or null ("eq") needs only that the value there is not a list. So for $in:
+    # of strings, numbers, booleans and nulls on a path of object keys, the containment of one
+    # of them ("in_within"); else each value compared whole ("in").
+    if name == "in":
+        scalars = all(isinstance(item, _SCALAR) for item in value)
+        return IN_WITHIN if scalars and not any(p.isdigit() for p in path) else name
     if name != "eq":
         return name
     if any(part.isdigit() for part in path):

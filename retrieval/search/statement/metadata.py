@@ -32,6 +32,7 @@ _TEMPLATES = {
     "contains": "read_metadata.contains",
     "ne": "read_metadata.ne",
     "in": "read_metadata.in",
+    "in_within": "read_metadata.in_within",
     "nin": "read_metadata.nin",
     "exists": "read_metadata.exists",
     "substring": "read_metadata.substring",
