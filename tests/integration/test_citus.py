@@ -218,6 +218,10 @@ def test_row_level_security_binds_an_application_role_on_the_workers(
             )
             assert [r.metadata["id"] for r in filtered if r.source == "semantic"] == [mine[1]]
             assert not any(r.source == "episodic" for r in filtered)
+            among = bound.retrieve(  # $in, its values bound as a list of JSON values
+                "deploy", tenant_id="alpha", as_of=AS_OF, filter={"topic": {"$in": ["people"]}}
+            )
+            assert [r.metadata["id"] for r in among if r.source == "semantic"] == [mine[1]]
             # A scoped search, and the tenant's namespaces, as the bound role.
             scoped = bound.retrieve("deploy", tenant_id="alpha", as_of=AS_OF, namespace=["ops"])
             assert [r.metadata["id"] for r in scoped] == [mine[0]]
