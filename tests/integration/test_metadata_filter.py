@@ -5,7 +5,7 @@ security, and refuses a filter it cannot run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -225,9 +225,11 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def test_eq_and_ne_split_the_rows_and_eq_is_equality(
+def _rows_of_every_value(
     store: MemoryStore, retriever: HybridRetriever
-) -> None:
+) -> tuple[dict[int, Any], int, Callable[[dict[str, Any]], set[int]]]:
+    # A memory of each of _VALUES at "tags" and at "first.tags", and one without the key: their
+    # values by id, that last one's id, and what a filter keeps of them.
     rows = {
         store.remember(f"Deploy note {n}.", tenant_id="acme", created_at=WHEN,
                        metadata={"tags": value, "first": {"tags": value}}): value
@@ -239,11 +241,24 @@ def test_eq_and_ne_split_the_rows_and_eq_is_equality(
         found = retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition)
         return set(_ids(found))
 
+    return rows, bare, kept
+
+
+_EXAMPLES = settings(
+    max_examples=40, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
+_KEYS = st.sampled_from(["tags", "first.tags"])
+
+
+def test_eq_and_ne_split_the_rows_and_eq_is_equality(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    rows, bare, kept = _rows_of_every_value(store, retriever)
     everything = set(rows) | {bare}
 
-    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-    @given(st.sampled_from(_VALUES), st.sampled_from(["tags", "first.tags"]))
+    @_EXAMPLES
+    @given(st.sampled_from(_VALUES), _KEYS)
     def split(value: Any, key: str) -> None:
         equal = kept({key: {"$eq": value}})
         assert equal == {i for i, held in rows.items() if _same(held, value)}
@@ -260,23 +275,10 @@ def test_in_is_the_union_of_its_equalities_and_nin_its_complement(
     # $in of strings, numbers, booleans and nulls is read by containment (in_within), of lists
     # or objects by comparing each whole (in): either way a row is kept when the value at the
     # key equals one of those given, never when it is a list holding one.
-    rows = {
-        store.remember(f"Deploy note {n}.", tenant_id="acme", created_at=WHEN,
-                       metadata={"tags": value, "first": {"tags": value}}): value
-        for n, value in enumerate(_VALUES)
-    }  # fmt: skip
-    bare = store.remember("Deploy note without tags.", tenant_id="acme", created_at=WHEN)
+    rows, bare, kept = _rows_of_every_value(store, retriever)
 
-    def kept(condition: dict[str, Any]) -> set[int]:
-        found = retriever.retrieve(QUESTION, tenant_id="acme", limit=50, filter=condition)
-        return set(_ids(found))
-
-    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-    @given(
-        st.lists(st.sampled_from(_VALUES), min_size=1, max_size=3),
-        st.sampled_from(["tags", "first.tags"]),
-    )
+    @_EXAMPLES
+    @given(st.lists(st.sampled_from(_VALUES), min_size=1, max_size=3), _KEYS)
     def union(values: list[Any], key: str) -> None:
         inside = kept({key: {"$in": values}})
         assert inside == {i for i, held in rows.items() if any(_same(held, v) for v in values)}
