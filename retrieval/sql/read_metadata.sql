@@ -40,10 +40,10 @@
 -- name: in_within
 -- The value at the key is one of the strings, numbers, booleans or nulls given: the metadata
 -- contains one of them in its path (each value nested in its path, what the metadata's GIN
--- index answers), and the value there is not a list. Written so, not as a list's elements compared,
--- the planner prices it at the rows that hold the values and reads few of them through the
--- index, where it walked the graph past every row for a value few rows hold
--- (docs/decisions/0068).
+-- index answers), and the value there is not a list. Written so, not as the value compared
+-- with the list's elements, the planner prices it at the rows that hold the values and reads
+-- few of them through the index, where it walked the graph past most rows for values few rows
+-- hold (docs/decisions/0068).
 ({metadata} @> ANY(%(filter_within_{i})s::jsonb[]) AND jsonb_typeof({metadata} #> %(filter_path_{i})s::text[]) <> 'array')
 
 -- name: nin

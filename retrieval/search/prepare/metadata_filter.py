@@ -163,12 +163,12 @@ class _Built:
                 for operator, operand in condition.items():
                     name, bound = _operator(key, operator, operand)
                     held = _nested(path, bound) if name == "contains" else bound
-                    self._condition(_equality(name, path, held), path, held)
+                    self._condition(_as_written(name, path, held), path, held)
             elif condition == ANY_VALUE:
                 self._condition("exists", path, True)
             else:
                 value = _json(key, condition)
-                self._condition(_equality("eq", path, value), path, value)
+                self._condition(_as_written("eq", path, value), path, value)
 
     def _condition(self, operator: str, path: tuple[str, ...], value: Any) -> None:
         if len(self.paths) >= MAX_CONDITIONS:  # counted as read: a huge filter stops early
@@ -216,8 +216,9 @@ class _Built:
         self.tokens.append(CLOSE)
 
 
-def _equality(name: str, path: tuple[str, ...], value: Any) -> str:
-    # An equality whose path reads a list's item ("tags.0") cannot be narrowed by containment
+def _as_written(name: str, path: tuple[str, ...], value: Any) -> str:
+    # The statement's condition for the operator ``name`` on ``path`` with ``value``. An
+    # equality whose path reads a list's item ("tags.0") cannot be narrowed by containment
     # (the index's part): it compares the value at the path alone ("eq_at"). One of a list or
     # an object compares the whole value after the containment ("eq_json"); one of a string,
     # number, boolean or null ("eq") needs only that the value there is not a list. So for $in:
