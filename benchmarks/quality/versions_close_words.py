@@ -11,8 +11,9 @@ This script reads every labelled question of ``tests/data/versions_for_a_questio
 the ten other memories' questions) against every short update of the file, as one tenant would
 hold them all. It lists the pairs the condition keeps apart: the true update of a question's
 own pair (the newer should come first) and every other pair (a memory that changed something
-else). For each it gives the cosine of the two memories, and of the question to each. A signal
-that would lift the condition must separate the two groups.
+else). For each it gives the cosine of the two memories, of the question to each, and whether
+the memory asked about is the newer's nearest among all of the file's memories. A signal that
+would lift the condition must separate the two groups.
 
 No database: the embedder and the rule's functions alone.
 
@@ -56,6 +57,11 @@ def main() -> None:
         return float(vectors[row[a]] @ vectors[row[b]])
 
     close = MINILM_THRESHOLDS.version_words_similarity
+    distinct = list(dict.fromkeys(memories))
+
+    def nearest(newer: str) -> str:
+        return max((text for text in distinct if text != newer), key=lambda t: cosine(t, newer))
+
     updates = [text for text in dict.fromkeys(memories) if versions_asked.states_update(text)]
     kept_apart: dict[str, list[dict[str, Any]]] = {"true updates": [], "other pairs": []}
     for query, fact, pair in asked:
@@ -77,12 +83,14 @@ def main() -> None:
                 "memories": round(cosine(fact, newer), 3),
                 "query_to_fact": round(cosine(query, fact), 3),
                 "query_to_newer": round(cosine(query, newer), 3),
+                "nearest_is_fact": nearest(newer) == fact,
             })  # fmt: skip
     summary = {
         name: {
             "pairs": len(found),
             "query_to_newer": _span([item["query_to_newer"] for item in found]),
             "memories": _span([item["memories"] for item in found]),
+            "nearest_is_fact": sum(item["nearest_is_fact"] for item in found),
         }
         for name, found in kept_apart.items()
     }
