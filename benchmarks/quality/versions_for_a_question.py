@@ -30,11 +30,13 @@ updates written on 2026-12-07, after those misses were read, and measured before
 their misses were read then), ``held-out-3`` (20 distinct pairs and 20 updates written on
 2026-12-07 after that, whose misses were not read before the next change was measured; read
 after it), ``held-out-4`` (20 distinct pairs and 20 updates written on 2026-12-07 after
-those misses were read, measured before any change; its misses read on 2026-12-07) and
+those misses were read, measured before any change; its misses read on 2026-12-07),
 ``held-out-5`` (20 distinct pairs and 20 updates written on 2026-12-07 before held-out-4's
 misses were read; eleven rewritten before its misses were read, where their subject or
 question repeated an earlier part's and the pairs met in the one tenant; measured before any
-change and with the change of decision 0064, then its misses read). A rule
+change and with the change of decision 0064, then its misses read) and ``held-out-6`` (20
+distinct pairs and 20 updates written on 2026-12-07 after every earlier part's misses were read,
+measured before any change, its misses not read). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
