@@ -16,6 +16,8 @@ alone (``_scifact.vector_alone``, the peers' setting), for each call:
 * selective, grouped: ``{"$or": [{"user": "u7"}, {"user": "u8"}]}`` (0.2%), and
   ``{"team": "t0", "$not": {"user": "u8"}}`` (50% less 0.1%);
 * ``$in`` of two users (``["u7", "u8"]``, 0.2%);
+* the operators no index answers, on few rows: ``$contains`` (``"u777"`` in the user, 0.1%)
+  and ``$nin`` (every user but ``u999``, 0.1%);
 * each other operator, on many rows: ``$in`` (``["t0"]``, 50%), ``$nin`` (``["t1"]``, 50%),
   ``$ne`` (``"u7"``, 99.9%), ``$exists`` (100%), ``$contains`` (``"0"`` in the team, 50%);
 * a selective namespace, ``("teams", "t1", "users", "u7")`` (0.1%);
@@ -80,6 +82,8 @@ FILTERS: dict[str, dict[str, Any]] = {
     "selective $or (0.2%)": {"filter": {"$or": [{"user": "u7"}, {"user": "u8"}]}},
     "selective $not (50% - 0.1%)": {"filter": {"team": "t0", "$not": {"user": "u8"}}},
     "$in, selective (0.2%)": {"filter": {"user": {"$in": ["u7", "u8"]}}},
+    "$contains, selective (0.1%)": {"filter": {"user": {"$contains": "u777"}}},
+    "$nin, selective (0.1%)": {"filter": {"user": {"$nin": [f"u{n}" for n in range(999)]}}},
     "$in (50%)": {"filter": {"team": {"$in": ["t0"]}}},
     "$nin (50%)": {"filter": {"team": {"$nin": ["t1"]}}},
     "$ne (99.9%)": {"filter": {"user": {"$ne": "u7"}}},
