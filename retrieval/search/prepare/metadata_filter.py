@@ -60,7 +60,6 @@ WITHIN = frozenset({"eq", "eq_json"})
 # The $in of strings, numbers, booleans and nulls, which binds each value nested in its path
 # (``filter_within_I``, a list): the metadata must contain one of them.
 IN_WITHIN = "in_within"
-_SCALAR = str | int | float | bool | None
 # A plain value that means "any value": the key is there (Mem0's wildcard).
 ANY_VALUE = "*"
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -224,12 +223,13 @@ def _as_written(name: str, path: tuple[str, ...], value: Any) -> str:
     # number, boolean or null ("eq") needs only that the value there is not a list. So for $in:
     # of strings, numbers, booleans and nulls on a path of object keys, the containment of one
     # of them ("in_within"); else each value compared whole ("in").
+    on_an_item = any(part.isdigit() for part in path)
     if name == "in":
-        scalars = all(isinstance(item, _SCALAR) for item in value)
-        return IN_WITHIN if scalars and not any(p.isdigit() for p in path) else name
+        scalars = not any(isinstance(item, list | dict) for item in value)
+        return IN_WITHIN if scalars and not on_an_item else name
     if name != "eq":
         return name
-    if any(part.isdigit() for part in path):
+    if on_an_item:
         return "eq_at"
     return "eq_json" if isinstance(value, list | dict) else "eq"
 
