@@ -6,10 +6,11 @@ on one node, and every statement of the library (each names its tenant) is route
 :func:`distribute` does it on a Citus coordinator once the schema is at the newest revision
 (``retrieval db upgrade``); a second call finds nothing to do. It also propagates the schema's
 functions to every node (the word statistics' triggers run on the shards, and the row-level
-security lookups inside statements that run there). On a server without Citus it refuses,
-changing nothing. There is no way back to local tables: Citus's ``undistribute_table``
-refuses tables with identity columns, as every table of rows here has. See
-docs/scale-out.md.
+security lookups inside statements that run there), and makes the read function that runs a
+read statement on the node holding its tenant's shards (:mod:`retrieval.db.shard_reads`). On
+a server without Citus it refuses, changing nothing. There is no way back to local tables:
+Citus's ``undistribute_table`` refuses tables with identity columns, as every table of rows
+here has. See docs/scale-out.md.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy import Connection, Engine
 
 from retrieval.db.queries import execute, quote_schema, statement
 from retrieval.db.schema import ALL_TABLES, MEMORIES
+from retrieval.db.shard_reads import read_function
 from retrieval.errors import ConfigurationError, translate_database_errors
 
 DISTRIBUTION_COLUMN = "tenant_id"
@@ -108,7 +110,7 @@ def _distribute_missing(
             },
         )
         connection.commit()
-    functions = _propagate_functions(connection, schema)
+    functions = _read_function(connection, schema) + _propagate_functions(connection, schema)
     connection.commit()
     return tables, functions
 
@@ -123,6 +125,24 @@ def _require_citus(connection: Connection, what: str) -> str:
             "changed"
         )
     return version
+
+
+def _read_function(connection: Connection, schema: str) -> tuple[str, ...]:
+    """Make the schema's read function where it has none, and have Citus run each call on the
+    node holding the shard of its tenant (:mod:`retrieval.db.shard_reads`)."""
+    signature = read_function(schema)
+    exists = execute(
+        connection, statement("shard_reads.read_function_exists"), {"signature": signature}
+    ).scalar_one()
+    if exists:
+        return ()
+    execute(connection, statement("shard_reads.create_read_function", schema))
+    execute(
+        connection,
+        statement("shard_reads.distribute_read_function"),
+        {"function": signature, "colocate_with": f"{quote_schema(schema)}.{MEMORIES}"},
+    )
+    return (signature,)
 
 
 def _propagate_functions(connection: Connection, schema: str) -> tuple[str, ...]:

@@ -22,19 +22,19 @@ On a Citus coordinator a statement runs on the worker that holds its tenant's sh
 does not see the coordinator's session settings: there each statement runs in a transaction of
 its own that names its settings with ``SET LOCAL`` (sent on to the worker, see
 :mod:`retrieval.db.local_settings`), in one pipelined round trip; a statement whose settings
-every worker holds for the role already goes alone, outside a transaction.
+every worker holds for the role already goes alone, outside a transaction. A read statement
+whose columns the caller names goes through the schema's read function there, which runs it
+over the tenant's shards on that worker (:mod:`retrieval.db.shard_reads`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -42,8 +42,10 @@ from sqlalchemy import Engine
 
 from retrieval.db.engine import ensure_vector_types
 from retrieval.db.local_settings import has_citus, held_on_workers, set_local_statement
+from retrieval.db.placeholders import PositionalQuery, positional
 from retrieval.db.queries import statement
 from retrieval.db.row_security import PROBE, SETTING, probe_parameters
+from retrieval.db.shard_reads import ShardReads
 from retrieval.db.versions import versions_of
 from retrieval.errors import ConfigurationError, DatabaseError, translate_database_errors
 
@@ -59,10 +61,10 @@ ITERATIVE_SCAN = "hnsw.iterative_scan"
 # Settings a Citus coordinator reads and its workers do not (a worker runs the statement the
 # coordinator routes to it, unprepared): set once on the coordinator's session, not again as
 # SET LOCAL with each statement.
-_COORDINATOR_ONLY = frozenset({"plan_cache_mode"})
+PLAN_CACHE_MODE = "plan_cache_mode"
+_COORDINATOR_ONLY = frozenset({PLAN_CACHE_MODE})
 # How long a connection trusts what the workers said they hold before asking again.
 _HELD_SECONDS = 60.0
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
 def worker_settings(settings: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -70,38 +72,6 @@ def worker_settings(settings: Iterable[tuple[str, str]]) -> list[tuple[str, str]
     coordinator's own, such as ``plan_cache_mode``): what a read sends to the worker unless
     the worker holds it already for the role."""
     return [(name, value) for name, value in settings if name not in _COORDINATOR_ONLY]
-
-
-@dataclass(frozen=True)
-class PositionalQuery:
-    """A statement in PostgreSQL's ``$n`` form, and the parameter name of each ``$n``."""
-
-    text: bytes
-    names: tuple[str, ...]
-
-    def values(self, params: Mapping[str, Any]) -> list[Any]:
-        """The parameters in ``$n`` order; a missing one is a ``KeyError`` naming it."""
-        return [params[name] for name in self.names]
-
-
-def positional(query: str) -> PositionalQuery:
-    """Convert ``%(name)s`` placeholders to ``$1, $2, ...`` (a repeated name keeps its number)
-    and ``%%`` to ``%``; any other ``%`` is a ``ValueError``."""
-    numbers: dict[str, int] = {}
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(0) == "%%":
-            return "%"
-        name = match.group(1)
-        if name is None:
-            raise ValueError(
-                f"unsupported placeholder at offset {match.start()} of the statement: "
-                "use %(name)s, or %% for a literal %"
-            )
-        return f"${numbers.setdefault(name, len(numbers) + 1)}"
-
-    converted = _PLACEHOLDER.sub(replace, query)
-    return PositionalQuery(converted.encode(), tuple(numbers))
 
 
 class ReadConnections:
@@ -128,6 +98,9 @@ class ReadConnections:
         # Connections that row-level security binds on ``schema``'s tables name the tenant of
         # each statement (its ``tenant_id`` parameter) to the policies first.
         self.schema = schema
+        # On a Citus coordinator: the read statements that name their columns, run through
+        # the schema's read function on the worker holding the tenant's shards.
+        self._shard_reads = ShardReads(schema) if schema is not None else None
         self._bound: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
         # Connections to a Citus coordinator: their settings go with each statement, but those
         # every worker holds already for the role (asked on a connection's first read, and
@@ -156,21 +129,19 @@ class ReadConnections:
         params: Mapping[str, Any],
         *,
         settings: Mapping[str, str] | None = None,
+        columns: Sequence[tuple[str, str]] | None = None,
     ) -> list[tuple[Any, ...]]:
         """Run one statement and return its rows, if any (one round trip on a warm connection).
 
         ``query`` uses ``%(name)s`` placeholders, bound from ``params``; results are read in
         binary format. ``settings`` are session settings the statement needs (a larger
         ``hnsw.ef_search`` for a larger pool, say): a connection whose value differs is set
-        first, one round trip more, and keeps it.
+        first, one round trip more, and keeps it. ``columns`` (each column's name and SQL
+        type, in order) mark a read statement of one tenant (its ``tenant_id`` among
+        ``params``): on a Citus coordinator whose schema has the read function, it runs on the
+        worker holding the tenant's shards (:mod:`retrieval.db.shard_reads`).
         """
-        converted = self._converted.get(query)
-        if converted is None:
-            converted = positional(query)
-            with self._lock:
-                if len(self._converted) >= _CONVERTED_LIMIT:
-                    self._converted.clear()  # a caller sending ever new statements
-                self._converted[query] = converted
+        converted = self._positional(query)
         values = converted.values(params)
         with translate_database_errors(self._where):
             for attempt in (1, 2):
@@ -180,6 +151,8 @@ class ReadConnections:
                             tenant = str(params.get("tenant_id", ""))  # none: sees nothing
                             settings = {**(settings or {}), SETTING: tenant}
                         if self._distributed.get(connection):
+                            if columns is not None and self._on_shard_available(connection):
+                                return self._on_shard(connection, query, params, settings, columns)
                             return self._on_workers(connection, converted, values, settings)
                         if settings:
                             self._apply(connection, settings)
@@ -189,6 +162,17 @@ class ReadConnections:
                             raise
                         # A stale connection (server restarted): retry on a fresh one.
         raise AssertionError("unreachable")
+
+    def _positional(self, query: str) -> PositionalQuery:
+        # The statement in $n form, converted once per pool.
+        converted = self._converted.get(query)
+        if converted is None:
+            converted = positional(query)
+            with self._lock:
+                if len(self._converted) >= _CONVERTED_LIMIT:
+                    self._converted.clear()  # a caller sending ever new statements
+                self._converted[query] = converted
+        return converted
 
     def iterative_scan(self) -> bool:
         """Whether the database's pgvector has ``hnsw.iterative_scan`` (read once per engine);
@@ -240,6 +224,33 @@ class ReadConnections:
                 cursor.execute(converted.text, values, binary=True)
                 pipeline.sync()  # the result's description arrives with it
                 return cursor.fetchall() if cursor.description else []
+
+    def _on_shard_available(self, connection: Connection) -> bool:
+        return self._shard_reads is not None and self._shard_reads.available(connection)
+
+    def _on_shard(
+        self,
+        connection: Connection,
+        query: str,
+        params: Mapping[str, Any],
+        settings: Mapping[str, str] | None,
+        columns: Sequence[tuple[str, str]],
+    ) -> list[tuple[Any, ...]]:
+        # The read statement through the read function, on the worker that holds the tenant's
+        # shards, under the plan cache mode the statement asks for; routed as any other when a
+        # shard of the tenant is gone (split or isolated since its shards were asked for).
+        assert self._shard_reads is not None
+        plan_mode = {**dict(self.settings), **(settings or {})}.get(PLAN_CACHE_MODE, "auto")
+        call, values = self._shard_reads.call(
+            connection, query, params, columns=columns, plan_mode=plan_mode
+        )
+        converted = self._positional(call)
+        try:
+            return self._on_workers(connection, converted, converted.values(values), settings)
+        except psycopg.errors.UndefinedTable:
+            self._shard_reads.forget(str(params["tenant_id"]))
+        routed = self._positional(query)
+        return self._on_workers(connection, routed, routed.values(params), settings)
 
     def _apply(self, connection: Connection, settings: Mapping[str, str]) -> None:
         current = self._settings_of.setdefault(connection, dict(self.settings))

@@ -76,6 +76,19 @@ class Candidate(NamedTuple):
 # The columns of every source's rows, in order: the candidate's fields up to the lift, which
 # the rank stage sets.
 COLUMNS: tuple[str, ...] = Candidate._fields[: Candidate._fields.index("lifted_by")]
+# Each column's SQL type in the statement, in order (what a call that runs the statement
+# through a function declares of its rows: retrieval.db.shard_reads).
+COLUMN_TYPES: tuple[tuple[str, str], ...] = tuple(
+    zip(
+        COLUMNS,
+        (
+            "text", "text", "bigint", "text", "text", "timestamptz", "float8", "float8",
+            "float8", "float8", "float8", "float8", "text[]", "text[]", "text", "boolean",
+            "bigint[]", "boolean[]",
+        ),
+        strict=True,
+    )
+)  # fmt: skip
 
 
 def leading_hits(

@@ -21,7 +21,7 @@ from retrieval.search.knowledge import TURNS, TenantKnowledge
 from retrieval.search.plan.read_plan import ReadPlan
 from retrieval.search.plan.shape import StatementShape
 from retrieval.search.statement.presence import PRESENCE_ITEM
-from retrieval.search.statement.render import Statements
+from retrieval.search.statement.render import Statements, result_columns
 
 Row = tuple[Any, ...]
 
@@ -87,7 +87,12 @@ class Reader:
     ) -> tuple[list[Candidate], dict[str, int], list[Row] | None]:
         # The statement's candidates, what its presence rows counted per source, and the
         # context turns' rows (hit, offset, then a candidate's columns) when it read them.
-        rows = reads.execute(self.statements.of(shape), plan.parameters, settings=plan.settings)
+        rows = reads.execute(
+            self.statements.of(shape),
+            plan.parameters,
+            settings=plan.settings,
+            columns=result_columns(shape),
+        )
         candidates: list[Candidate] = []
         counts: dict[str, int] = {}
         turns: list[Row] | None = [] if shape.context else None

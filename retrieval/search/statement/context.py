@@ -63,6 +63,7 @@ _STATEMENT_HITS = template("read_context.statement_hits", weighted_sum=_WEIGHTED
 # The two columns a context row adds to the source's (the hit it is next to, and how far); the
 # read's other rows carry them empty.
 CONTEXT_COLUMNS = 'hit_id, "offset"'
+CONTEXT_COLUMN_TYPES = (("hit_id", "bigint"), ("offset", "bigint"))  # and their SQL types
 NO_CONTEXT = template("read_statement.no_context")
 
 

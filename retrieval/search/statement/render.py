@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 
+from retrieval.search.candidate import COLUMN_TYPES
 from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import StatementShape
 from retrieval.search.sources.documents import statement as documents
@@ -20,6 +21,7 @@ from retrieval.search.sources.episodic import statement as episodic
 from retrieval.search.sources.semantic import statement as semantic
 from retrieval.search.statement.common import SELECT_LIST
 from retrieval.search.statement.context import (
+    CONTEXT_COLUMN_TYPES,
     CONTEXT_COLUMNS,
     NO_CONTEXT,
     context_statement,
@@ -59,6 +61,14 @@ def statement_parts(schema: str, shape: StatementShape) -> tuple[list[Cte], str]
     if shape.materialized:
         ctes = [materialized(cte) for cte in ctes]
     return ctes, union
+
+
+def result_columns(shape: StatementShape) -> tuple[tuple[str, str], ...]:
+    """The columns of ``shape``'s statement and their SQL types, in order: a candidate's, and
+    where it reads the context turns, the two a context row adds."""
+    if shape.context and shape.semantic is not None:
+        return COLUMN_TYPES + CONTEXT_COLUMN_TYPES
+    return COLUMN_TYPES
 
 
 def build_statement(schema: str, shape: StatementShape) -> str:
