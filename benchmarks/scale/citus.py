@@ -21,9 +21,12 @@ as many decisions and tool calls, in batches of ``--batch`` rows. Then:
   reads as a role that holds the read settings on every node (``ALTER ROLE ... SET``, as
   docs/scale-out.md says), so its statements go alone; the same calls as a role without them,
   whose statements carry them (``SET LOCAL`` in a transaction), are timed in turn with them
-  (``retrieve_settings_sent``); every statement on the cluster's connections runs with
-  ``citus.multi_task_query_log_level = error``, so a statement touching two shards would fail
-  the benchmark: the shards each call touched is one;
+  (``retrieve_settings_sent``), and so are the calls of the first role whose read statements
+  are routed through the coordinator as any other (``retrieve_routed``), not run through the
+  schema's read function on the worker that holds the tenant (docs/scale-out.md); every
+  statement on the cluster's connections runs with ``citus.multi_task_query_log_level =
+  error``, so a statement touching two shards would fail the benchmark: the shards each call
+  touched is one;
 * a third worker added (``citus_add_node``) and the shards rebalanced onto it
   (``rebalance_table_shards``, logical replication) while a thread keeps calling ``retrieve()``:
   the rebalance's duration, the calls served meanwhile, their p50 and failures.
@@ -183,10 +186,12 @@ def gin_pending_pages(url: str, nodes: list[str] | None = None) -> int | None:
 
 def latency(
     engines: dict[str, Engine], embedder: SentenceTransformerEmbedder, queries: list[str],
-    runs: int, tenants: int,
+    runs: int, tenants: int, *, routed: frozenset[str] = frozenset(),
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """``retrieve()`` p50/p95 of each run through each engine (all sources, one tenant per
-    query in turn; with several engines each query goes through all of them, in turn)."""
+    query in turn; with several engines each query goes through all of them, in turn). The
+    retrievers of the labels ``routed`` names send their read statements through the
+    coordinator as any other, not through the schema's read function."""
     config = RetrievalConfig(record_access=False)
     retrievers = {
         label: HybridRetriever.from_store(
@@ -194,6 +199,8 @@ def latency(
         )
         for label, engine in engines.items()
     }
+    for label in routed:  # their pools never ask for the read function
+        retrievers[label]._reads._shard_reads = None
     per_run: dict[str, list[dict[str, float]]] = {label: [] for label in engines}
     try:
         for retriever in retrievers.values():  # every query vector cached, connections warm
@@ -384,12 +391,13 @@ def main() -> None:
         )
         print("both: retrieve(), side by side", flush=True)
         timed = latency(
-            {"one server": engine, "held": held, "sent": distributed},
-            embedder, queries, args.runs, args.tenants,
+            {"one server": engine, "held": held, "sent": distributed, "routed": held},
+            embedder, queries, args.runs, args.tenants, routed=frozenset({"routed"}),
         )  # fmt: skip
         results["one_server"]["retrieve"] = timed["one server"]
         results["cluster"]["retrieve"] = timed["held"]
         results["cluster"]["retrieve_settings_sent"] = timed["sent"]
+        results["cluster"]["retrieve_routed"] = timed["routed"]
         results["one_server"]["floor"] = floor(server.url(), vectors, args.runs, args.tenants)
         results["cluster"]["floor"] = floor(
             cluster.coordinator.url().replace("postgres@", f"{HELD}@"), vectors, args.runs,
@@ -414,6 +422,9 @@ def main() -> None:
         "retrieve_p50": round(many["retrieve"]["p50_ms"] / one["retrieve"]["p50_ms"], 2),
         "retrieve_p50_settings_sent": round(
             many["retrieve_settings_sent"]["p50_ms"] / one["retrieve"]["p50_ms"], 2
+        ),
+        "retrieve_p50_routed": round(
+            many["retrieve_routed"]["p50_ms"] / one["retrieve"]["p50_ms"], 2
         ),
         "retrieve_p95": round(many["retrieve"]["p95_ms"] / one["retrieve"]["p95_ms"], 2),
         "floor_p50": round(many["floor"]["p50_ms"] / one["floor"]["p50_ms"], 2),

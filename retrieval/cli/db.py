@@ -113,7 +113,9 @@ def _distribute(args: argparse.Namespace, database: Database) -> int:
 
     On the coordinator of a Citus cluster, distribute every table of the schema by tenant_id,
     co-located, parents first, and create the schema's functions on every node: each tenant's
-    rows then live on one node, and every statement of the library is routed to it. Run it after
+    rows then live on one node, and every statement of the library is routed to it (a read
+    statement through the read function it makes, which runs it on that node over the
+    tenant's shards, planned there only). Run it after
     `retrieval db upgrade` (the schema must be at the newest revision); a second run finds
     nothing to do, and later upgrades keep new tables distributed. On a server without Citus it
     changes nothing. It then prints the ALTER ROLE commands that give the role the application

@@ -14,9 +14,10 @@ table of the schema becomes the tenant's shard of it (``"s".memories`` ->
 statement once per worker session and executes it with the call's values, written as SQL
 literals. The coordinator plans only the small call, the worker parses the statement once and
 plans it for each call (the call's plan cache mode), and the rows come back as the routed
-statement's. A tenant's shards are asked for once per pool and kept; when a shard was split
-or isolated since (its table is gone), the call goes the routed way and the shards are asked
-for again next time.
+statement's. A tenant's shards are asked for once per pool and kept; the function checks
+that the shard of memories it was given is still the tenant's (a split or an isolation gives a
+tenant new shards, and the old may linger until Citus drops them): where it is not, the call
+goes the routed way and the shards are asked for again next time.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ import psycopg
 from psycopg import sql
 from psycopg.adapt import PyFormat, Transformer
 
-from retrieval.db.placeholders import positional
+from retrieval.db.placeholders import PositionalQuery, positional
 from retrieval.db.queries import quote_schema, statement
 from retrieval.db.schema import ALL_TABLES, MEMORIES
 
 READ_FUNCTION = "read_on_shard"
 # The read function's argument types, as regprocedure names it.
-READ_FUNCTION_ARGUMENTS = "(text, text, text, text, text)"
+READ_FUNCTION_ARGUMENTS = "(text, bigint, text, text, text, text)"
 # The prefix of the statements the function prepares (it keeps at most 64 of them).
 PREPARED_PREFIX = "retrieval_"
 _MAX_TENANTS = 100_000  # tenants whose shards one pool remembers (then it starts afresh)
@@ -83,6 +84,39 @@ def literals(connection: psycopg.Connection[Any], values: Sequence[Any]) -> str:
     return ", ".join(sql.Literal(value).as_string(connection) for value in values)
 
 
+def read_call(
+    connection: psycopg.Connection[Any],
+    schema: str,
+    text: str,
+    values: Sequence[Any],
+    *,
+    tenant_id: str,
+    shard_id: int | None,
+    columns: Sequence[tuple[str, str]],
+    plan_mode: str,
+) -> tuple[str, dict[str, Any]]:
+    """The call of ``schema``'s read function that runs the statement ``text`` (``$n``
+    placeholders) with ``values`` where ``tenant_id``'s shards are: its text (``%(name)s``
+    placeholders) and values. ``shard_id`` is the tenant's shard of memories that ``text``
+    names (the function refuses the call where it no longer is; ``None``: not checked, a
+    schema without Citus). ``columns`` are the statement's columns and their SQL types, in
+    order; ``plan_mode`` the ``plan_cache_mode`` it runs under. The statement is named by a
+    digest of its text and its parameters' types: the same statement over the same shards is
+    prepared once per worker session."""
+    types = ", ".join(parameter_types(connection, values))
+    prepared = f"({types}) AS {text}"
+    digest = hashlib.sha1(prepared.encode(), usedforsecurity=False).hexdigest()[:24]
+    listed = ", ".join(f'"{name}" {kind}' for name, kind in columns)
+    return statement("shard_reads.call", schema, columns=listed), {
+        "tenant_id": tenant_id,
+        "shard_id": shard_id,
+        "prepared_name": PREPARED_PREFIX + digest,
+        "prepared": prepared,
+        "arguments": literals(connection, values),
+        "plan_mode": plan_mode,
+    }
+
+
 class ShardReads:
     """The read function's calls of one pool's schema: whether the schema has the function,
     each tenant's shards, and each statement over them (thread-safe)."""
@@ -91,14 +125,15 @@ class ShardReads:
         self.schema = schema
         self._available: bool | None = None
         self._shards: dict[str, dict[str, int]] = {}
-        self._over: dict[tuple[str, int], tuple[str, tuple[str, ...]]] = {}
+        self._over: dict[tuple[str, int], PositionalQuery] = {}
         self._lock = threading.Lock()
 
     def available(self, connection: psycopg.Connection[Any]) -> bool:
-        """Whether the schema has the read function (asked once)."""
+        """Whether the schema has the read function and the connection's role may call it
+        (asked once)."""
         if self._available is None:
             row = connection.execute(
-                statement("shard_reads.read_function_exists"),
+                statement("shard_reads.read_function_usable"),
                 {"signature": read_function(self.schema)},
             ).fetchone()
             self._available = bool(row and row[0])
@@ -127,25 +162,21 @@ class ShardReads:
         key = (query, shards[MEMORIES])
         found = self._over.get(key)
         if found is None:
-            converted = positional(over_shards(query, self.schema, shards))
-            found = (converted.text.decode(), converted.names)
+            found = positional(over_shards(query, self.schema, shards))
             with self._lock:
                 if len(self._over) >= _MAX_STATEMENTS:
                     self._over.clear()
                 self._over[key] = found
-        text, names = found
-        values = [params[name] for name in names]
-        types = ", ".join(parameter_types(connection, values))
-        prepared = f"({types}) AS {text}"
-        digest = hashlib.sha1(prepared.encode(), usedforsecurity=False).hexdigest()[:24]
-        listed = ", ".join(f'"{name}" {kind}' for name, kind in columns)
-        return statement("shard_reads.call", self.schema, columns=listed), {
-            "tenant_id": tenant,
-            "prepared_name": PREPARED_PREFIX + digest,
-            "prepared": prepared,
-            "arguments": literals(connection, values),
-            "plan_mode": plan_mode,
-        }
+        return read_call(
+            connection,
+            self.schema,
+            found.text.decode(),
+            found.values(params),
+            tenant_id=tenant,
+            shard_id=shards[MEMORIES],
+            columns=columns,
+            plan_mode=plan_mode,
+        )
 
     def _shards_of(self, connection: psycopg.Connection[Any], tenant: str) -> dict[str, int]:
         known = self._shards.get(tenant)

@@ -442,3 +442,57 @@ def test_an_upgrade_keeps_a_table_of_a_later_revision_distributed(
             assert "later_notes" in distributed_tables(connection, schema)
     finally:
         engine.dispose()
+
+
+def test_a_read_runs_where_its_tenants_shards_are_and_follows_them_when_split(
+    cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember_many(
+        [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
+         for tenant in ("acme", "globex")
+         for text in ("Ann owns the deploy key", "The vault rotates keys monthly")]
+    )  # fmt: skip
+    logged = "%20".join(
+        ("options=-c", "citus.log_remote_commands%3Don", "-c", "log_min_messages%3Dnotice",
+         "-c", "citus.multi_task_query_log_level%3Derror")
+    )  # fmt: skip
+    engine = make_engine(f"{cluster.url}?{logged}")
+
+    def shard() -> int:
+        found = cluster.coordinator.execute(
+            "SELECT get_shard_id_for_distribution_column(%s::regclass, 'acme')",
+            (f"{schema}.memories",),
+        )
+        return int(found[0][0])
+
+    def read(retriever: HybridRetriever) -> tuple[list[tuple[str, float]], str]:
+        start = len(cluster.coordinator.log())
+        found = retriever.retrieve("Who owns the deploy key?", tenant_id="acme", as_of=AS_OF)
+        return [(r.content, round(r.final_score, 6)) for r in found], cluster.coordinator.log()[
+            start:
+        ]
+
+    store = MemoryStore(engine, schema=schema, embedder=embedder)
+    config = RetrievalConfig(record_access=False)
+    try:
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            before = shard()
+            first, issued = read(retriever)
+            # The statement went to the function, naming the tenant's shards.
+            assert first and ".read_on_shard(" in issued and f"memories_{before}" in issued
+            cluster.coordinator.execute(
+                "SELECT isolate_tenant_to_new_shard(%s::regclass, 'acme', 'CASCADE', "
+                "shard_transfer_mode => 'block_writes')",
+                (f"{schema}.memories",),
+            )
+            after = shard()
+            assert after != before
+            # The shards it named are gone: the call goes routed, the same results.
+            second, issued = read(retriever)
+            assert second == first and "issuing WITH" in issued
+            # And the next names the new ones.
+            third, issued = read(retriever)
+            assert third == first and f"memories_{after}" in issued
+    finally:
+        engine.dispose()
