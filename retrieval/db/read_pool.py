@@ -249,6 +249,15 @@ class ReadConnections:
             return self._on_workers(connection, converted, converted.values(values), settings)
         except psycopg.errors.UndefinedTable:
             self._shard_reads.forget(str(params["tenant_id"]))
+        except psycopg.Error as error:
+            if connection.closed:
+                raise
+            # The server's words without the context that quotes the call's values (the
+            # question, its vector) as the function executed them.
+            raise DatabaseError(
+                f"PostgreSQL failed: {error.diag.message_primary or type(error).__name__} (the "
+                "read statement, run on the node that holds the tenant's shards)"
+            ) from error
         routed = self._positional(query)
         return self._on_workers(connection, routed, routed.values(params), settings)
 

@@ -496,3 +496,35 @@ def test_a_read_runs_where_its_tenants_shards_are_and_follows_them_when_split(
             assert third == first and f"memories_{after}" in issued
     finally:
         engine.dispose()
+
+
+def test_a_read_that_fails_on_the_worker_says_why_without_quoting_its_values(
+    cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember(
+        "Ann owns the deploy key", tenant_id="acme", created_at=AS_OF
+    )
+    store = MemoryStore(cluster_engine, schema=schema, embedder=embedder)
+    with HybridRetriever.from_store(store, background_writes=False) as retriever:
+        reads = retriever._reads
+        failing = (  # divides by zero on the worker, inside the read function
+            "SELECT 1 / (length(%(tenant_id)s::text) - 4) AS x, %(question)s::text AS q "
+            f'FROM "{schema}".memories'
+        )
+        params = {"tenant_id": "acme", "question": "What is the secret plan?"}
+        with pytest.raises(DatabaseError) as failed:
+            reads.execute(failing, params, columns=[("x", "integer"), ("q", "text")])
+        message = str(failed.value)
+        assert message == (
+            "PostgreSQL failed: division by zero (the read statement, run on the node that holds "
+            "the tenant's shards)"
+        )
+        # The same pool reads on: the function's next call answers.
+        fine = (
+            f'SELECT 1 AS x, %(question)s::text AS q FROM "{schema}".memories '
+            "WHERE tenant_id = %(tenant_id)s"
+        )
+        assert reads.execute(fine, params, columns=[("x", "integer"), ("q", "text")]) == [
+            (1, "What is the secret plan?")
+        ]
