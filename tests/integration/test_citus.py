@@ -51,6 +51,11 @@ pytestmark = [
 _schemas = itertools.count()
 # Every statement the library sends on these connections must go to one shard.
 ONE_SHARD = "options=-c%20citus.multi_task_query_log_level%3Derror"
+# ... and every command the coordinator sends a worker, written to its log.
+LOGGED = "%20".join(
+    ("options=-c", "citus.log_remote_commands%3Don", "-c", "log_min_messages%3Dnotice",
+     "-c", "citus.multi_task_query_log_level%3Derror")
+)  # fmt: skip
 RETRIEVAL = str(Path(sys.executable).with_name("retrieval"))
 
 
@@ -252,16 +257,11 @@ def test_settings_every_worker_holds_for_the_role_are_not_sent_with_each_stateme
     )  # fmt: skip
     role = f"reader_{next(_schemas)}"
     cluster.coordinator.execute(f"CREATE ROLE {role} LOGIN SUPERUSER")  # Citus makes it everywhere
-    # Every command the coordinator sends a worker, written to its log.
-    logged = "%20".join(
-        ("options=-c", "citus.log_remote_commands%3Don", "-c", "log_min_messages%3Dnotice",
-         "-c", "citus.multi_task_query_log_level%3Derror")
-    )  # fmt: skip
     config = RetrievalConfig(record_access=False)
 
     def read() -> tuple[list[tuple[str, float]], str]:
         engine = make_engine(
-            f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval?{logged}"
+            f"postgresql://{role}@127.0.0.1:{cluster.coordinator.port}/retrieval?{LOGGED}"
         )
         store = MemoryStore(engine, schema=schema, embedder=embedder)
         try:
@@ -453,11 +453,7 @@ def test_a_read_runs_where_its_tenants_shards_are_and_follows_them_when_split(
          for tenant in ("acme", "globex")
          for text in ("Ann owns the deploy key", "The vault rotates keys monthly")]
     )  # fmt: skip
-    logged = "%20".join(
-        ("options=-c", "citus.log_remote_commands%3Don", "-c", "log_min_messages%3Dnotice",
-         "-c", "citus.multi_task_query_log_level%3Derror")
-    )  # fmt: skip
-    engine = make_engine(f"{cluster.url}?{logged}")
+    engine = make_engine(f"{cluster.url}?{LOGGED}")
 
     def shard() -> int:
         found = cluster.coordinator.execute(
