@@ -25,6 +25,7 @@ class Captured:
     query: str
     params: dict[str, Any]
     settings: dict[str, str] | None
+    columns: Any = None  # the statement's columns and types, as the reader names them
 
 
 def captured(
@@ -42,7 +43,7 @@ def captured(
     the plan's shape made to write every CTE ``AS MATERIALIZED`` (True, as on Citus) or as one
     server writes them (False), whatever the database (None: as the plan chose)."""
     import retrieval.search.retriever as reader
-    from retrieval.db.read_pool import positional
+    from retrieval.db.placeholders import positional
 
     plan_read = reader.plan_read
 
@@ -54,11 +55,11 @@ def captured(
 
     reads = retriever._reads
     execute = reads.execute
-    sent: list[tuple[str, dict[str, Any], Any]] = []
+    sent: list[tuple[str, dict[str, Any], Any, Any]] = []
 
-    def spy(statement: str, params: Any, *, settings: Any = None) -> Any:
-        sent.append((statement, dict(params), settings))
-        return execute(statement, params, settings=settings)
+    def spy(statement: str, params: Any, *, settings: Any = None, columns: Any = None) -> Any:
+        sent.append((statement, dict(params), settings, columns))
+        return execute(statement, params, settings=settings, columns=columns)
 
     reader.plan_read = planned
     try:
@@ -69,7 +70,7 @@ def captured(
     finally:
         reads.__dict__.pop("execute", None)
         reader.plan_read = plan_read
-    statement, params, settings = sent[0]
+    statement, params, settings, columns = sent[0]
     converted = positional(statement)
     text = converted.text
     return Captured(
@@ -78,6 +79,7 @@ def captured(
         query=statement,
         params=params,
         settings=settings,
+        columns=columns,
     )
 
 
@@ -87,7 +89,7 @@ _EVIDENCE = "json_build_object("
 def evidence_left_out(sent: Captured) -> Captured:
     """``sent`` with each candidate's evidence (a ``json_build_object(...) AS details``) sent as
     an empty object: what building the evidence costs the server, timed against it."""
-    from retrieval.db.read_pool import positional
+    from retrieval.db.placeholders import positional
 
     query, found = sent.query, 0
     while (start := query.find(_EVIDENCE, found)) >= 0:

@@ -120,7 +120,9 @@ def _tenant(  # type: ignore[no-untyped-def]
 
     def through_pool(index: int) -> None:
         sent = statements[index]
-        retriever._reads.execute(sent.query, sent.params, settings=sent.settings)  # its own pool
+        retriever._reads.execute(  # its own pool
+            sent.query, sent.params, settings=sent.settings, columns=sent.columns
+        )
 
     halves = [HalfVector(vector.astype(np.float16)) for vector in vectors]
     ways: dict[str, Callable[[int], object]] = {

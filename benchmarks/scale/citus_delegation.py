@@ -81,10 +81,10 @@ def captured_reads(
 
     def recording(
         pool: read_pool.ReadConnections, query: str, params: Mapping[str, Any], *,
-        settings: Mapping[str, str] | None = None,
+        settings: Mapping[str, str] | None = None, columns: Any = None,
     ) -> list[tuple[Any, ...]]:  # fmt: skip
         sent.append((query, dict(params), dict(settings or {}), dict(pool.settings)))
-        return run(pool, query, params, settings=settings)
+        return run(pool, query, params, settings=settings, columns=columns)
 
     store = MemoryStore(engine, schema=SETTINGS.schema, embedder=embedder)
     retriever = HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False))

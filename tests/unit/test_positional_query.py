@@ -1,10 +1,10 @@
-"""Named placeholders converted once to PostgreSQL's $n form (read_connections.positional)."""
+"""Named placeholders converted once to PostgreSQL's $n form (retrieval.db.placeholders)."""
 
 from __future__ import annotations
 
 import pytest
 
-from retrieval.db.read_pool import positional
+from retrieval.db.placeholders import positional
 
 
 def test_each_name_gets_one_number_in_order_of_first_use() -> None:
