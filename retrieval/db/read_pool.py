@@ -111,6 +111,7 @@ class ReadConnections:
         )
         self._row_security: bool | None = None
         self._citus: bool | None = None
+        self._on_shards: bool | None = None
         self.settings = tuple(settings)
         self.max_connections = max_connections
         self.wait_seconds = wait_seconds
@@ -197,6 +198,17 @@ class ReadConnections:
                 self._citus = bool(self._distributed.get(connection))
         return self._citus
 
+    def on_shards(self) -> bool:
+        """Whether this pool's read statements run on the worker that holds their tenant's
+        shards, through the schema's read function (a Citus coordinator whose schema has it,
+        and a role that may call it; asked once)."""
+        if self._on_shards is None:
+            with translate_database_errors(self._where), self._connection() as connection:
+                self._on_shards = bool(
+                    self._distributed.get(connection) and self._on_shard_available(connection)
+                )
+        return self._on_shards
+
     def _on_workers(
         self,
         connection: Connection,
@@ -258,8 +270,11 @@ class ReadConnections:
                 f"PostgreSQL failed: {error.diag.message_primary or type(error).__name__} (the "
                 "read statement, run on the node that holds the tenant's shards)"
             ) from error
+        # Routed, the coordinator plans the statement for its values (its session's mode):
+        # Citus keeps no generic plan of it.
         routed = self._positional(query)
-        return self._on_workers(connection, routed, routed.values(params), settings)
+        custom = {n: v for n, v in (settings or {}).items() if n != PLAN_CACHE_MODE}
+        return self._on_workers(connection, routed, routed.values(params), custom)
 
     def _apply(self, connection: Connection, settings: Mapping[str, str]) -> None:
         current = self._settings_of.setdefault(connection, dict(self.settings))

@@ -69,6 +69,16 @@ class TenantView:
     iterative_scan: bool = True  # the database's pgvector has the iterative scan
     bound: bool = False  # the connections' role is bound by row-level security
     distributed: bool = False  # the database is a Citus coordinator
+    # ... whose read statements run on the worker holding their tenant's shards (the schema's
+    # read function): planned there alone, as one server plans them.
+    on_shards: bool = False
+
+    @property
+    def routed(self) -> bool:
+        """Whether Citus routes the read statement: plans it on the coordinator, where it can
+        neither keep a generic plan nor plan the statement's look at ``pg_class``, and the
+        worker plans it again (a Citus database whose reads do not run on the shards)."""
+        return self.distributed and not self.on_shards
 
 
 class SourcePresence:
@@ -157,6 +167,7 @@ class TenantKnowledge:
             iterative_scan=reads.iterative_scan(),
             bound=reads.row_security_active(),
             distributed=reads.distributed(),
+            on_shards=reads.on_shards(),
         )
 
     def learn(self, tenant_id: str, counts: Mapping[str, int]) -> None:

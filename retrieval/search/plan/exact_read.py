@@ -16,8 +16,9 @@ the retriever has not seen in the last
 the table's rows (the planner's statistics, ``pg_class.reltuples``); the retriever remembers
 them and decides the tenant's next calls from them. A tenant not seen yet goes through the
 graph. Either way the statement returns the tenant's nearest memories, so a stale count costs
-time, never a result. Citus cannot plan the look at ``pg_class`` on its router path: there the
-graph is always used.
+time, never a result. Citus cannot plan the look at ``pg_class`` on its router path: a routed
+statement always walks the graph. Run on the worker that holds the tenant's shards (the
+schema's read function), the statement counts the shard's rows, which its HNSW index covers.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from retrieval.search.knowledge import TenantView
 
 def reads_by_size(config: RetrievalConfig, tenant: TenantView) -> bool:
     """Whether the plan chooses how to read a tenant by its size: an ``exact_scan_factor``
-    above 0, and not on Citus (its router path cannot plan the look at ``pg_class``)."""
-    return config.exact_scan_factor > 0 and not tenant.distributed
+    above 0, and not routed by Citus (its router path cannot plan the look at ``pg_class``)."""
+    return config.exact_scan_factor > 0 and not tenant.routed
 
 
 def reads_exactly(memories: int | None, table_rows: int, factor: float, pool: int) -> bool:

@@ -43,7 +43,7 @@ def generic_plan_fits(
     filter, a namespace, keys or a mode's kinds choose its index), on Citus, under row-level
     security, or while the tenant's size or the estimate is unknown."""
     memories, estimate = tenant.memories, tenant.generic_memories
-    if scoped or tenant.distributed or tenant.bound or memories is None or estimate <= 0:
+    if scoped or tenant.routed or tenant.bound or memories is None or estimate <= 0:
         return False
     low, high = sorted((max(memories, 1), estimate))
     if high <= GENERIC_ESTIMATE_FACTOR * low:

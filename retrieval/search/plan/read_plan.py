@@ -94,7 +94,7 @@ def plan_read(call: PreparedCall, tenant: TenantView, calibration: DenseCalibrat
         context=lifts and tenant.leads_with_turns,
         filter=call.filter_operators,
         # A statement planned for its values plans in less with each CTE planned apart.
-        materialized=tenant.distributed or not generic,
+        materialized=tenant.routed or not generic,
     )
     left_out = tuple(name for name in probed if name in tenant.empty)
     shape = replace(full, **{name: None for name in left_out})  # type: ignore[arg-type]
