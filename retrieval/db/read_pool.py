@@ -256,9 +256,13 @@ class ReadConnections:
         call, values = self._shard_reads.call(
             connection, query, params, columns=columns, plan_mode=plan_mode
         )
+        # The statement's plan cache mode goes to the worker with the call; the coordinator
+        # plans the call itself for its values (its session's mode), as Citus delegates a call
+        # only by its tenant's value, and keeps no generic plan of a routed statement either.
+        coordinator = {n: v for n, v in (settings or {}).items() if n != PLAN_CACHE_MODE}
         converted = self._positional(call)
         try:
-            return self._on_workers(connection, converted, converted.values(values), settings)
+            return self._on_workers(connection, converted, converted.values(values), coordinator)
         except psycopg.errors.UndefinedTable:
             self._shard_reads.forget(str(params["tenant_id"]))
         except psycopg.Error as error:
@@ -270,11 +274,8 @@ class ReadConnections:
                 f"PostgreSQL failed: {error.diag.message_primary or type(error).__name__} (the "
                 "read statement, run on the node that holds the tenant's shards)"
             ) from error
-        # Routed, the coordinator plans the statement for its values (its session's mode):
-        # Citus keeps no generic plan of it.
         routed = self._positional(query)
-        custom = {n: v for n, v in (settings or {}).items() if n != PLAN_CACHE_MODE}
-        return self._on_workers(connection, routed, routed.values(params), custom)
+        return self._on_workers(connection, routed, routed.values(params), coordinator)
 
     def _apply(self, connection: Connection, settings: Mapping[str, str]) -> None:
         current = self._settings_of.setdefault(connection, dict(self.settings))

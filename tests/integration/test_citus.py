@@ -524,3 +524,35 @@ def test_a_read_that_fails_on_the_worker_says_why_without_quoting_its_values(
         assert reads.execute(fine, params, columns=[("x", "integer"), ("q", "text")]) == [
             (1, "What is the secret plan?")
         ]
+
+
+def test_a_read_on_the_shards_is_planned_as_one_server_plans_it(
+    cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
+) -> None:
+    schema = _distributed_schema(cluster_engine)
+    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember_many(
+        [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
+         for tenant in ("acme", "globex", "initech")
+         for text in ("Ann owns the deploy key", "The vault rotates keys monthly",
+                      "Deploys go out on Tuesdays")]
+    )  # fmt: skip
+    cluster.coordinator.execute(f"ANALYZE {schema}.memories")  # the shards' statistics
+    engine = make_engine(f"{cluster.url}?{LOGGED}")
+    store = MemoryStore(engine, schema=schema, embedder=embedder)
+    config = RetrievalConfig(record_access=False)
+    try:
+        with HybridRetriever.from_store(store, config=config) as retriever:
+            answers = []
+            for _ in range(3):  # the first learns the tenant's size; the next are planned by it
+                start = len(cluster.coordinator.log())
+                found = retriever.retrieve(
+                    "Who owns the deploy key?", tenant_id="acme", as_of=AS_OF
+                )
+                answers.append([(r.content, round(r.final_score, 6)) for r in found])
+                issued = cluster.coordinator.log()[start:]
+            assert answers[0] and answers[1] == answers[0] and answers[2] == answers[0]
+            # A small tenant in its shard: read exactly, on the generic plan the worker keeps.
+            assert ".read_on_shard(" in issued and "'force_generic_plan'" in issued, issued
+            assert "semantic AS MATERIALIZED" not in issued  # the CTEs a generic plan inlines
+    finally:
+        engine.dispose()
