@@ -16,11 +16,11 @@ factor :data:`GENERIC_ESTIMATE_FACTOR` of the tenant's memories, or the tenant i
 and a tenant of the estimate's size would be too (both small for the table, where the btree is
 the road). It never runs where a value the plan cannot see chooses an index: a metadata
 filter, a namespace, keys, or a mode's kinds (a rare kind is read through its btree, a common
-one through the graph); nor on Citus (which refuses a generic plan of this statement), nor
-for a role bound by row-level security (the statistics are hidden from it), nor before the
-tenant's size is known. Every other call is planned for its values, as before, its statement
-written with every CTE materialized, which plans in less (docs/decisions/0062). Measured in
-docs/decisions/0039.
+one through the graph); nor for a statement Citus routes (it refuses a generic plan of it; a
+read on the tenant's shards runs one there, docs/decisions/0069), nor for a role bound by
+row-level security (the statistics are hidden from it), nor before the tenant's size is known.
+Every other call is planned for its values, as before, its statement written with every CTE
+materialized, which plans in less (docs/decisions/0062). Measured in docs/decisions/0039.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ def generic_plan_fits(
     """Whether the statement of a call for ``tenant`` may run on a generic plan: its size within
     :data:`GENERIC_ESTIMATE_FACTOR` of the generic plan's estimate, or the tenant read exactly
     (``exact``) as a tenant of the estimate's size would be; never for a ``scoped`` call (a
-    filter, a namespace, keys or a mode's kinds choose its index), on Citus, under row-level
-    security, or while the tenant's size or the estimate is unknown."""
+    filter, a namespace, keys or a mode's kinds choose its index), for a statement Citus routes
+    (it keeps no generic plan of it), under row-level security, or while the tenant's size or
+    the estimate is unknown. On the worker that holds a tenant's shards (the schema's read
+    function) both are the shard's."""
     memories, estimate = tenant.memories, tenant.generic_memories
     if scoped or tenant.routed or tenant.bound or memories is None or estimate <= 0:
         return False
