@@ -61,7 +61,7 @@ ITERATIVE_SCAN = "hnsw.iterative_scan"
 # Settings a Citus coordinator reads and its workers do not (a worker runs the statement the
 # coordinator routes to it, unprepared): set once on the coordinator's session, not again as
 # SET LOCAL with each statement.
-PLAN_CACHE_MODE = "plan_cache_mode"
+PLAN_CACHE_MODE = "plan_cache_mode"  # the setting that chooses a custom or a generic plan
 _COORDINATOR_ONLY = frozenset({PLAN_CACHE_MODE})
 # How long a connection trusts what the workers said they hold before asking again.
 _HELD_SECONDS = 60.0

@@ -103,6 +103,32 @@ def _same(one: Fingerprint, other: Fingerprint) -> None:
         assert other.statistics[name] == rows, name
 
 
+DEPLOY_NOTES = ("Ann owns the deploy key", "The vault rotates keys monthly")
+
+
+def _remembered(
+    engine: Engine,
+    schema: str,
+    embedder: SentenceTransformerEmbedder,
+    tenants: tuple[str, ...],
+    notes: tuple[str, ...] = DEPLOY_NOTES,
+) -> None:
+    MemoryStore(engine, schema=schema, embedder=embedder).remember_many(
+        [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
+         for tenant in tenants for text in notes]
+    )  # fmt: skip
+
+
+def _read_logged(
+    cluster: Cluster, retriever: HybridRetriever
+) -> tuple[list[tuple[str, float]], str]:
+    # acme's answer to who owns the deploy key, and what the coordinator sent the workers for
+    # it (the engine's connections log their remote commands: LOGGED).
+    start = len(cluster.coordinator.log())
+    found = retriever.retrieve("Who owns the deploy key?", tenant_id="acme", as_of=AS_OF)
+    return [(r.content, round(r.final_score, 6)) for r in found], cluster.coordinator.log()[start:]
+
+
 def test_the_whole_api_on_a_distributed_schema_equals_one_server(
     cluster: Cluster,
     cluster_engine: Engine,
@@ -251,10 +277,7 @@ def test_settings_every_worker_holds_for_the_role_are_not_sent_with_each_stateme
     cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
 ) -> None:
     schema = _distributed_schema(cluster_engine)
-    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember_many(
-        [{"text": text, "tenant_id": "acme", "created_at": AS_OF}
-         for text in ("Ann owns the deploy key", "The vault rotates keys monthly")]
-    )  # fmt: skip
+    _remembered(cluster_engine, schema, embedder, ("acme",))
     role = f"reader_{next(_schemas)}"
     cluster.coordinator.execute(f"CREATE ROLE {role} LOGIN SUPERUSER")  # Citus makes it everywhere
     config = RetrievalConfig(record_access=False)
@@ -266,14 +289,9 @@ def test_settings_every_worker_holds_for_the_role_are_not_sent_with_each_stateme
         store = MemoryStore(engine, schema=schema, embedder=embedder)
         try:
             with HybridRetriever.from_store(store, config=config) as retriever:
-                start = len(cluster.coordinator.log())
-                found = retriever.retrieve(
-                    "Who owns the deploy key?", tenant_id="acme", as_of=AS_OF
-                )
-                issued = cluster.coordinator.log()[start:]
+                return _read_logged(cluster, retriever)
         finally:
             engine.dispose()
-        return [(r.content, round(r.final_score, 6)) for r in found], issued
 
     found, issued = read()
     assert found and 'SET LOCAL "hnsw"."ef_search"' in issued, issued
@@ -448,11 +466,7 @@ def test_a_read_runs_where_its_tenants_shards_are_and_follows_them_when_split(
     cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
 ) -> None:
     schema = _distributed_schema(cluster_engine)
-    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember_many(
-        [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
-         for tenant in ("acme", "globex")
-         for text in ("Ann owns the deploy key", "The vault rotates keys monthly")]
-    )  # fmt: skip
+    _remembered(cluster_engine, schema, embedder, ("acme", "globex"))
     engine = make_engine(f"{cluster.url}?{LOGGED}")
 
     def shard() -> int:
@@ -462,19 +476,12 @@ def test_a_read_runs_where_its_tenants_shards_are_and_follows_them_when_split(
         )
         return int(found[0][0])
 
-    def read(retriever: HybridRetriever) -> tuple[list[tuple[str, float]], str]:
-        start = len(cluster.coordinator.log())
-        found = retriever.retrieve("Who owns the deploy key?", tenant_id="acme", as_of=AS_OF)
-        return [(r.content, round(r.final_score, 6)) for r in found], cluster.coordinator.log()[
-            start:
-        ]
-
     store = MemoryStore(engine, schema=schema, embedder=embedder)
     config = RetrievalConfig(record_access=False)
     try:
         with HybridRetriever.from_store(store, config=config) as retriever:
             before = shard()
-            first, issued = read(retriever)
+            first, issued = _read_logged(cluster, retriever)
             # The statement went to the function, naming the tenant's shards.
             assert first and ".read_on_shard(" in issued and f"memories_{before}" in issued
             cluster.coordinator.execute(
@@ -485,10 +492,10 @@ def test_a_read_runs_where_its_tenants_shards_are_and_follows_them_when_split(
             after = shard()
             assert after != before
             # The shards it named are gone: the call goes routed, the same results.
-            second, issued = read(retriever)
+            second, issued = _read_logged(cluster, retriever)
             assert second == first and "issuing WITH" in issued
             # And the next names the new ones.
-            third, issued = read(retriever)
+            third, issued = _read_logged(cluster, retriever)
             assert third == first and f"memories_{after}" in issued
     finally:
         engine.dispose()
@@ -498,9 +505,7 @@ def test_a_read_that_fails_on_the_worker_says_why_without_quoting_its_values(
     cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
 ) -> None:
     schema = _distributed_schema(cluster_engine)
-    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember(
-        "Ann owns the deploy key", tenant_id="acme", created_at=AS_OF
-    )
+    _remembered(cluster_engine, schema, embedder, ("acme",), DEPLOY_NOTES[:1])
     store = MemoryStore(cluster_engine, schema=schema, embedder=embedder)
     with HybridRetriever.from_store(store, background_writes=False) as retriever:
         reads = retriever._reads
@@ -530,12 +535,8 @@ def test_a_read_on_the_shards_is_planned_as_one_server_plans_it(
     cluster: Cluster, cluster_engine: Engine, embedder: SentenceTransformerEmbedder
 ) -> None:
     schema = _distributed_schema(cluster_engine)
-    MemoryStore(cluster_engine, schema=schema, embedder=embedder).remember_many(
-        [{"text": text, "tenant_id": tenant, "created_at": AS_OF}
-         for tenant in ("acme", "globex", "initech")
-         for text in ("Ann owns the deploy key", "The vault rotates keys monthly",
-                      "Deploys go out on Tuesdays")]
-    )  # fmt: skip
+    notes = (*DEPLOY_NOTES, "Deploys go out on Tuesdays")
+    _remembered(cluster_engine, schema, embedder, ("acme", "globex", "initech"), notes)
     cluster.coordinator.execute(f"ANALYZE {schema}.memories")  # the shards' statistics
     engine = make_engine(f"{cluster.url}?{LOGGED}")
     store = MemoryStore(engine, schema=schema, embedder=embedder)
@@ -544,12 +545,8 @@ def test_a_read_on_the_shards_is_planned_as_one_server_plans_it(
         with HybridRetriever.from_store(store, config=config) as retriever:
             answers = []
             for _ in range(3):  # the first learns the tenant's size; the next are planned by it
-                start = len(cluster.coordinator.log())
-                found = retriever.retrieve(
-                    "Who owns the deploy key?", tenant_id="acme", as_of=AS_OF
-                )
-                answers.append([(r.content, round(r.final_score, 6)) for r in found])
-                issued = cluster.coordinator.log()[start:]
+                found, issued = _read_logged(cluster, retriever)
+                answers.append(found)
             assert answers[0] and answers[1] == answers[0] and answers[2] == answers[0]
             # A small tenant in its shard: read exactly, on the generic plan the worker keeps.
             assert ".read_on_shard(" in issued and "'force_generic_plan'" in issued, issued

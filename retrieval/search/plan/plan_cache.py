@@ -25,10 +25,12 @@ materialized, which plans in less (docs/decisions/0062). Measured in docs/decisi
 
 from __future__ import annotations
 
+from retrieval.db.read_pool import PLAN_CACHE_MODE  # the session setting that chooses
 from retrieval.search.knowledge import TenantView
 from retrieval.search.plan.exact_read import reads_exactly
 
-PLAN_CACHE_MODE = "plan_cache_mode"  # the session setting that chooses
+__all__ = ["CUSTOM", "GENERIC", "PLAN_CACHE_MODE", "generic_plan_fits", "plan_cache_mode"]
+
 GENERIC = "force_generic_plan"
 CUSTOM = "force_custom_plan"
 GENERIC_ESTIMATE_FACTOR = 2.0  # the generic plan's tenant within this factor of the real one
