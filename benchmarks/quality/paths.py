@@ -78,7 +78,15 @@ CORPORA = ("dialogues", "chat", "updates", "keywords", "versions", "vague", "sci
 HALVES = ("tuning", "validation")
 # The labelled versions' parts written after their rule was tuned and its validation misses read
 # (each after the misses of the one before were read).
-HELD_OUT = ("held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6")
+HELD_OUT = (
+    "held-out",
+    "held-out-2",
+    "held-out-3",
+    "held-out-4",
+    "held-out-5",
+    "held-out-6",
+    "held-out-7",
+)
 
 
 def ways_of(corpus: str, named: Sequence[str] | None = None) -> tuple[str, ...]:
