@@ -399,3 +399,37 @@ def test_a_state_that_ended_or_began_takes_the_place_of_the_one_asked_about(
     assert _memories(results)[:2] == [newer, older]
     by_id = {r.metadata["id"]: r for r in results}
     assert by_id[older].metadata["possibly_outdated_by"]["id"] == newer
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "question"),
+    [
+        ("Mateo works at a bakery in town.", "Mateo got a job at the hospital kitchen.",
+         "Where does Mateo work?"),
+        ("The nanny is paid 12 pounds an hour.", "We gave the nanny a raise to 13.50 an hour.",
+         "How much is the nanny paid?"),
+    ],
+)  # fmt: skip
+def test_an_event_told_after_a_state_takes_its_place(
+    store: MemoryStore, retriever: HybridRetriever, before: str, after: str, question: str
+) -> None:
+    # No word of change: the newer tells an event in the past where the older told a state.
+    older = store.remember(before, tenant_id="acme", created_at=APRIL)
+    newer = store.remember(after, tenant_id="acme", created_at=JULY)
+    results = retriever.retrieve(question, tenant_id="acme")
+    assert _memories(results)[:2] == [newer, older]
+    by_id = {r.metadata["id"]: r for r in results}
+    assert by_id[older].metadata["possibly_outdated_by"]["id"] == newer
+
+
+def test_a_later_description_is_no_event_that_updates_the_fact_asked_about(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    # "a shared flat" describes; it tells no event that changed where the brother lives.
+    brother = store.remember("My brother lives in Glasgow.", tenant_id="family", created_at=APRIL)
+    store.remember(
+        "My sister lives in a shared flat in Leeds.", tenant_id="family", created_at=JULY
+    )
+    results = retriever.retrieve("Where does my brother live?", tenant_id="family")
+    assert _memories(results)[0] == brother
+    assert "possibly_outdated_by" not in results[0].metadata
