@@ -118,7 +118,7 @@ def main() -> None:
                     # what the last call of the setting decided
                     "read_exactly": reads_exactly(
                         retriever._sizes.memories(tenant),
-                        retriever._sizes.table_rows,
+                        retriever._sizes.table_of(tenant)[0],
                         f,
                         semantic.pool,
                     ),

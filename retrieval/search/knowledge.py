@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from retrieval.db.read_pool import ReadConnections
 
@@ -113,37 +114,59 @@ class SourcePresence:
             self._held[tenant_id] = held | seen
 
 
+class _Sizes(NamedTuple):
+    memories: int  # the tenant's memories
+    table_rows: int  # the rows of the table that holds them (on Citus, of the tenant's shard)
+    generic_memories: int  # a generic plan's estimate of a tenant in that table
+    learnt: float  # when (time.monotonic())
+
+
 class TenantSizes:
-    """Per tenant, its memory count at the last statement that looked, and the table's rows
-    (thread-safe)."""
+    """Per tenant, its memory count at the last statement that looked, and the rows and a
+    generic plan's estimate of a tenant of the table that holds it: on one server one table for
+    every tenant, on Citus the tenant's shard, which an isolated tenant may hold alone
+    (thread-safe). A tenant not seen yet is judged by the last table seen."""
 
     def __init__(self) -> None:
-        self._memories: dict[str, tuple[int, float]] = {}  # count, when it was learnt
-        self.table_rows = 0
-        self.generic_memories = 0  # a generic plan's estimate of a tenant, when last seen
+        self._sizes: dict[str, _Sizes] = {}
+        self.table_rows = 0  # the last statement's, for a tenant not seen yet
+        self.generic_memories = 0
         self._lock = threading.Lock()
 
     def stale(self, tenant_id: str) -> bool:
         """Whether the next statement should ask for the tenant's size (not seen, or not in
         the last :data:`REFRESH_SECONDS`)."""
-        known = self._memories.get(tenant_id)
-        return known is None or time.monotonic() - known[1] > REFRESH_SECONDS
+        known = self._sizes.get(tenant_id)
+        return known is None or time.monotonic() - known.learnt > REFRESH_SECONDS
 
     def memories(self, tenant_id: str) -> int | None:
         """The tenant's memory count when last seen (None: not seen)."""
-        known = self._memories.get(tenant_id)
-        return None if known is None else known[0]
+        known = self._sizes.get(tenant_id)
+        return None if known is None else known.memories
+
+    def table_of(self, tenant_id: str) -> tuple[int, int]:
+        """The rows of the table that held the tenant when last seen and a generic plan's
+        estimate of a tenant there (the last table seen for a tenant not seen yet)."""
+        known = self._sizes.get(tenant_id)
+        if known is None:
+            return self.table_rows, self.generic_memories
+        return known.table_rows, known.generic_memories
 
     def learn(self, tenant_id: str, counts: Mapping[str, int]) -> None:
         """Remember the sizes a statement's presence rows counted (if it carried them)."""
         if MEMORIES not in counts:
             return
         with self._lock:
-            if len(self._memories) >= _MAX_TENANTS:
-                self._memories.clear()
-            self._memories[tenant_id] = (counts[MEMORIES], time.monotonic())
-            self.table_rows = counts.get(MEMORY_TABLE, self.table_rows)
-            self.generic_memories = counts.get(MEMORY_GENERIC, self.generic_memories)
+            if len(self._sizes) >= _MAX_TENANTS:
+                self._sizes.clear()
+            # A statement that did not count the table keeps what the tenant's last one did.
+            table_rows, generic_memories = self.table_of(tenant_id)
+            table_rows = counts.get(MEMORY_TABLE, table_rows)
+            generic_memories = counts.get(MEMORY_GENERIC, generic_memories)
+            self._sizes[tenant_id] = _Sizes(
+                counts[MEMORIES], table_rows, generic_memories, time.monotonic()
+            )
+            self.table_rows, self.generic_memories = table_rows, generic_memories
 
 
 class TenantKnowledge:
@@ -157,13 +180,14 @@ class TenantKnowledge:
         """What is known of ``tenant_id``, and of the database ``reads`` reads (its pgvector,
         row-level security, Citus: asked once per pool)."""
         presence, sizes = self.presence, self.sizes
+        table_rows, generic_memories = sizes.table_of(tenant_id)
         return TenantView(
             empty=presence.empty(tenant_id),
             leads_with_turns=presence.may_hold(tenant_id, TURNS),
             size_stale=sizes.stale(tenant_id),
             memories=sizes.memories(tenant_id),
-            table_rows=sizes.table_rows,
-            generic_memories=sizes.generic_memories,
+            table_rows=table_rows,
+            generic_memories=generic_memories,
             iterative_scan=reads.iterative_scan(),
             bound=reads.row_security_active(),
             distributed=reads.distributed(),

@@ -70,6 +70,19 @@ def test_the_estimate_is_learnt_with_the_sizes() -> None:
     assert sizes.generic_memories == 1_087
 
 
+def test_each_tenant_is_judged_by_the_table_that_held_it() -> None:
+    # On Citus each tenant's statement counts its own shard: an isolated tenant's shard holds
+    # it alone, and what it counted is no other tenant's table.
+    sizes = TenantSizes()
+    sizes.learn("big", {MEMORIES: 40_000, MEMORY_TABLE: 40_000, MEMORY_GENERIC: 40_000})
+    sizes.learn("small", {MEMORIES: 300, MEMORY_TABLE: 30_000, MEMORY_GENERIC: 250})
+    assert sizes.table_of("big") == (40_000, 40_000)
+    assert sizes.table_of("small") == (30_000, 250)
+    assert sizes.table_of("new") == (30_000, 250)  # not seen yet: the last table seen
+    sizes.learn("big", {MEMORIES: 40_100})  # a statement without the table's rows keeps its own
+    assert sizes.table_of("big") == (40_000, 40_000)
+
+
 def _mode(tenant: View, **options: object) -> str:
     call = prepare_call(
         "why did the orders migration time out?",
