@@ -113,10 +113,10 @@ _ADDITION = re.compile(
 # bonus pool was halved this year.", "I installed Ubuntu on my laptop."): a verb in the past
 # tense after its subject, regular ("-ed") or one of the common irregular ones. After "is",
 # "are" or a modal it is a state or a habit ("is called", "are answered", "can only do"),
-# after "a", "the" or "my" a noun's description ("a shared flat"); a word that starts the text
-# is no verb ("Paid users get ..."). "put", "shut", "cut", "quit",
-# "split" and "left" are the present too after "I", "we", "you" or "they": there, only before a
-# particle ("We put in a Ring doorbell.", "We shut down Freshdesk.").
+# after "a", "the", "my" or a preposition a noun's description ("a shared flat", "of regulated
+# assemblies"); a word that starts the text is no verb ("Paid users get ..."). "put", "shut",
+# "cut", "quit", "split" and "left" are the present too after "I", "we", "you" or "they":
+# there, only before a particle ("We put in a Ring doorbell.", "We shut down Freshdesk.").
 _IRREGULAR_PAST = frozenset(
     """
     got gave took went made bought sold began became broke brought built came chose drove fell
@@ -149,10 +149,22 @@ _ADVERBS = frozenset(
 # describes a state.
 _PERFECT = frozenset(["has", "have", "we've", "i've", "you've", "they've"])
 _PRESENT_VERBS = frozenset(["is", "are", "am", "has", "have"])
-# After one of these, a word in "-ed" describes a noun ("a shared flat", "the updated plan").
-_DETERMINERS = frozenset(
-    ["a", "an", "the", "my", "our", "your", "his", "her", "their", "its", "this", "that"]
+# After a determiner or a preposition, a word in "-ed" describes a noun ("a shared flat", "the
+# updated plan", "the formation of dynamically regulated assemblies"); an adverb in "-ly" may
+# stand between.
+_DESCRIBED_AFTER = frozenset(
+    """
+    a an the my our your his her their its this that of in on at for with by from into about
+    as via per without within between
+    """.split()  # noqa: SIM905 (a word list reads better as text)
 )
+_MANNER = re.compile(r"\w{3,}ly")
+# Words with their hyphens kept: a compound in "-ed" ("tumor-derived") is no verb.
+_COMPOUND = re.compile(r"\w+(?:[-'\u2019]\w+)*")
+# Without "was" or "got" before it, a word in "-ed" before "by" or "with" describes the noun
+# before it; with one, it tells an event ("The bonus pool was halved by the board.").
+_AGENTS = frozenset(["by", "with"])
+_PAST_AUXILIARIES = frozenset(["was", "were", "got", "been"])
 
 
 def states_update(text: str) -> bool:
@@ -176,7 +188,7 @@ def tells_an_event(text: str) -> bool:
     ("Mateo got a job at the hospital kitchen.", "The guest network was renamed.", "We put in
     a Ring doorbell."), not a state ("The office Wi-Fi is called Acme-Guest.", "Free users get
     100 calls.", "Paid users get 1000.") and not an addition ("We also bought a van.")."""
-    words = [word.lower() for word in _WORD.findall(text)]
+    words = [word.lower() for word in _COMPOUND.findall(text)]
     return _ADDITION.search(text) is None and any(
         _past_verb(words, at) for at in range(1, len(words))
     )
@@ -185,15 +197,19 @@ def tells_an_event(text: str) -> bool:
 def _past_verb(words: list[str], at: int) -> bool:
     word = words[at]
     regular = len(word) >= 5 and word.endswith("ed") and not word.endswith("eed")
+    if "-" in word:  # a compound describes: "tumor-derived", "home-made"
+        return False
     if not (word in _IRREGULAR_PAST or (regular and word not in _NOT_PAST)):
         return False
     before = at - 1
-    while before > 0 and words[before] in _ADVERBS:
+    while before > 0 and (words[before] in _ADVERBS or _MANNER.fullmatch(words[before])):
         before -= 1
-    if words[before] in _PERFECT:
+    if words[before] in _PERFECT or words[before] in _PAST_AUXILIARIES:
         return True
-    if words[before] in _STATE_BEFORE or words[before] in _DETERMINERS:
+    if words[before] in _STATE_BEFORE or words[before] in _DESCRIBED_AFTER:
         return False
+    if at + 1 < len(words) and words[at + 1] in _AGENTS:
+        return False  # "women treated with tamoxifen", "the map revealed by the survey"
     if any(w in _PRESENT_VERBS for w in words[:before]):
         return False
     if word in _PRESENT_TOO and words[before] in _PLURAL_TELLERS:
