@@ -10,7 +10,6 @@ from retrieval.search.rank.versions_asked import (
     names_apart,
     shares_a_word,
     states_update,
-    tells_an_event,
     tells_apart,
     versions_for_query,
 )
@@ -208,62 +207,4 @@ def test_an_update_the_question_tells_apart_is_a_version_only_when_close() -> No
         "Carol has a new number: 555-0199.",
         near=False,
         close=True,
-    )
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Mateo got a job at the hospital kitchen.",
-        "The bonus pool was halved this year.",
-        "I installed Ubuntu on my laptop and wiped Windows.",
-        "Niamh qualified as a midwife and works on the maternity ward.",
-        "The council put the allotment fee up to 95.",  # "put" after a subject of one
-        "We put in a Ring video doorbell.",  # after "we", before a particle
-        "Bob has finally moved to Denver.",  # the present perfect
-        "The guest network was renamed to Acme-Visitors.",
-        "The old boiler was replaced by a heat pump.",  # "was" before "-ed by"
-    ],
-)
-def test_a_text_that_tells_an_event_in_the_past(text: str) -> None:
-    assert tells_an_event(text)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Our doorbell is a basic wired chime.",  # a participle after "is" describes
-        "The office guest Wi-Fi is called Acme-Guest.",
-        "Customer emails are answered in Freshdesk.",
-        "Bob has a cat named Felix.",
-        "My sister lives in a shared flat in Leeds.",  # after "a": a description
-        "Ligation induces the formation of dynamically regulated assemblies.",  # after "of"
-        "Outcomes among women treated with tamoxifen.",  # before "with", no "was"
-        "Plasma holds tumor-derived DNA.",  # a compound
-        "Paid users get 1000 API calls per minute.",  # the first word is no verb
-        "We put the kids to bed at eight.",  # "we put" without a particle: a habit
-        "The judo coach can only do Friday afternoons.",
-        "We also bought a second van.",  # it adds
-        "Alice is allergic to peanuts.",
-    ],
-)
-def test_a_text_that_tells_a_state_or_a_habit(text: str) -> None:
-    assert not tells_an_event(text)
-
-
-def test_an_event_told_after_a_state_is_an_update_of_it() -> None:
-    # No word of change: the event told after the state replaces it.
-    older, newer = "Mateo works at a bakery in town.", "Mateo got a job at the hospital kitchen."
-    assert not states_update(newer)
-    assert versions_for_query("Where does Mateo work?", older, newer, near=False)
-    # Two events: the later adds to the earlier, it is no update of it.
-    assert not versions_for_query(
-        "What race did Bob run?",
-        "Bob ran a marathon in April.",
-        "Bob ran a half marathon in June.",
-        near=False,
-    )
-    # A name the question holds still tells an event of another apart.
-    assert not versions_for_query(
-        "Where does Mateo work?", older, "Lucia got a job at the hospital kitchen.", near=False
     )

@@ -14,9 +14,7 @@ older one for a question when either
   ("moved to", "switched to", "no longer", "is now", "a new number"), that a state began,
   ended, came back or passed to another ("broke up", "is engaged", "eats fish again", "handed
   it over") or when its value began ("since last month", "starting next week", "last week":
-  :func:`states_update`), or tells an event in the past where the older told a state ("Mateo
-  got a job at the hospital kitchen." after "Mateo works at a bakery in town.":
-  :func:`tells_an_event`), not that it adds to it
+  :func:`states_update`), not that it adds to it
   ("also", "too", "another"), names what it changes (a word of the older, or the same "we" or
   "I": :func:`shares_a_word`), and the question names no name or number that only one of them
   holds (:func:`names_apart`): "Where does Bob live?" still asks about "Bob moved to Denver.",
@@ -29,8 +27,7 @@ Words are compared in lower case, a word matching another that starts with it an
 three letters ("live", "lives", "lived"); words with digits match only themselves; a word the
 other memory holds inside one of its own ("VPN" in "OpenVPN") tells nothing apart. The signs of
 an update are read in English; in another language only the first way applies.
-See docs/decisions/0034-versions-for-the-question.md, 0053-an-update-says-when-it-began.md and
-0070-an-event-after-a-state.md.
+See docs/decisions/0034-versions-for-the-question.md and 0053-an-update-says-when-it-began.md.
 """
 
 from __future__ import annotations
@@ -109,62 +106,6 @@ UPDATE_MOST_WORDS = 30
 _ADDITION = re.compile(
     r"\b(also|too|as well|another|in addition|besides|additionally|second)\b", re.IGNORECASE
 )
-# A memory that tells an event in the past ("Mateo got a job at the hospital kitchen.", "The
-# bonus pool was halved this year.", "I installed Ubuntu on my laptop."): a verb in the past
-# tense after its subject, regular ("-ed") or one of the common irregular ones. After "is",
-# "are" or a modal it is a state or a habit ("is called", "are answered", "can only do"),
-# after "a", "the", "my" or a preposition a noun's description ("a shared flat", "of regulated
-# assemblies"); a word that starts the text is no verb ("Paid users get ..."). "put", "shut",
-# "cut", "quit", "split" and "left" are the present too after "I", "we", "you" or "they":
-# there, only before a particle ("We put in a Ring doorbell.", "We shut down Freshdesk.").
-_IRREGULAR_PAST = frozenset(
-    """
-    got gave took went made bought sold began became broke brought built came chose drove fell
-    found grew heard held kept knew led lost met paid ran sent spent stood taught told threw won
-    wrote did sat flew forgot hung rode rang shook stole struck swore tore woke wore dug fed fled
-    fought caught put shut cut quit split left
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-_PRESENT_TOO = frozenset(["put", "shut", "cut", "quit", "split", "left"])
-_PLURAL_TELLERS = frozenset(["i", "we", "you", "they"])
-_PARTICLES = frozenset(["in", "down", "up", "off", "out", "away", "back", "over"])
-# Words that end as a past tense does and are no verb, or are a state after a noun.
-_NOT_PAST = frozenset(
-    """
-    hundred based located named called used supposed interested red bed shed wed sacred naked
-    wicked rugged beloved aged skilled talented dedicated tired
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-_STATE_BEFORE = frozenset(
-    """
-    is are am be being remains stays seems looks feels to will would can could may might must
-    shall should do does don't doesn't usually always often never
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-_ADVERBS = frozenset(
-    ["just", "recently", "finally", "already", "only", "then", "officially", "eventually"]
-)
-# "has moved", "have switched": the present perfect tells an event; after a verb in the present
-# ("Our doorbell is a basic wired chime.", "Bob has a cat named Felix."), a past participle
-# describes a state.
-_PERFECT = frozenset(["has", "have", "we've", "i've", "you've", "they've"])
-_PRESENT_VERBS = frozenset(["is", "are", "am", "has", "have"])
-# After a determiner or a preposition, a word in "-ed" describes a noun ("a shared flat", "the
-# updated plan", "the formation of dynamically regulated assemblies"); an adverb in "-ly" may
-# stand between.
-_DESCRIBED_AFTER = frozenset(
-    """
-    a an the my our your his her their its this that of in on at for with by from into about
-    as via per without within between
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-_MANNER = re.compile(r"\w{3,}ly")
-# Words with their hyphens kept: a compound in "-ed" ("tumor-derived") is no verb.
-_COMPOUND = re.compile(r"\w+(?:[-'\u2019]\w+)*")
-# Without "was" or "got" before it, a word in "-ed" before "by" or "with" describes the noun
-# before it; with one, it tells an event ("The bonus pool was halved by the board.").
-_AGENTS = frozenset(["by", "with"])
-_PAST_AUXILIARIES = frozenset(["was", "were", "got", "been"])
 
 
 def states_update(text: str) -> bool:
@@ -181,40 +122,6 @@ def states_update(text: str) -> bool:
         or _LABELLED_UPDATE.match(text) is not None
     )
     return said and _ADDITION.search(text) is None
-
-
-def tells_an_event(text: str) -> bool:
-    """Whether ``text`` tells an event in the past: a verb in the past tense after its subject
-    ("Mateo got a job at the hospital kitchen.", "The guest network was renamed.", "We put in
-    a Ring doorbell."), not a state ("The office Wi-Fi is called Acme-Guest.", "Free users get
-    100 calls.", "Paid users get 1000.") and not an addition ("We also bought a van.")."""
-    words = [word.lower() for word in _COMPOUND.findall(text)]
-    return _ADDITION.search(text) is None and any(
-        _past_verb(words, at) for at in range(1, len(words))
-    )
-
-
-def _past_verb(words: list[str], at: int) -> bool:
-    word = words[at]
-    regular = len(word) >= 5 and word.endswith("ed") and not word.endswith("eed")
-    if "-" in word:  # a compound describes: "tumor-derived", "home-made"
-        return False
-    if not (word in _IRREGULAR_PAST or (regular and word not in _NOT_PAST)):
-        return False
-    before = at - 1
-    while before > 0 and (words[before] in _ADVERBS or _MANNER.fullmatch(words[before])):
-        before -= 1
-    if words[before] in _PERFECT or words[before] in _PAST_AUXILIARIES:
-        return True
-    if words[before] in _STATE_BEFORE or words[before] in _DESCRIBED_AFTER:
-        return False
-    if at + 1 < len(words) and words[at + 1] in _AGENTS:
-        return False  # "women treated with tamoxifen", "the map revealed by the survey"
-    if any(w in _PRESENT_VERBS for w in words[:before]):
-        return False
-    if word in _PRESENT_TOO and words[before] in _PLURAL_TELLERS:
-        return at + 1 < len(words) and words[at + 1] in _PARTICLES
-    return True
 
 
 def tells_apart(query: str, older: str, newer: str) -> bool:
@@ -244,20 +151,18 @@ def versions_for_query(
 ) -> bool:
     """Whether ``newer`` is a newer version of ``older`` for the question ``query``: found
     ``near`` and not told apart by the question, or a short statement of an update (at most
-    :data:`UPDATE_MOST_WORDS` words: said in words, or an event told after ``older`` told a
-    state) that names what it changes and that the question does not
+    :data:`UPDATE_MOST_WORDS` words) that names what it changes and that the question does not
     tell apart by a name or a number, nor, unless the two are ``close`` (the statement's
     ``version_words_similarity``), by any content word: "How old is Leo?" asks about "My son Leo
     is 8 years old.", not about the later "Leo has a new piano teacher, Mr Evans."."""
     said = _text(newer)
-    update = said.short_update or (said.short and said.event and not _text(older).event)
-    if not (near or update):
+    if not (near or said.short_update):
         return False
     apart = tells_apart(query, older, newer)
     if near and not apart:
         return True
     return (
-        update
+        said.short_update
         and shares_a_word(older, newer)
         and not names_apart(query, older, newer)
         and (close or not apart)
@@ -297,9 +202,7 @@ class _Text:
     def __init__(self, text: str) -> None:
         self.words = _words(text)
         self.names = _names(text)
-        self.short = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS
-        self.short_update = self.short and states_update(text)
-        self.event = tells_an_event(text)
+        self.short_update = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS and states_update(text)
         self.tellers = _tellers(text)
         self._by_start: dict[str, list[str]] = {}
         for word in self.words:
