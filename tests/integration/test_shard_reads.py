@@ -6,7 +6,6 @@ On a real cluster: tests/integration/test_citus.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -23,13 +22,12 @@ from retrieval.db.shard_reads import (
     read_call,
     read_function,
 )
-from retrieval.memory.records import DecisionInput, MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
+from tests.acme_memories import AS_OF, remember_acme
 from tests.conftest import PgDatabase
 
-AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 SCHEMA = "retrieval"
 QUESTIONS = (
     "Which database does the billing service run on?",
@@ -61,27 +59,6 @@ def connection(database: PgDatabase) -> Iterator[psycopg.Connection[Any]]:
         yield opened
 
 
-def _stored(store: MemoryStore) -> None:
-    told = AS_OF - timedelta(days=3)
-    store.remember_many(
-        MemoryInput(text=text, tenant_id="acme", created_at=told + timedelta(hours=n))
-        for n, text in enumerate(
-            (
-                "The billing service runs on PostgreSQL 16.",
-                "The project deadline is March 1.",
-                "The project deadline slipped to April 15.",
-                "Bo: we moved to Riverside last week.",
-                "The nightly deploy failed because the migration timed out.",
-            )
-        )
-    )
-    store.record_decisions(
-        [DecisionInput(tenant_id="acme", task_id="deploy", action_type="rollback",
-                       content="Roll back the nightly deploy after the migration timeout",
-                       status="done", created_at=told)]
-    )  # fmt: skip
-
-
 def _read_statements(store: MemoryStore) -> list[tuple[str, dict[str, Any], Any, Any]]:
     # Each question's read statement as the retriever sends it: text, values, settings, columns.
     sent: list[tuple[str, dict[str, Any], Any, Any]] = []
@@ -104,7 +81,7 @@ def _read_statements(store: MemoryStore) -> list[tuple[str, dict[str, Any], Any,
 def test_the_read_function_returns_the_statements_own_rows(
     store: MemoryStore, connection: psycopg.Connection[Any], plan_mode: str
 ) -> None:
-    _stored(store)
+    remember_acme(store)
     statements = _read_statements(store)
     assert len(statements) == len(QUESTIONS)
     for query, params, _, columns in statements:
@@ -151,7 +128,7 @@ def test_a_session_keeps_at_most_64_statements_the_oldest_going_first(
 def test_the_read_function_only_reads(
     store: MemoryStore, connection: psycopg.Connection[Any], database: PgDatabase
 ) -> None:
-    _stored(store)
+    remember_acme(store)
     deleting = '(bigint) AS DELETE FROM "retrieval".decisions WHERE id > $1 RETURNING id'
     with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         _call(connection, f"{PREPARED_PREFIX}delete", deleting)

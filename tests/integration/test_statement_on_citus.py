@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval.memory.records import MemoryInput
 from retrieval.memory.store import MemoryStore
 from retrieval.search.config import RetrievalConfig
 from retrieval.search.retriever import HybridRetriever
+from tests.acme_memories import AS_OF, remember_acme
 
-AS_OF = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 QUESTIONS = (
     "Which database do we run the billing service on?",
     "Why did the nightly deploy fail?",
@@ -38,41 +36,10 @@ def retrievers(store: MemoryStore) -> Iterator[tuple[HybridRetriever, HybridRetr
         yield one, cluster
 
 
-def _remembered(store: MemoryStore) -> None:
-    told = AS_OF - timedelta(days=3)
-    store.remember_many(
-        MemoryInput(text=text, tenant_id="acme", created_at=told + timedelta(hours=n))
-        for n, text in enumerate(
-            (
-                "The billing service runs on PostgreSQL 16.",
-                "The project deadline is March 1.",
-                "The project deadline slipped to April 15.",
-                "The search service stores its index in Elasticsearch.",
-            )
-        )
-    )
-    store.remember_many(
-        MemoryInput(text=text, tenant_id="acme", kind="message", thread_id="chat", position=n,
-                    created_at=told + timedelta(minutes=n))
-        for n, text in enumerate(
-            ("Ana: How did the move go?", "Bo: Exhausting, but we are in Riverside now.")
-        )
-    )  # fmt: skip
-    decision = store.record_decision(
-        tenant_id="acme", task_id="deploy", action_type="investigate",
-        content="Quarantine the flaky payment test; the nightly deploy failed on it",
-        status="done", created_at=told,
-    )  # fmt: skip
-    store.record_tool_call(
-        tenant_id="acme", decision_id=decision, tool_name="ci.logs",
-        params={"job": "nightly deploy"}, result="failed: test_payment flaky", created_at=told,
-    )  # fmt: skip
-
-
 def test_a_read_on_citus_materializes_every_cte_and_finds_what_one_server_finds(
     store: MemoryStore, retrievers: tuple[HybridRetriever, HybridRetriever]
 ) -> None:
-    _remembered(store)
+    remember_acme(store)
     one, cluster = retrievers
     sent: list[str] = []
     execute = cluster._reads.execute
