@@ -10,7 +10,8 @@ that reads any event told after a state as its update wins there and misfires he
 
 Each case is a tenant of its own: the state told on 2026-05-01, the mention on 2026-06-01,
 stored through ``remember``, asked with ``retrieve()`` and the defaults. Reported per case and
-in all: whether the state came first among the memories and was not marked outdated.
+per set (the cases read when the rule was designed, and a held-out set): whether the state came
+first among the memories and was not marked outdated.
 
 Usage: python benchmarks/quality/versions_mentions.py [--json PATH] [--no-save]
 """
@@ -55,13 +56,73 @@ CASES = (
     ("The weekly report goes to the finance team.",
      "The finance team reviewed the weekly report on Monday.", "Who gets the weekly report?"),
 )  # fmt: skip
+# Written on 2026-12-07 after the cases above had been read, before any change was measured on
+# them: kept apart, to measure the next change of the versions' rule on mentions it was not
+# designed with. They mention dates, people, places and numbers as an agent's memory does.
+HELD_OUT_CASES = (
+    ("Priya's phone number is 555-0142.", "Priya called about the invoice on Thursday.",
+     "What is Priya's phone number?"),
+    ("The company's fiscal year ends in March.",
+     "Finance closed the books for the fiscal year last week.", "When does the fiscal year end?"),
+    ("Our CI runs on GitHub Actions.", "The CI pipeline failed twice on the release branch.",
+     "What does our CI run on?"),
+    ("The user's daughter is called Emma.", "The user took Emma to the dentist on Friday.",
+     "What is the user's daughter called?"),
+    ("The main database server has 64 GB of RAM.",
+     "The database server ran out of disk space at 2am.",
+     "How much RAM does the database server have?"),
+    ("Leon's birthday is on 14 August.", "We bought Leon a bike for his birthday.",
+     "When is Leon's birthday?"),
+    ("The cleaning company comes every Thursday.",
+     "The cleaners forgot the upstairs bathroom last time.",
+     "When does the cleaning company come?"),
+    ("Our landlord is Mr Okafor.", "Mr Okafor fixed the boiler last month.",
+     "Who is our landlord?"),
+    ("The support SLA is 4 hours for urgent tickets.",
+     "Support missed the SLA on three urgent tickets in May.",
+     "What is the support SLA for urgent tickets?"),
+    ("The user is learning Spanish.",
+     "The user practised Spanish with a tutor from Madrid yesterday.",
+     "What language is the user learning?"),
+    ("The kids' school starts at 8:45.", "The school sent a letter about the trip to the zoo.",
+     "What time does the kids' school start?"),
+    ("The marketing budget is 20,000 a quarter.",
+     "Marketing spent most of the budget on the spring campaign.",
+     "What is the marketing budget?"),
+    ("Jonas is allergic to cats.", "Jonas sneezed all evening at Clara's flat.",
+     "What is Jonas allergic to?"),
+    ("The VPN server is in Frankfurt.", "The VPN dropped connections for an hour on Monday.",
+     "Where is the VPN server?"),
+    ("The user's gym is PureFit on Main Street.",
+     "The user skipped the gym this week because of a cold.", "Which gym does the user go to?"),
+    ("The release train ships every two weeks.",
+     "We shipped version 4.2 on the release train yesterday.",
+     "How often does the release train ship?"),
+    ("Grandpa takes his blood pressure pills at breakfast.",
+     "Grandpa asked the pharmacist about his blood pressure pills.",
+     "When does Grandpa take his blood pressure pills?"),
+    ("Our office is on the third floor.", "The lift to our office was out of order all morning.",
+     "Which floor is our office on?"),
+    ("The API keys rotate every 90 days.", "Ops rotated the API keys on 3 June.",
+     "How often do the API keys rotate?"),
+    ("Sara drives a blue Volvo.", "Sara parked the Volvo outside the school.",
+     "What car does Sara drive?"),
+)  # fmt: skip
+SETS = {"read": CASES, "held-out": HELD_OUT_CASES}
 
 
 def evaluate(store: Any, retriever: Any) -> dict[str, Any]:
-    """Each case in a tenant of its own: whether the state comes first, not marked outdated."""
+    """Each set's cases, each in a tenant of its own: whether the state comes first, not marked
+    outdated."""
+    return {name: _evaluate(store, retriever, name, cases) for name, cases in SETS.items()}
+
+
+def _evaluate(
+    store: Any, retriever: Any, name: str, told: tuple[tuple[str, str, str], ...]
+) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
-    for index, (state, mention, question) in enumerate(CASES):
-        tenant = f"mention-{index}"
+    for index, (state, mention, question) in enumerate(told):
+        tenant = f"mention-{name}-{index}"
         store.forget(tenant_id=tenant, everything=True)
         state_id = store.remember(state, tenant_id=tenant, created_at=STATE_TOLD)
         store.remember(mention, tenant_id=tenant, created_at=MENTION_TOLD)
@@ -98,10 +159,12 @@ def main() -> None:
     store = MemoryStore(bench.engine, schema="mentions")
     with HybridRetriever.from_store(store, config=RetrievalConfig(record_access=False)) as r:
         results = evaluate(store, r)
-    for case in results["per_case"]:
-        kept = case["state_first"] and not case["marked_outdated"]
-        print(("kept    " if kept else "DEMOTED ") + case["question"], "| first:", case["first"])
-    print(f"the state kept first for {results['state_kept']} of {results['cases']}")
+    for name, result in results.items():
+        for case in result["per_case"]:
+            kept = case["state_first"] and not case["marked_outdated"]
+            said = "kept    " if kept else "DEMOTED "
+            print(said + case["question"], "| first:", case["first"])
+        print(f"{name}: the state kept first for {result['state_kept']} of {result['cases']}")
     write_result("versions-mentions", results, args)
 
 
