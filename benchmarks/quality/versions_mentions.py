@@ -108,7 +108,57 @@ HELD_OUT_CASES = (
     ("Sara drives a blue Volvo.", "Sara parked the Volvo outside the school.",
      "What car does Sara drive?"),
 )  # fmt: skip
-SETS = {"read": CASES, "held-out": HELD_OUT_CASES}
+# Written on 2026-12-07 after the held-out set's results were read, before the next change was
+# measured on them.
+HELD_OUT_2_CASES = (
+    ("The team's retro is every second Friday.",
+     "The retro ran long because of the outage discussion.", "When is the team's retro?"),
+    ("Our payment provider is Stripe.", "Stripe sent us the monthly invoice.",
+     "Who is our payment provider?"),
+    ("The user's partner is called Dev.", "Dev cooked dinner for the user's parents.",
+     "What is the user's partner called?"),
+    ("The wiki lives in Confluence.", "Someone deleted a page from the wiki by mistake.",
+     "Where does the wiki live?"),
+    ("The staging database has 200 GB of storage.",
+     "The nightly job filled the staging database's disk.",
+     "How much storage does the staging database have?"),
+    ("Anna's dog is a golden retriever.", "Anna's dog chewed through the garden hose.",
+     "What kind of dog does Anna have?"),
+    ("The user takes the 7:40 train to work.", "The user's train was late again this morning.",
+     "Which train does the user take to work?"),
+    ("Our logo uses the colour teal.",
+     "The designer showed us a mock-up of the teal logo on a mug.", "What colour is our logo?"),
+    ("The quarterly review is with the board.",
+     "The board asked for more detail on churn at the quarterly review.",
+     "Who is the quarterly review with?"),
+    ("Tomás plays bass in a jazz band.",
+     "Tomás's band played a gig at the harbour on Saturday.", "What does Tomás play?"),
+    ("The shared drive is backed up to S3.", "The backup of the shared drive took six hours.",
+     "Where is the shared drive backed up to?"),
+    ("The user's accountant is Helen Marsh.", "Helen Marsh filed the user's tax return.",
+     "Who is the user's accountant?"),
+    ("The heating is set to 20 degrees.",
+     "The heating clicked off overnight and the flat got cold.", "What is the heating set to?"),
+    ("The product's free trial lasts 14 days.",
+     "A customer complained that the free trial was too short.", "How long is the free trial?"),
+    ("The user volunteers at the food bank on Sundays.",
+     "The user sorted tins at the food bank with her sister.",
+     "When does the user volunteer at the food bank?"),
+    ("Our main office printer is a Brother laser.",
+     "The office printer jammed during the board pack.",
+     "What printer do we have in the main office?"),
+    ("Kofi's favourite football team is Arsenal.", "Kofi watched the match with his cousins.",
+     "Which football team does Kofi support?"),
+    ("The monitoring alerts go to the on-call channel.",
+     "The on-call channel got flooded with disk alerts overnight.",
+     "Where do the monitoring alerts go?"),
+    ("The user's flat has two bedrooms.", "The user painted the small bedroom green.",
+     "How many bedrooms does the user's flat have?"),
+    ("The login service uses JWT tokens.",
+     "We debugged an expired token error in the login service.",
+     "What does the login service use?"),
+)  # fmt: skip
+SETS = {"read": CASES, "held-out": HELD_OUT_CASES, "held-out-2": HELD_OUT_2_CASES}
 
 
 def evaluate(store: Any, retriever: Any) -> dict[str, Any]:
