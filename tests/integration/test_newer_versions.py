@@ -422,6 +422,13 @@ def _the_newer_leads(
          "What database do we use?"),
         ("Maria's manager is Tom.", "Maria talked to Tom about her promotion.",
          "Who is Maria's manager?"),
+        # Near the state, and the question names no word only one holds.
+        ("The API rate limit is 100 requests per minute.",
+         "The client exceeded the API rate limit yesterday.", "What is the API rate limit?"),
+        ("The office Wi-Fi password is sunflower42.",
+         "A guest asked for the office Wi-Fi password.", "What is the office Wi-Fi password?"),
+        ("The weekly report goes to the finance team.",
+         "The finance team reviewed the weekly report on Monday.", "Who gets the weekly report?"),
     ],
 )  # fmt: skip
 def test_a_later_memory_that_mentions_a_state_without_changing_it_leaves_it_first(

@@ -7,9 +7,12 @@ from __future__ import annotations
 import pytest
 
 from retrieval.search.rank.versions_asked import (
+    brings_a_value,
+    mentions,
     names_apart,
     shares_a_word,
     states_update,
+    tells_an_event,
     tells_apart,
     versions_for_query,
 )
@@ -208,3 +211,105 @@ def test_an_update_the_question_tells_apart_is_a_version_only_when_close() -> No
         near=False,
         close=True,
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mr Okafor fixed the boiler.",
+        "The client exceeded the API rate limit yesterday.",
+        "I installed Ubuntu on my laptop and wiped Windows.",
+        "The council put the allotment fee up to 95.",  # "put" after a subject of one
+        "We put in a Ring video doorbell.",  # after "we", before a particle
+        "Bob has finally moved to Denver.",  # the present perfect
+        "The guest network was renamed to Acme-Visitors.",
+        "The old boiler was replaced by a heat pump.",  # "was" before "-ed by"
+    ],
+)
+def test_a_text_that_tells_an_event_in_the_past(text: str) -> None:
+    assert tells_an_event(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our doorbell is a basic wired chime.",  # a participle after "is" describes
+        "The office guest Wi-Fi is called Acme-Guest.",
+        "Customer emails are answered in Freshdesk.",
+        "Bob has a cat named Felix.",
+        "My sister lives in a shared flat in Leeds.",  # after "a": a description
+        "Ligation induces the formation of dynamically regulated assemblies.",  # after "of"
+        "Outcomes among women treated with tamoxifen.",  # before "with", no "was"
+        "Plasma holds tumor-derived DNA.",  # a compound
+        "Paid users get 1000 API calls per minute.",  # the first word is no verb
+        "We put the kids to bed at eight.",  # "we put" without a particle: a habit
+        "The judo coach can only do Friday afternoons.",
+        "We also bought a second van.",  # it adds
+        "Alice is allergic to peanuts.",
+    ],
+)
+def test_a_text_that_tells_a_state_or_a_habit(text: str) -> None:
+    assert not tells_an_event(text)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "brings"),
+    [
+        # A name or a number the older does not hold.
+        ("The allotment costs 85 a year.", "The council put the allotment fee up to 95.", True),
+        ("Our doorbell is a basic wired chime.", "We put in a Ring video doorbell.", True),
+        # Another word before a word both hold.
+        ("Our cat eats dry food.", "The vet put our cat on wet food only.", True),
+        # The older's own names, the first word and a word of no value bring none.
+        ("Maria's manager is Tom.", "Maria talked to Tom about her promotion.", False),
+        ("The API rate limit is 100 requests per minute.",
+         "The client exceeded the API rate limit yesterday.", False),
+        ("The company's fiscal year ends in June.", "Finance audited the fiscal year.", False),
+        # A time is a value only where the older holds one.
+        ("Leon wants a red bike.", "We bought Leon a bike on Friday.", False),
+        ("The API keys rotate every 90 days.", "Ops rotated the API keys on 3 June.", False),
+        ("The server has 64 GB of RAM.", "The server ran out of memory at 2am.", False),
+        ("Leon's birthday is on 14 August.", "We bought Leon a bike on Friday.", True),
+        ("The standup is at 9:30 on Mondays.", "The team pushed it to 10:15.", True),
+    ],
+)  # fmt: skip
+def test_a_newer_memory_brings_a_value_the_older_does_not_hold(
+    older: str, newer: str, brings: bool
+) -> None:
+    assert brings_a_value(older, newer) is brings
+
+
+@pytest.mark.parametrize(
+    ("query", "older", "newer"),
+    [
+        ("Who is the quarterly review with?", "The quarterly review is with the board.",
+         "The board asked for more detail on churn at the quarterly review."),
+        ("What is the office Wi-Fi password?", "The office Wi-Fi password is sunflower42.",
+         "A guest asked for the office Wi-Fi password."),
+        ("What is the API rate limit?", "The API rate limit is 100 requests per minute.",
+         "The client exceeded the API rate limit yesterday."),
+        ("Who gets the weekly report?", "The weekly report goes to the finance team.",
+         "The finance team reviewed the weekly report on Monday."),
+    ],
+)  # fmt: skip
+def test_an_event_that_only_mentions_a_state_is_no_version_of_it(
+    query: str, older: str, newer: str
+) -> None:
+    # Near, and the question names no word only one holds: without the event read as a
+    # mention, the newer would be the older's version.
+    assert not tells_apart(query, older, newer)
+    assert mentions(older, newer)
+    assert not versions_for_query(query, older, newer, near=True)
+
+
+def test_an_event_that_brings_a_value_or_says_a_change_is_no_mere_mention() -> None:
+    # A value of its own: the newer is what the older now is, near or said.
+    assert not mentions("Our cat eats dry food.", "The vet put our cat on wet food only.")
+    assert versions_for_query(
+        "How much is the allotment?", "The allotment costs 85 a year.",
+        "The council put the allotment fee up to 95.", near=True,
+    )  # fmt: skip
+    # A word of change keeps an update an update, however little it names.
+    assert not mentions("Jamal eats no fish.", "Jamal started eating fish again.")
+    # Two events: the later is no mention of a state.
+    assert not mentions("Bob ran a marathon in April.", "Bob ran the Berlin marathon.")

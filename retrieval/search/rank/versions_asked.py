@@ -20,6 +20,13 @@ older one for a question when either
   holds (:func:`names_apart`): "Where does Bob live?" still asks about "Bob moved to Denver.",
   but not about "Alice moved to Denver.".
 
+Neither way holds for a newer memory that only mentions what the older states
+(:func:`mentions`): it tells an event in the past after the older told a state, in no word of a
+change, and brings no value of its own, neither a name nor a number the older does not hold
+(:func:`brings_a_value`) nor another word before a word both hold ("wet food" after "dry
+food"): "Mr Okafor fixed the boiler." leaves "Our landlord is Mr Okafor." as it is, however
+near the two are.
+
 The verb of a question asked with "do" ("Where does Dmitri live?"), which a statement inflects
 ("lives"), names the relation asked about and tells nothing apart.
 
@@ -27,11 +34,13 @@ Words are compared in lower case, a word matching another that starts with it an
 three letters ("live", "lives", "lived"); words with digits match only themselves; a word the
 other memory holds inside one of its own ("VPN" in "OpenVPN") tells nothing apart. The signs of
 an update are read in English; in another language only the first way applies.
-See docs/decisions/0034-versions-for-the-question.md and 0053-an-update-says-when-it-began.md.
+See docs/decisions/0034-versions-for-the-question.md, 0053-an-update-says-when-it-began.md and
+0071-a-mention-is-no-version.md.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 
@@ -106,6 +115,62 @@ UPDATE_MOST_WORDS = 30
 _ADDITION = re.compile(
     r"\b(also|too|as well|another|in addition|besides|additionally|second)\b", re.IGNORECASE
 )
+# A memory that tells an event in the past ("Mr Okafor fixed the boiler.", "The client exceeded
+# the API rate limit.", "I installed Ubuntu on my laptop."): a verb in the past
+# tense after its subject, regular ("-ed") or one of the common irregular ones. After "is",
+# "are" or a modal it is a state or a habit ("is called", "are answered", "can only do"),
+# after "a", "the", "my" or a preposition a noun's description ("a shared flat", "of regulated
+# assemblies"); a word that starts the text is no verb ("Paid users get ..."). "put", "shut",
+# "cut", "quit", "split" and "left" are the present too after "I", "we", "you" or "they":
+# there, only before a particle ("We put in a Ring doorbell.", "We shut down Freshdesk.").
+_IRREGULAR_PAST = frozenset(
+    """
+    got gave took went made bought sold began became broke brought built came chose drove fell
+    found grew heard held kept knew led lost met paid ran sent spent stood taught told threw won
+    wrote did sat flew forgot hung rode rang shook stole struck swore tore woke wore dug fed fled
+    fought caught put shut cut quit split left
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_PRESENT_TOO = frozenset(["put", "shut", "cut", "quit", "split", "left"])
+_PLURAL_TELLERS = frozenset(["i", "we", "you", "they"])
+_PARTICLES = frozenset(["in", "down", "up", "off", "out", "away", "back", "over"])
+# Words that end as a past tense does and are no verb, or are a state after a noun.
+_NOT_PAST = frozenset(
+    """
+    hundred based located named called used supposed interested red bed shed wed sacred naked
+    wicked rugged beloved aged skilled talented dedicated tired
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_STATE_BEFORE = frozenset(
+    """
+    is are am be being remains stays seems looks feels to will would can could may might must
+    shall should do does don't doesn't usually always often never
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_ADVERBS = frozenset(
+    ["just", "recently", "finally", "already", "only", "then", "officially", "eventually"]
+)
+# "has moved", "have switched": the present perfect tells an event; after a verb in the present
+# ("Our doorbell is a basic wired chime.", "Bob has a cat named Felix."), a past participle
+# describes a state.
+_PERFECT = frozenset(["has", "have", "we've", "i've", "you've", "they've"])
+_PRESENT_VERBS = frozenset(["is", "are", "am", "has", "have"])
+# After a determiner or a preposition, a word in "-ed" describes a noun ("a shared flat", "the
+# updated plan", "the formation of dynamically regulated assemblies"); an adverb in "-ly" may
+# stand between.
+_DESCRIBED_AFTER = frozenset(
+    """
+    a an the my our your his her their its this that of in on at for with by from into about
+    as via per without within between
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_MANNER = re.compile(r"\w{3,}ly")
+# Words with their hyphens kept: a compound in "-ed" ("tumor-derived") is no verb.
+_COMPOUND = re.compile(r"\w+(?:[-'\u2019]\w+)*")
+# Without "was" or "got" before it, a word in "-ed" before "by" or "with" describes the noun
+# before it; with one, it tells an event ("The bonus pool was halved by the board.").
+_AGENTS = frozenset(["by", "with"])
+_PAST_AUXILIARIES = frozenset(["was", "were", "got", "been"])
 
 
 def states_update(text: str) -> bool:
@@ -122,6 +187,96 @@ def states_update(text: str) -> bool:
         or _LABELLED_UPDATE.match(text) is not None
     )
     return said and _ADDITION.search(text) is None
+
+
+def tells_an_event(text: str) -> bool:
+    """Whether ``text`` tells an event in the past: a verb in the past tense after its subject
+    ("Mr Okafor fixed the boiler.", "The guest network was renamed.", "We put in a Ring
+    doorbell."), not a state ("The office Wi-Fi is called Acme-Guest.", "Free users get
+    100 calls.", "Paid users get 1000.") and not an addition ("We also bought a van.")."""
+    words = [word.lower() for word in _COMPOUND.findall(text)]
+    return _ADDITION.search(text) is None and any(
+        _past_verb(words, at) for at in range(1, len(words))
+    )
+
+
+def _past_verb(words: list[str], at: int) -> bool:
+    word = words[at]
+    regular = len(word) >= 5 and word.endswith("ed") and not word.endswith("eed")
+    if "-" in word:  # a compound describes: "tumor-derived", "home-made"
+        return False
+    if not (word in _IRREGULAR_PAST or (regular and word not in _NOT_PAST)):
+        return False
+    before = at - 1
+    while before > 0 and (words[before] in _ADVERBS or _MANNER.fullmatch(words[before])):
+        before -= 1
+    if words[before] in _PERFECT or words[before] in _PAST_AUXILIARIES:
+        return True
+    if words[before] in _STATE_BEFORE or words[before] in _DESCRIBED_AFTER:
+        return False
+    if at + 1 < len(words) and words[at + 1] in _AGENTS:
+        return False  # "women treated with tamoxifen", "the map revealed by the survey"
+    if any(w in _PRESENT_VERBS for w in words[:before]):
+        return False
+    if word in _PRESENT_TOO and words[before] in _PLURAL_TELLERS:
+        return at + 1 < len(words) and words[at + 1] in _PARTICLES
+    return True
+
+
+# A time is a value of a state only where the older told one: "We bought Leon a bike on Friday."
+# tells no new day of "Leon's birthday is on 14 August.", "The clinic moved it to 4pm." a new
+# time of "The appointment is at 3pm.".
+_WEEKDAYS_AND_MONTHS = frozenset(
+    """
+    monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december jan feb mar apr jun jul aug sep sept
+    oct nov dec
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
+# A day of the month beside its month ("3 June", "the 3rd of June", "June 3").
+_DAY_OF_MONTH = (
+    re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>[A-Za-z]+)"),
+    re.compile(r"\b(?P<month>[A-Za-z]+)\s+\d{1,2}(?:st|nd|rd|th)?\b"),
+)
+
+
+def brings_a_value(older: str, newer: str) -> bool:
+    """Whether ``newer`` holds a value that ``older`` does not: a name or a number (past its
+    first word, which a capital letter does not make a name) or another word before a word both
+    hold. "The council put the allotment fee up to 95." after "The allotment costs 85 a year.",
+    "We put in a Ring video doorbell." after "Our doorbell is a basic wired chime.", "The vet
+    put our cat on wet food only." after "Our cat eats dry food." do; "The client exceeded the
+    API rate limit yesterday." and "Maria talked to Tom about her promotion." after "Maria's
+    manager is Tom." do not. A day, a month or a time of day counts only where ``older`` holds
+    one ("We bought Leon a bike on Friday." brings no new day to "Leon wants a red bike.", a
+    new time to "Leon's birthday is on 14 August.")."""
+    first, second = _text(older), _text(newer)
+    return any(
+        not first.shares(value) and (first.times or value not in second.time_words)
+        for value in second.values
+    ) or _replaces_a_modifier(first, second)
+
+
+def _replaces_a_modifier(first: _Text, second: _Text) -> bool:
+    # A word both describe, each with a word of its own before it: "wet food" after "dry food".
+    return any(
+        _same_word(noun, other) and not first.shares(modifier) and not second.shares(told)
+        for modifier, noun in second.described
+        for told, other in first.described
+    )
+
+
+def mentions(older: str, newer: str) -> bool:
+    """Whether ``newer`` only mentions what ``older`` states: it tells an event in the past
+    (:func:`tells_an_event`) after ``older`` told a state, in no word of a change
+    (:func:`states_update`), and brings no value of its own (:func:`brings_a_value`): "Mr Okafor
+    fixed the boiler." after "Our landlord is Mr Okafor.", "A guest asked for the office Wi-Fi
+    password." after "The office Wi-Fi password is sunflower42."."""
+    said, told = _text(newer), _text(older)
+    return (
+        said.event and not said.short_update and not told.event and not brings_a_value(older, newer)
+    )
 
 
 def tells_apart(query: str, older: str, newer: str) -> bool:
@@ -156,7 +311,7 @@ def versions_for_query(
     ``version_words_similarity``), by any content word: "How old is Leo?" asks about "My son Leo
     is 8 years old.", not about the later "Leo has a new piano teacher, Mr Evans."."""
     said = _text(newer)
-    if not (near or said.short_update):
+    if not (near or said.short_update) or mentions(older, newer):
         return False
     apart = tells_apart(query, older, newer)
     if near and not apart:
@@ -196,13 +351,21 @@ def _apart(
 
 class _Text:
     """A memory's text as the rule reads it: its content words, those written with a capital
-    letter or a digit (names and numbers), and whether it is a short statement of an update;
+    letter or a digit (names and numbers), whether it is a short statement of an update or
+    tells an event, its words of time and the words it describes by the word before them;
     what it holds of the last question's words is kept (one question at a time)."""
 
     def __init__(self, text: str) -> None:
         self.words = _words(text)
         self.names = _names(text)
         self.short_update = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS and states_update(text)
+        self.event = tells_an_event(text)
+        self.time_words = _time_words(text)
+        self.times = bool(self.time_words)
+        first = _WORD.search(text)
+        opening = _POSSESSIVE.sub("", first.group().lower()) if first else ""
+        self.values = self.names - {opening}
+        self.described = _described(text)
         self.tellers = _tellers(text)
         self._by_start: dict[str, list[str]] = {}
         for word in self.words:
@@ -290,6 +453,29 @@ def _words(text: str) -> frozenset[str]:
     # The content words of ``text``, in lower case, without a possessive's ending.
     found = (_POSSESSIVE.sub("", word.lower()) for word in _WORD.findall(text))
     return frozenset(w for w in found if w and w not in _FUNCTION_WORDS)
+
+
+def _described(text: str) -> tuple[tuple[str, str], ...]:
+    # Each content word of ``text`` after another content word (the word before, the word).
+    words = [_POSSESSIVE.sub("", word.lower()) for word in _WORD.findall(text)]
+    return tuple(
+        (before, word)
+        for before, word in itertools.pairwise(words)
+        if before and word and before not in _FUNCTION_WORDS and word not in _FUNCTION_WORDS
+    )
+
+
+def _time_words(text: str) -> frozenset[str]:
+    # The words of ``text`` that tell a day, a month or a time of day ("Friday", "14 August",
+    # "2am", "9:30"), as :func:`_names` has them.
+    found = {w for w in _names(text) if w in _WEEKDAYS_AND_MONTHS}
+    for match in _TIME_OF_DAY.finditer(text):
+        found |= _names(match.group())
+    for pattern in _DAY_OF_MONTH:
+        for match in pattern.finditer(text):
+            if match["month"].lower() in _WEEKDAYS_AND_MONTHS:
+                found |= _names(match.group())
+    return frozenset(found)
 
 
 # Who tells a memory, when it says so: one team ("we", "our") or one person ("I", "my").
