@@ -429,6 +429,9 @@ def _the_newer_leads(
          "A guest asked for the office Wi-Fi password.", "What is the office Wi-Fi password?"),
         ("The weekly report goes to the finance team.",
          "The finance team reviewed the weekly report on Monday.", "Who gets the weekly report?"),
+        # When it happened is no word of a change.
+        ("Our landlord is Mr Okafor.", "Mr Okafor fixed the boiler last month.",
+         "Who is our landlord?"),
     ],
 )  # fmt: skip
 def test_a_later_memory_that_mentions_a_state_without_changing_it_leaves_it_first(

@@ -313,3 +313,16 @@ def test_an_event_that_brings_a_value_or_says_a_change_is_no_mere_mention() -> N
     assert not mentions("Jamal eats no fish.", "Jamal started eating fish again.")
     # Two events: the later is no mention of a state.
     assert not mentions("Bob ran a marathon in April.", "Bob ran the Berlin marathon.")
+
+
+def test_when_an_event_happened_is_no_word_of_a_change() -> None:
+    # "last month" says when the boiler was fixed, not that the landlord changed.
+    newer = "Mr Okafor fixed the boiler last month."
+    assert states_update(newer)
+    assert mentions("Our landlord is Mr Okafor.", newer)
+    assert not versions_for_query(
+        "Who is our landlord?", "Our landlord is Mr Okafor.", newer, near=True
+    )
+    # With a value of its own, or a word of change, the moment still tells an update.
+    assert not mentions("Mateo works at a bakery.", "Mateo got a job at Pret two weeks ago.")
+    assert not mentions("Hannah is pregnant.", "Hannah had the twins last week.")

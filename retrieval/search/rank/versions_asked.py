@@ -99,11 +99,14 @@ _WHEN = (
     r"spring|summer|autumn|fall|winter)"
 )
 _ONSET = re.compile(
-    rf"\b(?:since|as of|starting|beginning|effective) {_WHEN}|\bfrom (?:next|today|tomorrow)\b"
-    # ... or a moment it happened: "had the twins last week", "two months ago" ("in the last
-    # week of November" names a time, not when something changed).
-    r"|(?<!the )\blast (?:week|weekend|month|year)\b(?! of)"
-    r"|\b\w+ (?:days|weeks|months|years) ago\b",
+    rf"\b(?:since|as of|starting|beginning|effective) {_WHEN}|\bfrom (?:next|today|tomorrow)\b",
+    re.IGNORECASE,
+)
+# ... or a moment it happened: "had the twins last week", "two months ago" ("in the last week
+# of November" names a time, not when something changed). Told with an event that brings no
+# value, the moment tells when the event happened, not that a value began (:func:`mentions`).
+_MOMENT = re.compile(
+    r"(?<!the )\blast (?:week|weekend|month|year)\b(?! of)|\b\w+ (?:days|weeks|months|years) ago\b",
     re.IGNORECASE,
 )
 # A note labelled as what replaces an earlier one: "Update: ...", "Correction: ...".
@@ -180,10 +183,16 @@ def states_update(text: str) -> bool:
     again."), or when its value began ("Trial is 30 days starting next week.", "Mark is on day
     shifts since last month.", "Hannah had the twins last week.") and does not say it adds to
     one ("Alice is now also allergic to shellfish.")."""
+    return _says_a_change(text, moment=True)
+
+
+def _says_a_change(text: str, *, moment: bool) -> bool:
+    # states_update, with or without the moment something happened as a sign.
     said = (
         _UPDATE.search(text) is not None
         or _CHANGE_OF_STATE.search(text) is not None
         or _ONSET.search(text) is not None
+        or (moment and _MOMENT.search(text) is not None)
         or _LABELLED_UPDATE.match(text) is not None
     )
     return said and _ADDITION.search(text) is None
@@ -270,12 +279,13 @@ def _replaces_a_modifier(first: _Text, second: _Text) -> bool:
 def mentions(older: str, newer: str) -> bool:
     """Whether ``newer`` only mentions what ``older`` states: it tells an event in the past
     (:func:`tells_an_event`) after ``older`` told a state, in no word of a change
-    (:func:`states_update`), and brings no value of its own (:func:`brings_a_value`): "Mr Okafor
-    fixed the boiler." after "Our landlord is Mr Okafor.", "A guest asked for the office Wi-Fi
-    password." after "The office Wi-Fi password is sunflower42."."""
+    (:func:`states_update`; when it happened, "last week" or "two days ago", is no change here),
+    and brings no value of its own (:func:`brings_a_value`): "Mr Okafor fixed the boiler last
+    month." after "Our landlord is Mr Okafor.", "A guest asked for the office Wi-Fi password."
+    after "The office Wi-Fi password is sunflower42."."""
     said, told = _text(newer), _text(older)
     return (
-        said.event and not said.short_update and not told.event and not brings_a_value(older, newer)
+        said.event and not said.short_change and not told.event and not brings_a_value(older, newer)
     )
 
 
@@ -358,7 +368,10 @@ class _Text:
     def __init__(self, text: str) -> None:
         self.words = _words(text)
         self.names = _names(text)
-        self.short_update = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS and states_update(text)
+        short = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS
+        self.short_update = short and states_update(text)
+        # The same, but for the moment something happened ("... last week."): see mentions().
+        self.short_change = short and _says_a_change(text, moment=False)
         self.event = tells_an_event(text)
         self.time_words = _time_words(text)
         self.times = bool(self.time_words)
