@@ -143,8 +143,8 @@ def _says_a_change(text: str, *, moment: bool) -> bool:
     return said and _ADDITION.search(text) is None
 
 
-# A time is a value of a state only where the older told one: "We bought Leon a bike on Friday."
-# tells no new day of "Leon's birthday is on 14 August.", "The clinic moved it to 4pm." a new
+# A time is a value of a state only where the older told one: "The server ran out of memory at
+# 2am." tells no new time of "The server has 64 GB of RAM.", "The clinic moved it to 4pm." a new
 # time of "The appointment is at 3pm.".
 _WEEKDAYS_AND_MONTHS = frozenset(
     """
