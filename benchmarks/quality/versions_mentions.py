@@ -9,9 +9,10 @@ that reads any event told after a state as its update wins there and misfires he
 (docs/decisions/0070-an-event-after-a-state.md).
 
 Each case is a tenant of its own: the state told on 2026-05-01, the mention on 2026-06-01,
-stored through ``remember``, asked with ``retrieve()`` and the defaults. Reported per case and
-per set (the cases read when the rule was designed, and a held-out set): whether the state came
-first among the memories and was not marked outdated.
+stored through ``remember``, asked with ``retrieve()`` and the defaults; then every case of
+every set in one tenant, as one agent's memory holds them (each state a minute after the last,
+each mention a month after its state). Reported per case and per set: whether the state came
+first among the memories and was not marked outdated, and how many were marked outdated.
 
 Usage: python benchmarks/quality/versions_mentions.py [--json PATH] [--no-save]
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -220,21 +221,41 @@ SETS = {
 }
 
 
+ONE_TENANT = "mention-one-tenant"
+
+
 def evaluate(store: Any, retriever: Any) -> dict[str, Any]:
-    """Each set's cases, each in a tenant of its own: whether the state comes first, not marked
-    outdated."""
-    return {name: _evaluate(store, retriever, name, cases) for name, cases in SETS.items()}
+    """Each set's cases, each in a tenant of its own; then every case of every set in one tenant
+    (``"<set>, one tenant"``): whether the state comes first, not marked outdated."""
+    results = {
+        name: _evaluate(retriever, cases, [_told(store, f"mention-{name}-{n}", case)
+                                           for n, case in enumerate(cases)])
+        for name, cases in SETS.items()
+    }  # fmt: skip
+    store.forget(tenant_id=ONE_TENANT, everything=True)
+    everything = [case for cases in SETS.values() for case in cases]
+    ids = iter(_told(store, ONE_TENANT, case, minute) for minute, case in enumerate(everything))
+    for name, cases in SETS.items():
+        results[f"{name}, one tenant"] = _evaluate(retriever, cases, [next(ids) for _ in cases])
+    return results
+
+
+def _told(store: Any, tenant: str, case: tuple[str, str, str], minute: int = 0) -> tuple[str, str]:
+    # The state told first, the mention a month later; the tenant and the state's id.
+    state, mention, _ = case
+    if tenant != ONE_TENANT:
+        store.forget(tenant_id=tenant, everything=True)
+    after = timedelta(minutes=minute)
+    state_id = store.remember(state, tenant_id=tenant, created_at=STATE_TOLD + after)
+    store.remember(mention, tenant_id=tenant, created_at=MENTION_TOLD + after)
+    return tenant, state_id
 
 
 def _evaluate(
-    store: Any, retriever: Any, name: str, told: tuple[tuple[str, str, str], ...]
+    retriever: Any, told: tuple[tuple[str, str, str], ...], stored: list[tuple[str, str]]
 ) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
-    for index, (state, mention, question) in enumerate(told):
-        tenant = f"mention-{name}-{index}"
-        store.forget(tenant_id=tenant, everything=True)
-        state_id = store.remember(state, tenant_id=tenant, created_at=STATE_TOLD)
-        store.remember(mention, tenant_id=tenant, created_at=MENTION_TOLD)
+    for (_, _, question), (tenant, state_id) in zip(told, stored, strict=True):
         memories = [
             r for r in retriever.retrieve(question, tenant_id=tenant).results
             if r.source == "semantic"
@@ -248,8 +269,9 @@ def _evaluate(
              "first": memories[0].content if memories else None}
         )  # fmt: skip
     kept = sum(c["state_first"] and not c["marked_outdated"] for c in cases)
+    outdated = sum(c["marked_outdated"] for c in cases)
     return {"cases": len(cases), "state_kept": kept, "share": round(kept / len(cases), 3),
-            "per_case": cases}  # fmt: skip
+            "marked_outdated": outdated, "per_case": cases}  # fmt: skip
 
 
 def main() -> None:
@@ -273,7 +295,8 @@ def main() -> None:
             kept = case["state_first"] and not case["marked_outdated"]
             said = "kept    " if kept else "DEMOTED "
             print(said + case["question"], "| first:", case["first"])
-        print(f"{name}: the state kept first for {result['state_kept']} of {result['cases']}")
+        print(f"{name}: the state kept first for {result['state_kept']} of {result['cases']}"
+              f" (marked outdated: {result['marked_outdated']})")  # fmt: skip
     write_result("versions-mentions", results, args)
 
 
