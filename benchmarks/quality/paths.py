@@ -86,6 +86,7 @@ HELD_OUT = (
     "held-out-5",
     "held-out-6",
     "held-out-7",
+    "held-out-8",
 )
 
 

@@ -41,8 +41,11 @@ question was near an earlier part's, a question's cosine to another part's memor
 measured before any change and with the change of decision 0070, then its misses read) and
 ``held-out-7`` (20 distinct pairs and 20 updates written on 2026-12-07 before held-out-6's
 result with that change was seen, with names and subjects no earlier part uses and no
-question at a cosine over 0.55 to another pair's memory; measured with it, its misses not
-read). A rule
+question at a cosine over 0.55 to another pair's memory; measured with it and with the
+changes of decision 0071, then its misses read) and ``held-out-8`` (20 distinct pairs and 20
+updates written on 2026-12-07 after held-out-7's misses were read, before any change; subjects
+rewritten until no question has a cosine over 0.55 to another part's memory nor another part's
+question to one of its memories). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
