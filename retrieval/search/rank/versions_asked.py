@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from retrieval.memory.speakers import UPDATE_LABELS
 from retrieval.search.rank.tense import tells_an_event
@@ -173,7 +173,7 @@ def brings_a_value(older: str, newer: str) -> bool:
     new time to "Leon's birthday is on 14 August.")."""
     first, second = _text(older), _text(newer)
     return any(
-        not first.shares(value) and (first.times or value not in second.time_words)
+        not first.shares(value) and (bool(first.time_words) or value not in second.time_words)
         for value in second.values
     ) or _replaces_a_modifier(first, second)
 
@@ -279,17 +279,8 @@ class _Text:
     def __init__(self, text: str) -> None:
         self.words = _words(text)
         self.names = _names(text)
-        short = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS
-        self.short_update = short and states_update(text)
-        # The same, but for the moment something happened ("... last week."): see mentions().
-        self.short_change = short and _says_a_change(text, moment=False)
-        self.event = _ADDITION.search(text) is None and tells_an_event(text)
-        self.time_words = _time_words(text)
-        self.times = bool(self.time_words)
-        first = _WORD.search(text)
-        opening = _POSSESSIVE.sub("", first.group().lower()) if first else ""
-        self.values = self.names - {opening}
-        self.described = _described(text)
+        self.text = text
+        self.short_update = len(_WORD.findall(text)) <= UPDATE_MOST_WORDS and states_update(text)
         self.tellers = _tellers(text)
         self._by_start: dict[str, list[str]] = {}
         for word in self.words:
@@ -298,6 +289,35 @@ class _Text:
         self._asked: frozenset[str] | None = None
         self._held: frozenset[str] = frozenset()
         self._inside: frozenset[str] = frozenset()
+
+    # What mentions() reads, only for the pairs that reach it.
+
+    @cached_property
+    def short_change(self) -> bool:
+        """A short statement of an update that says more than when something happened
+        ("... last week.")."""
+        return self.short_update and _says_a_change(self.text, moment=False)
+
+    @cached_property
+    def event(self) -> bool:
+        """Whether it tells an event in the past, and adds to nothing ("also")."""
+        return _ADDITION.search(self.text) is None and tells_an_event(self.text)
+
+    @cached_property
+    def time_words(self) -> frozenset[str]:
+        """Its words of a day, a month or a time of day."""
+        return _time_words(self.text)
+
+    @cached_property
+    def values(self) -> frozenset[str]:
+        """Its names and numbers but its first word (a capital letter there makes no name)."""
+        first = _WORD.search(self.text)
+        return self.names - {_POSSESSIVE.sub("", first.group().lower()) if first else ""}
+
+    @cached_property
+    def described(self) -> tuple[tuple[str, str], ...]:
+        """Each content word after another content word (the word before, the word)."""
+        return _described(self.text)
 
     def holds(self, asked: frozenset[str]) -> frozenset[str]:
         """The words of ``asked`` this text holds (the same word, or one that starts it and
