@@ -87,6 +87,7 @@ HELD_OUT = (
     "held-out-6",
     "held-out-7",
     "held-out-8",
+    "held-out-9",
 )
 
 

@@ -45,7 +45,10 @@ question at a cosine over 0.55 to another pair's memory; measured with it and wi
 changes of decision 0071, then its misses read) and ``held-out-8`` (20 distinct pairs and 20
 updates written on 2026-12-07 after held-out-7's misses were read, before any change; subjects
 rewritten until no question has a cosine over 0.55 to another part's memory nor another part's
-question to one of its memories). A rule
+question to one of its memories) and ``held-out-9`` (20 distinct pairs and 20 updates written
+on 2026-12-07, before any change, where one memory is told by one person, "I" or "my", and the
+other by the household or the team it belongs to, "we" or "our": "I live in Coimbra near the
+university." then "We moved to Aveiro in the spring."; subjects rewritten as held-out-8's). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
