@@ -444,3 +444,27 @@ def test_a_later_memory_that_mentions_a_state_without_changing_it_leaves_it_firs
     results = retriever.retrieve(question, tenant_id="acme")
     assert _memories(results)[0] == older
     assert "possibly_outdated_by" not in results[0].metadata
+
+
+@pytest.mark.parametrize("told", ["supersedes", "key"])
+def test_an_update_the_rule_cannot_read_replaces_its_fact_when_the_writer_says_so(
+    store: MemoryStore, retriever: HybridRetriever, told: str
+) -> None:
+    # "We moved to Porto." shares no word with the fact nor the question, and is far from both
+    # in meaning: untold, "Where do I live?" finds Lisbon alone (docs/api.md). Told as the
+    # fact's correction, or under its key, the fact leaves the answer and the update answers.
+    tenant = f"moved-{told}"
+    keyed = {"key": "home"} if told == "key" else {}
+    lisbon = store.remember("I live in Lisbon with my partner Joana.", tenant_id=tenant,
+                            created_at=JANUARY, **keyed)  # fmt: skip
+    store.remember("My partner Joana is a vet.", tenant_id=tenant, created_at=APRIL)
+    store.remember("I work as a backend engineer at Feedzai.", tenant_id=tenant, created_at=APRIL)
+    replaces = {"supersedes": lisbon} if told == "supersedes" else keyed
+    porto = store.remember("We moved to Porto.", tenant_id=tenant, created_at=JULY, **replaces)
+    asked = retriever.retrieve("Where do I live?", tenant_id=tenant)
+    assert _memories(asked)[0] == porto
+    assert lisbon not in _memories(asked)
+    before = retriever.retrieve(
+        "Where do I live?", tenant_id=tenant, as_of=JULY - timedelta(days=1)
+    )
+    assert _memories(before)[0] == lisbon
