@@ -12,8 +12,10 @@ them, each told two days and one day before the question, with the question:
 
 Each pair lives in a tenant of its own beside ten other memories of a team, stored through the
 public API (``remember``), and is asked with ``retrieve()`` and the defaults (and with
-``newer_versions_first`` off, in the same run). The answer is right when the memory expected
-first is the first of the pair among the results (and is returned). Each tenant is also asked
+``newer_versions_first`` off, in the same run; and with each update told as the correction of
+its fact, ``supersedes``, as a writer who knows it is an update would tell it). The answer is
+right when the memory expected first is the first of the pair among the results (and is
+returned). Each tenant is also asked
 about each of the ten others (``others``): the one asked about must come first, not a newer
 memory of the pair that says it changed something else.
 
@@ -121,9 +123,12 @@ def load(path: Path = PAIRS) -> list[Pair]:
     return [Pair(**json.loads(line)) for line in path.read_text("utf-8").splitlines() if line]
 
 
-def store_pairs(store: Any, pairs: Sequence[Pair], prefix: str = "versions") -> dict[int, Any]:
+def store_pairs(
+    store: Any, pairs: Sequence[Pair], prefix: str = "versions", *, corrections: bool = False
+) -> dict[int, Any]:
     """Each pair in a tenant of its own with :data:`OTHERS`: the older told two days before
-    the question, the newer one day before; the ids of each pair's two memories."""
+    the question, the newer one day before (with ``corrections``, an update's newer told as
+    the correction of its older, ``supersedes``); the ids of each pair's two memories."""
     ids: dict[int, Any] = {}
     for pair in pairs:
         tenant = f"{prefix}-{pair.id}"
@@ -133,8 +138,9 @@ def store_pairs(store: Any, pairs: Sequence[Pair], prefix: str = "versions") -> 
         older = store.remember(
             pair.older, tenant_id=tenant, created_at=ASKED_AT - timedelta(days=2)
         )
+        replaced = {"supersedes": older} if corrections and pair.relation == "update" else {}
         newer = store.remember(
-            pair.newer, tenant_id=tenant, created_at=ASKED_AT - timedelta(days=1)
+            pair.newer, tenant_id=tenant, created_at=ASKED_AT - timedelta(days=1), **replaced
         )
         ids[pair.id] = {"older": older, "newer": newer}
     return ids
@@ -154,14 +160,21 @@ def one_tenant_order(pairs: Sequence[Pair]) -> list[tuple[int, str, str, datetim
     return [(*memory, first_day + timedelta(days=day)) for day, memory in enumerate(told)]
 
 
-def store_in_one_tenant(store: Any, pairs: Sequence[Pair], tenant: str = "versions-one") -> dict:
+def store_in_one_tenant(
+    store: Any, pairs: Sequence[Pair], tenant: str = "versions-one", *, corrections: bool = False
+) -> dict:
     """Every pair in one tenant, as one user's memory grows: :data:`OTHERS`, then every older
-    fact, then every newer one, one a day, each part in a shuffled order (seed 7); the ids of
-    each pair's two memories."""
+    fact, then every newer one, one a day, each part in a shuffled order (seed 7; with
+    ``corrections``, an update's newer told as the correction of its older); the ids of each
+    pair's two memories."""
     store.forget(tenant_id=tenant, everything=True)
     ids: dict[int, dict[str, Any]] = defaultdict(dict)
+    updates = {pair.id for pair in pairs if pair.relation == "update"}
     for pair_id, role, text, told_at in one_tenant_order(pairs):
-        memory = store.remember(text, tenant_id=tenant, created_at=told_at)
+        replaced = {}
+        if corrections and role == "newer" and pair_id in updates:
+            replaced = {"supersedes": ids[pair_id]["older"]}
+        memory = store.remember(text, tenant_id=tenant, created_at=told_at, **replaced)
         if pair_id >= 0:
             ids[pair_id][role] = memory
     return ids
@@ -281,6 +294,16 @@ def main() -> None:
         with HybridRetriever.from_store(store, config=config) as retriever:
             results[name] = evaluate(retriever, pairs, ids)
             results[f"{name}, one tenant"] = evaluate_one_tenant(retriever, pairs, one_tenant)
+    # What a writer who knows an update gets by saying so: each update told as the correction
+    # of its fact (`supersedes`), the defaults.
+    corrected = store_pairs(store, pairs, "corrections", corrections=True)
+    corrected_one = store_in_one_tenant(store, pairs, "corrections-one", corrections=True)
+    with HybridRetriever.from_store(store, config=configs["defaults"]) as retriever:
+        told = "defaults, updates told as corrections"
+        results[told] = evaluate(retriever, pairs, corrected, prefix="corrections")
+        results[f"{told}, one tenant"] = evaluate_one_tenant(
+            retriever, pairs, corrected_one, tenant="corrections-one"
+        )
     write_result("versions-for-a-question", results, args)
     for name in results:
         if name != "pairs":
