@@ -316,6 +316,55 @@ HELD_OUT_5_CASES = (
      "Mr Reyes fixed the broken light in the stairwell.",
      "Who is the caretaker of the building?"),
 )  # fmt: skip
+# Written on 2026-12-07 after every set above had been read, before any change was measured on
+# them: events told in the first person as a user's memory holds them ("I", "we"), with "had",
+# in the present perfect, with a word of change said in passing ("replaced the kitchen tap") or a
+# name or number of their own that is no new value of the state.
+HELD_OUT_6_CASES = (
+    ("We have a tortoise called Tofu.", "Tofu had a vet check-up last week; all fine.",
+     "What pets do we have?"),
+    ("I'm allergic to penicillin.", "I had a bad reaction to a bee sting on Sunday.",
+     "What am I allergic to?"),
+    ("Our boiler is a Worcester Bosch combi.", "We had the boiler serviced in March.",
+     "What boiler do we have?"),
+    ("My climbing group meets on Thursday evenings.",
+     "I've missed the climbing group twice this month.",
+     "When does my climbing group meet?"),
+    ("Our recipe collection is in Paprika.",
+     "Someone has deleted a recipe from our Paprika collection.",
+     "Where is our recipe collection?"),
+    ("Our letting agent is Foxtons.", "Foxtons has replaced the kitchen tap.",
+     "Who is our letting agent?"),
+    ("My commute is 25 minutes by tram.", "The tram broke down on my way in this morning.",
+     "How long is my commute?"),
+    ("Our physiotherapy clinic is Motus.", "I took Maya to Motus about her ankle.",
+     "Which physiotherapy clinic do we use?"),
+    ("The team's standup bot is Geekbot.",
+     "Geekbot forgot to post the standup questions on Monday.",
+     "Which standup bot does the team use?"),
+    ("Our booking system is SimplyBook.", "The booking system had 4,000 bookings during the sale.",
+     "Which booking system do we use?"),
+    ("My partner works night shifts at the hospital.", "My partner had a long shift on Saturday.",
+     "Where does my partner work?"),
+    ("Our joint account is with Monzo.", "We paid the builder from the joint account.",
+     "Where is our joint account?"),
+    ("The scanner in the study is an Epson.", "I scanned the boarding passes on the Epson.",
+     "What scanner is in the study?"),
+    ("Our Slack workspace is acme-team.", "A new intern joined the acme-team Slack on Tuesday.",
+     "What is our Slack workspace called?"),
+    ("My mother-in-law is called Ingrid.", "Ingrid has sent us a parcel of Swedish sweets.",
+     "What is my mother-in-law called?"),
+    ("The backup job runs at 2am.", "The backup job failed twice this week.",
+     "When does the backup job run?"),
+    ("I play five-a-side football on Wednesdays.", "I scored two goals at five-a-side.",
+     "When do I play five-a-side?"),
+    ("Our tax adviser is Hale & Co.", "Hale & Co have filed our tax return.",
+     "Who is our tax adviser?"),
+    ("My car is a blue Skoda Octavia.", "I've had the Skoda's tyres changed.",
+     "What car do I have?"),
+    ("The kids' nursery is Little Acorns.", "We went to the Little Acorns summer fair on Saturday.",
+     "Which nursery do the kids go to?"),
+)  # fmt: skip
 SETS = {
     "read": CASES,
     "held-out": HELD_OUT_CASES,
@@ -323,6 +372,7 @@ SETS = {
     "held-out-3": HELD_OUT_3_CASES,
     "held-out-4": HELD_OUT_4_CASES,
     "held-out-5": HELD_OUT_5_CASES,
+    "held-out-6": HELD_OUT_6_CASES,
 }
 
 
