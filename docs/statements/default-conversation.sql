@@ -13,7 +13,7 @@
 --        weight_recency, weight_relevance
 
 WITH
--- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+-- semantic_nearest: the tenant's live or corrected memories nearest the query's vector
 --   binds: as_of, known_at, query_vector, semantic_candidates, tenant_id
 semantic_nearest AS MATERIALIZED (
     SELECT m.id,
@@ -31,15 +31,30 @@ semantic_nearest AS MATERIALIZED (
            m.key,
            m.last_seen_at,
            m.search_vector,
+           CASE
+             WHEN (m.retired_at IS NULL
+                OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+              AND (m.expires_at IS NULL
+                OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+              AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+               THEN CAST(NULL AS bigint)
+             ELSE m.superseded_by
+           END AS routed_to,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
     FROM retrieval.memories AS m
     WHERE m.tenant_id = %(tenant_id)s
-      AND (m.retired_at IS NULL
-        OR m.retired_at > CAST(%(as_of)s AS timestamptz))
-      AND (m.expires_at IS NULL
-        OR m.expires_at > CAST(%(as_of)s AS timestamptz))
-      AND (CAST(%(known_at)s AS timestamptz) IS NULL
-        OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+      AND (((m.retired_at IS NULL
+          OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+        AND (m.expires_at IS NULL
+          OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+        AND (CAST(%(known_at)s AS timestamptz) IS NULL
+          OR m.created_at <= CAST(%(known_at)s AS timestamptz)))
+        OR (m.superseded_by IS NOT NULL
+        AND m.key IS NULL
+        AND m.retired_at <= CAST(%(as_of)s AS timestamptz)
+        AND (CAST(%(known_at)s AS timestamptz) IS NULL
+          OR m.created_at <= CAST(%(known_at)s AS timestamptz))))
     ORDER BY distance
     LIMIT %(semantic_candidates)s
   ),
@@ -84,7 +99,7 @@ mem_probed AS MATERIALIZED (
     WHERE rows <= %(memory_bm25_rows)s
   ),
 
--- mem_fetched: the live memories holding each probed term, through the GIN index
+-- mem_fetched: the live or corrected memories holding each probed term (GIN index)
 --   binds: as_of, known_at, query_vector, tenant_id
 mem_fetched AS MATERIALIZED (
     SELECT w.term,
@@ -105,16 +120,31 @@ mem_fetched AS MATERIALIZED (
                                     m.key,
                                     m.last_seen_at,
                                     m.search_vector,
+                                    CASE
+                                      WHEN (m.retired_at IS NULL
+                                         OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                                       AND (m.expires_at IS NULL
+                                         OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                                       AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                         OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                                        THEN CAST(NULL AS bigint)
+                                      ELSE m.superseded_by
+                                    END AS routed_to,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
                              FROM retrieval.memories AS m
                              WHERE m.tenant_id = %(tenant_id)s
                                AND m.search_vector @@ w.query
-                               AND (m.retired_at IS NULL
-                                 OR m.retired_at > CAST(%(as_of)s AS timestamptz))
-                               AND (m.expires_at IS NULL
-                                 OR m.expires_at > CAST(%(as_of)s AS timestamptz))
-                               AND (CAST(%(known_at)s AS timestamptz) IS NULL
-                                 OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+                               AND (((m.retired_at IS NULL
+                                   OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+                                 AND (m.expires_at IS NULL
+                                   OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+                                 AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                   OR m.created_at <= CAST(%(known_at)s AS timestamptz)))
+                                 OR (m.superseded_by IS NOT NULL
+                                 AND m.key IS NULL
+                                 AND m.retired_at <= CAST(%(as_of)s AS timestamptz)
+                                 AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                                   OR m.created_at <= CAST(%(known_at)s AS timestamptz))))
                              LIMIT 513) AS r
   ),
 
@@ -172,6 +202,7 @@ mem_matched AS MATERIALIZED (
                               r.key,
                               r.last_seen_at,
                               r.search_vector,
+                              r.routed_to,
                               r.distance
     FROM mem_fetched AS r
     WHERE TRUE
@@ -234,6 +265,54 @@ semantic_found AS (
     FROM mem_ranked
     WHERE near
        OR bm25_rank <= %(semantic_candidates)s
+  ),
+
+-- semantic_routed: the candidates, each corrected memory in its live correction's place
+--   binds: as_of, known_at, tenant_id
+semantic_routed AS MATERIALIZED (
+    SELECT DISTINCT ON (n.id) n.*
+    FROM (SELECT f.*,
+                 CAST(NULL AS bigint) AS found_through
+          FROM semantic_found AS f
+          WHERE f.routed_to IS NULL
+
+          UNION ALL
+
+          SELECT s.id,
+                 s.content,
+                 s.kind,
+                 s.metadata,
+                 s.importance,
+                 s.access_count,
+                 s.last_accessed_at,
+                 s.created_at,
+                 s.embedding_model,
+                 s.thread_id,
+                 s.position,
+                 s.namespace,
+                 s.key,
+                 s.last_seen_at,
+                 f.search_vector,
+                 f.routed_to,
+                 f.distance,
+                 f.near,
+                 f.bm25,
+                 f.coverage,
+                 f.bm25_rank,
+                 f.dense_rank,
+                 f.id AS found_through
+          FROM semantic_found AS f
+               INNER JOIN retrieval.memories AS s ON s.tenant_id = %(tenant_id)s
+                                                 AND s.id = f.routed_to
+          WHERE (s.retired_at IS NULL
+              OR s.retired_at > CAST(%(as_of)s AS timestamptz))
+            AND (s.expires_at IS NULL
+              OR s.expires_at > CAST(%(as_of)s AS timestamptz))
+            AND (CAST(%(known_at)s AS timestamptz) IS NULL
+              OR s.created_at <= CAST(%(known_at)s AS timestamptz))) AS n
+    ORDER BY n.id,
+             LEAST(n.bm25_rank, n.dense_rank),
+             n.distance
   ),
 
 -- semantic: the memories' candidates: relevance, recency, signals and evidence
@@ -348,7 +427,9 @@ semantic AS (
                              END,
                              'bm25_complete',
                              (SELECT unprobed
-                              FROM mem_total) = 0) AS details,
+                              FROM mem_total) = 0,
+                             'found_through',
+                             n.found_through) AS details,
               n.distance <= CAST(%(max_distance)s AS float8)
            OR n.coverage >= CAST(%(bm25_min_coverage)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
@@ -356,7 +437,7 @@ semantic AS (
            n.thread_id,
            n.position,
            t.told_at
-    FROM semantic_found AS n
+    FROM semantic_routed AS n
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                                         THEN GREATEST(n.created_at, n.last_seen_at)

@@ -10,7 +10,7 @@
 --        version_shared_words, version_similarity, version_words_similarity
 
 WITH
--- semantic_nearest: the tenant's live memories nearest the query's vector (the dense pool)
+-- semantic_nearest: the tenant's live or corrected memories nearest the query's vector
 --   binds: as_of, known_at, query_vector, semantic_candidates, tenant_id
 semantic_nearest AS MATERIALIZED (
     SELECT m.id,
@@ -27,17 +27,73 @@ semantic_nearest AS MATERIALIZED (
            m.namespace,
            m.key,
            m.last_seen_at,
+           CASE
+             WHEN (m.retired_at IS NULL
+                OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+              AND (m.expires_at IS NULL
+                OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+              AND (CAST(%(known_at)s AS timestamptz) IS NULL
+                OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+               THEN CAST(NULL AS bigint)
+             ELSE m.superseded_by
+           END AS routed_to,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
     FROM retrieval.memories AS m
     WHERE m.tenant_id = %(tenant_id)s
-      AND (m.retired_at IS NULL
-        OR m.retired_at > CAST(%(as_of)s AS timestamptz))
-      AND (m.expires_at IS NULL
-        OR m.expires_at > CAST(%(as_of)s AS timestamptz))
-      AND (CAST(%(known_at)s AS timestamptz) IS NULL
-        OR m.created_at <= CAST(%(known_at)s AS timestamptz))
+      AND (((m.retired_at IS NULL
+          OR m.retired_at > CAST(%(as_of)s AS timestamptz))
+        AND (m.expires_at IS NULL
+          OR m.expires_at > CAST(%(as_of)s AS timestamptz))
+        AND (CAST(%(known_at)s AS timestamptz) IS NULL
+          OR m.created_at <= CAST(%(known_at)s AS timestamptz)))
+        OR (m.superseded_by IS NOT NULL
+        AND m.key IS NULL
+        AND m.retired_at <= CAST(%(as_of)s AS timestamptz)
+        AND (CAST(%(known_at)s AS timestamptz) IS NULL
+          OR m.created_at <= CAST(%(known_at)s AS timestamptz))))
     ORDER BY distance
     LIMIT %(semantic_candidates)s
+  ),
+
+-- semantic_routed: the candidates, each corrected memory in its live correction's place
+--   binds: as_of, known_at, tenant_id
+semantic_routed AS MATERIALIZED (
+    SELECT DISTINCT ON (n.id) n.*
+    FROM (SELECT f.*,
+                 CAST(NULL AS bigint) AS found_through
+          FROM semantic_nearest AS f
+          WHERE f.routed_to IS NULL
+
+          UNION ALL
+
+          SELECT s.id,
+                 s.content,
+                 s.kind,
+                 s.metadata,
+                 s.importance,
+                 s.access_count,
+                 s.last_accessed_at,
+                 s.created_at,
+                 s.embedding_model,
+                 s.thread_id,
+                 s.position,
+                 s.namespace,
+                 s.key,
+                 s.last_seen_at,
+                 f.routed_to,
+                 f.distance,
+                 f.id AS found_through
+          FROM semantic_nearest AS f
+               INNER JOIN retrieval.memories AS s ON s.tenant_id = %(tenant_id)s
+                                                 AND s.id = f.routed_to
+          WHERE (s.retired_at IS NULL
+              OR s.retired_at > CAST(%(as_of)s AS timestamptz))
+            AND (s.expires_at IS NULL
+              OR s.expires_at > CAST(%(as_of)s AS timestamptz))
+            AND (CAST(%(known_at)s AS timestamptz) IS NULL
+              OR s.created_at <= CAST(%(known_at)s AS timestamptz))) AS n
+    ORDER BY n.id,
+             n.distance
   ),
 
 -- semantic: the memories' candidates: relevance, recency, signals and evidence
@@ -85,14 +141,16 @@ semantic AS (
                              'inverse_distance',
                              CAST(1.0 AS float8) / (CAST(1.0 AS float8) + n.distance),
                              'dense_relevance',
-                             c.dense) AS details,
+                             c.dense,
+                             'found_through',
+                             n.found_through) AS details,
            n.distance <= CAST(%(max_distance)s AS float8) AS evidence,
            CAST(NULL AS bigint[]) AS newer,
            CAST(NULL AS boolean[]) AS newer_near,
            n.thread_id,
            n.position,
            t.told_at
-    FROM semantic_nearest AS n
+    FROM semantic_routed AS n
          CROSS JOIN LATERAL (SELECT CASE
                                       WHEN n.last_seen_at <= CAST(%(as_of)s AS timestamptz)
                                         THEN GREATEST(n.created_at, n.last_seen_at)

@@ -21,6 +21,13 @@ CROSS JOIN LATERAL (SELECT {expressions}) AS {alias}
 -- by then ({known}).
 ({alias}.retired_at IS NULL OR {alias}.retired_at > %(as_of)s::timestamptz) AND ({alias}.expires_at IS NULL OR {alias}.expires_at > %(as_of)s::timestamptz) AND {known}
 
+-- name: live_or_replaced
+-- The memory {alias} was live at the call's moment ({live}), or a correction replaced it by
+-- then: retired then, stored by then ({known}), superseded, and under no key (a key names an
+-- item, whose new value replaces the old one; a correction told with `supersedes` answers what
+-- its fact answered). Whether the correction is live is read where it takes its place.
+(({live}) OR ({alias}.superseded_by IS NOT NULL AND {alias}.key IS NULL AND {alias}.retired_at <= %(as_of)s::timestamptz AND {known}))
+
 -- name: known
 -- The row {alias} was stored by the past moment a call asks about (%(known_at)s; NULL: now).
 (%(known_at)s::timestamptz IS NULL OR {alias}.created_at <= %(known_at)s::timestamptz)

@@ -116,13 +116,13 @@ mem_probed AS MATERIALIZED (
 )
 
 -- name: mem_fetched
--- Each probed term's live memories ({matching}), at most {fetched} each, with what a
--- candidate needs.
+-- Each probed term's live memories and memories a correction replaced ({matching}), at most
+-- {fetched} each, with what a candidate needs.
 mem_fetched AS MATERIALIZED (
     SELECT w.term, r.*
     FROM mem_probed AS w
     CROSS JOIN LATERAL (
-        SELECT {columns}, m.search_vector,
+        SELECT {columns}, m.search_vector, {routed_to},
                m.embedding <-> %(query_vector)s::vector AS distance
         FROM {matching}
         LIMIT {fetched}
@@ -130,7 +130,8 @@ mem_fetched AS MATERIALIZED (
 )
 
 -- name: matching
--- The tenant's live memories holding the term w, through the GIN index.
+-- The tenant's live memories holding the term w, and those a correction replaced ({live}),
+-- through the GIN index.
 {schema}.memories AS m WHERE m.tenant_id = %(tenant_id)s AND m.search_vector @@ w.query AND {live}
 
 -- name: matching_bound
@@ -170,7 +171,7 @@ mem_total AS MATERIALIZED (
 -- name: mem_matched
 -- The memories the rare terms found beyond the dense pool, in the mode's kinds ({kinds}).
 mem_matched AS MATERIALIZED (
-    SELECT DISTINCT ON (r.id) {columns}, r.search_vector, r.distance
+    SELECT DISTINCT ON (r.id) {columns}, r.search_vector, r.routed_to, r.distance
     FROM mem_fetched AS r
     WHERE {kinds} AND r.id <> ALL (ARRAY(SELECT id FROM semantic_nearest))
     ORDER BY r.id
@@ -221,6 +222,29 @@ semantic_found AS (
     WHERE near OR bm25_rank <= %(semantic_candidates)s
 )
 
+-- name: routed
+-- The candidates of {found}, a memory that a correction replaced (routed_to) in the
+-- correction's place: the correction's row, with the scores of the channels that found the
+-- memory it replaced and that memory's id (found_through), if the correction is live and meets
+-- the call's filters ({conditions}). A question that found a fact finds what corrected it. A
+-- memory found both ways keeps the way that ranks it higher ({better}).
+semantic_routed AS MATERIALIZED (
+    SELECT DISTINCT ON (n.id) n.*
+    FROM (
+        SELECT f.*, NULL::bigint AS found_through FROM {found} AS f WHERE f.routed_to IS NULL
+        UNION ALL
+        SELECT {columns}, {channels}, f.id AS found_through
+        FROM {found} AS f
+        JOIN {schema}.memories AS s ON s.tenant_id = %(tenant_id)s AND s.id = f.routed_to
+        WHERE {conditions}
+    ) AS n
+    ORDER BY n.id, {better}
+)
+
+-- name: routed_to
+-- The correction that replaced the candidate {alias}, or NULL where {alias} is live ({live}).
+CASE WHEN {live} THEN NULL::bigint ELSE {alias}.superseded_by END AS routed_to
+
 -- name: signals
 -- A memory's importance (unset: {neutral}) and popularity signals, of a row n.
 COALESCE(n.importance, {neutral}::float8) AS importance,
@@ -269,7 +293,7 @@ semantic AS (
            {entity} AS entity,
            n.distance, NULL::text[] AS matched, {entities} AS entities,
            json_build_object(
-               {evidence}{lexical_details}{bm25_evidence}
+               {evidence}{lexical_details}{bm25_evidence}, 'found_through', n.found_through
            ) AS details,
            {gate} AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near,
            n.thread_id, n.position, t.told_at

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 
@@ -20,6 +21,7 @@ QUESTIONS = (
     "Why did the nightly deploy fail?",
     "Where did Bo move to?",
     "When is the project deadline?",
+    "Which orchestrator does the staging cluster run?",
 )
 _INLINED = re.compile(r"^\w+ AS \(", re.MULTILINE)
 _MATERIALIZED = re.compile(r"^\w+ AS MATERIALIZED \(", re.MULTILINE)
@@ -40,6 +42,12 @@ def test_a_read_on_citus_materializes_every_cte_and_finds_what_one_server_finds(
     store: MemoryStore, retrievers: tuple[HybridRetriever, HybridRetriever]
 ) -> None:
     remember_acme(store)
+    # A correction, found through the fact it replaced.
+    told = AS_OF - timedelta(days=2)
+    fact = store.remember("The staging cluster runs Kubernetes 1.29.", tenant_id="acme",
+                          created_at=told)  # fmt: skip
+    correction = store.remember("We moved staging to Nomad.", tenant_id="acme",
+                                created_at=told + timedelta(hours=1), supersedes=fact)  # fmt: skip
     one, cluster = retrievers
     sent: list[str] = []
     execute = cluster._reads.execute
@@ -57,6 +65,8 @@ def test_a_read_on_citus_materializes_every_cte_and_finds_what_one_server_finds(
                 (r.source, r.content, r.final_score) for r in here
             ]
             assert here.results
+    found = cluster.retrieve(QUESTIONS[-1], tenant_id="acme", as_of=AS_OF).results[0]
+    assert (found.metadata["id"], found.metadata["found_through"]) == (correction, fact)
     # The read statements (not the short one reading the turns around given hits after them).
     reads = [query for query in sent if query.startswith("WITH semantic")]
     assert reads

@@ -163,6 +163,8 @@ def to_result(
     if candidate.entities is not None:
         metadata["matched_entities"] = list(candidate.entities)
     metadata.update(json.loads(candidate.details))
+    if metadata.get("found_through", 0) is None:  # found by its own text
+        del metadata["found_through"]
     if candidate.lifted_by is not None:
         metadata["lifted_by"] = candidate.lifted_by._asdict()
     metadata["parts"] = weighted_parts(candidate.source, signals, weights, metadata)

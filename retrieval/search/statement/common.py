@@ -66,6 +66,16 @@ def live_sql(alias: str) -> str:
     return template("read_common.live", alias=alias, known=known_sql(alias))
 
 
+def live_or_replaced_sql(alias: str) -> str:
+    """SQL: the memory ``alias`` was live at the call's moment (:func:`live_sql`), or a
+    correction replaced it by then (``supersedes``; a memory under a key is an item, whose new
+    value replaces it): a read that finds it finds the correction in its place, where that is
+    live (the semantic source's ``semantic_routed``)."""
+    return template(
+        "read_common.live_or_replaced", alias=alias, live=live_sql(alias), known=known_sql(alias)
+    )
+
+
 def known_sql(alias: str) -> str:
     """SQL: the row ``alias`` (a memory, decision or tool call) was stored by the past moment
     a call asks about (``%(known_at)s``; NULL: now)."""

@@ -38,6 +38,7 @@ from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import (
     computed_once,
     halvings_sql,
+    live_or_replaced_sql,
     live_sql,
     memory_columns,
     recency_sql,
@@ -59,12 +60,12 @@ from retrieval.search.statement.template import template
 SOURCE = "semantic"
 # What each CTE holds, printed above it in docs/statements/.
 NOTES = {
-    "semantic_nearest": "the tenant's live memories nearest the query's vector (the dense pool)",
+    "semantic_nearest": "the tenant's live or corrected memories nearest the query's vector",
     "semantic_walk": "a filtered call's nearest through the HNSW graph (kept if it fills the pool)",
     "mem_corpus": "the tenant's memory count, mean length and sampled share (memory_corpus)",
     "mem_terms": "the query's lexemes with their document frequencies estimated from the sample",
     "mem_probed": "the rarest query terms whose memories fit the BM25 row budget",
-    "mem_fetched": "the live memories holding each probed term, through the GIN index",
+    "mem_fetched": "the live or corrected memories holding each probed term (GIN index)",
     "mem_weights": "each query term's document frequency (counted or estimated) and BM25 factors",
     "mem_total": "the query's summed idf, its terms, and how many were not counted",
     "mem_matched": "the memories the rare terms found beyond the dense pool, in the mode's kinds",
@@ -72,6 +73,7 @@ NOTES = {
     "mem_scores": "each candidate's BM25 score and the idf it covers, from its own lexemes",
     "mem_ranked": "the candidates with their BM25 and dense ranks",
     "semantic_found": "the dense pool and the lexical channel's best candidates",
+    "semantic_routed": "the candidates, each corrected memory in its live correction's place",
     "mem_facts": "the most relevant candidates stating facts (not turns), with their vectors",
     "mem_newer": "each fact's possible newer versions among them, marked near or not",
     "semantic_versions": "the memories' candidates, each with its newer versions",
@@ -142,13 +144,15 @@ def semantic_ctes(
     ctes = _nearest(schema, query, filter_operators)
     if query.bm25:
         ctes += _bm25_channel(schema, query, filter_operators)
-        found = "semantic_found"
+    ctes.append(_routed(schema, query, filter_operators))
+    found = "semantic_routed"
+    if query.bm25:
         computed = memory_once(lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"))
         own = fused_relevance_sql("c.lexical", "c.dense", "n.bm25_rank", "n.dense_rank")
         evidence = ", " + _bm25_evidence()
         cut = template("read_semantic.cut_or_covered") if query.with_max_distance else ""
     else:
-        found, computed, own, evidence = "semantic_nearest", memory_once(), "c.dense", ""
+        computed, own, evidence = memory_once(), "c.dense", ""
         cut = template("read_semantic.cut") if query.with_max_distance else ""
     relevance, lexical_join, lexical_details = own, "", ""
     if query.lexical is not None:
@@ -225,11 +229,11 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
         "m.tenant_id = %(tenant_id)s",
         *kind_filters(query.mode, "m"),
         *memory_conditions(filter_operators, "m"),
-        live_sql("m"),
+        live_or_replaced_sql("m"),
     ]
     fragments = {
         "columns": memory_columns("m"),
-        "vector_column": ", m.search_vector" if query.bm25 else "",
+        "vector_column": (", m.search_vector" if query.bm25 else "") + ", " + _routed_to("m"),
         "distance": "m.embedding <-> %(query_vector)s::vector",
         "where": " AND ".join(filters),
     }
@@ -241,6 +245,40 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
         template("read_semantic.nearest", schema, cte="semantic_walk", **fragments),
         template("read_semantic.nearest_checked", schema, **fragments),
     ]
+
+
+def _routed_to(alias: str) -> str:
+    # The correction that replaced the candidate ``alias`` (NULL where it is live).
+    return template("read_semantic.routed_to", alias=alias, live=live_sql(alias))
+
+
+# The columns a candidate carries after the memory's own, as each channel leaves them.
+_CHANNELS = "f.routed_to, f.distance"
+_BM25_CHANNELS = (
+    "f.search_vector, f.routed_to, f.distance, f.near, f.bm25, f.coverage, f.bm25_rank, "
+    "f.dense_rank"
+)
+
+
+def _routed(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> str:
+    """The CTE ``semantic_routed``: the candidates, each memory that a correction replaced in
+    the correction's place (which must be live and meet the call's kinds and filters), with
+    the scores that found the memory it replaced; a memory found both ways keeps the way that
+    ranks it higher (of both channels' ranks, else the nearer)."""
+    conditions = [
+        live_sql("s"),
+        *kind_filters(query.mode, "s"),
+        *memory_conditions(filter_operators, "s"),
+    ]
+    return template(
+        "read_semantic.routed",
+        schema,
+        found="semantic_found" if query.bm25 else "semantic_nearest",
+        columns=memory_columns("s"),
+        channels=_BM25_CHANNELS if query.bm25 else _CHANNELS,
+        conditions=" AND ".join(conditions),
+        better="LEAST(n.bm25_rank, n.dense_rank), n.distance" if query.bm25 else "n.distance",
+    )
 
 
 def _versions(schema: str) -> list[str]:
@@ -306,6 +344,7 @@ def _bm25_terms(schema: str, query: SemanticQuery) -> list[str]:
         template(
             "read_semantic.mem_fetched",
             columns=memory_columns("m"),
+            routed_to=_routed_to("m"),
             matching=_matching(schema, query.bound),
             fetched=COUNT_CAP + 1,
         ),
@@ -358,7 +397,7 @@ def _matching(schema: str, bound: bool) -> str:
     return template(
         "read_semantic.matching_bound" if bound else "read_semantic.matching",
         schema,
-        live=live_sql("m"),
+        live=live_or_replaced_sql("m"),
         fetched=COUNT_CAP + 1,
     )
 
