@@ -29,14 +29,8 @@ semantic_walk AS MATERIALIZED (
            m.last_seen_at,
            m.search_vector,
            CASE
-             WHEN (m.retired_at IS NULL
-                OR m.retired_at > CAST(%(as_of)s AS timestamptz))
-              AND (m.expires_at IS NULL
-                OR m.expires_at > CAST(%(as_of)s AS timestamptz))
-              AND (CAST(%(known_at)s AS timestamptz) IS NULL
-                OR m.created_at <= CAST(%(known_at)s AS timestamptz))
-               THEN CAST(NULL AS bigint)
-             ELSE m.superseded_by
+             WHEN m.retired_at <= CAST(%(as_of)s AS timestamptz)
+               THEN m.superseded_by
            END AS routed_to,
            m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
     FROM retrieval.memories AS m
@@ -87,14 +81,8 @@ semantic_nearest AS MATERIALIZED (
             m.last_seen_at,
             m.search_vector,
             CASE
-              WHEN (m.retired_at IS NULL
-                 OR m.retired_at > CAST(%(as_of)s AS timestamptz))
-               AND (m.expires_at IS NULL
-                 OR m.expires_at > CAST(%(as_of)s AS timestamptz))
-               AND (CAST(%(known_at)s AS timestamptz) IS NULL
-                 OR m.created_at <= CAST(%(known_at)s AS timestamptz))
-                THEN CAST(NULL AS bigint)
-              ELSE m.superseded_by
+              WHEN m.retired_at <= CAST(%(as_of)s AS timestamptz)
+                THEN m.superseded_by
             END AS routed_to,
             x.distance
      FROM (SELECT y.id,
@@ -190,14 +178,8 @@ mem_fetched AS MATERIALIZED (
                                     m.last_seen_at,
                                     m.search_vector,
                                     CASE
-                                      WHEN (m.retired_at IS NULL
-                                         OR m.retired_at > CAST(%(as_of)s AS timestamptz))
-                                       AND (m.expires_at IS NULL
-                                         OR m.expires_at > CAST(%(as_of)s AS timestamptz))
-                                       AND (CAST(%(known_at)s AS timestamptz) IS NULL
-                                         OR m.created_at <= CAST(%(known_at)s AS timestamptz))
-                                        THEN CAST(NULL AS bigint)
-                                      ELSE m.superseded_by
+                                      WHEN m.retired_at <= CAST(%(as_of)s AS timestamptz)
+                                        THEN m.superseded_by
                                     END AS routed_to,
                                     m.embedding <-> CAST(%(query_vector)s AS vector) AS distance
                              FROM retrieval.memories AS m

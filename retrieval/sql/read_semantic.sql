@@ -242,8 +242,9 @@ semantic_routed AS MATERIALIZED (
 )
 
 -- name: routed_to
--- The correction that replaced the candidate {alias}, or NULL where {alias} is live ({live}).
-CASE WHEN {live} THEN NULL::bigint ELSE {alias}.superseded_by END AS routed_to
+-- The correction that replaced the candidate {alias} by the call's moment, or NULL where it was
+-- live then (a candidate is one or the other: live_or_replaced).
+CASE WHEN {alias}.retired_at <= %(as_of)s::timestamptz THEN {alias}.superseded_by END AS routed_to
 
 -- name: signals
 -- A memory's importance (unset: {neutral}) and popularity signals, of a row n.

@@ -249,7 +249,7 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
 
 def _routed_to(alias: str) -> str:
     # The correction that replaced the candidate ``alias`` (NULL where it is live).
-    return template("read_semantic.routed_to", alias=alias, live=live_sql(alias))
+    return template("read_semantic.routed_to", alias=alias)
 
 
 # The columns a candidate carries after the memory's own, as each channel leaves them.
