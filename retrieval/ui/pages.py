@@ -38,6 +38,7 @@ from retrieval.ui.score_parts import (
     PARTS,
     Part,
     PartNumbers,
+    found_label,
     fusion_note,
     lift_label,
     outdated_label,
@@ -52,7 +53,8 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 @dataclass(frozen=True)
 class ShownResult:
     """A result as the search page shows it: its parts, their numbers, how its relevance was
-    fused, which turn lifted it and what ranked it lower, in words."""
+    fused, which turn lifted it, what ranked it lower and which memory it was found through, in
+    words."""
 
     result: RetrievalResult
     parts: list[Part]
@@ -61,6 +63,7 @@ class ShownResult:
     lifted: str | None
     outdated: str | None = None
     asks: str | None = None
+    found: str | None = None
 
 
 BAR_WIDTH = 320  # pixels of a final score of 1
@@ -311,6 +314,7 @@ async def search(inspector: Inspector, request: Request) -> Response:
                 lift_label(result.metadata),
                 outdated_label(result.metadata),
                 question_label(result.metadata),
+                found_label(result.metadata),
             )
             for result, split in rows
         ]

@@ -84,6 +84,16 @@ def outdated_label(metadata: Mapping[str, object]) -> str | None:
     return label
 
 
+def found_label(metadata: Mapping[str, object]) -> str | None:
+    """Which memory a correction was found through, in words ("found through memory #12, which
+    it corrected: the question found that memory"), or None for a result found by its own
+    text."""
+    through = metadata.get("found_through")
+    if through is None:
+        return None
+    return f"found through memory #{through}, which it corrected: the question found that memory"
+
+
 def question_label(metadata: Mapping[str, object]) -> str | None:
     """Why a turn that only asks ranks under the turns that tell, in words ("a question, not
     an answer: its score 0.512 scaled to 0.358"), or None when it is not one."""

@@ -192,6 +192,19 @@ def test_search_says_which_newer_version_may_replace_a_result(
     assert note is not None
 
 
+def test_search_says_which_memory_a_correction_was_found_through(
+    client: TestClient, store: MemoryStore
+) -> None:
+    lisbon = store.remember("I live in Lisbon with my partner Joana.", tenant_id="moved",
+                            created_at=datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+    store.remember("We moved to Porto.", tenant_id="moved", supersedes=lisbon,
+                   created_at=datetime(2026, 7, 1, tzinfo=UTC))  # fmt: skip
+    html = _ok(client, "/tenants/moved/search?q=Where+do+I+live")
+    (note,) = Elements(html).having("data-found")
+    assert f"found through memory #{lisbon}, which it corrected" in html and note is not None
+    assert "We moved to Porto." in html and "I live in Lisbon" not in html
+
+
 def test_search_says_why_a_question_ranks_under_the_answer(
     client: TestClient, store: MemoryStore
 ) -> None:
