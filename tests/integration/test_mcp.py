@@ -152,6 +152,14 @@ def test_an_agent_stores_finds_and_forgets_over_stdio(database: PgDatabase) -> N
             assert best["created_at"].endswith("+00:00")
             events = _data(await session.call_tool("timeline", {"kinds": ["decision"]}))["events"]
             assert [event["id"] for event in events] == [decision["id"]]
+            # A question the corrected memories answered finds their correction, and says how.
+            theme = _data(
+                await session.call_tool(
+                    "search_memory", {"query": "Does Alice prefer a dark editor theme?"}
+                )
+            )["results"][0]
+            assert theme["id"] == fixed["id"]
+            assert theme["details"]["found_through"] in retired
 
             # Bad arguments: a tool error naming the field, no traceback, nothing written.
             assert "limit" in _error(
