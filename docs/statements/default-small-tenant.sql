@@ -305,7 +305,8 @@ semantic_routed AS MATERIALIZED (
               OR s.created_at <= CAST(%(known_at)s AS timestamptz))) AS n
     ORDER BY n.id,
              LEAST(n.bm25_rank, n.dense_rank),
-             n.distance
+             n.distance,
+             n.found_through NULLS FIRST
   ),
 
 -- semantic: the memories' candidates: relevance, recency, signals and evidence

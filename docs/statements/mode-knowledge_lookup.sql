@@ -302,7 +302,8 @@ semantic_routed AS MATERIALIZED (
             AND s.kind = ANY(CAST(%(include_kinds)s AS text[]))) AS n
     ORDER BY n.id,
              LEAST(n.bm25_rank, n.dense_rank),
-             n.distance
+             n.distance,
+             n.found_through NULLS FIRST
   ),
 
 -- semantic: the memories' candidates: relevance, recency, signals and evidence

@@ -372,7 +372,8 @@ semantic_routed AS MATERIALIZED (
              AND jsonb_typeof(s.metadata #> CAST(%(filter_path_0)s AS text[])) <> 'array')) AS n
     ORDER BY n.id,
              LEAST(n.bm25_rank, n.dense_rank),
-             n.distance
+             n.distance,
+             n.found_through NULLS FIRST
   ),
 
 -- semantic: the memories' candidates: relevance, recency, signals and evidence

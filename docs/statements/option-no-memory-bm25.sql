@@ -87,7 +87,8 @@ semantic_routed AS MATERIALIZED (
             AND (CAST(%(known_at)s AS timestamptz) IS NULL
               OR s.created_at <= CAST(%(known_at)s AS timestamptz))) AS n
     ORDER BY n.id,
-             n.distance
+             n.distance,
+             n.found_through NULLS FIRST
   ),
 
 -- semantic: the memories' candidates: relevance, recency, signals and evidence

@@ -264,7 +264,7 @@ def _routed(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]
     """The CTE ``semantic_routed``: the candidates, each memory that a correction replaced in
     the correction's place (which must be live and meet the call's kinds and filters), with
     the scores that found the memory it replaced; a memory found both ways keeps the way that
-    ranks it higher (of both channels' ranks, else the nearer)."""
+    ranks it higher (of both channels' ranks, then the nearer, then its own text)."""
     conditions = [
         live_sql("s"),
         *kind_filters(query.mode, "s"),
@@ -277,7 +277,8 @@ def _routed(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]
         columns=memory_columns("s"),
         channels=_BM25_CHANNELS if query.bm25 else _CHANNELS,
         conditions=" AND ".join(conditions),
-        better="LEAST(n.bm25_rank, n.dense_rank), n.distance" if query.bm25 else "n.distance",
+        better=("LEAST(n.bm25_rank, n.dense_rank), " if query.bm25 else "")
+        + "n.distance, n.found_through NULLS FIRST",
     )
 
 
