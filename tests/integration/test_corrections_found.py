@@ -110,3 +110,15 @@ def test_forgetting_the_correction_brings_the_fact_back(
     found = _memories(retriever.retrieve(QUESTION, tenant_id="forget"))
     assert found[0].metadata["id"] == lisbon
     assert "found_through" not in found[0].metadata
+
+
+def test_forgetting_the_corrected_memory_ends_its_way_to_the_correction(
+    store: MemoryStore, retriever: HybridRetriever
+) -> None:
+    lisbon = _household(store, "erased")
+    porto = store.remember("We moved to Porto.", tenant_id="erased", created_at=JULY,
+                           supersedes=lisbon)  # fmt: skip
+    store.forget(tenant_id="erased", memory_ids=[lisbon])
+    found = _memories(retriever.retrieve(QUESTION, tenant_id="erased"))
+    assert all("found_through" not in r.metadata for r in found)
+    assert found[0].metadata["id"] == porto and found[0].metadata["below_threshold"] is True
