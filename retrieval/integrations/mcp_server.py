@@ -329,7 +329,8 @@ def _add_remember(server: MCPServer, tools: _Tools) -> None:
             Ids,
             Field(
                 description="ids of memories this one corrects (an older value, a mistake): "
-                "they are retired from search and kept in its history"
+                "they leave search results and stay in its history, and a question that finds "
+                "them finds this one in their place"
             ),
         ] = None,
         expires_at: Annotated[
