@@ -294,7 +294,7 @@ semantic AS (
            {entity} AS entity,
            n.distance, NULL::text[] AS matched, {entities} AS entities,
            json_build_object(
-               {evidence}{lexical_details}{bm25_evidence}, 'found_through', n.found_through
+               {evidence}{lexical_details}{bm25_evidence}{found_through}
            ) AS details,
            {gate} AS evidence, NULL::bigint[] AS newer, NULL::boolean[] AS newer_near,
            n.thread_id, n.position, t.told_at

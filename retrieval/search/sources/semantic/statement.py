@@ -33,6 +33,7 @@ from __future__ import annotations
 from retrieval.search.candidate import COLUMNS
 from retrieval.search.modes import Mode
 from retrieval.search.plan.shape import StatementShape
+from retrieval.search.prepare.metadata_filter import KEYED
 from retrieval.search.sources.semantic.plan import SemanticQuery
 from retrieval.search.statement.bm25 import bm25_contribution, bm25_factors
 from retrieval.search.statement.common import (
@@ -144,8 +145,11 @@ def semantic_ctes(
     ctes = _nearest(schema, query, filter_operators)
     if query.bm25:
         ctes += _bm25_channel(schema, query, filter_operators)
-    ctes.append(_routed(schema, query, filter_operators))
-    found = "semantic_routed"
+    found = "semantic_found" if query.bm25 else "semantic_nearest"
+    found_through = ""
+    if _routes(filter_operators):
+        ctes.append(_routed(schema, query, filter_operators))
+        found, found_through = "semantic_routed", ", 'found_through', n.found_through"
     if query.bm25:
         computed = memory_once(lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"))
         own = fused_relevance_sql("c.lexical", "c.dense", "n.bm25_rank", "n.dense_rank")
@@ -176,6 +180,7 @@ def semantic_ctes(
             computed=computed,
             lexical_join=lexical_join,
             gate=f"({cut})" if cut else "TRUE",
+            found_through=found_through,
         )
     )
     if query.versions:
@@ -229,7 +234,7 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
         "m.tenant_id = %(tenant_id)s",
         *kind_filters(query.mode, "m"),
         *memory_conditions(filter_operators, "m"),
-        live_or_replaced_sql("m"),
+        live_or_replaced_sql("m") if _routes(filter_operators) else live_sql("m"),
     ]
     fragments = {
         "columns": memory_columns("m"),
@@ -245,6 +250,12 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
         template("read_semantic.nearest", schema, cte="semantic_walk", **fragments),
         template("read_semantic.nearest_checked", schema, **fragments),
     ]
+
+
+def _routes(filter_operators: tuple[str, ...]) -> bool:
+    # Whether a call's candidates may be memories a correction replaced: not where it reads
+    # only memories under a key (LangGraph's store), whose new values replace them.
+    return KEYED not in filter_operators
 
 
 def _routed_to(alias: str) -> str:
@@ -325,13 +336,13 @@ def _bm25_channel(
     # candidate scored with every query term from its own lexemes; the lexical channel keeps
     # its best ``semantic_candidates``.
     return [
-        *_bm25_terms(schema, query),
+        *_bm25_terms(schema, query, filter_operators),
         *_bm25_weights(),
         *_bm25_pool(query, filter_operators),
     ]
 
 
-def _bm25_terms(schema: str, query: SemanticQuery) -> list[str]:
+def _bm25_terms(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[str]:
     # The tenant's corpus row, the query's lexemes with their estimated document frequencies,
     # the rarest terms within the row budget and their memories.
     return [
@@ -346,7 +357,7 @@ def _bm25_terms(schema: str, query: SemanticQuery) -> list[str]:
             "read_semantic.mem_fetched",
             columns=memory_columns("m"),
             routed_to=_routed_to("m"),
-            matching=_matching(schema, query.bound),
+            matching=_matching(schema, query.bound, _routes(filter_operators)),
             fetched=COUNT_CAP + 1,
         ),
     ]
@@ -392,13 +403,13 @@ def _bm25_pool(query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[
 _CONTRIBUTION = bm25_contribution("w", "cardinality(u.positions)", "length(x.marked)")
 
 
-def _matching(schema: str, bound: bool) -> str:
+def _matching(schema: str, bound: bool, routes: bool) -> str:
     # The tenant's live memories holding a probed term, through the GIN index, or, for a role
     # bound by row-level security, through the owner's function (revision 0011).
     return template(
         "read_semantic.matching_bound" if bound else "read_semantic.matching",
         schema,
-        live=live_or_replaced_sql("m"),
+        live=live_or_replaced_sql("m") if routes else live_sql("m"),
         fetched=COUNT_CAP + 1,
     )
 
