@@ -148,7 +148,7 @@ def semantic_ctes(
     found = "semantic_found" if query.bm25 else "semantic_nearest"
     found_through = ""
     if _routes(filter_operators):
-        ctes.append(_routed(schema, query, filter_operators))
+        ctes.append(_routed(schema, query, filter_operators, found))
         found, found_through = "semantic_routed", ", 'found_through', n.found_through"
     if query.bm25:
         computed = memory_once(lexical_relevance_sql("n.bm25", "(SELECT total_idf FROM mem_total)"))
@@ -236,9 +236,10 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
         *memory_conditions(filter_operators, "m"),
         live_or_replaced_sql("m") if _routes(filter_operators) else live_sql("m"),
     ]
+    routed_to = _routed_to("m", _routes(filter_operators))
     fragments = {
         "columns": memory_columns("m"),
-        "vector_column": (", m.search_vector" if query.bm25 else "") + ", " + _routed_to("m"),
+        "vector_column": (", m.search_vector" if query.bm25 else "") + ", " + routed_to,
         "distance": "m.embedding <-> %(query_vector)s::vector",
         "where": " AND ".join(filters),
     }
@@ -258,8 +259,11 @@ def _routes(filter_operators: tuple[str, ...]) -> bool:
     return KEYED not in filter_operators
 
 
-def _routed_to(alias: str) -> str:
-    # The correction that replaced the candidate ``alias`` (NULL where it is live).
+def _routed_to(alias: str, routes: bool) -> str:
+    # The correction that replaced the candidate ``alias`` (NULL where it is live, and in a
+    # call whose candidates are all live).
+    if not routes:
+        return "NULL::bigint AS routed_to"
     return template("read_semantic.routed_to", alias=alias)
 
 
@@ -271,11 +275,14 @@ _BM25_CHANNELS = (
 )
 
 
-def _routed(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> str:
-    """The CTE ``semantic_routed``: the candidates, each memory that a correction replaced in
-    the correction's place (which must be live and meet the call's kinds and filters), with
-    the scores that found the memory it replaced; a memory found both ways keeps the way that
-    ranks it higher (of both channels' ranks, then the nearer, then its own text)."""
+def _routed(
+    schema: str, query: SemanticQuery, filter_operators: tuple[str, ...], found: str
+) -> str:
+    """The CTE ``semantic_routed``: the candidates of ``found``, each memory that a correction
+    replaced in the correction's place (which must be live and meet the call's kinds and
+    filters), with the scores that found the memory it replaced; a memory found both ways keeps
+    the way that ranks it higher (of both channels' ranks, then the nearer, then its own
+    text)."""
     conditions = [
         live_sql("s"),
         *kind_filters(query.mode, "s"),
@@ -284,7 +291,7 @@ def _routed(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]
     return template(
         "read_semantic.routed",
         schema,
-        found="semantic_found" if query.bm25 else "semantic_nearest",
+        found=found,
         columns=memory_columns("s"),
         channels=_BM25_CHANNELS if query.bm25 else _CHANNELS,
         conditions=" AND ".join(conditions),
@@ -356,7 +363,7 @@ def _bm25_terms(schema: str, query: SemanticQuery, filter_operators: tuple[str, 
         template(
             "read_semantic.mem_fetched",
             columns=memory_columns("m"),
-            routed_to=_routed_to("m"),
+            routed_to=_routed_to("m", _routes(filter_operators)),
             matching=_matching(schema, query.bound, _routes(filter_operators)),
             fetched=COUNT_CAP + 1,
         ),
