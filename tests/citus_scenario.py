@@ -145,10 +145,15 @@ def _over_time(store: MemoryStore) -> None:
     assert copies.duplicates == 1  # the second is globex's stored fact
     for tenant in TENANTS:
         old = store.similar("The deploy key lives in the vault", tenant_id=tenant, limit=1)
-        store.remember(
+        corrected = store.remember(
             "The deploy key lives in the vault, rotated weekly since the audit",
             tenant_id=tenant, supersedes=old[0].memory.id, created_at=AS_OF - timedelta(hours=2),
         )  # fmt: skip
+        if tenant == "initech":  # corrected again: the first version leads to the last
+            store.remember(
+                "The deploy key moved to the hardware security module", tenant_id=tenant,
+                supersedes=corrected, created_at=AS_OF - timedelta(hours=1),
+            )  # fmt: skip
         store.remember(
             "The door code of the server room is 4411", tenant_id=tenant,
             created_at=AS_OF - timedelta(days=2), expires_at=AS_OF - timedelta(hours=1),

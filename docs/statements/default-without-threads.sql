@@ -286,9 +286,25 @@ semantic_routed AS MATERIALIZED (
                  f.dense_rank,
                  f.id AS found_through
           FROM semantic_found AS f
+               CROSS JOIN LATERAL (WITH RECURSIVE
+                                        later(id) AS (
+                                            SELECT f.routed_to
+
+                                            UNION
+
+                                            SELECT c.superseded_by
+                                            FROM later
+                                                 INNER JOIN retrieval.memories AS c ON c.tenant_id = %(tenant_id)s
+                                                                                   AND c.id = later.id
+                                            WHERE c.superseded_by IS NOT NULL
+                                              AND c.retired_at <= CAST(%(as_of)s AS timestamptz)
+                                          )
+                                     SELECT later.id
+                                     FROM later) AS later
                INNER JOIN retrieval.memories AS s ON s.tenant_id = %(tenant_id)s
-                                                 AND s.id = f.routed_to
-          WHERE (s.retired_at IS NULL
+                                                 AND s.id = later.id
+          WHERE f.routed_to IS NOT NULL
+            AND (s.retired_at IS NULL
               OR s.retired_at > CAST(%(as_of)s AS timestamptz))
             AND (s.expires_at IS NULL
               OR s.expires_at > CAST(%(as_of)s AS timestamptz))

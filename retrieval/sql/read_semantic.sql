@@ -226,8 +226,11 @@ semantic_found AS (
 -- The candidates of {found}, a memory that a correction replaced (routed_to) in the
 -- correction's place: the correction's row, with the scores of the channels that found the
 -- memory it replaced and that memory's id (found_through), if the correction is live and meets
--- the call's filters ({conditions}). A question that found a fact finds what corrected it. A
--- memory found both ways keeps the way that ranks it higher ({better}).
+-- the call's filters ({conditions}). A question that found a fact finds what corrected it; where
+-- that correction was itself corrected by the call's moment, the chain of corrections is
+-- followed to its live end (the later ones: each correction's successor, while it was retired
+-- by then; a chain that ends in a forgotten or expired memory leads nowhere). A memory found
+-- both ways keeps the way that ranks it higher ({better}).
 semantic_routed AS MATERIALIZED (
     SELECT DISTINCT ON (n.id) n.*
     FROM (
@@ -235,8 +238,19 @@ semantic_routed AS MATERIALIZED (
         UNION ALL
         SELECT {columns}, {channels}, f.id AS found_through
         FROM {found} AS f
-        JOIN {schema}.memories AS s ON s.tenant_id = %(tenant_id)s AND s.id = f.routed_to
-        WHERE {conditions}
+        CROSS JOIN LATERAL (
+            WITH RECURSIVE later (id) AS (
+                SELECT f.routed_to
+                UNION
+                SELECT c.superseded_by
+                FROM later
+                JOIN {schema}.memories AS c ON c.tenant_id = %(tenant_id)s AND c.id = later.id
+                WHERE c.superseded_by IS NOT NULL AND c.retired_at <= %(as_of)s::timestamptz
+            )
+            SELECT later.id FROM later
+        ) AS later
+        JOIN {schema}.memories AS s ON s.tenant_id = %(tenant_id)s AND s.id = later.id
+        WHERE f.routed_to IS NOT NULL AND {conditions}
     ) AS n
     ORDER BY n.id, {better}
 )
