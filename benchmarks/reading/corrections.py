@@ -4,14 +4,16 @@ A question that finds a memory a correction replaced finds the correction in its
 (docs/decisions/0073-a-correction-answers-what-its-fact-answered.md): the corrected memories
 are candidates of both channels, and each found one brings its correction. This measures
 ``retrieve()`` on a tenant of ``--facts`` facts of which ``--corrected`` were each corrected
-once (``supersedes``), 100 questions asked ``--passes`` times after a warm-up: p50, p95 and mean,
-and how many results a question returns and how many were found through a corrected memory.
+(``supersedes``), the first ``--again`` of those corrections corrected in turn (a chain of two,
+which a question that finds the fact follows to its end), 100 questions asked ``--passes`` times
+after a warm-up: p50, p95 and mean, and how many results a question returns and how many were
+found through a corrected memory.
 
 Another revision: run this script with ``PYTHONPATH=`` a worktree of it, on the same
 ``--data-dir`` (the tenant is stored once and read by both), alternately.
 
 Usage: python benchmarks/reading/corrections.py --data-dir DIR [--facts 2000] [--corrected 1000]
-       [--passes 3] [--json PATH] [--no-save]
+       [--again 0] [--passes 3] [--json PATH] [--no-save]
 """
 
 from __future__ import annotations
@@ -38,12 +40,13 @@ QUESTIONS = tuple(f"Where is the {subject} in {place}?" for subject in SUBJECTS 
 STARTED = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def store_tenant(store: Any, facts: int, corrected: int) -> None:
-    """The tenant's facts, then a correction of each of the first ``corrected`` a month later
-    (seed 3); nothing when the tenant holds them already."""
+def store_tenant(store: Any, facts: int, corrected: int, again: int = 0) -> None:
+    """The tenant's facts, then a correction of each of the first ``corrected`` a month later,
+    then a correction of each of the first ``again`` corrections a month after that (seed 3);
+    nothing when the tenant holds them already."""
     from retrieval.memory.records import MemoryInput
 
-    if _count(store) >= facts + corrected:
+    if _count(store) == facts + corrected + again:
         return
     store.forget(tenant_id=TENANT, everything=True)
     rng = random.Random(3)
@@ -56,7 +59,7 @@ def store_tenant(store: Any, facts: int, corrected: int) -> None:
         )
         for n in range(facts)
     )
-    store.remember_many(
+    corrections = store.remember_many(
         MemoryInput(
             text=f"Item {n} moved to {rng.choice(PLACES)} for {rng.randint(1, 999)} euros.",
             tenant_id=TENANT,
@@ -64,6 +67,15 @@ def store_tenant(store: Any, facts: int, corrected: int) -> None:
             supersedes=[ids[n]],
         )
         for n in range(corrected)
+    )
+    store.remember_many(
+        MemoryInput(
+            text=f"Item {n} moved again, to {rng.choice(PLACES)}, now {rng.randint(1, 999)} euros.",
+            tenant_id=TENANT,
+            created_at=STARTED + timedelta(days=60, minutes=n),
+            supersedes=[corrections[n]],
+        )
+        for n in range(again)
     )
 
 
@@ -110,11 +122,16 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="keep the server's data here")
     parser.add_argument("--facts", type=int, default=2000, help="the tenant's facts")
     parser.add_argument("--corrected", type=int, default=1000, help="how many were corrected")
+    parser.add_argument(
+        "--again", type=int, default=0, help="how many of the corrections were corrected in turn"
+    )
     parser.add_argument("--passes", type=int, default=3, help="timed passes over the questions")
     add_output(parser)
     args = parser.parse_args()
     if not 0 <= args.corrected <= args.facts:
         parser.error("--corrected must be between 0 and --facts")
+    if not 0 <= args.again <= args.corrected:
+        parser.error("--again must be between 0 and --corrected")
 
     from _server import embedded
 
@@ -123,8 +140,13 @@ def main() -> None:
 
     bench = embedded(args.data_dir, MigrationSettings(schema=SCHEMA, embedding_dim=384))
     store = MemoryStore(bench.engine, schema=SCHEMA)
-    store_tenant(store, args.facts, args.corrected)
-    results = {"facts": args.facts, "corrected": args.corrected, **measure(store, args.passes)}
+    store_tenant(store, args.facts, args.corrected, args.again)
+    results = {
+        "facts": args.facts,
+        "corrected": args.corrected,
+        "again": args.again,
+        **measure(store, args.passes),
+    }
     write_result("corrections", results, args)
     print({key: round(value, 3) if isinstance(value, float) else value
            for key, value in results.items()})  # fmt: skip
