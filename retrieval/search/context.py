@@ -137,15 +137,24 @@ TABLE_LEGEND = (
 )
 
 
+# What a correction's text opens with in :func:`to_table`, said under it when one is listed.
+THROUGH_LEGEND = (
+    "found through memory N: a correction, found by an earlier version that the question matched"
+)
+
+
 def to_table(response: RetrievalResponse, *, text_width: int = 70, legend: bool = True) -> str:
     """A plain-text table of the results: rank, source, id (of the memory, decision, tool call
     or chunk, named with it: ``memory 12``, to give in ``supersedes`` or ``forget``), final,
     relevance, recency, text (a weak match below the threshold, which fills an answer, opens
-    with ``(weak)``); then, with ``legend``, a line saying what the columns mean."""
+    with ``(weak)``; a correction found through the memory it replaced, with ``(found through
+    memory N)``); then, with ``legend``, a line saying what the columns mean."""
     header = f"{'#':>2}  {'source':<30} {'id':<16} {'final':>5} {'rel':>5} {'rec':>5}  text"
     lines = [header, "-" * len(header)]
     for rank, result in enumerate(response, start=1):
         text = " ".join(result.content.split())
+        if result.metadata.get("found_through") is not None:
+            text = f"(found through memory {result.metadata['found_through']}) {text}"
         if result.metadata.get("below_threshold"):
             text = f"(weak) {text}"
         if len(text) > text_width:
@@ -159,6 +168,8 @@ def to_table(response: RetrievalResponse, *, text_width: int = 70, legend: bool 
         lines.append("(no result above the threshold)")
     elif legend:
         lines.append(f"({TABLE_LEGEND})")
+        if any(result.metadata.get("found_through") is not None for result in response):
+            lines.append(f"({THROUGH_LEGEND})")
     return "\n".join(lines)
 
 

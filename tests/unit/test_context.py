@@ -196,3 +196,17 @@ def test_overlapping_neighbour_windows_show_each_turn_once() -> None:
     assert "Bob: after" in text
     block = to_markdown(response)
     assert block.count("Bob: between") == 1
+
+
+def test_table_says_which_memory_a_correction_was_found_through() -> None:
+    memory = next(r for r in _response().results if r.source == "semantic")
+    correction = replace(
+        memory, content="Then we moved on to Madrid.", metadata={**memory.metadata, "id": 4,
+                                                                  "found_through": 1}
+    )  # fmt: skip
+    response = RetrievalResponse(results=(correction,), diagnostics=_response().diagnostics)
+    lines = to_table(response).splitlines()
+    assert lines[2].endswith("(found through memory 1) Then we moved on to Madrid.")
+    assert lines[-1].startswith("(found through memory N: a correction")
+    # Found by its own text, a memory's row and the legend say nothing of it.
+    assert "found through" not in to_table(_response())
