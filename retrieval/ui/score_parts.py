@@ -85,13 +85,17 @@ def outdated_label(metadata: Mapping[str, object]) -> str | None:
 
 
 def found_label(metadata: Mapping[str, object]) -> str | None:
-    """Which memory a correction was found through, in words ("found through memory #12, which
-    it corrected: the question found that memory"), or None for a result found by its own
-    text."""
+    """Which memory a correction was found through, in words ("found through memory #12, an
+    earlier version it replaced: the question found that memory"), or None for a result found
+    by its own text. The earlier version may have been replaced by a correction this one
+    corrected in turn."""
     through = metadata.get("found_through")
     if through is None:
         return None
-    return f"found through memory #{through}, which it corrected: the question found that memory"
+    return (
+        f"found through memory #{through}, an earlier version it replaced: the question found "
+        "that memory"
+    )
 
 
 def question_label(metadata: Mapping[str, object]) -> str | None:
