@@ -432,6 +432,9 @@ def _the_newer_leads(
         # When it happened is no word of a change.
         ("Our landlord is Mr Okafor.", "Mr Okafor fixed the boiler last month.",
          "Who is our landlord?"),
+        # "had" tells an event.
+        ("We have a cat called Tofu.", "Tofu had a vet check-up last week; all fine.",
+         "Do we have a cat?"),
     ],
 )  # fmt: skip
 def test_a_later_memory_that_mentions_a_state_without_changing_it_leaves_it_first(

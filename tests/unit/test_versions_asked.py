@@ -224,6 +224,7 @@ def test_an_update_the_question_tells_apart_is_a_version_only_when_close() -> No
         "Bob has finally moved to Denver.",  # the present perfect
         "The guest network was renamed to Acme-Visitors.",
         "The old boiler was replaced by a heat pump.",  # "was" before "-ed by"
+        "Tofu had a vet check-up last week; all fine.",
     ],
 )
 def test_a_text_that_tells_an_event_in_the_past(text: str) -> None:
@@ -245,6 +246,7 @@ def test_a_text_that_tells_an_event_in_the_past(text: str) -> None:
         "We put the kids to bed at eight.",  # "we put" without a particle: a habit
         "The judo coach can only do Friday afternoons.",
         "Alice is allergic to peanuts.",
+        "We had to sell the car.",  # "had to" carries the verb after it, here the present
     ],
 )
 def test_a_text_that_tells_a_state_or_a_habit(text: str) -> None:

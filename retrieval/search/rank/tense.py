@@ -18,12 +18,14 @@ import re
 # assemblies"); a word that starts the text is no verb ("Paid users get ..."). "put", "shut",
 # "cut", "quit", "split" and "left" are the present too after "I", "we", "you" or "they":
 # there, only before a particle ("We put in a Ring doorbell.", "We shut down Freshdesk.").
+# "had" tells an event ("Tofu had a vet check-up last week."), but before "to" it only carries
+# the verb after it ("We had to sell the car."), which tells its own tense.
 _IRREGULAR_PAST = frozenset(
     """
     got gave took went made bought sold began became broke brought built came chose drove fell
     found grew heard held kept knew led lost met paid ran sent spent stood taught told threw won
     wrote did sat flew forgot hung rode rang shook stole struck swore tore woke wore dug fed fled
-    fought caught put shut cut quit split left
+    fought caught put shut cut quit split left had
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 _PRESENT_TOO = frozenset(["put", "shut", "cut", "quit", "split", "left"])
@@ -83,6 +85,8 @@ def _past_verb(words: list[str], at: int) -> bool:
     if "-" in word:  # a compound describes: "tumor-derived", "home-made"
         return False
     if not (word in _IRREGULAR_PAST or (regular and word not in _NOT_PAST)):
+        return False
+    if word == "had" and at + 1 < len(words) and words[at + 1] == "to":
         return False
     before = at - 1
     while before > 0 and (words[before] in _ADVERBS or _MANNER.fullmatch(words[before])):
