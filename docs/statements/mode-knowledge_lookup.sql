@@ -305,9 +305,9 @@ semantic_routed AS MATERIALIZED (
                                               AND c.retired_at <= CAST(%(as_of)s AS timestamptz)
                                           )
                                      SELECT later.id
-                                     FROM later) AS later
+                                     FROM later) AS chain
                INNER JOIN retrieval.memories AS s ON s.tenant_id = %(tenant_id)s
-                                                 AND s.id = later.id
+                                                 AND s.id = chain.id
           WHERE f.routed_to IS NOT NULL
             AND (s.retired_at IS NULL
               OR s.retired_at > CAST(%(as_of)s AS timestamptz))

@@ -248,8 +248,8 @@ semantic_routed AS MATERIALIZED (
                 WHERE c.superseded_by IS NOT NULL AND c.retired_at <= %(as_of)s::timestamptz
             )
             SELECT later.id FROM later
-        ) AS later
-        JOIN {schema}.memories AS s ON s.tenant_id = %(tenant_id)s AND s.id = later.id
+        ) AS chain
+        JOIN {schema}.memories AS s ON s.tenant_id = %(tenant_id)s AND s.id = chain.id
         WHERE f.routed_to IS NOT NULL AND {conditions}
     ) AS n
     ORDER BY n.id, {better}

@@ -230,13 +230,14 @@ def _nearest(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...
     the walk (``semantic_walk``) is kept when it filled the pool, and the rows that meet the
     filter are read exactly when it did not (the planner prices a filter from the table's
     statistics, not the tenant's: a walk may stop short of the pool)."""
+    routes = _routes(filter_operators)
     filters = [
         "m.tenant_id = %(tenant_id)s",
         *kind_filters(query.mode, "m"),
         *memory_conditions(filter_operators, "m"),
-        live_or_replaced_sql("m") if _routes(filter_operators) else live_sql("m"),
+        _candidate_sql("m", routes),
     ]
-    routed_to = _routed_to("m", _routes(filter_operators))
+    routed_to = _routed_to("m", routes)
     fragments = {
         "columns": memory_columns("m"),
         "vector_column": (", m.search_vector" if query.bm25 else "") + ", " + routed_to,
@@ -257,6 +258,12 @@ def _routes(filter_operators: tuple[str, ...]) -> bool:
     # Whether a call's candidates may be memories a correction replaced: not where it reads
     # only memories under a key (LangGraph's store), whose new values replace them.
     return KEYED not in filter_operators
+
+
+def _candidate_sql(alias: str, routes: bool) -> str:
+    # Which memories a channel reads: the live ones, and those a correction replaced where the
+    # call routes them to their corrections.
+    return live_or_replaced_sql(alias) if routes else live_sql(alias)
 
 
 def _routed_to(alias: str, routes: bool) -> str:
@@ -352,6 +359,7 @@ def _bm25_channel(
 def _bm25_terms(schema: str, query: SemanticQuery, filter_operators: tuple[str, ...]) -> list[str]:
     # The tenant's corpus row, the query's lexemes with their estimated document frequencies,
     # the rarest terms within the row budget and their memories.
+    routes = _routes(filter_operators)
     return [
         template("read_semantic.mem_corpus", schema),
         template(
@@ -363,8 +371,8 @@ def _bm25_terms(schema: str, query: SemanticQuery, filter_operators: tuple[str, 
         template(
             "read_semantic.mem_fetched",
             columns=memory_columns("m"),
-            routed_to=_routed_to("m", _routes(filter_operators)),
-            matching=_matching(schema, query.bound, _routes(filter_operators)),
+            routed_to=_routed_to("m", routes),
+            matching=_matching(schema, query.bound, routes),
             fetched=COUNT_CAP + 1,
         ),
     ]
@@ -416,7 +424,7 @@ def _matching(schema: str, bound: bool, routes: bool) -> str:
     return template(
         "read_semantic.matching_bound" if bound else "read_semantic.matching",
         schema,
-        live=live_or_replaced_sql("m") if routes else live_sql("m"),
+        live=_candidate_sql("m", routes),
         fetched=COUNT_CAP + 1,
     )
 
