@@ -88,6 +88,7 @@ HELD_OUT = (
     "held-out-7",
     "held-out-8",
     "held-out-9",
+    "held-out-10",
 )
 
 

@@ -50,7 +50,11 @@ rewritten until no question has a cosine over 0.55 to another part's memory nor 
 question to one of its memories) and ``held-out-9`` (20 distinct pairs and 20 updates written
 on 2026-12-07, before any change, where one memory is told by one person, "I" or "my", and the
 other by the household or the team it belongs to, "we" or "our": "I live in Coimbra near the
-university." then "We moved to Aveiro in the spring."; subjects rewritten as held-out-8's). A rule
+university." then "We moved to Aveiro in the spring."; subjects rewritten as held-out-8's) and
+``held-out-10`` (20 distinct pairs and 20 updates written on 2026-12-08, before any change, in
+subjects no earlier part names (ferrets, a theremin, a septic tank, a paraglider), rewritten until
+no question has a cosine over 0.55 to another memory of the file, nor another part's question to
+one of its memories; an update told in any of the ways people tell one). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
