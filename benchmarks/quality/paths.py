@@ -89,6 +89,7 @@ HELD_OUT = (
     "held-out-8",
     "held-out-9",
     "held-out-10",
+    "held-out-11",
 )
 
 

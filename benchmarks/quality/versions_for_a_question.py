@@ -54,7 +54,13 @@ university." then "We moved to Aveiro in the spring."; subjects rewritten as hel
 ``held-out-10`` (20 distinct pairs and 20 updates written on 2026-12-08, before any change, in
 subjects no earlier part names (ferrets, a theremin, a septic tank, a paraglider), rewritten until
 no question has a cosine over 0.55 to another memory of the file, nor another part's question to
-one of its memories; an update told in any of the ways people tell one). A rule
+one of its memories; an update told in any of the ways people tell one) and ``held-out-11``
+(20 updates of an amount or a state told in everyday words, "hiked the price to 11", "let her
+season ticket lapse", "ditched the landline", and 20 distinct pairs whose newer tells such a
+change of another fact of the same subject, "put the parking fee up to 60" beside the rent;
+written on 2026-12-08 after the misses of the parts to held-out-7 were read and a change for
+such words was measured on held-out-10, before it was measured on this part; subjects rewritten
+as held-out-10's). A rule
 is tuned on the tuning half, kept when it holds on the validation half, and reported on the
 held-out parts.
 
