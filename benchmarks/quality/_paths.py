@@ -13,12 +13,17 @@ through the same surface:
   (each memory under a key: a fact's own key where a corpus has one, else one per memory),
   ``ingest`` (a JSON Lines file read as ``retrieval ingest`` reads it: a chat transcript's
   lines, ``speaker``, ``text``, ``time``, ``session``, for a conversation), ``langgraph``
-  (LangGraph's ``put`` and ``search`` on :class:`~retrieval.integrations.langgraph.RetrievalStore`)
-  and ``mcp`` (the MCP server's ``remember`` and ``search_memory`` tools through the SDK's own
+  (LangGraph's ``put`` and ``search`` on :class:`~retrieval.integrations.langgraph.RetrievalStore`),
+  ``mcp`` (the MCP server's ``remember`` and ``search_memory`` tools through the SDK's own
   client, in process: a turn with its thread, place and time, a memory with its time, a
   question asked as of the corpus's time, as docs/mcp.md says a client replaying a
-  conversation calls them): every corpus. LangGraph cannot give a memory its time: its memories
-  are told when stored, and its questions asked now.
+  conversation calls them) and ``mem0`` (Mem0's interface,
+  :class:`~retrieval.integrations.mem0.Memory`: each turn of a conversation ``add``-ed as the
+  user's message, each memory ``add``-ed as a string, under the corpus tenant's ``user_id``
+  with its reference in ``metadata`` and its time as Mem0's ``timestamp``, asked with
+  ``search`` in that scope, as docs/mem0.md shows): every corpus. LangGraph cannot give a
+  memory its time: its memories are told when stored; neither LangGraph nor Mem0 asks as of a
+  moment: their questions are asked now.
 
 ``thread, told now`` (a thread and a position, no time: each turn told when stored, as a
 LangGraph ``put`` is, and asked now) runs only when named (``--way``): what the conversation
@@ -48,11 +53,13 @@ import numpy as np
 SAID = re.compile(r'^(?P<speaker>[^:"]+?) said, "(?P<text>.*)"(?P<rest>.*)$', re.DOTALL)
 COLON = re.compile(r"^(?P<speaker>[^:]{1,40}): (?P<text>.*)$", re.DOTALL)
 CONVERSATION_WAYS = ("thread", "thread, kind not given", "no thread", "other format")
-COMMON_WAYS = ("namespace", "keys", "ingest", "langgraph", "mcp")
+COMMON_WAYS = ("namespace", "keys", "ingest", "langgraph", "mcp", "mem0")
 MEMORY_BASE = "remember"
 # A conversation stored with its threads and places but no times: measured when named.
 TOLD_NOW = "thread, told now"
 UNTIMED_WAYS = frozenset({"langgraph", TOLD_NOW})  # their memories are told when stored
+# Their questions are asked now: neither LangGraph's search nor Mem0's takes a moment.
+ASKED_NOW_WAYS = UNTIMED_WAYS | {"mem0"}
 
 
 # -- corpora ------------------------------------------------------------------------------------
@@ -231,12 +238,18 @@ class Way:
     store: Any
     config: Any  # the RetrievalConfig of the ways that ask through retrieve()
     tenants: dict[str, str] = field(default_factory=dict)
-    _langgraph_retriever: Any = None
+    _retriever: Any = None
+    _mem0_memories: dict[str, Any] = field(default_factory=dict)
 
     @property
     def timed(self) -> bool:
-        """Whether its memories keep their times (and its questions may be asked as of one)."""
+        """Whether its memories keep their times."""
         return self.name not in UNTIMED_WAYS
+
+    @property
+    def asks_as_of(self) -> bool:
+        """Whether its questions may be asked as of a moment."""
+        return self.name not in ASKED_NOW_WAYS
 
     def tenant(self, name: str) -> str:
         """The tenant this way stores the corpus's tenant ``name`` in."""
@@ -258,6 +271,14 @@ class Way:
             self._langgraph(dialogue.tenant, [(f"{n}", t.text, t.ref) for n, t in enumerate(turns)])
         elif self.name == "mcp":
             self._mcp(tenant, [_mcp_turn(t) for t in turns])
+        elif self.name == "mem0":
+            # Each turn added as the user's message, in order (an add's metadata is every one
+            # of its messages': a turn each keeps its reference).
+            memory = self._mem0(dialogue.tenant)
+            for turn in turns:
+                memory.add({"role": "user", "content": turn.text}, user_id=dialogue.tenant,
+                           metadata={"ref": turn.ref},
+                           timestamp=turn.created_at.timestamp())  # fmt: skip
         else:
             self.store.remember_many(self._turn_input(tenant, t, n) for n, t in enumerate(turns))
 
@@ -276,6 +297,11 @@ class Way:
                 self._langgraph(name, [(m.ref, m.text, m.ref) for m in group])
             elif self.name == "mcp":
                 self._mcp(tenant, [_mcp_memory(m) for m in group])
+            elif self.name == "mem0":
+                memory = self._mem0(name)
+                for memo in group:  # an add each, with its time where the corpus has one
+                    when = {"timestamp": memo.created_at.timestamp()} if memo.created_at else {}
+                    memory.add(memo.text, user_id=name, metadata={"ref": memo.ref}, **when)
             else:
                 for batch in _batches(group):
                     self.store.remember_many(self._memo_input(tenant, m) for m in batch)
@@ -337,22 +363,41 @@ class Way:
         from retrieval.integrations.langgraph import RetrievalStore, search_config
         from retrieval.search.retriever import HybridRetriever
 
-        if self._langgraph_retriever is None:
-            self._langgraph_retriever = HybridRetriever.from_store(
+        if self._retriever is None:
+            self._retriever = HybridRetriever.from_store(
                 self.store, config=search_config(self.config), background_writes=False
             )
         return RetrievalStore(
             self.store,
             tenant_id=self.tenant(name),
             index={"fields": ["text"]},
-            retriever=self._langgraph_retriever,
+            retriever=self._retriever,
         )
+
+    def _mem0(self, name: str) -> Any:
+        # Mem0's interface on the tenant, as a Mem0 program makes one (its searches answered by
+        # one retriever of the way).
+        from retrieval.integrations.mem0 import Memory
+        from retrieval.search.retriever import HybridRetriever
+
+        if self._retriever is None:
+            self._retriever = HybridRetriever.from_store(
+                self.store, config=self.config, background_writes=False
+            )
+        if name not in self._mem0_memories:
+            self._mem0_memories[name] = Memory(
+                self.store, tenant_id=self.tenant(name), retriever=self._retriever
+            )
+        return self._mem0_memories[name]
 
     def close(self) -> None:
         """Close what the way opened."""
-        if self._langgraph_retriever is not None:
-            self._langgraph_retriever.close()
-            self._langgraph_retriever = None
+        for memory in self._mem0_memories.values():
+            memory.close()
+        self._mem0_memories.clear()
+        if self._retriever is not None:
+            self._retriever.close()
+            self._retriever = None
 
     def _mcp(self, tenant: str, calls: list[dict[str, Any]]) -> None:
         sessions = McpSessions(self.store, self.config)
@@ -377,6 +422,21 @@ class Way:
                 return [Found(item.value.get("ref"), item.value.get("text", "")) for item in items]
 
             yield ask_langgraph
+            return
+        if self.name == "mem0":
+
+            def ask_mem0(name: str, query: str, limit: int, as_of: Any = None) -> list[Found]:
+                found = self._mem0(name).search(query, filters={"user_id": name}, top_k=limit)
+                return [
+                    Found(
+                        (item.get("metadata") or {}).get("ref"),
+                        item["memory"],
+                        bool((item.get("metadata") or {}).get("below_threshold")),
+                    )
+                    for item in found["results"]
+                ]
+
+            yield ask_mem0
             return
         if self.name == "mcp":
             sessions = McpSessions(self.store, self.config)
@@ -408,7 +468,7 @@ class Way:
 
             def ask(name: str, query: str, limit: int, as_of: Any = None) -> list[Found]:
                 options: dict[str, Any] = {"limit": limit}
-                if as_of is not None and self.timed:
+                if as_of is not None and self.asks_as_of:
                     options["as_of"] = as_of
                 if self.name == "namespace":
                     options["namespace"] = ("users", self.tenant(name))

@@ -179,7 +179,7 @@ def run_updates(way: Way) -> dict[str, Any]:
     with way.asker() as ask:
         for fact, (_, question, _) in enumerate(FACTS):
             for as_of, expected in ASKED:
-                if as_of is not None and not way.timed:
+                if as_of is not None and not way.asks_as_of:
                     continue
                 found = ask("updates", question, 10, as_of)
                 right = bool(found) and found[0].ref == f"f{fact}v{expected}"

@@ -31,10 +31,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from retrieval.arguments import MAX_RESULTS, check_tenant, unit_number
@@ -140,14 +142,18 @@ class Memory:
         infer: bool = True,
         memory_type: str | None = None,
         prompt: str | None = None,
+        timestamp: int | float | None = None,
     ) -> dict[str, Any]:
         """Store ``messages``: a string (a fact), a chat message, or a list of them (each a
         memory of kind ``message`` with its ``role`` and, if given, its ``name`` as
         ``actor_id``; system messages are left out). One of ``user_id``, ``agent_id`` or
         ``run_id`` is required. ``infer`` (True by default in Mem0, where an LLM extracts
-        facts) stores the same: what was said, as it was said. Returns Mem0's
-        ``{"results": [{"id", "memory", "event": "ADD", ...}]}``."""
+        facts) stores the same: what was said, as it was said. ``timestamp`` (Unix seconds, as
+        Mem0's platform takes it) is when it was said, for a conversation imported after the
+        fact: its sessions, recency and the times its questions name count from it (default:
+        now). Returns Mem0's ``{"results": [{"id", "memory", "event": "ADD", ...}]}``."""
         del prompt  # an LLM's prompt: no LLM here
+        told_at = _told_at(timestamp)
         if memory_type is not None:
             raise ValidationError(
                 "memory_type: procedural memories need an LLM to summarise a run; store the "
@@ -176,7 +182,7 @@ class Memory:
             items.append(
                 MemoryInput(
                     text=text, tenant_id=self.tenant_id, kind=kind, metadata=item_metadata,
-                    namespace=NAMESPACE, key=key,
+                    namespace=NAMESPACE, key=key, created_at=told_at,
                 )
             )  # fmt: skip
             returned.append(
@@ -512,6 +518,32 @@ def _item(found: _Found) -> dict[str, Any]:
     if rest:
         item["metadata"] = rest
     return item
+
+
+def _told_at(timestamp: object) -> datetime | None:
+    # Mem0's ``timestamp``: Unix seconds (an int, as its platform takes it, or a float).
+    if timestamp is None:
+        return None
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+        raise ValidationError(
+            f"timestamp must be Unix seconds (an int such as {int(time.time())}), got "
+            f"{type(timestamp).__name__} {timestamp!r}: for a datetime, pass "
+            "int(value.timestamp())",
+            field="timestamp",
+        )
+    if not math.isfinite(timestamp) or timestamp < 0:
+        raise ValidationError(
+            f"timestamp must be Unix seconds at or after 1970, got {timestamp!r}",
+            field="timestamp",
+        )
+    try:
+        return datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError) as error:
+        raise ValidationError(
+            f"timestamp {timestamp!r} is past the last date Python can hold: give Unix "
+            "seconds, not milliseconds",
+            field="timestamp",
+        ) from error
 
 
 def _scopes(**given: str | None) -> dict[str, str]:

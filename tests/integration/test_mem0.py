@@ -4,6 +4,7 @@ library as a Mem0 user writes them, on a real PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -167,6 +168,46 @@ def test_careless_calls_are_refused_in_words(memory: Memory) -> None:
         memory.search("x", user_id="alice", filters={"user_id": "bob"})
     with pytest.raises(ValidationError, match="delete_all needs a scope"):
         memory.delete_all()
+    assert memory.get_all(filters={"user_id": "alice"})["results"] == []  # nothing was written
+
+
+def test_a_conversation_imported_with_mem0s_timestamps_keeps_its_times(memory: Memory) -> None:
+    # Mem0's platform takes when a memory was said as Unix seconds (``timestamp``): the
+    # memories keep those times, and a question naming one finds what was said then.
+    may = datetime(2023, 5, 8, 14, tzinfo=UTC)
+    august = datetime(2023, 8, 20, 10, tzinfo=UTC)
+    alps = memory.add(
+        [{"role": "user", "content": "I went hiking in the Alps with my brother."}],
+        user_id="alice",
+        timestamp=int(may.timestamp()),
+    )["results"][0]["id"]
+    memory.add(
+        [{"role": "user", "content": "I went hiking in the Dolomites with my sister."}],
+        user_id="alice",
+        timestamp=august.timestamp(),  # a float is Unix seconds too
+    )
+    assert memory.get(alps)["created_at"] == may.isoformat()
+    found = memory.search("Where did I go hiking in May 2023?", filters={"user_id": "alice"})
+    assert found["results"][0]["id"] == alps
+    assert found["results"][0]["created_at"] == may.isoformat()
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "said"),
+    [
+        ("1683554400", "must be Unix seconds"),
+        (True, "must be Unix seconds"),
+        (datetime(2023, 5, 8, tzinfo=UTC), r"int\(value.timestamp\(\)\)"),
+        (-1, "at or after 1970"),
+        (float("nan"), "at or after 1970"),
+        (1683554400000, "not milliseconds"),
+    ],
+)
+def test_a_timestamp_that_is_not_unix_seconds_is_refused_in_words(
+    memory: Memory, timestamp: Any, said: str
+) -> None:
+    with pytest.raises(ValidationError, match=said):
+        memory.add("I went hiking in the Alps.", user_id="alice", timestamp=timestamp)
     assert memory.get_all(filters={"user_id": "alice"})["results"] == []  # nothing was written
 
 

@@ -1,15 +1,15 @@
 """The paths matrix in small: a conversation stored through every documented way of storing one
 (a thread and a position with or without the kind, messages without a thread, either way of
 writing a turn, under a namespace, with keys, ``retrieval ingest`` of a transcript, the
-LangGraph store, the MCP tools) answers as well as the best of them, within two points, but for
-the gaps measured and named in :data:`KNOWN_GAPS`, which may only shrink.
+LangGraph store, the MCP tools, Mem0's interface) answers as well as the best of them, within
+two points, but for the gaps measured and named in :data:`KNOWN_GAPS`, which may only shrink.
 
 The ways are those of ``benchmarks/quality/paths.py``, which runs every quality corpus through
 them; here, ``tests/data/paths_conversation.json``: two short conversations whose questions
-are answered by a turn's words, never by its date (LangGraph cannot store a turn's time),
-read three turns at a time. A rule that treats one way apart (as the newer-version rule
-once capped the turns of a thread stored without their kind, "I sprained my wrist" under "My
-wrist is better too") shows here as a way falling behind.
+are answered by a turn's words, never by its date (LangGraph cannot store a turn's time, nor
+Mem0's search ask as of one), read three turns at a time. A rule that treats one way apart (as
+the newer-version rule once capped the turns of a thread stored without their kind, "I
+sprained my wrist" under "My wrist is better too") shows here as a way falling behind.
 """
 
 from __future__ import annotations
@@ -118,5 +118,8 @@ def test_a_conversation_told_now_keeps_its_threads_and_places_but_not_its_times(
     item = way._turn_input("t", turn, 4)
     assert "created_at" not in item
     assert (item["thread_id"], item["position"], item["kind"]) == ("s0", 4, "message")
-    assert not way.timed
+    assert not way.timed and not way.asks_as_of
+    # Mem0's add keeps a time (its timestamp); neither its search nor LangGraph's asks as of one.
+    mem0 = Way("mem0", None, RetrievalConfig())
+    assert mem0.timed and not mem0.asks_as_of
     assert Way("thread", None, RetrievalConfig())._turn_input("t", turn, 4)["created_at"] == told
