@@ -62,6 +62,8 @@ _OPERATORS = {
     "in": "$in", "nin": "$nin", "contains": "$contains", "icontains": "$icontains",
 }  # fmt: skip
 _LOGICAL = {"AND": "$and", "OR": "$or", "NOT": "$not"}
+# Mem0's filters on a memory's own times: refused rather than read as metadata (none holds them).
+_TIMES = ("created_at", "updated_at")
 DEFAULT_TOP_K = 20  # Mem0's
 
 
@@ -79,6 +81,13 @@ def mem0_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
         )
     translated: dict[str, Any] = {}
     for key, value in filters.items():
+        if key in _TIMES:
+            raise ValidationError(
+                f"filters: {key} is the memory's own time, which this interface does not filter "
+                "on yet (a condition on it would match nothing): leave it out, or keep the "
+                "time you filter on in metadata (add(..., metadata={'day': '2024-01-01'}))",
+                field="filters",
+            )
         if key in _LOGICAL:
             translated[_LOGICAL[key]] = _logical(key, value)
         elif isinstance(value, Mapping) and value and all(op in _OPERATORS for op in value):

@@ -168,6 +168,11 @@ def test_careless_calls_are_refused_in_words(memory: Memory) -> None:
         memory.search("x", user_id="alice", filters={"user_id": "bob"})
     with pytest.raises(ValidationError, match="delete_all needs a scope"):
         memory.delete_all()
+    # Mem0's filters on a memory's own times would match no metadata: refused, not empty.
+    with pytest.raises(ValidationError, match="created_at is the memory's own time"):
+        memory.search("x", filters={"user_id": "alice", "created_at": {"gte": "2024-01-01"}})
+    with pytest.raises(ValidationError, match="updated_at is the memory's own time"):
+        memory.get_all(filters={"AND": [{"user_id": "alice"}, {"updated_at": {"lt": "2025"}}]})
     assert memory.get_all(filters={"user_id": "alice"})["results"] == []  # nothing was written
 
 
