@@ -20,6 +20,10 @@ one statement, as a metadata filter. A memory is stored under a key (a new UUID)
 namespace ``("mem0",)``: the key is its Mem0 ``id``, an ``update`` is a new version under the
 same key (the old one retired and kept in ``history``), and a ``delete`` erases every version.
 
+A memory's ``created_at`` and ``updated_at`` are kept in its metadata too, so that Mem0's filters
+on them are metadata conditions; ``add(..., timestamp=)`` (Mem0's platform: Unix seconds) gives
+when it was said.
+
 What differs (docs/mem0.md): ``add`` stores what it is given, each chat message as a memory of
 kind ``message`` with its role (``infer`` is accepted and stores the same: no LLM extracts
 facts; the ranking finds them in the messages); ``search`` is the library's hybrid search, its
@@ -62,8 +66,9 @@ _OPERATORS = {
     "in": "$in", "nin": "$nin", "contains": "$contains", "icontains": "$icontains",
 }  # fmt: skip
 _LOGICAL = {"AND": "$and", "OR": "$or", "NOT": "$not"}
-# Mem0's filters on a memory's own times: refused rather than read as metadata (none holds them).
-_TIMES = ("created_at", "updated_at")
+# A memory's own times, as Mem0 keeps them: kept in its metadata too (UTC, ISO 8601, which
+# compare in order as text), so that Mem0's filters on them are metadata conditions.
+TIMES = ("created_at", "updated_at")
 DEFAULT_TOP_K = 20  # Mem0's
 
 
@@ -81,20 +86,49 @@ def mem0_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
         )
     translated: dict[str, Any] = {}
     for key, value in filters.items():
-        if key in _TIMES:
-            raise ValidationError(
-                f"filters: {key} is the memory's own time, which this interface does not filter "
-                "on yet (a condition on it would match nothing): leave it out, or keep the "
-                "time you filter on in metadata (add(..., metadata={'day': '2024-01-01'}))",
-                field="filters",
-            )
         if key in _LOGICAL:
             translated[_LOGICAL[key]] = _logical(key, value)
         elif isinstance(value, Mapping) and value and all(op in _OPERATORS for op in value):
-            translated[key] = {_OPERATORS[op]: operand for op, operand in value.items()}
+            translated[key] = {
+                _OPERATORS[op]: _time_operand(key, operand) for op, operand in value.items()
+            }
         else:
-            translated[key] = value
+            translated[key] = _time_operand(key, value)
     return translated
+
+
+def _time_operand(key: str, value: Any) -> Any:
+    # A value compared with a memory's own time (``created_at``, ``updated_at``): as the times
+    # are kept (UTC, ISO 8601); a date is its midnight, a time without a zone is UTC.
+    if key not in TIMES or value == "*" or isinstance(value, bool):
+        return value
+    if isinstance(value, list):
+        return [_time_operand(key, item) for item in value]
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError as error:
+            raise ValidationError(
+                f"filters: {key} compares with a date or a time in ISO 8601 "
+                f"('2024-01-01' or '2024-01-01T09:30:00+00:00'), got {value!r}",
+                field="filters",
+            ) from error
+    else:
+        raise ValidationError(
+            f"filters: {key} compares with a date or a time in ISO 8601 ('2024-01-01'), got "
+            f"{type(value).__name__} {value!r}",
+            field="filters",
+        )
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return _kept_time(moment)
+
+
+def _kept_time(moment: datetime) -> str:
+    # A time as a memory's metadata keeps it: UTC, ISO 8601.
+    return moment.astimezone(UTC).isoformat()
 
 
 def _logical(name: str, value: Any) -> Any:
@@ -163,6 +197,7 @@ class Memory:
         now). Returns Mem0's ``{"results": [{"id", "memory", "event": "ADD", ...}]}``."""
         del prompt  # an LLM's prompt: no LLM here
         told_at = _told_at(timestamp)
+        kept = _kept_time(told_at or datetime.now(UTC))
         if memory_type is not None:
             raise ValidationError(
                 "memory_type: procedural memories need an LLM to summarise a run; store the "
@@ -183,7 +218,7 @@ class Memory:
         items, returned = [], []
         for kind, text, role, actor in told:
             key = str(uuid.uuid4())
-            item_metadata = extra | scopes
+            item_metadata = extra | scopes | {"created_at": kept, "updated_at": kept}
             if role is not None:
                 item_metadata["role"] = role
             if actor is not None:
@@ -221,6 +256,9 @@ class Memory:
         for name in PROMOTED:  # scopes are fixed when a memory is added
             if name in found.metadata:
                 merged[name] = found.metadata[name]
+        # As Mem0 has it: the memory keeps when it was added, and says when it was updated.
+        merged["created_at"] = found.metadata.get("created_at", _kept_time(found.created_at))
+        merged["updated_at"] = _kept_time(datetime.now(UTC))
         self.store.remember(
             text if text is not None else found.content,
             tenant_id=self.tenant_id,
@@ -517,13 +555,13 @@ def _item(found: _Found) -> dict[str, Any]:
         "id": found.key,
         "memory": found.content,
         "hash": hashlib.md5(found.content.encode(), usedforsecurity=False).hexdigest(),
-        "created_at": found.created_at.isoformat(),
-        "updated_at": found.updated_at.isoformat(),
+        "created_at": found.metadata.get("created_at", found.created_at.isoformat()),
+        "updated_at": found.metadata.get("updated_at", found.updated_at.isoformat()),
     }
     for name in PROMOTED:
         if name in found.metadata:
             item[name] = found.metadata[name]
-    rest = {k: v for k, v in found.metadata.items() if k not in PROMOTED}
+    rest = {k: v for k, v in found.metadata.items() if k not in PROMOTED and k not in TIMES}
     if rest:
         item["metadata"] = rest
     return item
@@ -608,6 +646,13 @@ def _checked_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
         raise ValidationError(
             f"metadata holds {', '.join(clash)}: give scopes as arguments (user_id=...), not "
             "in metadata",
+            field="metadata",
+        )
+    times = sorted(set(metadata) & set(TIMES))
+    if times:
+        raise ValidationError(
+            f"metadata holds {', '.join(times)}: the memory's own times are kept by the "
+            "interface; give when it was said as add(..., timestamp=unix_seconds)",
             field="metadata",
         )
     return metadata

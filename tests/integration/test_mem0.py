@@ -4,7 +4,7 @@ library as a Mem0 user writes them, on a real PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -168,11 +168,10 @@ def test_careless_calls_are_refused_in_words(memory: Memory) -> None:
         memory.search("x", user_id="alice", filters={"user_id": "bob"})
     with pytest.raises(ValidationError, match="delete_all needs a scope"):
         memory.delete_all()
-    # Mem0's filters on a memory's own times would match no metadata: refused, not empty.
-    with pytest.raises(ValidationError, match="created_at is the memory's own time"):
-        memory.search("x", filters={"user_id": "alice", "created_at": {"gte": "2024-01-01"}})
-    with pytest.raises(ValidationError, match="updated_at is the memory's own time"):
-        memory.get_all(filters={"AND": [{"user_id": "alice"}, {"updated_at": {"lt": "2025"}}]})
+    with pytest.raises(ValidationError, match="created_at compares with a date or a time"):
+        memory.search("x", filters={"user_id": "alice", "created_at": {"gte": "last week"}})
+    with pytest.raises(ValidationError, match="memory's own times are kept"):
+        memory.add("x", user_id="alice", metadata={"created_at": "2024-01-01"})
     assert memory.get_all(filters={"user_id": "alice"})["results"] == []  # nothing was written
 
 
@@ -195,6 +194,39 @@ def test_a_conversation_imported_with_mem0s_timestamps_keeps_its_times(memory: M
     found = memory.search("Where did I go hiking in May 2023?", filters={"user_id": "alice"})
     assert found["results"][0]["id"] == alps
     assert found["results"][0]["created_at"] == may.isoformat()
+
+
+def test_mem0s_filters_on_a_memorys_times(memory: Memory) -> None:
+    # Mem0's filters on created_at and updated_at (a date is its midnight, a time in any zone),
+    # in search and get_all; an update keeps when the memory was added and says when it changed.
+    def stamp(*day: int) -> int:
+        return int(datetime(*day, tzinfo=UTC).timestamp())
+
+    alps = memory.add("I went hiking in the Alps.", user_id="alice", timestamp=stamp(2023, 5, 8))
+    memory.add("I went hiking in the Dolomites.", user_id="alice", timestamp=stamp(2023, 8, 20))
+    memory.add("I went hiking in the Tatras.", user_id="alice")  # now
+
+    def found(filters: dict[str, Any]) -> tuple[list[str], list[str]]:
+        scoped = {"AND": [{"user_id": "alice"}, filters]}
+        searched = memory.search("hiking", filters=scoped)["results"]
+        listed = memory.get_all(filters=scoped)["results"]
+        return sorted(r["memory"][21:-1] for r in searched), sorted(
+            r["memory"][21:-1] for r in listed
+        )
+
+    assert found({"created_at": {"gte": "2023-06-01"}}) == (["Dolomites", "Tatras"],) * 2
+    assert found({"created_at": {"lt": "2023-06-01T02:00:00+02:00"}}) == (["Alps"],) * 2
+    assert (
+        found({"created_at": {"gte": "2023-05-08", "lte": "2023-08-20"}})
+        == (["Alps", "Dolomites"],) * 2
+    )
+    memory_id = alps["results"][0]["id"]
+    memory.update(memory_id, text="I went hiking in the Alps, with Tom.")
+    updated = memory.get(memory_id)
+    assert updated["created_at"] == "2023-05-08T00:00:00+00:00"
+    assert updated["updated_at"] > updated["created_at"] and "metadata" not in updated
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    assert found({"updated_at": {"gte": yesterday}})[1] == ["Alps, with Tom", "Tatras"]
 
 
 @pytest.mark.parametrize(
