@@ -641,21 +641,19 @@ def _checked_metadata(metadata: Mapping[str, Any] | None) -> Mapping[str, Any]:
         raise ValidationError(
             f"metadata must be a dict, got {type(metadata).__name__}", field="metadata"
         )
-    clash = sorted(set(metadata) & set(SCOPES))
-    if clash:
-        raise ValidationError(
-            f"metadata holds {', '.join(clash)}: give scopes as arguments (user_id=...), not "
-            "in metadata",
-            field="metadata",
-        )
-    times = sorted(set(metadata) & set(TIMES))
-    if times:
-        raise ValidationError(
-            f"metadata holds {', '.join(times)}: the memory's own times are kept by the "
-            "interface; give when it was said as add(..., timestamp=unix_seconds)",
-            field="metadata",
-        )
+    for names, instead in _NOT_METADATA:
+        clash = sorted(set(metadata) & set(names))
+        if clash:
+            raise ValidationError(f"metadata holds {', '.join(clash)}: {instead}", field="metadata")
     return metadata
+
+
+# Keys metadata may not hold, and what to give instead.
+_NOT_METADATA = (
+    (SCOPES, "give scopes as arguments (user_id=...), not in metadata"),
+    (TIMES, "the memory's own times are kept by the interface; give when it was said as "
+     "add(..., timestamp=unix_seconds)"),
+)  # fmt: skip
 
 
 def _told(
