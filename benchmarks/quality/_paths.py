@@ -361,34 +361,36 @@ class Way:
         # The store of the tenant, as a LangGraph app makes one, its searches answered by one
         # retriever of the way (the store's own defaults: no threshold).
         from retrieval.integrations.langgraph import RetrievalStore, search_config
-        from retrieval.search.retriever import HybridRetriever
 
-        if self._retriever is None:
-            self._retriever = HybridRetriever.from_store(
-                self.store, config=search_config(self.config), background_writes=False
-            )
         return RetrievalStore(
             self.store,
             tenant_id=self.tenant(name),
             index={"fields": ["text"]},
-            retriever=self._retriever,
+            retriever=self._shared_retriever(search_config(self.config)),
         )
 
     def _mem0(self, name: str) -> Any:
         # Mem0's interface on the tenant, as a Mem0 program makes one (its searches answered by
         # one retriever of the way).
         from retrieval.integrations.mem0 import Memory
+
+        if name not in self._mem0_memories:
+            self._mem0_memories[name] = Memory(
+                self.store,
+                tenant_id=self.tenant(name),
+                retriever=self._shared_retriever(self.config),
+            )
+        return self._mem0_memories[name]
+
+    def _shared_retriever(self, config: Any) -> Any:
+        # The one retriever of the way's interface (made on first use, with ``config``).
         from retrieval.search.retriever import HybridRetriever
 
         if self._retriever is None:
             self._retriever = HybridRetriever.from_store(
-                self.store, config=self.config, background_writes=False
+                self.store, config=config, background_writes=False
             )
-        if name not in self._mem0_memories:
-            self._mem0_memories[name] = Memory(
-                self.store, tenant_id=self.tenant(name), retriever=self._retriever
-            )
-        return self._mem0_memories[name]
+        return self._retriever
 
     def close(self) -> None:
         """Close what the way opened."""

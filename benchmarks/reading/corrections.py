@@ -23,6 +23,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -59,23 +60,29 @@ def store_tenant(store: Any, facts: int, corrected: int, again: int = 0) -> None
         )
         for n in range(facts)
     )
-    corrections = store.remember_many(
-        MemoryInput(
-            text=f"Item {n} moved to {rng.choice(PLACES)} for {rng.randint(1, 999)} euros.",
-            tenant_id=TENANT,
-            created_at=STARTED + timedelta(days=30, minutes=n),
-            supersedes=[ids[n]],
-        )
-        for n in range(corrected)
+    corrections = _correct(
+        store, rng, ids[:corrected], 30, "Item {n} moved to {place} for {price} euros."
     )
-    store.remember_many(
+    _correct(
+        store, rng, corrections[:again], 60, "Item {n} moved again, to {place}, now {price} euros."
+    )
+
+
+def _correct(
+    store: Any, rng: random.Random, replaced: Sequence[int], days: int, said: str
+) -> list[int]:
+    # A correction of each memory of ``replaced`` (in order), ``days`` after the facts began,
+    # ``said`` with the item's number, a place and a price drawn from ``rng``; their ids.
+    from retrieval.memory.records import MemoryInput
+
+    return store.remember_many(
         MemoryInput(
-            text=f"Item {n} moved again, to {rng.choice(PLACES)}, now {rng.randint(1, 999)} euros.",
+            text=said.format(n=n, place=rng.choice(PLACES), price=rng.randint(1, 999)),
             tenant_id=TENANT,
-            created_at=STARTED + timedelta(days=60, minutes=n),
-            supersedes=[corrections[n]],
+            created_at=STARTED + timedelta(days=days, minutes=n),
+            supersedes=[memory],
         )
-        for n in range(again)
+        for n, memory in enumerate(replaced)
     )
 
 
